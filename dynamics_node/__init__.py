@@ -1,0 +1,15 @@
+"""cluster_dynamics: exact rigid-body dynamics of URDF+ robots with kinematic loops, by clusters.
+
+Library use (no ROS needed)::
+
+    from dynamics_node import load_model
+    model = load_model('robot.urdf')
+    qdd = model.forward_dynamics(q, v, tau)
+"""
+
+from .errors import ModelError, SingularConfigurationError
+from .model import ClusterInfo, Data, Model, load_model
+from .models import bundled_model, bundled_models
+
+__all__ = ['ClusterInfo', 'Data', 'Model', 'ModelError', 'SingularConfigurationError', 'bundled_model',
+           'bundled_models', 'load_model']

@@ -1,0 +1,272 @@
+"""Clusters: strongly connected components of the constraint dependency digraph (seed 002, Alg. 1-3).
+
+Every loop or coupling adds two edges to the tree's parent->child edges: predecessor -> first body of
+the NCA->successor path and successor -> first body of the NCA->predecessor path, so the bodies whose
+motions must be solved together form one SCC. Each cluster then gets its constraint Jacobian rows and
+its split into independent and dependent joints (seed 002, Sec. III-C).
+"""
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .constraints import CouplingConstraint, LoopConstraint
+from .errors import ModelError
+from .joints import joint_transform, KIND, motion_subspace, NV
+from .spatial import pose_transform
+
+RANK_TOLERANCE = 1e-9          # relative singular-value threshold of the rank-revealing steps
+RANK_SAMPLES = 3               # random configurations at which structural ranks are measured
+
+
+@dataclass
+class Cluster:
+    index: int
+    name: str
+    bodies: tuple              # tree body indices, parent before child
+    parent: int                # parent cluster index, -1 for the ground
+    output: dict               # body -> output body (its nearest ancestor outside the cluster)
+    constraints: tuple
+    col: dict                  # body -> first column in the cluster's spanning velocities
+    n: int                     # spanning velocity dimension of the cluster joint
+    independent: np.ndarray    # local columns of the independent coordinates (y_k)
+    dependent: np.ndarray      # local columns of the dependent coordinates
+    active_rows: np.ndarray    # constraint rows that are not identically zero
+    linear: bool               # only couplings: G constant, g = 0, positions solved directly
+
+    @property
+    def m(self):
+        return len(self.independent)
+
+
+def build_constraints(spec, tree):
+    """Loop and coupling constraints with the two digraph edges each one adds (seed 002, Alg. 3)."""
+    constraints = []
+    for loop in spec.loops:
+        where = f'loop {loop.name!r}'
+        A = tree.body_of(loop.predecessor, f'{where} <predecessor>')
+        B = tree.body_of(loop.successor, f'{where} <successor>')
+        nca = tree.nearest_common_ancestor(A, B)
+        pred_path, succ_path = tree.path_from(nca, A), tree.path_from(nca, B)
+        if not pred_path and not succ_path:
+            raise ModelError(f'{where} joins links {loop.predecessor!r} and {loop.successor!r}, which are '
+                             'rigidly connected: it constrains no joint')
+        pose_A = tree.link_frame[loop.predecessor][1] * loop.predecessor_origin
+        pose_B = tree.link_frame[loop.successor][1] * loop.successor_origin
+        constraint = LoopConstraint(loop.name, loop.type, loop.axis, nca, pred_path, succ_path,
+                                    pose_transform(pose_A.R, pose_A.p), pose_transform(pose_B.R, pose_B.p))
+        constraints.append((constraint, _edges(A, B, pred_path, succ_path)))
+    for coupling in spec.couplings:
+        where = f'coupling {coupling.name!r}'
+        A = tree.body_of(coupling.predecessor, f'{where} <predecessor>')
+        B = tree.body_of(coupling.successor, f'{where} <successor>')
+        nca = tree.nearest_common_ancestor(A, B)
+        if nca in (A, B):
+            raise ModelError(f'{where}: links {coupling.predecessor!r} and {coupling.successor!r} lie on one '
+                             'branch; a coupling relates the joints of two branches below their nearest '
+                             'common ancestor')
+        pred_path, succ_path = tree.path_from(nca, A), tree.path_from(nca, B)
+        # Sum over the successor path = ratio * sum over the predecessor path (the published robot files'
+        # direction, not seed 002 eq. (8)): rotor successor, ratio N, spins N times its link.
+        coefficients = {b: coupling.ratio for b in pred_path}
+        coefficients.update({b: -1.0 for b in succ_path})
+        _same_kind(where, tree, coefficients)
+        constraints.append((CouplingConstraint(coupling.name, coefficients),
+                            _edges(A, B, pred_path, succ_path)))
+    joint_body = {tree.bodies[b].joint.name: b for b in range(1, len(tree.bodies))}
+    fixed = {j.name for j in spec.joints if j.type == 'fixed'}
+    for joint in spec.joints:
+        if joint.mimic is None:
+            continue
+        where = f'joint {joint.name!r} <mimic>'
+        leader = joint.mimic.joint
+        if leader in fixed or joint.name in fixed:
+            raise ModelError(f'{where}: a fixed joint cannot mimic or be mimicked ({leader!r})')
+        if leader not in joint_body:
+            raise ModelError(f'{where} names unknown joint {leader!r}')
+        J, K = joint_body[leader], joint_body[joint.name]
+        coefficients = {J: joint.mimic.multiplier, K: -1.0}
+        _same_kind(where, tree, coefficients)
+        top = tree.nearest_common_ancestor(tree.parent[J], tree.parent[K])
+        constraints.append((CouplingConstraint(f'mimic:{joint.name}', coefficients, joint.mimic.offset),
+                            _edges(J, K, tree.path_from(top, J), tree.path_from(top, K))))
+    return constraints
+
+
+def _edges(A, B, pred_path, succ_path):
+    """The two dependency edges of a constraint; an empty branch (A is an ancestor of B, or the
+    reverse) closes the other branch on itself."""
+    first_p = pred_path[0] if pred_path else succ_path[0]
+    first_s = succ_path[0] if succ_path else pred_path[0]
+    return ((A, first_s), (B, first_p))
+
+
+def _same_kind(where, tree, coefficients):
+    kinds = {}
+    for body in coefficients:
+        joint = tree.bodies[body].joint
+        kinds.setdefault(KIND[joint.type], []).append(joint.name)
+    if 'floating' in kinds:
+        raise ModelError(f'{where} involves floating joint {kinds["floating"][0]!r}; only 1-DoF joints '
+                         'can be coupled')
+    if len(kinds) > 1:
+        detail = '; '.join(f'{kind}: {names}' for kind, names in kinds.items())
+        raise ModelError(f'{where} couples joints of different kinds ({detail}); a coupling relates '
+                         'joints of one kind')
+
+
+def strongly_connected_components(n, edges):
+    """Tarjan's algorithm (iterative); returns each component as a sorted list of nodes."""
+    adjacency = [[] for _ in range(n)]
+    for a, b in edges:
+        adjacency[a].append(b)
+    index, low, on_stack = [-1] * n, [0] * n, [False] * n
+    stack, components, counter = [], [], 0
+
+    def visit(node):
+        nonlocal counter
+        index[node] = low[node] = counter
+        counter += 1
+        stack.append(node)
+        on_stack[node] = True
+        return node, iter(adjacency[node])
+
+    for start in range(n):
+        if index[start] >= 0:
+            continue
+        calls = [visit(start)]
+        while calls:
+            node, successors = calls[-1]
+            for nxt in successors:
+                if index[nxt] < 0:
+                    calls.append(visit(nxt))
+                    break
+                if on_stack[nxt]:
+                    low[node] = min(low[node], index[nxt])
+            else:
+                calls.pop()
+                if calls:
+                    low[calls[-1][0]] = min(low[calls[-1][0]], low[node])
+                if low[node] == index[node]:
+                    component = []
+                    while True:
+                        member = stack.pop()
+                        on_stack[member] = False
+                        component.append(member)
+                        if member == node:
+                            break
+                    components.append(sorted(component))
+    return components
+
+
+def build_clusters(spec, tree):
+    """Clusters in regular order (a parent cluster before its children), with their constraints and
+    independent/dependent split; raises ModelError on inconsistent URDF+."""
+    constraints = build_constraints(spec, tree)
+    nb = len(tree.bodies)
+    edges = [(tree.parent[i], i) for i in range(1, nb)]
+    for _, pair in constraints:
+        edges.extend(pair)
+    components = [c for c in strongly_connected_components(nb, edges) if c != [0]]
+    components.sort(key=lambda c: c[0])
+    cluster_of = np.zeros(nb, dtype=int) - 1
+    for k, bodies in enumerate(components):
+        cluster_of[bodies] = k
+    owned = [[] for _ in components]
+    for constraint, _ in constraints:
+        owned[cluster_of[constraint.bodies[0]]].append(constraint)
+    _check_dependent_flags(tree, components, owned)
+    rng = np.random.default_rng(0)
+    clusters = []
+    for k, bodies in enumerate(components):
+        output = {}
+        for b in bodies:
+            o = tree.parent[b]
+            while o > 0 and cluster_of[o] == k:
+                o = tree.parent[o]
+            output[b] = o
+        parents = {int(cluster_of[o]) for o in output.values()}
+        if len(parents) != 1:
+            raise ModelError(f'the cluster of links {[tree.bodies[b].link for b in bodies]} hangs from '
+                             'bodies of several clusters; merge its constraints into one mechanism')
+        col, n = {}, 0
+        for b in bodies:
+            col[b] = n
+            n += NV[tree.bodies[b].joint.type]
+        cluster = Cluster(k, tree.bodies[bodies[0]].link, tuple(bodies), parents.pop(), output,
+                          tuple(owned[k]), col, n, np.arange(n), np.arange(0), np.arange(0),
+                          all(isinstance(c, CouplingConstraint) for c in owned[k]))
+        if owned[k]:
+            _split_coordinates(cluster, tree, rng)
+        clusters.append(cluster)
+    return clusters
+
+
+def _check_dependent_flags(tree, components, owned):
+    """A joint marked independent="false" must belong to a constrained cluster."""
+    unconstrained = [tree.bodies[b].joint.name for bodies, cons in zip(components, owned) if not cons
+                     for b in bodies if tree.bodies[b].joint.independent is False]
+    if unconstrained:
+        raise ModelError(f'joints {unconstrained} are marked independent="false" but no <loop> or '
+                         '<coupling> constrains them')
+
+
+def constraint_jacobian(cluster, Xup, S, qd):
+    """Stacked K and k of a cluster's constraints (all rows) at the given transforms and velocities."""
+    blocks = [c.evaluate(Xup, S, cluster.col, cluster.n, qd) for c in cluster.constraints]
+    return np.vstack([K for K, _ in blocks]), np.concatenate([k for _, k in blocks])
+
+
+def _split_coordinates(cluster, tree, rng):
+    """Rank-revealing choice of the dependent joints (seed 002, Sec. III-C): the number of dependent
+    joints must equal rank K, and their columns K_d must have full rank."""
+    bodies = cluster.bodies
+    S = {b: motion_subspace(tree.bodies[b].joint.type, tree.bodies[b].joint.axis) for b in bodies}
+    samples = []
+    for _ in range(RANK_SAMPLES):
+        Xup = {}
+        for b in bodies:
+            joint = tree.bodies[b].joint
+            span = np.pi if KIND[joint.type] == 'rotational' else 0.3
+            Xup[b] = joint_transform(joint.type, joint.axis, rng.uniform(-span, span, 1)) @ tree.bodies[b].X_tree
+        samples.append(constraint_jacobian(cluster, Xup, S, np.zeros(cluster.n))[0])
+    scale = max(1.0, max(np.abs(K).max() for K in samples))
+    active = np.flatnonzero(np.max([np.abs(K).max(axis=1) for K in samples], axis=0) > RANK_TOLERANCE * scale)
+    samples = [K[active] for K in samples]
+    ranks = [_rank(K) for K in samples]
+    rank = max(ranks)
+    K = samples[int(np.argmax(ranks))]
+    joints = [tree.bodies[b].joint for b in bodies]
+    names = [j.name for j in joints]
+    marked = [cluster.col[b] for b, j in zip(bodies, joints) if j.independent is False]
+    describe = f'cluster {cluster.name!r} (joints {names}, constraints {[c.name for c in cluster.constraints]})'
+    if marked:
+        if len(marked) != rank:
+            raise ModelError(f'{describe} has constraint rank {rank}, so it needs {rank} dependent joints, '
+                             f'but {len(marked)} are marked independent="false": {[names[c] for c in marked]}')
+        dependent = marked
+    else:
+        dependent = []
+        for c in reversed(range(cluster.n)):
+            if joints[c].independent is None and _rank(K[:, dependent + [c]]) > len(dependent):
+                dependent.append(c)
+            if len(dependent) == rank:
+                break
+        dependent.sort()
+        if len(dependent) != rank:
+            raise ModelError(f'{describe} has constraint rank {rank} but only {len(dependent)} joints that '
+                             'are not marked independent="true" can be solved from it')
+    if _rank(K[:, dependent]) < rank:
+        raise ModelError(f'{describe}: the dependent joints {[names[c] for c in dependent]} cannot be '
+                         'solved from the constraints (their Jacobian columns are rank deficient); '
+                         'mark other joints independent="false"')
+    cluster.dependent = np.array(dependent, dtype=int)
+    cluster.independent = np.array([c for c in range(cluster.n) if c not in dependent], dtype=int)
+    cluster.active_rows = active
+
+
+def _rank(K):
+    if K.size == 0:
+        return 0
+    s = np.linalg.svd(K, compute_uv=False)
+    return int(np.sum(s > RANK_TOLERANCE * max(1.0, s[0])))

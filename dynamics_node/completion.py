@@ -1,0 +1,68 @@
+"""State completion: spanning positions from independent ones (seed 003 Sec. 1.2).
+
+Couplings are linear, so one Newton step solves them exactly; loops are solved by Newton's method on
+phi(q) = 0 over the dependent joints, warm-started from the previous solution.
+"""
+
+import numpy as np
+
+from .clusters import constraint_jacobian
+from .errors import ModelError
+from .kinematics import update_transforms
+
+TOLERANCE = 1e-12              # max |phi| of a solved cluster, m or rad
+MAX_ITERATIONS = 50
+
+
+def complete_positions(model, data, q_independent):
+    """Spanning q (nq) whose independent joints take q_independent and whose loops are closed."""
+    q = np.zeros(model.nq) if data.q_last is None else data.q_last.copy()
+    independent = set(model.independent_joint_names)
+    q_ind = np.asarray(q_independent, dtype=float).reshape(-1)
+    cursor = 0
+    for i in range(1, model.nb):
+        if model.joint_names[i - 1] in independent:
+            n = model.nq_body[i]
+            q[model.idx_q[i]:model.idx_q[i] + n] = q_ind[cursor:cursor + n]
+            cursor += n
+    for cluster in model.cluster_list:
+        if cluster.constraints:
+            _solve_cluster(model, data, cluster, q)
+    data.q_last = q.copy()
+    return q
+
+
+def independent_position_size(model):
+    """Length of the independent position vector (7 for a floating joint, 1 for the others)."""
+    names = set(model.independent_joint_names)
+    return sum(model.nq_body[i] for i in range(1, model.nb) if model.joint_names[i - 1] in names)
+
+
+def _solve_cluster(model, data, cluster, q):
+    """Damped Newton on the dependent joints: full steps near the solution, halved while a step does
+    not reduce |phi| (backtracking), so that far-away warm starts still converge."""
+    dependent = [model.idx_q[b] for b in cluster.bodies if cluster.col[b] in set(cluster.dependent)]
+    phi = _residual(model, data, cluster, q)
+    for _ in range(MAX_ITERATIONS):
+        if np.max(np.abs(phi)) <= TOLERANCE:
+            return
+        K, _ = constraint_jacobian(cluster, data.Xup, model.S, np.zeros(cluster.n))
+        step = np.linalg.lstsq(K[cluster.active_rows][:, cluster.dependent], phi, rcond=None)[0]
+        start, scale = q[dependent].copy(), 1.0
+        while True:
+            q[dependent] = start - scale * step
+            trial = _residual(model, data, cluster, q)
+            if np.linalg.norm(trial) < np.linalg.norm(phi) or scale < 1e-3:
+                break
+            scale *= 0.5
+        phi = trial
+    if np.max(np.abs(phi)) > TOLERANCE:
+        raise ModelError(f'could not close the constraints {[c.name for c in cluster.constraints]} of cluster '
+                         f'{cluster.name!r}: residual {np.max(np.abs(phi)):.3g} after {MAX_ITERATIONS} Newton '
+                         'iterations; the independent positions may be out of the mechanism\'s reach')
+
+
+def _residual(model, data, cluster, q):
+    update_transforms(model, data, q)
+    return np.concatenate([c.residual(data.Xup, lambda b: q[model.idx_q[b]])
+                           for c in cluster.constraints])[cluster.active_rows]

@@ -1,0 +1,309 @@
+"""The robot model (immutable after load) and its reusable workspace (Data).
+
+Layouts: bodies are numbered cluster by cluster (parent clusters first, seed 003 Sec. 1.3), so the
+bodies, spanning velocities and independent velocities of cluster k are contiguous ranges. q and v
+follow ``joint_names``; y (independent velocities) follows ``independent_joint_names``.
+"""
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .aba import aba
+from .clusters import build_clusters, Cluster
+from .completion import complete_positions, independent_position_size
+from .constraints import CouplingConstraint
+from .crba import crba
+from .efpa import efpa
+from .errors import ModelError
+from .frames import link_pose as pose_of, link_transforms, positions_jacobians
+from .joints import motion_subspace, NQ, NV
+from .kinematics import forward_pass, update_transforms
+from .rnea import rnea
+from .spatial import pose_transform, SWAP_LINEAR_ANGULAR
+from .state import (external_forces, independent_velocities, positions, spanning_to_independent_forces,
+                    vector, VELOCITY_TOLERANCE)
+from .topology import SpanningTree
+from .urdf import read_urdf
+
+
+@dataclass(frozen=True)
+class ClusterInfo:
+    """Readable description of one cluster."""
+
+    name: str
+    parent: str                    # name of the parent cluster, '' for the ground
+    links: tuple                   # links moving with the cluster's bodies (fixed links included)
+    joints: tuple                  # spanning-tree joints of the cluster
+    independent_joints: tuple
+    dependent_joints: tuple
+    constraints: tuple             # names of its <loop>/<coupling>/<mimic> constraints
+
+    def __str__(self):
+        text = f'{self.name}: joints {list(self.joints)}'
+        if self.constraints:
+            text += (f', constraints {list(self.constraints)}, independent {list(self.independent_joints)}'
+                     f', dependent {list(self.dependent_joints)}')
+        return text
+
+
+class Model:
+    """A URDF+ robot as a tree of clusters. Build it with ``load_model``."""
+
+    def __init__(self, spec):
+        tree = SpanningTree(spec)
+        clusters = build_clusters(spec, tree)
+        tree.renumber([b for c in clusters for b in c.bodies])
+        clusters = build_clusters(spec, tree)
+        self.name = spec.name
+        self.nb = len(tree.bodies)                       # bodies incl. the ground (body 0)
+        self.root_link = tree.root_link
+        self.parent = _frozen(tree.parent)               # parent body of each body
+        self.joint_type = tuple([None] + [b.joint.type for b in tree.bodies[1:]])
+        self.axis = _frozen([np.zeros(3)] + [b.joint.axis for b in tree.bodies[1:]])
+        self.X_tree = _frozen([b.X_tree for b in tree.bodies])       # ^{joint frame}X_{parent body}
+        self.inertia = _frozen([b.inertia for b in tree.bodies])     # spatial inertia, body coordinates
+        self.S = tuple([None] + [_frozen(motion_subspace(b.joint.type, b.joint.axis))
+                                 for b in tree.bodies[1:]])          # motion subspace, body coordinates
+        self.body_links = tuple(tuple(b.links) for b in tree.bodies)
+        self.link_frame = {link: (b, _frozen(pose_transform(pose.R, pose.p)))
+                           for link, (b, pose) in tree.link_frame.items()}   # link -> (body, X_link_body)
+        self.joint_names = tuple(b.joint.name for b in tree.bodies[1:])
+        nq = [0] + [NQ[t] for t in self.joint_type[1:]]
+        nv = [0] + [NV[t] for t in self.joint_type[1:]]
+        self.idx_q = _frozen(np.cumsum([0] + nq[:-1]))     # first position index of each body's joint
+        self.idx_v = _frozen(np.cumsum([0] + nv[:-1]))     # first velocity index of each body's joint
+        self.nq_body, self.nv_body = tuple(nq), tuple(nv)
+        self.nq, self.nv = int(sum(nq)), int(sum(nv))
+        self.cluster_list = tuple(clusters)
+        self.cluster_of = np.zeros(self.nb, dtype=int) - 1
+        y0 = 0
+        ranges = []
+        for c in clusters:
+            self.cluster_of[list(c.bodies)] = c.index
+            ranges.append((c.bodies[0], c.bodies[-1] + 1, int(self.idx_v[c.bodies[0]]), y0))
+            y0 += c.m
+        self.cluster_of = _frozen(self.cluster_of)
+        self.body_range = tuple((b0, b1) for b0, b1, _, _ in ranges)          # bodies of cluster k
+        self.v_range = tuple((v0, v0 + c.n) for (_, _, v0, _), c in zip(ranges, clusters))
+        self.y_range = tuple((y, y + c.m) for (_, _, _, y), c in zip(ranges, clusters))
+        self.ny = y0
+        self.independent_v = _frozen(np.concatenate(
+            [v0 + c.independent for (v0, _), c in zip(self.v_range, clusters)]).astype(int))
+        self.independent_joint_names = tuple(
+            self.joint_names[b - 1] for c in clusters for b in c.bodies if c.col[b] in set(c.independent))
+        self.Sbar = tuple(_frozen(_block_diagonal([self.S[b] for b in c.bodies])) for c in clusters)
+        self.G_constant = tuple(_frozen(_constant_G(c, self)) if c.linear else None for c in clusters)
+        self.floating_base = any(t == 'floating' for t in self.joint_type[1:])
+        self.clusters = tuple(self._describe(c, tree) for c in clusters)
+        self.gravity = np.array([0.0, 0.0, -9.81])
+        self._data = None
+
+    @property
+    def gravity(self):
+        """Gravity acceleration in the root frame, m/s^2 (default (0, 0, -9.81))."""
+        return self._gravity.copy()
+
+    @gravity.setter
+    def gravity(self, value):
+        g = np.asarray(value, dtype=float).reshape(-1)
+        if g.size != 3 or not np.all(np.isfinite(g)):
+            raise ModelError(f'gravity must be 3 finite numbers, got {value!r}')
+        self._gravity = g
+
+    @property
+    def links(self):
+        """Every link name (frames of bodies and of the links fixed to them)."""
+        return tuple(self.link_frame)
+
+    def _describe(self, c, tree):
+        joints = tuple(self.joint_names[b - 1] for b in c.bodies)
+        dependent = {c.col[b] for b in c.bodies} & set(c.dependent)
+        return ClusterInfo(c.name, self.cluster_list[c.parent].name if c.parent >= 0 else '',
+                           tuple(link for b in c.bodies for link in self.body_links[b]), joints,
+                           tuple(self.joint_names[b - 1] for b in c.bodies if c.col[b] not in dependent),
+                           tuple(self.joint_names[b - 1] for b in c.bodies if c.col[b] in dependent),
+                           tuple(con.name for con in c.constraints))
+
+    def create_data(self):
+        """A fresh workspace for the algorithms (one per thread)."""
+        return Data(self)
+
+    def _workspace(self):
+        if self._data is None:
+            self._data = Data(self)
+        return self._data
+
+    # ---- public API (issue contract); every method validates its inputs and raises ModelError ----
+
+    def forward_dynamics(self, q, v, tau, wrenches=None):
+        """Spanning accelerations qdd = G ydd + g (nv), ydd from the cluster ABA (seed 003, Alg. 1).
+
+        Args:
+            q: spanning positions (nq), loops closed.
+            v: spanning (nv, consistent) or independent (ny) velocities.
+            tau: spanning (nv, projected with G^T) or independent (ny) generalized forces.
+            wrenches: {link: (force, torque)} in the link frame at its origin (N, N m).
+        """
+        data = self._workspace()
+        q = positions(self, data, q)
+        yd = independent_velocities(self, data, v)
+        external_forces(self, data, wrenches)
+        forward_pass(self, data, q, yd)
+        tau_y = spanning_to_independent_forces(self, data, tau)
+        ydd = aba(self, data, q, yd, tau_y)
+        return self._spanning(data, ydd)
+
+    def inverse_dynamics(self, q, v, a, wrenches=None):
+        """Independent generalized forces tau_y (ny) from the cluster RNEA (seed 003, Sec. VI).
+
+        Args:
+            q: spanning positions (nq), loops closed.
+            v, a: spanning (nv, consistent) or independent (ny) velocities and accelerations.
+            wrenches: {link: (force, torque)} in the link frame at its origin.
+        """
+        data = self._workspace()
+        q = positions(self, data, q)
+        yd = independent_velocities(self, data, v)
+        x = vector(a, 'a', {self.nv: 'spanning', self.ny: 'independent'})
+        ydd = x if x.size == self.ny and self.ny != self.nv else x[self.independent_v]
+        external_forces(self, data, wrenches)
+        tau = rnea(self, data, q, yd, ydd)
+        if x.size == self.nv:
+            mismatch = np.max(np.abs(x - self._spanning(data, ydd)), initial=0.0)
+            if mismatch > VELOCITY_TOLERANCE * max(1.0, np.max(np.abs(x))):
+                raise ModelError(f'a violates the constraints by {mismatch:.3g}: its dependent entries must '
+                                 f'equal G ydd + g; pass consistent spanning values or the {self.ny} '
+                                 'independent ones')
+        return tau
+
+    def mass_matrix(self, q):
+        """H_y = G^T H G (ny x ny), from the cluster CRBA."""
+        data = self._workspace()
+        return crba(self, data, positions(self, data, q))
+
+    def bias_forces(self, q, v, wrenches=None):
+        """Gravity + Coriolis/centrifugal forces C_y (ny): inverse dynamics at zero acceleration."""
+        return self.inverse_dynamics(q, v, np.zeros(self.ny), wrenches)
+
+    def gravity_forces(self, q):
+        """Gravity compensation forces (ny): inverse dynamics at rest."""
+        return self.inverse_dynamics(q, np.zeros(self.ny), np.zeros(self.ny))
+
+    def inverse_osim(self, q, links):
+        """Lambda^-1 = J_y H_y^-1 J_y^T (6k x 6k) for k links, from the cluster EFPA (seed 003 Sec. VIII);
+        blocks [linear; angular] in each link's own frame at its origin."""
+        data = self._workspace()
+        q = positions(self, data, q)
+        frames = self._frames(links)
+        P = np.kron(np.eye(len(frames)), SWAP_LINEAR_ANGULAR)
+        return P @ efpa(self, data, q, frames) @ P
+
+    def link_jacobian(self, q, link):
+        """J (6 x ny): [linear; angular] velocity of the link frame, in that frame, from yd."""
+        data = self._workspace()
+        q = positions(self, data, q)
+        (J,) = positions_jacobians(self, data, q, self._frames([link]))
+        return SWAP_LINEAR_ANGULAR @ J
+
+    def link_pose(self, q, link):
+        """(R, p): orientation and origin of a link in the root link's frame."""
+        data = self._workspace()
+        q = positions(self, data, q, check=False)
+        update_transforms(self, data, q)
+        body, X_link_body = self._frames([link])[0]
+        return pose_of(X_link_body @ link_transforms(self, data)[body])
+
+    def complete_positions(self, q_independent):
+        """Spanning q (nq) from the independent joints' positions (in independent_joint_names order,
+        7 entries for a floating joint): couplings solved directly, loops by Newton's method
+        warm-started from the previous solution."""
+        q_ind = vector(q_independent, 'q_independent',
+                       {independent_position_size(self): 'independent positions'})
+        return complete_positions(self, self._workspace(), q_ind)
+
+    def spanning_velocities(self, q, yd):
+        """qd = G yd (nv) at positions q."""
+        data = self._workspace()
+        q = positions(self, data, q)
+        yd = vector(yd, 'yd', {self.ny: 'independent velocities'})
+        forward_pass(self, data, q, yd)
+        return data.qd.copy()
+
+    def _spanning(self, data, ydd):
+        return np.concatenate([data.G[k] @ ydd[y0:y1] + data.g[k] for k, (y0, y1) in enumerate(self.y_range)])
+
+    def _frames(self, links):
+        if isinstance(links, str):
+            links = [links]
+        frames = []
+        for link in links:
+            if link not in self.link_frame:
+                raise ModelError(f'unknown link {link!r}; links are {sorted(self.link_frame)}')
+            frames.append(self.link_frame[link])
+        if not frames:
+            raise ModelError('links is empty; name at least one link')
+        return frames
+
+
+class Data:
+    """Workspace reused across calls: per-body transforms and spatial vectors, per-cluster joint
+    quantities (seed 003 notation)."""
+
+    def __init__(self, model):
+        nb, nc = model.nb, len(model.cluster_list)
+        self.Xup = np.zeros((nb, 6, 6))        # ^iX_parent(i)
+        self.Xup[0] = np.eye(6)
+        self.Xo = np.zeros((nb, 6, 6))         # ^iX_output(i): to the body's output body
+        self.v = np.zeros((nb, 6))             # body velocities, body coordinates
+        self.a = np.zeros((nb, 6))             # body accelerations
+        self.f = np.zeros((nb, 6))             # body forces (RNEA), articulated bias (ABA)
+        self.f_ext = np.zeros((nb, 6))         # external forces on the bodies, body coordinates
+        self.S = [None] * nc                   # cluster motion subspaces S_k (6 nb_k x m_k)
+        self.G = [None] * nc                   # explicit constraint Jacobians G_k (n_k x m_k)
+        self.g = [None] * nc                   # explicit constraint biases g_k (n_k)
+        self.c = [None] * nc                   # cluster velocity-product biases c_k (6 nb_k)
+        self.qd = np.zeros(model.nv)           # spanning velocities G yd
+        self.q_last = None                     # last completed positions (Newton warm start)
+
+
+def _frozen(values):
+    """A read-only array, so that an accidental write into the model fails loudly."""
+    array = np.array(values)
+    array.setflags(write=False)
+    return array
+
+
+def _block_diagonal(blocks):
+    rows = sum(b.shape[0] for b in blocks)
+    cols = sum(b.shape[1] for b in blocks)
+    M = np.zeros((rows, cols))
+    r = c = 0
+    for b in blocks:
+        M[r:r + b.shape[0], c:c + b.shape[1]] = b
+        r += b.shape[0]
+        c += b.shape[1]
+    return M
+
+
+def _constant_G(cluster: Cluster, model):
+    """G of a cluster of couplings only: K is constant, so G = P [1; -K_d^+ K_i] once."""
+    if not cluster.constraints:
+        return np.eye(cluster.n)
+    K = np.zeros((0, cluster.n))
+    for con in cluster.constraints:
+        assert isinstance(con, CouplingConstraint)
+        K = np.vstack((K, con.evaluate(None, None, cluster.col, cluster.n, None)[0]))
+    G = np.zeros((cluster.n, cluster.m))
+    G[cluster.independent] = np.eye(cluster.m)
+    G[cluster.dependent] = -np.linalg.lstsq(K[:, cluster.dependent], K[:, cluster.independent], rcond=None)[0]
+    return G
+
+
+def load_model(source):
+    """Load a URDF+ robot from a file path or an XML string (seed 002).
+
+    Raises:
+        ModelError: with the element, name and expectation, for any description the library cannot use.
+    """
+    return Model(read_urdf(source))

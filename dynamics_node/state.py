@@ -1,0 +1,91 @@
+"""Checks and conversions of user-supplied states: lengths, finiteness, unit quaternions, constraint
+consistency, spanning <-> independent velocities and external wrenches."""
+
+import numpy as np
+
+from .clusters import constraint_jacobian
+from .errors import ModelError
+from .kinematics import update_transforms
+
+POSITION_TOLERANCE = 1e-6      # |phi(q)| accepted as a closed loop, m or rad
+VELOCITY_TOLERANCE = 1e-6      # relative |v - G yd| accepted as consistent spanning velocities
+
+
+def vector(value, name, sizes):
+    """A finite float vector whose length is one of sizes (a dict length -> meaning)."""
+    try:
+        x = np.asarray(value, dtype=float).reshape(-1)
+    except (TypeError, ValueError):
+        raise ModelError(f'{name} must be a vector of numbers') from None
+    if x.size not in sizes:
+        expected = ' or '.join(f'{n} ({meaning})' for n, meaning in sizes.items())
+        raise ModelError(f'{name} has {x.size} entries; expected {expected}')
+    bad = np.flatnonzero(~np.isfinite(x))
+    if bad.size:
+        raise ModelError(f'{name}[{bad[0]}] is {x[bad[0]]}; expected finite numbers')
+    return x
+
+
+def positions(model, data, q, check=True):
+    """Spanning positions with unit quaternions; with check, the loops must be closed."""
+    q = vector(q, 'q', {model.nq: 'spanning positions'}).copy()
+    for i in range(1, model.nb):
+        if model.joint_type[i] == 'floating':
+            quat = q[model.idx_q[i] + 3:model.idx_q[i] + 7]
+            norm = np.linalg.norm(quat)
+            if abs(norm - 1.0) > 1e-5:
+                raise ModelError(f'floating joint {model.joint_names[i - 1]!r}: quaternion (qx qy qz qw) has '
+                                 f'norm {norm:.6g}; expected a unit quaternion')
+            q[model.idx_q[i] + 3:model.idx_q[i] + 7] = quat / norm
+    if check:
+        update_transforms(model, data, q)
+        for cluster in model.cluster_list:
+            for con in cluster.constraints:
+                phi = con.residual(data.Xup, lambda b: q[model.idx_q[b]])
+                if np.max(np.abs(phi)) > POSITION_TOLERANCE:
+                    raise ModelError(f'q violates constraint {con.name!r} of cluster {cluster.name!r} by '
+                                     f'{np.max(np.abs(phi)):.3g} (tolerance {POSITION_TOLERANCE}); complete '
+                                     'the dependent joints with complete_positions()')
+    return q
+
+
+def independent_velocities(model, data, v, name='v'):
+    """yd from spanning (nv) or independent (ny) velocities; spanning ones must satisfy K v = 0
+    (checked after update_transforms at the current q)."""
+    x = vector(v, name, {model.nv: 'spanning', model.ny: 'independent'})
+    if x.size == model.ny and model.ny != model.nv:
+        return x
+    for cluster, (v0, v1) in zip(model.cluster_list, model.v_range):
+        if cluster.constraints:
+            K, _ = constraint_jacobian(cluster, data.Xup, model.S, np.zeros(cluster.n))
+            residual = K[cluster.active_rows] @ x[v0:v1]
+            scale = max(1.0, np.max(np.abs(x[v0:v1])))
+            if np.max(np.abs(residual)) > VELOCITY_TOLERANCE * scale:
+                raise ModelError(f'{name} violates the constraints of cluster {cluster.name!r} '
+                                 f'({[c.name for c in cluster.constraints]}) by {np.max(np.abs(residual)):.3g}; '
+                                 f'pass consistent spanning values or the {model.ny} independent ones')
+    return x[model.independent_v]
+
+
+def spanning_to_independent_forces(model, data, tau):
+    """tau_y = G^T tau for spanning forces (nv), or tau itself when independent (ny); needs data.G."""
+    x = vector(tau, 'tau', {model.nv: 'spanning', model.ny: 'independent'})
+    if x.size == model.ny and model.ny != model.nv:
+        return x
+    return np.concatenate([data.G[k].T @ x[v0:v1] for k, (v0, v1) in enumerate(model.v_range)])
+
+
+def external_forces(model, data, wrenches):
+    """data.f_ext from {link: (force, torque)} given in the link frame at the link origin."""
+    data.f_ext[:] = 0.0
+    for link, wrench in (wrenches or {}).items():
+        if link not in model.link_frame:
+            raise ModelError(f'wrench on unknown link {link!r}; links are {sorted(model.link_frame)}')
+        try:
+            force, torque = wrench
+        except (TypeError, ValueError):
+            raise ModelError(f'wrench on link {link!r} must be a pair (force[3], torque[3])') from None
+        f = np.concatenate((vector(torque, f'torque on {link!r}', {3: 'x y z'}),
+                            vector(force, f'force on {link!r}', {3: 'x y z'})))
+        body, X_link_body = model.link_frame[link]
+        data.f_ext[body] += X_link_body.T @ f          # force transform link -> body

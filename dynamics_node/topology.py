@@ -1,0 +1,123 @@
+"""Spanning tree of a URDF+ description: root, bodies, fixed-joint merging, link frames.
+
+A body is the child link of a moving joint together with every link fixed to it; the root link and
+the links fixed to it form the ground (body 0). Bodies are numbered depth-first in document order, so
+a parent always precedes its children (regular numbering, seed 001).
+"""
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .errors import ModelError
+from .spatial import pose_transform, spatial_inertia
+from .urdf import Pose
+
+
+@dataclass
+class TreeBody:
+    link: str                  # the link that carries the body frame (child of the moving joint)
+    joint: object              # its JointSpec (None for the ground)
+    parent: int                # parent body index (-1 for the ground)
+    X_tree: np.ndarray         # 6x6 transform from parent-body coordinates to the joint frame
+    inertia: np.ndarray        # 6x6 spatial inertia of the body and its fixed links, body coordinates
+    links: list                # the link itself and the links merged into it
+
+
+class SpanningTree:
+    """The spanning tree (connectivity without loops) with fixed joints merged."""
+
+    def __init__(self, spec):
+        links = {link.name: link for link in spec.links}
+        parent_joint = {}
+        for joint in spec.joints:
+            for end in (joint.parent, joint.child):
+                if end not in links:
+                    raise ModelError(f'joint {joint.name!r} refers to unknown link {end!r}')
+            if joint.child in parent_joint:
+                raise ModelError(f'link {joint.child!r} has two parents: joints '
+                                 f'{parent_joint[joint.child].name!r} and {joint.name!r}')
+            if joint.parent == joint.child:
+                raise ModelError(f'joint {joint.name!r} connects link {joint.child!r} to itself')
+            parent_joint[joint.child] = joint
+        roots = [name for name in links if name not in parent_joint]
+        if len(roots) != 1:
+            detail = ', '.join(repr(r) for r in roots) if roots else 'none (the joints form a cycle)'
+            raise ModelError(f'a URDF tree needs exactly one root link, found {detail}')
+        children = {name: [] for name in links}
+        for joint in spec.joints:
+            children[joint.parent].append(joint)
+
+        self.root_link = roots[0]
+        self.bodies = [TreeBody(self.root_link, None, -1, np.eye(6), np.zeros((6, 6)), [])]
+        self.link_frame = {}       # link -> (body index, Pose of the link in the body frame)
+        self._merge(0, self.root_link, Pose.identity(), links, children)
+        unreachable = sorted(set(links) - set(self.link_frame))
+        if unreachable:
+            raise ModelError(f'links {unreachable} are not connected to the root {self.root_link!r}: '
+                             'their joints form a cycle; close loops with <loop>, not <joint>')
+        self.parent = np.array([b.parent for b in self.bodies])
+        self.depth = np.zeros(len(self.bodies), dtype=int)
+        for i in range(1, len(self.bodies)):
+            self.depth[i] = self.depth[self.parent[i]] + 1
+
+    def _merge(self, body, link, pose, links, children):
+        """Visit links depth-first in document order; a moving joint starts a new body on visit,
+        a fixed joint merges its child link into the current body at its pose (lumped inertia)."""
+        stack = [(body, link, pose, None)]
+        while stack:
+            body, link, pose, joint = stack.pop()
+            if joint is not None:
+                self.bodies.append(TreeBody(link, joint, body, pose_transform(pose.R, pose.p),
+                                            np.zeros((6, 6)), []))
+                body, pose = len(self.bodies) - 1, Pose.identity()
+            self.link_frame[link] = (body, pose)
+            self.bodies[body].links.append(link)
+            inertial = links[link].inertial
+            X_link_body = pose_transform(pose.R, pose.p)
+            self.bodies[body].inertia += X_link_body.T @ spatial_inertia(
+                inertial.mass, inertial.com, inertial.inertia) @ X_link_body
+            for child in reversed(children[link]):
+                moving = child if child.type != 'fixed' else None
+                stack.append((body, child.child, pose * child.origin, moving))
+
+    def body_of(self, link, where):
+        if link not in self.link_frame:
+            raise ModelError(f'{where} refers to unknown link {link!r}')
+        return self.link_frame[link][0]
+
+    def ancestors(self, body):
+        """Bodies from body up to the ground, body first."""
+        chain = []
+        while body >= 0:
+            chain.append(body)
+            body = self.parent[body]
+        return chain
+
+    def nearest_common_ancestor(self, a, b):
+        """nca(a, b) of seed 002, eq. (4)."""
+        ancestors_a = set(self.ancestors(a))
+        while b not in ancestors_a:
+            b = self.parent[b]
+        return b
+
+    def path_from(self, ancestor, body):
+        """Bodies strictly below ancestor down to body, top first (seed 002, eq. (5) and Alg. 4)."""
+        path = []
+        while body != ancestor:
+            path.append(body)
+            body = self.parent[body]
+        return path[::-1]
+
+    def renumber(self, order):
+        """Renumber the bodies: order lists the old indices of bodies 1..nb in their new order, which
+        must keep parents before children."""
+        new = np.zeros(len(self.bodies), dtype=int)
+        new[order] = np.arange(1, len(order) + 1)
+        bodies = [self.bodies[0]] + [self.bodies[i] for i in order]
+        for body in bodies[1:]:
+            body.parent = int(new[body.parent])
+        self.bodies = bodies
+        self.link_frame = {link: (int(new[b]), pose) for link, (b, pose) in self.link_frame.items()}
+        self.parent = np.array([b.parent for b in self.bodies])
+        self.depth = self.depth[np.concatenate(([0], order))]

@@ -1,0 +1,271 @@
+"""URDF+ reader (seed 002): plain URDF plus ``<loop>``, ``<coupling>`` and ``independent=``.
+
+This module turns XML into plain description records and checks everything that can be checked
+element by element (names, numbers, types). Whole-graph checks (roots, loops, ranks) happen when the
+model is built (``topology.py``, ``clusters.py``).
+"""
+
+from dataclasses import dataclass
+import os
+
+from lxml import etree
+import numpy as np
+
+from .errors import ModelError
+from .spatial import rpy_matrix
+
+JOINT_TYPES = ('revolute', 'continuous', 'prismatic', 'fixed', 'floating')
+LOOP_TYPES = ('revolute', 'continuous', 'prismatic', 'fixed')
+
+
+@dataclass(frozen=True)
+class Pose:
+    """Pose of a child frame in its parent frame: rotation R (3x3) and origin p (3)."""
+
+    R: np.ndarray
+    p: np.ndarray
+
+    @staticmethod
+    def identity():
+        return Pose(np.eye(3), np.zeros(3))
+
+    def __mul__(self, other):
+        return Pose(self.R @ other.R, self.R @ other.p + self.p)
+
+
+@dataclass(frozen=True)
+class Inertial:
+    mass: float
+    com: np.ndarray            # COM in the link frame (3)
+    inertia: np.ndarray        # rotational inertia about the COM, link axes (3x3)
+
+
+@dataclass(frozen=True)
+class LinkSpec:
+    name: str
+    inertial: Inertial         # zero mass when the link has no <inertial>
+
+
+@dataclass(frozen=True)
+class MimicSpec:
+    joint: str                 # the leading joint
+    multiplier: float
+    offset: float
+
+
+@dataclass(frozen=True)
+class JointSpec:
+    name: str
+    type: str
+    parent: str
+    child: str
+    origin: Pose
+    axis: np.ndarray           # unit axis in the joint frame
+    independent: object        # True, False, or None when the attribute is absent
+    mimic: object              # MimicSpec or None
+
+
+@dataclass(frozen=True)
+class LoopSpec:
+    name: str
+    type: str
+    predecessor: str
+    predecessor_origin: Pose
+    successor: str
+    successor_origin: Pose
+    axis: np.ndarray           # unit axis in the predecessor loop frame
+
+
+@dataclass(frozen=True)
+class CouplingSpec:
+    name: str
+    predecessor: str
+    successor: str
+    ratio: float
+
+
+@dataclass(frozen=True)
+class RobotSpec:
+    name: str
+    links: tuple
+    joints: tuple
+    loops: tuple
+    couplings: tuple
+
+
+def read_urdf(source):
+    """Parse a URDF+ file path or XML string into a RobotSpec; ModelError names the bad element."""
+    root = _parse_xml(source)
+    if root.tag != 'robot':
+        raise ModelError(f'the document root is <{root.tag}>, expected <robot>')
+    links = tuple(_read_link(e) for e in root.findall('link'))
+    joints = tuple(_read_joint(e) for e in root.findall('joint'))
+    loops = tuple(_read_loop(e) for e in root.findall('loop'))
+    couplings = tuple(_read_coupling(e) for e in root.findall('coupling'))
+    _unique('link', [x.name for x in links])
+    _unique('joint', [x.name for x in joints])
+    _unique('constraint (<loop>/<coupling>)', [x.name for x in loops + couplings])
+    if not links:
+        raise ModelError('the robot has no <link>')
+    return RobotSpec(root.get('name', ''), links, joints, loops, couplings)
+
+
+def _parse_xml(source):
+    text = os.fspath(source) if isinstance(source, os.PathLike) else source
+    if not isinstance(text, (str, bytes)):
+        raise ModelError(f'expected a URDF path or XML string, got {type(source).__name__}')
+    is_xml = text.lstrip().startswith('<' if isinstance(text, str) else b'<')
+    parser = etree.XMLParser(remove_comments=True, resolve_entities=False, no_network=True)
+    try:
+        if is_xml:
+            data = text.encode() if isinstance(text, str) else text
+            return etree.fromstring(data, parser)
+        if not os.path.isfile(text):
+            raise ModelError(f'robot description file not found: {text!r}')
+        return etree.parse(text, parser).getroot()
+    except etree.XMLSyntaxError as err:
+        raise ModelError(f'malformed XML: {err}') from None
+
+
+def _unique(kind, names):
+    seen = set()
+    for name in names:
+        if name in seen:
+            raise ModelError(f'duplicate {kind} name {name!r}')
+        seen.add(name)
+
+
+def _name(element, what):
+    name = element.get('name')
+    if not name:
+        raise ModelError(f'<{element.tag}> on line {element.sourceline} has no name attribute ({what})')
+    return name
+
+
+def _numbers(element, attribute, count, where, default=None):
+    text = element.get(attribute) if element is not None else None
+    if text is None:
+        if default is None:
+            raise ModelError(f'{where}: missing attribute {attribute}')
+        return np.array(default, dtype=float)
+    try:
+        values = np.array([float(x) for x in text.split()])
+    except ValueError:
+        raise ModelError(f'{where}: {attribute}="{text}" is not {count} numbers') from None
+    if values.size != count or not np.all(np.isfinite(values)):
+        raise ModelError(f'{where}: {attribute}="{text}" must be {count} finite numbers')
+    return values
+
+
+def _origin(element, where):
+    origin = element.find('origin') if element is not None else None
+    if origin is None:
+        return Pose.identity()
+    xyz = _numbers(origin, 'xyz', 3, f'{where} <origin>', default=(0.0, 0.0, 0.0))
+    rpy = _numbers(origin, 'rpy', 3, f'{where} <origin>', default=(0.0, 0.0, 0.0))
+    return Pose(rpy_matrix(rpy), xyz)
+
+
+def _axis(element, where):
+    axis = _numbers(element.find('axis'), 'xyz', 3, f'{where} <axis>', default=(1.0, 0.0, 0.0))
+    norm = np.linalg.norm(axis)
+    if norm < 1e-9:
+        raise ModelError(f'{where}: <axis xyz> is zero; expected a unit vector')
+    return axis / norm
+
+
+def _read_link(element):
+    name = _name(element, 'link')
+    where = f'link {name!r}'
+    inertial = element.find('inertial')
+    if inertial is None:
+        return LinkSpec(name, Inertial(0.0, np.zeros(3), np.zeros((3, 3))))
+    mass_element = inertial.find('mass')
+    if mass_element is None:
+        raise ModelError(f'{where}: <inertial> has no <mass>')
+    mass = float(_numbers(mass_element, 'value', 1, f'{where} <mass>')[0])
+    if mass < 0.0:
+        raise ModelError(f'{where}: <mass value> is {mass}; expected a non-negative mass')
+    pose = _origin(inertial, f'{where} <inertial>')
+    tensor = inertial.find('inertia')
+    if tensor is None:
+        raise ModelError(f'{where}: <inertial> has no <inertia>')
+    entries = {}
+    for key in ('ixx', 'ixy', 'ixz', 'iyy', 'iyz', 'izz'):
+        entries[key] = float(_numbers(tensor, key, 1, f'{where} <inertia>')[0])
+    I = np.array([[entries['ixx'], entries['ixy'], entries['ixz']],
+                  [entries['ixy'], entries['iyy'], entries['iyz']],
+                  [entries['ixz'], entries['iyz'], entries['izz']]])
+    principal = np.linalg.eigvalsh(I)
+    tol = 1e-9 * max(1.0, principal[-1])
+    if principal[0] < -tol or principal[0] + principal[1] < principal[2] - tol:
+        raise ModelError(f'{where}: <inertia> has principal moments {principal.round(9).tolist()}; '
+                         'expected non-negative moments satisfying the triangle inequality')
+    return LinkSpec(name, Inertial(mass, pose.p, pose.R @ I @ pose.R.T))
+
+
+def _link_reference(element, where):
+    """A predecessor/successor/parent/child element names its link by link= (or name=, seed 002)."""
+    if element is None:
+        raise ModelError(f'{where} is missing')
+    link = element.get('link') or element.get('name')
+    if not link:
+        raise ModelError(f'{where} has no link attribute')
+    return link
+
+
+def _independent(element, where):
+    text = element.get('independent')
+    if text is None:
+        return None
+    if text.strip().lower() in ('true', '1'):
+        return True
+    if text.strip().lower() in ('false', '0'):
+        return False
+    raise ModelError(f'{where}: independent="{text}"; expected "true" or "false"')
+
+
+def _read_joint(element):
+    name = _name(element, 'joint')
+    where = f'joint {name!r}'
+    kind = element.get('type')
+    if kind not in JOINT_TYPES:
+        raise ModelError(f'{where}: type="{kind}" is not supported; expected one of {", ".join(JOINT_TYPES)}')
+    parent = _link_reference(element.find('parent'), f'{where} <parent>')
+    child = _link_reference(element.find('child'), f'{where} <child>')
+    mimic = None
+    mimic_element = element.find('mimic')
+    if mimic_element is not None:
+        leader = mimic_element.get('joint')
+        if not leader:
+            raise ModelError(f'{where}: <mimic> has no joint attribute')
+        multiplier = float(_numbers(mimic_element, 'multiplier', 1, f'{where} <mimic>', default=(1.0,))[0])
+        offset = float(_numbers(mimic_element, 'offset', 1, f'{where} <mimic>', default=(0.0,))[0])
+        mimic = MimicSpec(leader, multiplier, offset)
+    return JointSpec(name, kind, parent, child, _origin(element, where), _axis(element, where),
+                     _independent(element, where), mimic)
+
+
+def _read_loop(element):
+    name = _name(element, 'loop')
+    where = f'loop {name!r}'
+    kind = element.get('type')
+    if kind not in LOOP_TYPES:
+        raise ModelError(f'{where}: type="{kind}" is not supported; expected one of {", ".join(LOOP_TYPES)}')
+    pred = element.find('predecessor')
+    succ = element.find('successor')
+    return LoopSpec(name, kind,
+                    _link_reference(pred, f'{where} <predecessor>'), _origin(pred, f'{where} <predecessor>'),
+                    _link_reference(succ, f'{where} <successor>'), _origin(succ, f'{where} <successor>'),
+                    _axis(element, where))
+
+
+def _read_coupling(element):
+    name = _name(element, 'coupling')
+    where = f'coupling {name!r}'
+    ratio_element = element.find('ratio')
+    if ratio_element is None:
+        raise ModelError(f'{where}: <ratio value> is missing')
+    ratio = float(_numbers(ratio_element, 'value', 1, f'{where} <ratio>')[0])
+    return CouplingSpec(name, _link_reference(element.find('predecessor'), f'{where} <predecessor>'),
+                        _link_reference(element.find('successor'), f'{where} <successor>'), ratio)
