@@ -1,7 +1,9 @@
 """State completion: spanning positions from independent ones (seed 003 Sec. 1.2).
 
 Couplings are linear, so one Newton step solves them exactly; loops are solved by Newton's method on
-phi(q) = 0 over the dependent joints, warm-started from the previous solution.
+phi(q) = 0 over the dependent joints, warm-started from the previous solution. A start on a singular
+pose (e.g. all links of a four-bar aligned at q = 0) can stall Newton, so a failed solve is retried
+from a few fixed, seeded restarts before the loop is reported as unreachable.
 """
 
 import numpy as np
@@ -12,6 +14,7 @@ from .kinematics import update_transforms
 
 TOLERANCE = 1e-12              # max |phi| of a solved cluster, m or rad
 MAX_ITERATIONS = 50
+RESTARTS = 8                   # extra starts: dependent joints uniform in [-pi, pi], seeded
 
 
 def complete_positions(model, data, q_independent):
@@ -39,13 +42,27 @@ def independent_position_size(model):
 
 
 def _solve_cluster(model, data, cluster, q):
-    """Damped Newton on the dependent joints: full steps near the solution, halved while a step does
-    not reduce |phi| (backtracking), so that far-away warm starts still converge."""
     dependent = [model.idx_q[b] for b in cluster.bodies if cluster.col[b] in set(cluster.dependent)]
+    restarts = np.random.default_rng(cluster.index).uniform(-np.pi, np.pi, (RESTARTS, len(dependent)))
+    residual = _newton(model, data, cluster, q, dependent)
+    for start in restarts:
+        if residual <= TOLERANCE:
+            return
+        q[dependent] = start
+        residual = _newton(model, data, cluster, q, dependent)
+    if residual > TOLERANCE:
+        raise ModelError(f'could not close the constraints {[c.name for c in cluster.constraints]} of cluster '
+                         f'{cluster.name!r}: residual {residual:.3g} after {RESTARTS + 1} Newton solves; the '
+                         'independent positions may be out of the mechanism\'s reach')
+
+
+def _newton(model, data, cluster, q, dependent):
+    """Damped Newton on the dependent joints (full steps near the solution, halved while a step does
+    not reduce |phi|); returns the final max |phi|."""
     phi = _residual(model, data, cluster, q)
     for _ in range(MAX_ITERATIONS):
         if np.max(np.abs(phi)) <= TOLERANCE:
-            return
+            break
         K, _ = constraint_jacobian(cluster, data.Xup, model.S, np.zeros(cluster.n))
         step = np.linalg.lstsq(K[cluster.active_rows][:, cluster.dependent], phi, rcond=None)[0]
         start, scale = q[dependent].copy(), 1.0
@@ -56,10 +73,7 @@ def _solve_cluster(model, data, cluster, q):
                 break
             scale *= 0.5
         phi = trial
-    if np.max(np.abs(phi)) > TOLERANCE:
-        raise ModelError(f'could not close the constraints {[c.name for c in cluster.constraints]} of cluster '
-                         f'{cluster.name!r}: residual {np.max(np.abs(phi)):.3g} after {MAX_ITERATIONS} Newton '
-                         'iterations; the independent positions may be out of the mechanism\'s reach')
+    return np.max(np.abs(phi))
 
 
 def _residual(model, data, cluster, q):

@@ -1,0 +1,61 @@
+"""Shared fixtures: bundled robots, their Pinocchio KKT oracles, random consistent states, tolerances."""
+
+import functools
+import os
+import sys
+
+import numpy as np
+import pytest
+
+sys.path.insert(0, os.path.dirname(__file__))
+
+from dynamics_node import bundled_model, bundled_models, load_model  # noqa: E402
+from oracle import KKTOracle  # noqa: E402
+
+ROBOTS = bundled_models()
+# Agreement with the independent oracle: double-precision round-off through ~40-body recursions and
+# dense factorizations stays far below this.
+RTOL = 1e-9
+SEED = int(os.environ.get('CLUSTER_DYNAMICS_TEST_SEED', '0'))
+
+
+@functools.lru_cache(maxsize=None)
+def robot(name):
+    return load_model(bundled_model(name))
+
+
+@functools.lru_cache(maxsize=None)
+def oracle(name):
+    reference = KKTOracle(bundled_model(name))
+    reference.set_layout(robot(name).joint_names)
+    return reference
+
+
+def random_state(model, rng):
+    """Consistent random state: independent positions in [-0.6, 0.6] rad (unit quaternion for a floating
+    base) completed by the library, independent velocities, torques and a wrench on every 3rd link."""
+    q_ind = []
+    for name in model.independent_joint_names:
+        if model.joint_type[model.joint_names.index(name) + 1] == 'floating':
+            quat = rng.normal(size=4)
+            q_ind.extend(np.concatenate((rng.uniform(-1, 1, 3), quat / np.linalg.norm(quat))))
+        else:
+            q_ind.append(rng.uniform(-0.6, 0.6))
+    q = model.complete_positions(q_ind)
+    yd = rng.normal(size=model.ny)
+    wrenches = {link: (rng.normal(size=3), rng.normal(size=3)) for link in model.links[1::3]}
+    return q, yd, wrenches
+
+
+def assert_close(actual, expected, name, rtol=RTOL):
+    """|actual - expected| <= rtol * max(1, |expected|) entrywise, naming the quantity."""
+    actual, expected = np.asarray(actual), np.asarray(expected)
+    assert actual.shape == expected.shape, f'{name}: shape {actual.shape} != {expected.shape}'
+    scale = max(1.0, float(np.max(np.abs(expected), initial=0.0)))
+    error = float(np.max(np.abs(actual - expected), initial=0.0))
+    assert error <= rtol * scale, f'{name}: max error {error:.3e} > {rtol:.0e} * {scale:.3g}'
+
+
+@pytest.fixture
+def rng():
+    return np.random.default_rng(SEED)
