@@ -9,13 +9,16 @@ INERTIAL = ('<inertial><mass value="1"/><origin xyz="0.1 0 0"/>'
             '<inertia ixx="0.01" ixy="0" ixz="0" iyy="0.01" iyz="0" izz="0.01"/></inertial>')
 
 
+LIMIT = '<limit lower="-3.2" upper="3.2" effort="100" velocity="10"/>'
+
+
 def link(name, inertial=INERTIAL):
     return f'<link name="{name}">{inertial}</link>'
 
 
 def joint(name, parent, child, kind='revolute', extra='', attributes='', origin='0 0 0.1'):
     return (f'<joint name="{name}" type="{kind}" {attributes}><parent link="{parent}"/><child link="{child}"/>'
-            f'<origin xyz="{origin}"/><axis xyz="0 0 1"/>{extra}</joint>')
+            f'<origin xyz="{origin}"/><axis xyz="0 0 1"/>{LIMIT}{extra}</joint>')
 
 
 def robot(*elements):
