@@ -6,6 +6,7 @@ follow ``joint_names``; y (independent velocities) follows ``independent_joint_n
 """
 
 from dataclasses import dataclass
+import threading
 
 import numpy as np
 
@@ -97,7 +98,7 @@ class Model:
         self.floating_base = any(t == 'floating' for t in self.joint_type[1:])
         self.clusters = tuple(self._describe(c, tree) for c in clusters)
         self.gravity = np.array([0.0, 0.0, -9.81])
-        self._data = None
+        self._local = threading.local()                # one workspace per calling thread
 
     @property
     def gravity(self):
@@ -130,9 +131,11 @@ class Model:
         return Data(self)
 
     def _workspace(self):
-        if self._data is None:
-            self._data = Data(self)
-        return self._data
+        """The calling thread's workspace, so that threads may share one model."""
+        data = getattr(self._local, 'data', None)
+        if data is None:
+            data = self._local.data = Data(self)
+        return data
 
     # ---- public API (issue contract); every method validates its inputs and raises ModelError ----
 
