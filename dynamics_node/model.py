@@ -223,7 +223,8 @@ class Model:
         warm-started from the previous solution."""
         q_ind = vector(q_independent, 'q_independent',
                        {independent_position_size(self): 'independent positions'})
-        return complete_positions(self, self._workspace(), q_ind)
+        data = self._workspace()
+        return positions(self, data, complete_positions(self, data, q_ind), check=False)
 
     def spanning_velocities(self, q, yd):
         """qd = G yd (nv) at positions q."""

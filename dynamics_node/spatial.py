@@ -55,15 +55,13 @@ def crf(v):
 
 
 def cross_motion(v, m):
-    """v x m for two motion vectors, without forming crm(v)."""
-    w, v0 = v[:3], v[3:]
-    return np.concatenate((np.cross(w, m[:3]), np.cross(w, m[3:]) + np.cross(v0, m[:3])))
+    """v x m for two motion vectors."""
+    return crm(v) @ m
 
 
 def cross_force(v, f):
     """v x* f for a motion vector v and a force vector f."""
-    w, v0 = v[:3], v[3:]
-    return np.concatenate((np.cross(w, f[:3]) + np.cross(v0, f[3:]), np.cross(w, f[3:])))
+    return crf(v) @ f
 
 
 def spatial_inertia(mass, com, inertia_com):
