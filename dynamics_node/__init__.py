@@ -8,8 +8,10 @@ Library use (no ROS needed)::
 """
 
 from .errors import ModelError, SingularConfigurationError
+from .forward_dynamics import ForwardDynamicsInfo
+from .lcaba import ProximalSettings
 from .model import ClusterInfo, Data, Model, load_model
 from .models import bundled_model, bundled_models
 
-__all__ = ['ClusterInfo', 'Data', 'Model', 'ModelError', 'SingularConfigurationError', 'bundled_model',
-           'bundled_models', 'load_model']
+__all__ = ['ClusterInfo', 'Data', 'ForwardDynamicsInfo', 'Model', 'ModelError', 'ProximalSettings',
+           'SingularConfigurationError', 'bundled_model', 'bundled_models', 'load_model']

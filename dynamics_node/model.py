@@ -16,7 +16,8 @@ from .completion import complete_positions, independent_position_size
 from .constraints import CouplingConstraint
 from .crba import crba
 from .efpa import efpa
-from .errors import ModelError
+from .errors import ModelError, SingularConfigurationError
+from .forward_dynamics import aba_info, check_method, lcaba_info
 from .frames import link_pose as pose_of, link_transforms, positions_jacobians
 from .joints import motion_subspace, NQ, NV
 from .kinematics import forward_pass, update_transforms
@@ -139,23 +140,43 @@ class Model:
 
     # ---- public API (issue contract); every method validates its inputs and raises ModelError ----
 
-    def forward_dynamics(self, q, v, tau, wrenches=None):
-        """Spanning accelerations qdd = G ydd + g (nv), ydd from the cluster ABA (seed 003, Alg. 1).
+    def forward_dynamics(self, q, v, tau, wrenches=None, method='auto', settings=None, info=False):
+        """Spanning accelerations qdd (nv).
+
+        method 'aba': qdd = G ydd + g, ydd from the cluster ABA (seed 003, Alg. 1); raises
+        SingularConfigurationError where a cluster's constraint split or D_k is singular. 'lcaba': the
+        proximal loop-constrained ABA on the spanning tree (seed 004, Alg. 3), which also solves singular
+        configurations and redundant loops. 'auto': 'aba', and 'lcaba' where it raises.
 
         Args:
             q: spanning positions (nq), loops closed.
-            v: spanning (nv, consistent) or independent (ny) velocities.
+            v: spanning (nv, consistent) or independent (ny) velocities; LCABA at a singular configuration
+                needs spanning ones (independent velocities cannot be lifted there).
             tau: spanning (nv, projected with G^T) or independent (ny) generalized forces.
             wrenches: {link: (force, torque)} in the link frame at its origin (N, N m).
+            method: 'auto' (default), 'aba' or 'lcaba'.
+            settings: lcaba.ProximalSettings for LCABA (default ProximalSettings()).
+            info: return a ForwardDynamicsInfo (acceleration, method used, fallback reason, constraint
+                residual, iterations, multipliers) instead of the acceleration alone.
         """
+        check_method(method)
         data = self._workspace()
         q = positions(self, data, q)
-        yd = independent_velocities(self, data, v)
         external_forces(self, data, wrenches)
-        forward_pass(self, data, q, yd)
-        tau_y = spanning_to_independent_forces(self, data, tau)
-        ydd = aba(self, data, q, yd, tau_y)
-        return self._spanning(data, ydd)
+        fallback_reason = ''
+        if method != 'lcaba':
+            try:
+                yd = independent_velocities(self, data, v)
+                forward_pass(self, data, q, yd)
+                tau_y = spanning_to_independent_forces(self, data, tau)
+                qdd = self._spanning(data, aba(self, data, q, yd, tau_y))
+                return aba_info(self, data, qdd) if info else qdd
+            except SingularConfigurationError as error:
+                if method == 'aba':
+                    raise
+                fallback_reason = str(error)
+        result = lcaba_info(self, data, q, v, tau, settings, fallback_reason)
+        return result if info else result.acceleration
 
     def inverse_dynamics(self, q, v, a, wrenches=None):
         """Independent generalized forces tau_y (ny) from the cluster RNEA (seed 003, Sec. VI).

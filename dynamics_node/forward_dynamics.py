@@ -1,0 +1,74 @@
+"""Forward dynamics by method: the LCABA route of Model.forward_dynamics and the report it returns."""
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .clusters import constraint_jacobian
+from .errors import ModelError, SingularConfigurationError
+from .kinematics import forward_pass
+from .lcaba import lcaba, ProximalSettings
+from .state import independent_velocities, vector
+
+METHODS = ('auto', 'aba', 'lcaba')
+
+
+@dataclass(frozen=True)
+class ForwardDynamicsInfo:
+    acceleration: np.ndarray           # spanning qdd (nv)
+    method_used: str                   # 'aba' (cluster ABA) or 'lcaba'
+    fallback_reason: str = ''          # why method 'auto' left the cluster ABA ('' if it did not)
+    constraint_residual: float = 0.0   # ||K qdd - k||_inf over every loop and coupling row
+    iterations: int = 0                # LCABA outer iterations (0 for the cluster ABA)
+    # LCABA: constraint name -> lambda, with H qdd + C - tau = sum K^T lambda (the constraint forces, in
+    # the rows of constraints.py). Left empty for the cluster ABA, which never forms them.
+    multipliers: dict = field(default_factory=dict)
+
+
+def check_method(method):
+    if method not in METHODS:
+        raise ModelError(f'forward dynamics method {method!r} is unknown; expected one of {list(METHODS)}')
+
+
+def aba_info(model, data, qdd):
+    """Report on a cluster-ABA solution; uses data.Xup and data.qd of its forward pass."""
+    residual = 0.0
+    for cluster, (v0, v1) in zip(model.cluster_list, model.v_range):
+        if cluster.constraints:
+            K, k = constraint_jacobian(cluster, data.Xup, model.S, data.qd[v0:v1])
+            residual = max(residual, float(np.max(np.abs(K @ qdd[v0:v1] - k))))
+    return ForwardDynamicsInfo(qdd, 'aba', constraint_residual=residual)
+
+
+def lcaba_info(model, data, q, v, tau, settings=None, fallback_reason=''):
+    """LCABA (seed 004) from the public inputs; data.Xup at q and data.f_ext set beforehand."""
+    qd = _spanning_velocities(model, data, q, v)
+    result = lcaba(model, data, q, qd, _spanning_forces(model, tau), settings or ProximalSettings())
+    return ForwardDynamicsInfo(result.qdd, 'lcaba', fallback_reason, result.residual, result.iterations,
+                               result.multipliers)
+
+
+def _spanning_velocities(model, data, q, v):
+    """Spanning v as given (checked against K v = 0), or G yd lifted from independent ones."""
+    yd = independent_velocities(model, data, v)
+    x = np.asarray(v, dtype=float).reshape(-1)
+    if x.size == model.nv:
+        return x
+    try:
+        forward_pass(model, data, q, yd)
+    except SingularConfigurationError as error:
+        raise SingularConfigurationError(
+            f'v holds the {model.ny} independent velocities, which cannot be lifted to spanning ones at this '
+            f'singular configuration ({error}); pass the {model.nv} spanning velocities instead') from None
+    return data.qd.copy()
+
+
+def _spanning_forces(model, tau):
+    """Spanning tau (nv) as given; independent forces (ny) act on the independent joints alone, which
+    gives the same G^T tau because the independent rows of G are the identity."""
+    x = vector(tau, 'tau', {model.nv: 'spanning', model.ny: 'independent'})
+    if x.size == model.nv:
+        return x
+    spanning = np.zeros(model.nv)
+    spanning[model.independent_v] = x
+    return spanning
