@@ -21,6 +21,6 @@ setup(
     python_requires='>=3.10',
     packages=find_packages(include=['dynamics_node', 'dynamics_node.*']),
     package_data={'dynamics_node': ['models/*.urdf']},
-    install_requires=['numpy', 'lxml'],
+    install_requires=['numpy', 'lxml', 'numba'],
     entry_points={'console_scripts': ['dynamics_node = dynamics_node.node:main']},
 )

@@ -19,9 +19,9 @@ from .spatial import cross_motion
 SINGULARITY_THRESHOLD = 1e-9
 
 
-def update_transforms(model, data, q):
-    """Xup[i] = X_J(q_i) X_T(i) for every body (seed 001)."""
-    for i in range(1, model.nb):
+def update_transforms(model, data, q, bodies=None):
+    """Xup[i] = X_J(q_i) X_T(i) for every body, or for the given ones (seed 001)."""
+    for i in range(1, model.nb) if bodies is None else bodies:
         qi = q[model.idx_q[i]:model.idx_q[i] + model.nq_body[i]]
         data.Xup[i] = joint_transform(model.joint_type[i], model.axis[i], qi) @ model.X_tree[i]
 

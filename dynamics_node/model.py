@@ -10,21 +10,17 @@ import threading
 
 import numpy as np
 
-from .aba import aba
 from .clusters import build_clusters, Cluster
 from .completion import complete_positions, independent_position_size
 from .constraints import CouplingConstraint
-from .crba import crba
-from .efpa import efpa
 from .errors import ModelError, SingularConfigurationError
 from .forward_dynamics import aba_info, check_method, lcaba_info
 from .frames import link_pose as pose_of, link_transforms, positions_jacobians
 from .joints import motion_subspace, NQ, NV
 from .kinematics import forward_pass, update_transforms
-from .rnea import rnea
+from .reference import ReferencePath
 from .spatial import pose_transform, SWAP_LINEAR_ANGULAR
-from .state import (external_forces, independent_velocities, positions, spanning_to_independent_forces,
-                    vector, VELOCITY_TOLERANCE)
+from .state import external_forces, independent_velocities, positions, vector, VELOCITY_TOLERANCE
 from .topology import SpanningTree
 from .urdf import read_urdf
 
@@ -52,7 +48,7 @@ class ClusterInfo:
 class Model:
     """A URDF+ robot as a tree of clusters. Build it with ``load_model``."""
 
-    def __init__(self, spec):
+    def __init__(self, spec, compiled=None):
         tree = SpanningTree(spec)
         clusters = build_clusters(spec, tree)
         tree.renumber([b for c in clusters for b in c.bodies])
@@ -98,6 +94,9 @@ class Model:
         self.G_constant = tuple(_frozen(_constant_G(c, self)) if c.linear else None for c in clusters)
         self.floating_base = any(t == 'floating' for t in self.joint_type[1:])
         self.clusters = tuple(self._describe(c, tree) for c in clusters)
+        self.loop_bodies = tuple(b for c in clusters if not c.linear for b in c.bodies)  # q-dependent K
+        self.compiled = numba_available() if compiled is None else bool(compiled)
+        self._flat = None                              # the compiled model (flat.FlatModel), on first use
         self.gravity = np.array([0.0, 0.0, -9.81])
         self._local = threading.local()                # one workspace per calling thread
 
@@ -112,6 +111,22 @@ class Model:
         if g.size != 3 or not np.all(np.isfinite(g)):
             raise ModelError(f'gravity must be 3 finite numbers, got {value!r}')
         self._gravity = g
+        if self._flat is not None:
+            self._flat.gravity[:] = g
+
+    @property
+    def flat(self):
+        """The model compiled into flat arrays for the numba kernels (built once, shared by threads)."""
+        if self._flat is None:
+            from .flat import FlatModel
+            self._flat = FlatModel(self)
+        return self._flat
+
+    def warm_up(self):
+        """Compile (or load from numba's cache) the fast path before the first real call; returns the
+        seconds it took (0 with the NumPy reference)."""
+        engine = self._workspace().engine
+        return engine.warm_up() if self.compiled else 0.0
 
     @property
     def links(self):
@@ -167,10 +182,12 @@ class Model:
         if method != 'lcaba':
             try:
                 yd = independent_velocities(self, data, v)
+                tau = vector(tau, 'tau', {self.nv: 'spanning', self.ny: 'independent'})
+                qdd = data.engine.forward_dynamics(q, yd, tau, data.f_ext, spanning=True)
+                if not info:
+                    return qdd
                 forward_pass(self, data, q, yd)
-                tau_y = spanning_to_independent_forces(self, data, tau)
-                qdd = self._spanning(data, aba(self, data, q, yd, tau_y))
-                return aba_info(self, data, qdd) if info else qdd
+                return aba_info(self, data, qdd)
             except SingularConfigurationError as error:
                 if method == 'aba':
                     raise
@@ -192,9 +209,9 @@ class Model:
         x = vector(a, 'a', {self.nv: 'spanning', self.ny: 'independent'})
         ydd = x if x.size == self.ny and self.ny != self.nv else x[self.independent_v]
         external_forces(self, data, wrenches)
-        tau = rnea(self, data, q, yd, ydd)
+        tau = data.engine.inverse_dynamics(q, yd, ydd, data.f_ext)
         if x.size == self.nv:
-            mismatch = np.max(np.abs(x - self._spanning(data, ydd)), initial=0.0)
+            mismatch = np.max(np.abs(x - data.engine.spanning(q, yd, ydd)), initial=0.0)
             if mismatch > VELOCITY_TOLERANCE * max(1.0, np.max(np.abs(x))):
                 raise ModelError(f'a violates the constraints by {mismatch:.3g}: its dependent entries must '
                                  f'equal G ydd + g; pass consistent spanning values or the {self.ny} '
@@ -204,7 +221,7 @@ class Model:
     def mass_matrix(self, q):
         """H_y = G^T H G (ny x ny), from the cluster CRBA."""
         data = self._workspace()
-        return crba(self, data, positions(self, data, q))
+        return data.engine.mass_matrix(positions(self, data, q))
 
     def bias_forces(self, q, v, wrenches=None):
         """Gravity + Coriolis/centrifugal forces C_y (ny): inverse dynamics at zero acceleration."""
@@ -219,9 +236,9 @@ class Model:
         blocks [linear; angular] in each link's own frame at its origin."""
         data = self._workspace()
         q = positions(self, data, q)
-        frames = self._frames(links)
-        P = np.kron(np.eye(len(frames)), SWAP_LINEAR_ANGULAR)
-        return P @ efpa(self, data, q, frames) @ P
+        links = [links] if isinstance(links, str) else list(links)
+        self._frames(links)
+        return data.engine.inverse_osim(q, links)
 
     def link_jacobian(self, q, link):
         """J (6 x ny): [linear; angular] velocity of the link frame, in that frame, from yd."""
@@ -255,9 +272,6 @@ class Model:
         forward_pass(self, data, q, yd)
         return data.qd.copy()
 
-    def _spanning(self, data, ydd):
-        return np.concatenate([data.G[k] @ ydd[y0:y1] + data.g[k] for k, (y0, y1) in enumerate(self.y_range)])
-
     def _frames(self, links):
         if isinstance(links, str):
             links = [links]
@@ -290,6 +304,19 @@ class Data:
         self.c = [None] * nc                   # cluster velocity-product biases c_k (6 nb_k)
         self.qd = np.zeros(model.nv)           # spanning velocities G yd
         self.q_last = None                     # last completed positions (Newton warm start)
+        self._model = model
+        self._engine = None
+
+    @property
+    def engine(self):
+        """The algorithms on this workspace: the compiled FastPath, or the NumPy ReferencePath."""
+        if self._engine is None:
+            if self._model.compiled:
+                from .fast_path import FastPath
+                self._engine = FastPath(self._model, self._model.flat)
+            else:
+                self._engine = ReferencePath(self._model, self)
+        return self._engine
 
 
 def _frozen(values):
@@ -325,10 +352,22 @@ def _constant_G(cluster: Cluster, model):
     return G
 
 
-def load_model(source):
+def numba_available():
+    """True where numba can be imported (the compiled fast path); else the NumPy reference is used."""
+    try:
+        import numba  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def load_model(source, compiled=None):
     """Load a URDF+ robot from a file path or an XML string (seed 002).
 
+    Args:
+        compiled: True for the numba fast path, False for the NumPy reference algorithms, None (default)
+            for the fast path where numba is installed.
     Raises:
         ModelError: with the element, name and expectation, for any description the library cannot use.
     """
-    return Model(read_urdf(source))
+    return Model(read_urdf(source), compiled)

@@ -38,7 +38,7 @@ def positions(model, data, q, check=True):
                                  f'norm {norm:.6g}; expected a unit quaternion')
             q[model.idx_q[i] + 3:model.idx_q[i] + 7] = quat / norm
     if check:
-        update_transforms(model, data, q)
+        update_transforms(model, data, q, model.loop_bodies)    # couplings need no transforms
         for cluster in model.cluster_list:
             for con in cluster.constraints:
                 phi = con.residual(data.Xup, lambda b: q[model.idx_q[b]])
@@ -51,7 +51,7 @@ def positions(model, data, q, check=True):
 
 def independent_velocities(model, data, v, name='v'):
     """yd from spanning (nv) or independent (ny) velocities; spanning ones must satisfy K v = 0
-    (checked after update_transforms at the current q)."""
+    (checked with the loop clusters' transforms of positions(check=True) at the current q)."""
     x = vector(v, name, {model.nv: 'spanning', model.ny: 'independent'})
     if x.size == model.ny and model.ny != model.nv:
         return x
@@ -65,14 +65,6 @@ def independent_velocities(model, data, v, name='v'):
                                  f'({[c.name for c in cluster.constraints]}) by {np.max(np.abs(residual)):.3g}; '
                                  f'pass consistent spanning values or the {model.ny} independent ones')
     return x[model.independent_v]
-
-
-def spanning_to_independent_forces(model, data, tau):
-    """tau_y = G^T tau for spanning forces (nv), or tau itself when independent (ny); needs data.G."""
-    x = vector(tau, 'tau', {model.nv: 'spanning', model.ny: 'independent'})
-    if x.size == model.ny and model.ny != model.nv:
-        return x
-    return np.concatenate([data.G[k].T @ x[v0:v1] for k, (v0, v1) in enumerate(model.v_range)])
 
 
 def external_forces(model, data, wrenches):

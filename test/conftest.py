@@ -20,8 +20,9 @@ SEED = int(os.environ.get('CLUSTER_DYNAMICS_TEST_SEED', '0'))
 
 
 @functools.lru_cache(maxsize=None)
-def robot(name):
-    return load_model(bundled_model(name))
+def robot(name, compiled=True):
+    """A bundled robot on the numba fast path, or on the NumPy reference with compiled=False."""
+    return load_model(bundled_model(name), compiled=compiled)
 
 
 @functools.lru_cache(maxsize=None)

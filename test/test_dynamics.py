@@ -12,9 +12,13 @@ def _G(name, q):
     return oracle(name).null_space_G(q, robot(name).independent_joint_names)
 
 
+ENGINES = pytest.mark.parametrize('compiled', [True, False], ids=['compiled', 'reference'])
+
+
+@ENGINES
 @pytest.mark.parametrize('name', ROBOTS)
-def test_forward_dynamics_matches_kkt(name, rng):
-    model, reference = robot(name), oracle(name)
+def test_forward_dynamics_matches_kkt(name, compiled, rng):
+    model, reference = robot(name, compiled), oracle(name)
     for _ in range(STATES):
         q, yd, wrenches = random_state(model, rng)
         tau = rng.normal(size=model.nv)
@@ -25,10 +29,11 @@ def test_forward_dynamics_matches_kkt(name, rng):
         assert_close(model.forward_dynamics(q, v, tau, wrenches), expected, 'qdd (spanning inputs)')
 
 
+@ENGINES
 @pytest.mark.parametrize('name', ROBOTS)
-def test_inverse_dynamics_is_projected_rnea(name, rng):
+def test_inverse_dynamics_is_projected_rnea(name, compiled, rng):
     """C-RNEA = G^T RNEA_span(q, G yd, G ydd + g) (seed 003, Sec. 8 item 3)."""
-    model, reference = robot(name), oracle(name)
+    model, reference = robot(name, compiled), oracle(name)
     for _ in range(STATES):
         q, yd, wrenches = random_state(model, rng)
         ydd = rng.normal(size=model.ny)
@@ -40,9 +45,10 @@ def test_inverse_dynamics_is_projected_rnea(name, rng):
         assert_close(model.inverse_dynamics(q, v, qdd, wrenches), expected, 'tau_y (spanning inputs)')
 
 
+@ENGINES
 @pytest.mark.parametrize('name', ROBOTS)
-def test_mass_matrix_is_projected_crba(name, rng):
-    model, reference = robot(name), oracle(name)
+def test_mass_matrix_is_projected_crba(name, compiled, rng):
+    model, reference = robot(name, compiled), oracle(name)
     for _ in range(STATES):
         q, _, _ = random_state(model, rng)
         G = _G(name, q)
@@ -67,10 +73,11 @@ def test_round_trips_and_bias(name, rng):
         assert_close(gravity, model.inverse_dynamics(q, np.zeros(model.ny), np.zeros(model.ny)), 'gravity')
 
 
+@ENGINES
 @pytest.mark.parametrize('name', ROBOTS)
-def test_inverse_osim_matches_projection(name, rng):
+def test_inverse_osim_matches_projection(name, compiled, rng):
     """C-EFPA = J_y H_y^-1 J_y^T with Pinocchio LOCAL Jacobians (seed 003, Sec. 8 item 9)."""
-    model, reference = robot(name), oracle(name)
+    model, reference = robot(name, compiled), oracle(name)
     links = list(model.links[-1:]) + list(model.links[1:3])
     for _ in range(STATES):
         q, _, _ = random_state(model, rng)

@@ -1,0 +1,805 @@
+"""Numba kernels of the cluster algorithms on a FlatModel ``m`` and its FlatData ``d`` (seed 003).
+
+Same algorithms as kinematics.py, rnea.py, aba.py, crba.py and efpa.py, which stay the readable
+reference; the kernels exploit what the flat layout makes explicit:
+- transforms are (E, r) pairs, never 6x6 products (X m = [E w; E (v - r x w)], X^T f likewise);
+- every cluster has one output body o, so ^kX_parent is one block column (flat.py) and every pass
+  carries a cluster to its parent as a sum over the cluster's bodies into o;
+- the articulated and composite inertias therefore stay block diagonal (one 6x6 per body);
+- D_k^-1 enters through its Cholesky factor L_k: with V_k = L_k^-1 (^kX_o^T U_k)^T the parent gets
+  the rank-m_k update ^kX_o^T U D^-1 U^T ^kX_o = V_k^T V_k (seed 003, eqs. 55-56), and
+  Lambda^-1 = T T^T (eqs. 63-67);
+- single-body clusters (G = 1) skip the constraint and G products.
+No kernel allocates: every buffer lives in d. Each returns a status (OK or one of the singular
+cases below, details in d.info) instead of raising; fast_path.py raises the library's errors.
+
+Everything a kernel depends on is defined here or passed in m: numba's cache is keyed on this file
+only, so a constant imported from another module could go stale in the cache.
+"""
+
+import math
+
+from numba import njit
+
+REVOLUTE, PRISMATIC, FLOATING = 0, 1, 2          # joint codes (continuous joints are revolute)
+SINGLE, COUPLED, LOOP = 0, 1, 2                  # cluster kinds: one body (G = 1); constant G, g = 0; G(q)
+OK, SINGULAR_SPLIT, D_NOT_POSITIVE, D_ILL_CONDITIONED = 0, 1, 2, 3
+
+
+# ---- spatial algebra on (E, r) pairs, X = [[E, 0], [-E rx, E]] (seed 001); contiguous 6-vectors ----
+
+@njit
+def transform_motion(E, r, m, out):
+    """out = X m = [E w; E (v - r x w)]; out may alias m."""
+    w0, w1, w2 = m[0], m[1], m[2]
+    t0 = m[3] - r[1] * w2 + r[2] * w1
+    t1 = m[4] - r[2] * w0 + r[0] * w2
+    t2 = m[5] - r[0] * w1 + r[1] * w0
+    for a in range(3):
+        out[a] = E[a, 0] * w0 + E[a, 1] * w1 + E[a, 2] * w2
+        out[a + 3] = E[a, 0] * t0 + E[a, 1] * t1 + E[a, 2] * t2
+
+
+@njit
+def inverse_motion(E, r, m, out):
+    """out = X^-1 m = [E^T w; E^T v + r x E^T w] for a 6-tuple m."""
+    w0 = E[0, 0] * m[0] + E[1, 0] * m[1] + E[2, 0] * m[2]
+    w1 = E[0, 1] * m[0] + E[1, 1] * m[1] + E[2, 1] * m[2]
+    w2 = E[0, 2] * m[0] + E[1, 2] * m[1] + E[2, 2] * m[2]
+    out[0], out[1], out[2] = w0, w1, w2
+    out[3] = E[0, 0] * m[3] + E[1, 0] * m[4] + E[2, 0] * m[5] + r[1] * w2 - r[2] * w1
+    out[4] = E[0, 1] * m[3] + E[1, 1] * m[4] + E[2, 1] * m[5] + r[2] * w0 - r[0] * w2
+    out[5] = E[0, 2] * m[3] + E[1, 2] * m[4] + E[2, 2] * m[5] + r[0] * w1 - r[1] * w0
+
+
+@njit
+def transform_force(E, r, f, out, add):
+    """out = X^T f = [E^T n + r x E^T f0; E^T f0] (add=False) or out += X^T f; out may alias f."""
+    g0 = E[0, 0] * f[3] + E[1, 0] * f[4] + E[2, 0] * f[5]
+    g1 = E[0, 1] * f[3] + E[1, 1] * f[4] + E[2, 1] * f[5]
+    g2 = E[0, 2] * f[3] + E[1, 2] * f[4] + E[2, 2] * f[5]
+    n0 = E[0, 0] * f[0] + E[1, 0] * f[1] + E[2, 0] * f[2] + r[1] * g2 - r[2] * g1
+    n1 = E[0, 1] * f[0] + E[1, 1] * f[1] + E[2, 1] * f[2] + r[2] * g0 - r[0] * g2
+    n2 = E[0, 2] * f[0] + E[1, 2] * f[1] + E[2, 2] * f[2] + r[0] * g1 - r[1] * g0
+    if add:
+        n0, n1, n2, g0, g1, g2 = n0 + out[0], n1 + out[1], n2 + out[2], g0 + out[3], g1 + out[4], g2 + out[5]
+    out[0], out[1], out[2], out[3], out[4], out[5] = n0, n1, n2, g0, g1, g2
+
+
+@njit
+def compose(E1, r1, E2, r2, E, r):
+    """X = X1 X2: E = E1 E2, r = r2 + E2^T r1; the outputs must not alias the inputs."""
+    for a in range(3):
+        for b in range(3):
+            E[a, b] = E1[a, 0] * E2[0, b] + E1[a, 1] * E2[1, b] + E1[a, 2] * E2[2, b]
+        r[a] = r2[a] + E2[0, a] * r1[0] + E2[1, a] * r1[1] + E2[2, a] * r1[2]
+
+
+@njit
+def copy_transform(E, r, E_out, r_out):
+    for a in range(3):
+        for b in range(3):
+            E_out[a, b] = E[a, b]
+        r_out[a] = r[a]
+
+
+@njit
+def right_transform(M, E, r, out):
+    """out = M X for a 6x6 M: each row [p, s] becomes [p E + r x (s E), s E]."""
+    for row in range(6):
+        p = M[row]
+        s0 = p[3] * E[0, 0] + p[4] * E[1, 0] + p[5] * E[2, 0]
+        s1 = p[3] * E[0, 1] + p[4] * E[1, 1] + p[5] * E[2, 1]
+        s2 = p[3] * E[0, 2] + p[4] * E[1, 2] + p[5] * E[2, 2]
+        out[row, 0] = p[0] * E[0, 0] + p[1] * E[1, 0] + p[2] * E[2, 0] + r[1] * s2 - r[2] * s1
+        out[row, 1] = p[0] * E[0, 1] + p[1] * E[1, 1] + p[2] * E[2, 1] + r[2] * s0 - r[0] * s2
+        out[row, 2] = p[0] * E[0, 2] + p[1] * E[1, 2] + p[2] * E[2, 2] + r[0] * s1 - r[1] * s0
+        out[row, 3], out[row, 4], out[row, 5] = s0, s1, s2
+
+
+@njit
+def congruence_add(E, r, M, scratch, out):
+    """out += X^T M X (seed 003, eq. 55) through scratch = M X; X^T M X is symmetric, so its column
+    X^T (M X)[:, c] is added to row c of out."""
+    right_transform(M, E, r, scratch)
+    for col in range(6):
+        transform_force(E, r, scratch[:, col], out[col], True)
+
+
+@njit
+def cross_motion(v, m):
+    """v x m as a 6-tuple."""
+    return (v[1] * m[2] - v[2] * m[1], v[2] * m[0] - v[0] * m[2], v[0] * m[1] - v[1] * m[0],
+            v[1] * m[5] - v[2] * m[4] + v[4] * m[2] - v[5] * m[1],
+            v[2] * m[3] - v[0] * m[5] + v[5] * m[0] - v[3] * m[2],
+            v[0] * m[4] - v[1] * m[3] + v[3] * m[1] - v[4] * m[0])
+
+
+@njit
+def cross_force(v, f):
+    """v x* f as a 6-tuple."""
+    return (v[1] * f[2] - v[2] * f[1] + v[4] * f[5] - v[5] * f[4],
+            v[2] * f[0] - v[0] * f[2] + v[5] * f[3] - v[3] * f[5],
+            v[0] * f[1] - v[1] * f[0] + v[3] * f[4] - v[4] * f[3],
+            v[1] * f[5] - v[2] * f[4], v[2] * f[3] - v[0] * f[5], v[0] * f[4] - v[1] * f[3])
+
+
+@njit
+def mat6_vec(M, x, out):
+    """out = M x."""
+    for a in range(6):
+        out[a] = (M[a, 0] * x[0] + M[a, 1] * x[1] + M[a, 2] * x[2] + M[a, 3] * x[3] + M[a, 4] * x[4]
+                  + M[a, 5] * x[5])
+
+
+@njit
+def dot6(x, y):
+    return x[0] * y[0] + x[1] * y[1] + x[2] * y[2] + x[3] * y[3] + x[4] * y[4] + x[5] * y[5]
+
+
+# ---- small dense linear algebra: Cholesky of D_k (m_k <= 6), QR of a LOOP cluster's rows ----
+
+@njit
+def cholesky(A, n):
+    """In-place lower Cholesky factor of the SPD A[:n, :n] (lower triangle read); False if not PD."""
+    for j in range(n):
+        s = A[j, j]
+        for p in range(j):
+            s -= A[j, p] * A[j, p]
+        if not s > 0.0:
+            return False
+        A[j, j] = math.sqrt(s)
+        for i in range(j + 1, n):
+            t = A[i, j]
+            for p in range(j):
+                t -= A[i, p] * A[j, p]
+            A[i, j] = t / A[j, j]
+    return True
+
+
+@njit
+def forward_solve(L, n, x):
+    """x[:n] <- L^-1 x[:n]."""
+    for j in range(n):
+        for p in range(j):
+            x[j] -= L[j, p] * x[p]
+        x[j] /= L[j, j]
+
+
+@njit
+def forward_solve_rows(L, n, X):
+    """X[:n] <- L^-1 X[:n] for the 6-vector rows X[j] of a matrix."""
+    for j in range(n):
+        for p in range(j):
+            for e in range(6):
+                X[j, e] -= L[j, p] * X[p, e]
+        for e in range(6):
+            X[j, e] /= L[j, j]
+
+
+@njit
+def backward_solve(L, n, x):
+    """x[:n] <- L^-T x[:n]."""
+    for i in range(n - 1, -1, -1):
+        for p in range(i + 1, n):
+            x[i] -= L[p, i] * x[p]
+        x[i] /= L[i, i]
+
+
+@njit
+def householder(A, rows, cols, beta):
+    """In-place Householder QR of A[:rows, :cols] (LAPACK geqrf layout: R on and above the diagonal,
+    reflectors below with an implicit leading 1)."""
+    for j in range(cols):
+        norm = 0.0
+        for i in range(j, rows):
+            norm += A[i, j] * A[i, j]
+        norm = math.sqrt(norm)
+        if norm == 0.0:
+            beta[j] = 0.0
+            continue
+        rjj = -norm if A[j, j] >= 0.0 else norm
+        head = A[j, j] - rjj
+        for i in range(j + 1, rows):
+            A[i, j] /= head
+        beta[j] = -head / rjj
+        A[j, j] = rjj
+        for c in range(j + 1, cols):
+            s = A[j, c]
+            for i in range(j + 1, rows):
+                s += A[i, j] * A[i, c]
+            s *= beta[j]
+            A[j, c] -= s
+            for i in range(j + 1, rows):
+                A[i, c] -= s * A[i, j]
+
+
+@njit
+def qr_solve(A, rows, cols, beta, b):
+    """b[:cols] <- R^-1 (Q^T b)[:cols], the least-squares solution of A x = b."""
+    for j in range(cols):
+        s = b[j]
+        for i in range(j + 1, rows):
+            s += A[i, j] * b[i]
+        s *= beta[j]
+        b[j] -= s
+        for i in range(j + 1, rows):
+            b[i] -= s * A[i, j]
+    for i in range(cols - 1, -1, -1):
+        for p in range(i + 1, cols):
+            b[i] -= A[i, p] * b[p]
+        b[i] /= A[i, i]
+
+
+# ---- joints (jcalc, seed 001; joints.py) ----
+
+@njit
+def joint_nv(code):
+    return 6 if code == FLOATING else 1
+
+
+@njit
+def joint_motion(code, axis, x, ix):
+    """S_i x[ix:ix + nv] as a 6-tuple (a floating joint's velocity is [linear; angular])."""
+    if code == FLOATING:
+        return x[ix + 3], x[ix + 4], x[ix + 5], x[ix], x[ix + 1], x[ix + 2]
+    s = x[ix]
+    if code == PRISMATIC:
+        return 0.0, 0.0, 0.0, axis[0] * s, axis[1] * s, axis[2] * s
+    return axis[0] * s, axis[1] * s, axis[2] * s, 0.0, 0.0, 0.0
+
+
+@njit
+def joint_column(code, axis, j):
+    """Column j of S_i as a 6-tuple."""
+    if code == FLOATING:                      # [linear; angular] velocity -> [angular; linear] motion
+        e = (1.0 if j % 3 == 0 else 0.0, 1.0 if j % 3 == 1 else 0.0, 1.0 if j % 3 == 2 else 0.0)
+        return (e[0], e[1], e[2], 0.0, 0.0, 0.0) if j >= 3 else (0.0, 0.0, 0.0, e[0], e[1], e[2])
+    if code == PRISMATIC:
+        return 0.0, 0.0, 0.0, axis[0], axis[1], axis[2]
+    return axis[0], axis[1], axis[2], 0.0, 0.0, 0.0
+
+
+@njit
+def joint_transform(code, axis, q, iq, EJ):
+    """E_J of X_J(q) into EJ; returns its translation r_J."""
+    if code == REVOLUTE:
+        s, t = math.sin(q[iq]), 1.0 - math.cos(q[iq])
+        x, y, z = axis[0], axis[1], axis[2]
+        n2 = x * x + y * y + z * z
+        for a in range(3):
+            for b in range(3):
+                EJ[a, b] = t * axis[a] * axis[b]
+            EJ[a, a] += 1.0 - t * n2
+        EJ[0, 1] += s * z                 # E_J = R^T = 1 - sin K + (1 - cos) K^2, K = axis x
+        EJ[1, 0] -= s * z
+        EJ[0, 2] -= s * y
+        EJ[2, 0] += s * y
+        EJ[1, 2] += s * x
+        EJ[2, 1] -= s * x
+        return 0.0, 0.0, 0.0
+    if code == PRISMATIC:
+        for a in range(3):
+            for b in range(3):
+                EJ[a, b] = 1.0 if a == b else 0.0
+        return q[iq] * axis[0], q[iq] * axis[1], q[iq] * axis[2]
+    qx, qy, qz, qw = q[iq + 3], q[iq + 4], q[iq + 5], q[iq + 6]      # E_J = R(quaternion)^T
+    EJ[0, 0], EJ[1, 0], EJ[2, 0] = 1 - 2 * (qy * qy + qz * qz), 2 * (qx * qy - qz * qw), 2 * (qx * qz + qy * qw)
+    EJ[0, 1], EJ[1, 1], EJ[2, 1] = 2 * (qx * qy + qz * qw), 1 - 2 * (qx * qx + qz * qz), 2 * (qy * qz - qx * qw)
+    EJ[0, 2], EJ[1, 2], EJ[2, 2] = 2 * (qx * qz - qy * qw), 2 * (qy * qz + qx * qw), 1 - 2 * (qx * qx + qy * qy)
+    return q[iq], q[iq + 1], q[iq + 2]
+
+
+@njit
+def update_transforms(m, d, q):
+    """Xup[i] = X_J(q_i) X_tree(i): E = E_J E_T, r = r_T + E_T^T r_J (kinematics.py)."""
+    joint, axis, idx_q, tree_E, tree_r = m.joint, m.axis, m.idx_q, m.tree_E, m.tree_r
+    Xup_E, Xup_r, EJ = d.Xup_E, d.Xup_r, d.E3
+    for i in range(1, len(joint)):
+        rJ = joint_transform(joint[i], axis[i], q, idx_q[i], EJ)
+        compose(EJ, rJ, tree_E[i], tree_r[i], Xup_E[i], Xup_r[i])
+
+
+# ---- cluster kinematics (kinematics.py; seed 003, Alg. 1 lines 1-19) ----
+
+@njit
+def loop_jacobian(m, d, lp):
+    """Rows of loop lp in d.K: Psi^T (J_S - J_P), joint columns and Psi in NCA coordinates
+    (constraints.py LoopConstraint.evaluate)."""
+    joint, axis, col, path, path_len = m.joint, m.axis, m.col, m.loop_path[lp], m.loop_path_len[lp]
+    Xup_E, Xup_r, path_E, path_r, path_s = d.Xup_E, d.Xup_r, d.path_E[lp], d.path_r[lp], d.path_s[lp]
+    for side in range(2):
+        for p in range(path_len[side]):
+            body = path[side, p]
+            if p == 0:
+                copy_transform(Xup_E[body], Xup_r[body], path_E[side, 0], path_r[side, 0])
+            else:                                                    # ^bodyX_NCA
+                compose(Xup_E[body], Xup_r[body], path_E[side, p - 1], path_r[side, p - 1],
+                        path_E[side, p], path_r[side, p])
+            for j in range(joint_nv(joint[body])):
+                inverse_motion(path_E[side, p], path_r[side, p], joint_column(joint[body], axis[body], j),
+                               path_s[side, p, j])
+    last = path_len[0] - 1
+    if last < 0:                                                     # ^PX_NCA = ^PX_pred ^predX_NCA
+        copy_transform(m.loop_E[lp], m.loop_r[lp], d.E3, d.r3)
+    else:
+        compose(m.loop_E[lp], m.loop_r[lp], path_E[0, last], path_r[0, last], d.E3, d.r3)
+    Psi, rows, row0 = d.Psi_nca[lp], m.loop_rows[lp], m.loop_row[lp]
+    for j in range(rows):
+        transform_force(d.E3, d.r3, m.loop_Psi[lp, j], Psi[j], False)  # force-like: ^PX_NCA^T Psi
+    for side in range(2):
+        sign = -1.0 if side == 0 else 1.0
+        for p in range(path_len[side]):
+            body = path[side, p]
+            for j in range(joint_nv(joint[body])):
+                for row in range(rows):
+                    d.K[row0 + row, col[body] + j] += sign * dot6(Psi[row], path_s[side, p, j])
+
+
+@njit
+def loop_bias(m, d, lp, v0):
+    """Rows of loop lp of k = Psi^T (v_P x v_S - (a_S - a_P)) into d.bias, with a the branches' bias
+    accelerations (qdd = 0) accumulated down each path."""
+    joint, col, path, path_len, path_s, qd, branch = m.joint, m.col, m.loop_path[lp], m.loop_path_len[lp], \
+        d.path_s[lp], d.qd, d.branch
+    for side in range(2):
+        v, a, vJ = branch[side, 0], branch[side, 1], branch[side, 2]
+        for e in range(6):
+            v[e] = a[e] = 0.0
+        for p in range(path_len[side]):
+            body = path[side, p]
+            for e in range(6):
+                vJ[e] = 0.0
+                for j in range(joint_nv(joint[body])):
+                    vJ[e] += path_s[side, p, j, e] * qd[v0 + col[body] + j]
+                v[e] += vJ[e]
+            x = cross_motion(v, vJ)                  # d/dt (s qd) = v x (s qd), s fixed in the body
+            for e in range(6):
+                a[e] += x[e]
+    x = cross_motion(branch[0, 0], branch[1, 0])
+    w = branch[0, 2]
+    for e in range(6):
+        w[e] = x[e] - branch[1, 1, e] + branch[0, 1, e]
+    for row in range(m.loop_rows[lp]):
+        d.bias[m.loop_row[lp] + row] = dot6(d.Psi_nca[lp, row], w)
+
+
+@njit
+def loop_constraint(m, d, k, yd):
+    """G_k = P [1; -K_d^+ K_i], g_k = P [0; K_d^+ k] and qd_k = G_k yd_k from a Householder QR of the
+    active dependent columns of K_k (kinematics.py explicit_constraint, seed 000 Sec. 1.1)."""
+    v0, v1, y0, y1 = m.v_range[k, 0], m.v_range[k, 1], m.y_range[k, 0], m.y_range[k, 1]
+    n, mk, rows, na = v1 - v0, y1 - y0, m.n_rows[k], m.n_active[k]
+    nd = n - mk
+    active, dependent, independent = m.active[k], m.dependent[k], m.independent[k]
+    K, A, b, G, qd = d.K, d.QR, d.rhs, d.G[k], d.qd
+    for r in range(rows):
+        for c in range(n):
+            K[r, c] = m.K_const[k, r, c]
+    for lp in range(m.loop_range[k, 0], m.loop_range[k, 1]):
+        loop_jacobian(m, d, lp)
+    for r in range(na):
+        for j in range(nd):
+            A[r, j] = K[active[r], dependent[j]]
+    householder(A, na, nd, d.beta)
+    smallest, largest = math.inf, 0.0
+    for j in range(nd):
+        smallest, largest = min(smallest, abs(A[j, j])), max(largest, abs(A[j, j]))
+    if smallest <= m.singularity_threshold * max(largest, 1.0):
+        d.info[0], d.info[1] = k, smallest / largest if largest > 0.0 else 0.0
+        return SINGULAR_SPLIT
+    for j in range(mk):
+        for r in range(na):
+            b[r] = K[active[r], independent[j]]
+        qr_solve(A, na, nd, d.beta, b)
+        for r in range(n):
+            G[j, r] = 0.0
+        G[j, independent[j]] = 1.0
+        for p in range(nd):
+            G[j, dependent[p]] = -b[p]
+    for r in range(n):
+        qd[v0 + r] = 0.0
+        for j in range(mk):
+            qd[v0 + r] += G[j, r] * yd[y0 + j]
+    for r in range(rows):
+        d.bias[r] = 0.0                          # k = 0 on coupling rows
+    for lp in range(m.loop_range[k, 0], m.loop_range[k, 1]):
+        loop_bias(m, d, lp, v0)
+    for r in range(na):
+        b[r] = d.bias[active[r]]
+    qr_solve(A, na, nd, d.beta, b)
+    for p in range(nd):
+        d.g[v0 + dependent[p]] = b[p]
+    return OK
+
+
+@njit
+def explicit_constraints(m, d, yd):
+    """G_k, g_k and qd_k = G_k yd_k of every cluster (G constant and g = 0 unless LOOP)."""
+    kind, v_range, y_range, G, qd = m.kind, m.v_range, m.y_range, d.G, d.qd
+    for k in range(len(kind)):
+        if kind[k] == LOOP:
+            status = loop_constraint(m, d, k, yd)
+            if status != OK:
+                return status
+            continue
+        v0, y0 = v_range[k, 0], y_range[k, 0]
+        for r in range(v_range[k, 1] - v0):
+            if kind[k] == SINGLE:                                    # G_k = 1
+                qd[v0 + r] = yd[y0 + r]
+            else:
+                qd[v0 + r] = 0.0
+                for j in range(y_range[k, 1] - y0):
+                    qd[v0 + r] += G[k, j, r] * yd[y0 + j]
+    return OK
+
+
+@njit
+def cluster_motion(m, d, k, velocities):
+    """Xo, S_k = Omega blkdiag(S_i) G_k (eq. 24) and, with velocities, v (eq. 33) and
+    c_k = Omega (blkdiag(S_i) g_k + stack(v_i x S_i qd_i)) (digest 1.8); Omega is applied recursively
+    along the in-cluster parents."""
+    parent, joint, axis, col = m.parent, m.joint, m.axis, m.col
+    Xup_E, Xup_r, Xo_E, Xo_r, S, Gk = d.Xup_E, d.Xup_r, d.Xo_E, d.Xo_r, d.S, d.G[k]
+    v, c, qd, g = d.v, d.c, d.qd, d.g
+    b0, b1, v0, mk = m.body_range[k, 0], m.body_range[k, 1], m.v_range[k, 0], m.y_range[k, 1] - m.y_range[k, 0]
+    single = m.kind[k] == SINGLE
+    for i in range(b0, b1):
+        p, E, r = parent[i], Xup_E[i], Xup_r[i]
+        inside = p >= b0
+        if inside:
+            compose(E, r, Xo_E[p], Xo_r[p], Xo_E[i], Xo_r[i])
+        else:
+            copy_transform(E, r, Xo_E[i], Xo_r[i])
+        for j in range(mk):                                          # S_i G_k, G_k = 1 for one body
+            x = joint_column(joint[i], axis[i], j) if single else joint_motion(joint[i], axis[i], Gk[j], col[i])
+            if inside:
+                transform_motion(E, r, S[p, j], S[i, j])
+            for e in range(6):
+                S[i, j, e] = x[e] + S[i, j, e] if inside else x[e]
+        if not velocities:
+            continue
+        vJ = joint_motion(joint[i], axis[i], qd, v0 + col[i])
+        transform_motion(E, r, v[p], v[i])
+        for e in range(6):
+            v[i, e] += vJ[e]
+        x = cross_motion(v[i], vJ)
+        gJ = joint_motion(joint[i], axis[i], g, v0 + col[i])
+        if inside:
+            transform_motion(E, r, c[p], c[i])
+        for e in range(6):
+            c[i, e] = x[e] + gJ[e] + c[i, e] if inside else x[e] + gJ[e]
+
+
+@njit
+def kinematics(m, d, q, yd, velocities=True):
+    """Transforms, constraints and S_k of every cluster, base to tips, and with velocities their v and
+    c_k (CRBA and EFPA do without: yd = 0)."""
+    update_transforms(m, d, q)
+    status = explicit_constraints(m, d, yd)
+    if status != OK:
+        return status
+    for k in range(len(m.kind)):
+        cluster_motion(m, d, k, velocities)
+    return OK
+
+
+# ---- C-RNEA (rnea.py; seed 003 Sec. VI) ----
+
+@njit
+def set_base_acceleration(m, d):
+    """a_0 = -a_g: gravity enters as a fictitious base acceleration."""
+    for e in range(3):
+        d.a[0, e] = 0.0
+        d.a[0, 3 + e] = -m.gravity[e]
+
+
+@njit
+def bias_force(inertia, v, f_ext, f):
+    """f = v x* I v - f_ext (the velocity-product part of eq. 34)."""
+    mat6_vec(inertia, v, f)
+    x = cross_force(v, f)
+    for e in range(6):
+        f[e] = x[e] - f_ext[e]
+
+
+@njit
+def cluster_acceleration(m, d, k, ydd):
+    """a_i = ^iX_o a_o + (S_k ydd_k + c_k)_i for the bodies of cluster k (eq. 33)."""
+    Xo_E, Xo_r, a, c, S = d.Xo_E, d.Xo_r, d.a, d.c, d.S
+    o, y0, mk = m.output[k], m.y_range[k, 0], m.y_range[k, 1] - m.y_range[k, 0]
+    for i in range(m.body_range[k, 0], m.body_range[k, 1]):
+        transform_motion(Xo_E[i], Xo_r[i], a[o], a[i])
+        for e in range(6):
+            a[i, e] += c[i, e]
+            for j in range(mk):
+                a[i, e] += S[i, j, e] * ydd[y0 + j]
+
+
+@njit(cache=True)
+def rnea(m, d, q, yd, ydd, f_ext):
+    """Independent forces tau_y = S_k^T f_k into d.tau (rnea.py)."""
+    status = kinematics(m, d, q, yd)
+    if status != OK:
+        return status
+    inertia, output, body_range, y_range = m.inertia, m.output, m.body_range, m.y_range
+    Xo_E, Xo_r, S, a, f, tau, w = d.Xo_E, d.Xo_r, d.S, d.a, d.f, d.tau, d.w6
+    set_base_acceleration(m, d)
+    nc = len(output)
+    for k in range(nc):                                              # forward pass
+        cluster_acceleration(m, d, k, ydd)
+        for i in range(body_range[k, 0], body_range[k, 1]):
+            bias_force(inertia[i], d.v[i], f_ext[i], f[i])
+            mat6_vec(inertia[i], a[i], w)
+            for e in range(6):
+                f[i, e] += w[e]                                      # eq. (34)
+    for k in range(nc - 1, -1, -1):                                  # backward pass
+        o, b0, b1, y0 = output[k], body_range[k, 0], body_range[k, 1], y_range[k, 0]
+        for j in range(y_range[k, 1] - y0):
+            tau[y0 + j] = 0.0
+            for i in range(b0, b1):
+                tau[y0 + j] += dot6(S[i, j], f[i])                   # eq. (31)
+        if o > 0:
+            for i in range(b0, b1):
+                transform_force(Xo_E[i], Xo_r[i], f[i], f[o], True)  # eq. (35)
+    return OK
+
+
+# ---- C-ABA (aba.py; seed 003 Alg. 1) ----
+
+@njit
+def articulated_inertia(m, d, k):
+    """U_k = I^A_k S_k, D_k = S_k^T U_k = L_k L_k^T, V_k = L_k^-1 (^kX_o^T U_k)^T and
+    I^A_o += sum_i ^iX_o^T I^A_i ^iX_o - V_k^T V_k (I^a of eqs. 55-56 carried to the output body)."""
+    Xo_E, Xo_r, S, U, IA, L, V = d.Xo_E, d.Xo_r, d.S, d.U, d.IA, d.L[k], d.V[k]
+    b0, b1, mk = m.body_range[k, 0], m.body_range[k, 1], m.y_range[k, 1] - m.y_range[k, 0]
+    for i in range(b0, b1):
+        for j in range(mk):
+            mat6_vec(IA[i], S[i, j], U[i, j])
+    for r in range(mk):
+        for c in range(r + 1):
+            L[r, c] = 0.0
+            for i in range(b0, b1):
+                L[r, c] += dot6(S[i, r], U[i, c])
+    d.info[0] = k
+    if not cholesky(L, mk):
+        return D_NOT_POSITIVE
+    smallest, largest = math.inf, 0.0
+    for j in range(mk):
+        smallest, largest = min(smallest, L[j, j]), max(largest, L[j, j])
+    if smallest * smallest <= m.d_condition_limit * largest * largest:
+        return D_ILL_CONDITIONED
+    o = m.output[k]
+    if o == 0:
+        return OK
+    for j in range(mk):
+        for e in range(6):
+            V[j, e] = 0.0
+        for i in range(b0, b1):
+            transform_force(Xo_E[i], Xo_r[i], U[i, j], V[j], True)
+    forward_solve_rows(L, mk, V)
+    for i in range(b0, b1):
+        congruence_add(Xo_E[i], Xo_r[i], IA[i], d.X66[0], IA[o])
+    for r in range(6):
+        for c in range(6):
+            for j in range(mk):
+                IA[o, r, c] -= V[j, r] * V[j, c]
+    return OK
+
+
+@njit
+def articulated_bias(m, d, k, tau):
+    """u_k = tau_k - S_k^T p^A_k (tau_k = G_k^T tau for spanning forces) and
+    p^A_o += sum_i ^iX_o^T (p^A_i + I^A_i c_i) + V_k^T L_k^-1 (u_k - U_k^T c_k) (p^a of Alg. 1)."""
+    Xo_E, Xo_r, S, U, IA, c, pA, u, z, w = d.Xo_E, d.Xo_r, d.S, d.U, d.IA, d.c, d.f, d.u, d.z, d.w6
+    b0, b1, y0, v0 = m.body_range[k, 0], m.body_range[k, 1], m.y_range[k, 0], m.v_range[k, 0]
+    mk, spanning = m.y_range[k, 1] - y0, tau.shape[0] != m.ny
+    for j in range(mk):
+        t = 0.0
+        if spanning:
+            for r in range(m.v_range[k, 1] - v0):
+                t += d.G[k, j, r] * tau[v0 + r]
+        else:
+            t = tau[y0 + j]
+        for i in range(b0, b1):
+            t -= dot6(S[i, j], pA[i])
+        u[y0 + j] = t
+    o = m.output[k]
+    if o == 0:
+        return
+    for j in range(mk):
+        z[j] = u[y0 + j]
+        for i in range(b0, b1):
+            z[j] -= dot6(U[i, j], c[i])
+    forward_solve(d.L[k], mk, z)
+    for i in range(b0, b1):
+        mat6_vec(IA[i], c[i], w)
+        for e in range(6):
+            w[e] += pA[i, e]
+        transform_force(Xo_E[i], Xo_r[i], w, pA[o], True)
+    for j in range(mk):
+        for e in range(6):
+            pA[o, e] += d.V[k, j, e] * z[j]
+
+
+@njit
+def aba_acceleration(m, d, k):
+    """ydd_k = D_k^-1 (u_k - U_k^T a'), a' = ^kX_o a_o + c_k, then a_k = a' + S_k ydd_k."""
+    S, U, a, z = d.S, d.U, d.a, d.z
+    b0, b1, y0, mk = m.body_range[k, 0], m.body_range[k, 1], m.y_range[k, 0], m.y_range[k, 1] - m.y_range[k, 0]
+    cluster_acceleration(m, d, k, d.zero_y)
+    for j in range(mk):
+        z[j] = d.u[y0 + j]
+        for i in range(b0, b1):
+            z[j] -= dot6(U[i, j], a[i])
+    forward_solve(d.L[k], mk, z)
+    backward_solve(d.L[k], mk, z)
+    for j in range(mk):
+        d.ydd[y0 + j] = z[j]
+    for i in range(b0, b1):
+        for e in range(6):
+            for j in range(mk):
+                a[i, e] += S[i, j, e] * z[j]
+
+
+@njit
+def spanning_accelerations(m, d, ydd):
+    """qdd_k = G_k ydd_k + g_k into d.qdd."""
+    v_range, y_range, G, g, qdd = m.v_range, m.y_range, d.G, d.g, d.qdd
+    for k in range(len(v_range)):
+        v0, y0 = v_range[k, 0], y_range[k, 0]
+        for r in range(v_range[k, 1] - v0):
+            qdd[v0 + r] = g[v0 + r]
+            for j in range(y_range[k, 1] - y0):
+                qdd[v0 + r] += G[k, j, r] * ydd[y0 + j]
+
+
+@njit(cache=True)
+def aba(m, d, q, yd, tau, f_ext):
+    """Independent accelerations into d.ydd and spanning ones G ydd + g into d.qdd (aba.py);
+    tau independent (ny) or spanning (nv, projected with G^T)."""
+    status = kinematics(m, d, q, yd)
+    if status != OK:
+        return status
+    inertia, IA = m.inertia, d.IA
+    for i in range(1, len(inertia)):
+        for r in range(6):
+            for c in range(6):
+                IA[i, r, c] = inertia[i, r, c]                       # I^A = I
+        bias_force(inertia[i], d.v[i], f_ext[i], d.f[i])             # p^A = v x* I v - f_ext
+    for k in range(len(m.kind) - 1, -1, -1):                         # backward pass
+        status = articulated_inertia(m, d, k)
+        if status != OK:
+            return status
+        articulated_bias(m, d, k, tau)
+    set_base_acceleration(m, d)
+    for k in range(len(m.kind)):                                     # forward pass
+        aba_acceleration(m, d, k)
+    spanning_accelerations(m, d, d.ydd)
+    return OK
+
+
+@njit(cache=True)
+def spanning(m, d, q, yd, ydd):
+    """qdd = G ydd + g into d.qdd (G, g from the constraints at q, yd)."""
+    update_transforms(m, d, q)
+    status = explicit_constraints(m, d, yd)
+    if status == OK:
+        spanning_accelerations(m, d, ydd)
+    return status
+
+
+# ---- cluster CRBA (crba.py) ----
+
+@njit(cache=True)
+def crba(m, d, q):
+    """H_y = G^T H G into d.H: composite inertias Ic_o += X^T Ic X, then each block column walked
+    up the ancestors: F <- ^bX_o^T F, H_jk = S_j^T F."""
+    status = kinematics(m, d, q, d.zero_y, False)
+    if status != OK:
+        return status
+    inertia, output, cluster, body_range, y_range = m.inertia, m.output, m.cluster, m.body_range, m.y_range
+    Xo_E, Xo_r, S, U, Ic, F, H = d.Xo_E, d.Xo_r, d.S, d.U, d.IA, d.F, d.H
+    nc = len(output)
+    for i in range(1, len(inertia)):
+        for r in range(6):
+            for c in range(6):
+                Ic[i, r, c] = inertia[i, r, c]
+    for k in range(nc - 1, -1, -1):
+        if output[k] > 0:
+            for i in range(body_range[k, 0], body_range[k, 1]):
+                congruence_add(Xo_E[i], Xo_r[i], Ic[i], d.X66[0], Ic[output[k]])
+    for r in range(H.shape[0]):
+        for c in range(H.shape[1]):
+            H[r, c] = 0.0
+    for k in range(nc):
+        b0, b1, y0, mk = body_range[k, 0], body_range[k, 1], y_range[k, 0], y_range[k, 1] - y_range[k, 0]
+        for j in range(mk):
+            for e in range(6):
+                F[j, e] = 0.0
+            for i in range(b0, b1):
+                mat6_vec(Ic[i], S[i, j], U[i, j])
+                transform_force(Xo_E[i], Xo_r[i], U[i, j], F[j], True)
+        for r in range(mk):
+            for c in range(mk):
+                for i in range(b0, b1):
+                    H[y0 + r, y0 + c] += dot6(S[i, r], U[i, c])
+        body = output[k]
+        while body > 0:
+            j = cluster[body]
+            z0 = y_range[j, 0]
+            for r in range(y_range[j, 1] - z0):
+                for c in range(mk):
+                    H[z0 + r, y0 + c] = dot6(S[body, r], F[c])
+                    H[y0 + c, z0 + r] = H[z0 + r, y0 + c]
+            for c in range(mk):
+                transform_force(Xo_E[body], Xo_r[body], F[c], F[c], False)
+            body = output[j]
+    return OK
+
+
+# ---- C-EFPA (efpa.py; seed 003 Sec. VIII) ----
+
+@njit
+def frame_propagator(m, d, body, X, T):
+    """T (6 x ny): T_k = Chi S_k L_k^-T on each cluster k supporting the frame, with the propagator
+    Chi (a single 6x6 block, at one body) moved up by Chi <- Chi ^bX_o - T_k V_k, which is eq. (62)
+    with L_k = 1 - S_k D_k^-1 U_k^T. Then Lambda^-1 = T T^T (eqs. 63-67 unrolled)."""
+    cluster, output, y_range = m.cluster, m.output, m.y_range
+    Xo_E, Xo_r, S, V, z = d.Xo_E, d.Xo_r, d.S, d.V, d.z
+    chi, moved = d.X66[0], d.X66[1]
+    for r in range(6):
+        for c in range(6):
+            chi[r, c] = X[r, c]
+    while body > 0:
+        k = cluster[body]
+        y0, mk = y_range[k, 0], y_range[k, 1] - y_range[k, 0]
+        for row in range(6):
+            for j in range(mk):
+                z[j] = dot6(chi[row], S[body, j])
+            forward_solve(d.L[k], mk, z)
+            for j in range(mk):
+                T[row, y0 + j] = z[j]
+        if output[k] == 0:
+            break
+        right_transform(chi, Xo_E[body], Xo_r[body], moved)
+        for r in range(6):
+            for c in range(6):
+                chi[r, c] = moved[r, c]
+                for j in range(mk):
+                    chi[r, c] -= T[r, y0 + j] * V[k, j, c]
+        body = output[k]
+
+
+@njit(cache=True)
+def efpa(m, d, q, frame_body, frame_X, T, Omega):
+    """Lambda^-1 (6 nf x 6 nf) of frames (body, ^frameX_body) into Omega, in the public layout:
+    [linear; angular] rows and columns per frame, each in its own frame."""
+    status = kinematics(m, d, q, d.zero_y, False)
+    if status != OK:
+        return status
+    inertia, IA = m.inertia, d.IA
+    for i in range(1, len(inertia)):
+        for r in range(6):
+            for c in range(6):
+                IA[i, r, c] = inertia[i, r, c]
+    for k in range(len(m.kind) - 1, -1, -1):
+        status = articulated_inertia(m, d, k)
+        if status != OK:
+            return status
+    nf = len(frame_body)
+    for e in range(nf):
+        for r in range(6):
+            for y in range(T.shape[2]):
+                T[e, r, y] = 0.0
+        frame_propagator(m, d, frame_body[e], frame_X[e], T[e])
+    for e1 in range(nf):
+        for e2 in range(e1, nf):
+            for r in range(6):
+                for c in range(6):
+                    s = 0.0
+                    for y in range(T.shape[2]):
+                        s += T[e1, r, y] * T[e2, c, y]
+                    Omega[6 * e1 + (r + 3) % 6, 6 * e2 + (c + 3) % 6] = s
+                    Omega[6 * e2 + (c + 3) % 6, 6 * e1 + (r + 3) % 6] = s
+    return OK

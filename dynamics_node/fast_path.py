@@ -1,0 +1,166 @@
+"""FastPath: the compiled cluster algorithms (compiled.py) behind a small Python API.
+
+Inputs are assumed validated by the caller (Model's public methods): float64 NumPy vectors of the
+right lengths (any layout), spanning q with unit quaternions and closed loops, f_ext (nb x 6) in body
+coordinates (state.external_forces). Results are copies of the workspace buffers, so that a later
+call does not change them.
+
+``warm_up()`` compiles every kernel once per process for float64 arrays of any layout (loaded from
+numba's on-disk cache after the first run) and forbids later compilation, so that no call can compile
+on the hot path; a FastPath used before warm_up() warms up at its first call. FastPath then calls the
+compiled entry points directly: numba's dispatcher would spend about a microsecond typing each of the
+two structref arguments at every call.
+"""
+
+import time
+
+import numpy as np
+from numba import typeof, types
+
+from . import compiled
+from .errors import SingularConfigurationError
+from .flat import FlatModel
+
+_INPUT = types.Array(types.float64, 1, 'A', readonly=True)      # any float64 vector
+_FORCES = types.Array(types.float64, 2, 'A', readonly=True)
+_DISPATCHERS = {kernel.__name__: kernel for kernel in
+                (compiled.aba, compiled.rnea, compiled.crba, compiled.efpa, compiled.spanning)}
+_ENTRY_POINTS = {}              # name -> compiled entry point, filled by the first warm_up()
+
+
+class FastPath:
+    """Compiled C-ABA, C-RNEA, CRBA and C-EFPA of one Model with its own workspace (one per thread;
+    pass ``flat`` to share the compiled model between threads)."""
+
+    def __init__(self, model, flat=None):
+        self.model = model
+        self.flat = FlatModel(model) if flat is None else flat
+        self.data = self.flat.create_data()
+        self._m, self._d = self.flat.ref, self.data.ref
+        self._frame_sets = {}
+        self._use(_ENTRY_POINTS or {name: self._warm_up_then(name) for name in _DISPATCHERS})
+
+    def set_gravity(self, gravity):
+        """Gravity acceleration (3) in the root frame, shared by every FastPath of this flat model."""
+        self.flat.gravity[:] = gravity
+
+    def forward_dynamics(self, q, yd, tau, f_ext=None, spanning=False):
+        """ydd (ny) from the cluster ABA; qdd = G ydd + g (nv) instead with spanning=True.
+        tau: independent (ny) or spanning (nv) generalized forces."""
+        status = self._aba(self._m, self._d, q, yd, tau, self.data.zero_f if f_ext is None else f_ext)
+        if status:
+            self._raise(status)
+        return (self.data.qdd if spanning else self.data.ydd).copy()
+
+    def inverse_dynamics(self, q, yd, ydd, f_ext=None):
+        """tau_y (ny) from the cluster RNEA."""
+        status = self._rnea(self._m, self._d, q, yd, ydd, self.data.zero_f if f_ext is None else f_ext)
+        if status:
+            self._raise(status)
+        return self.data.tau.copy()
+
+    def bias(self, q, yd, f_ext=None):
+        """C_y (ny): gravity, Coriolis and centrifugal forces (minus external ones), RNEA at ydd = 0."""
+        return self.inverse_dynamics(q, yd, self.data.zero_y, f_ext)
+
+    def gravity(self, q):
+        """Gravity compensation forces (ny): RNEA at rest."""
+        return self.inverse_dynamics(q, self.data.zero_y, self.data.zero_y)
+
+    def mass_matrix(self, q):
+        """H_y = G^T H G (ny x ny)."""
+        status = self._crba(self._m, self._d, q)
+        if status:
+            self._raise(status)
+        return self.data.H.copy()
+
+    def inverse_osim(self, q, links):
+        """Lambda^-1 = J_y H_y^-1 J_y^T (6k x 6k) for k link names (validated by the caller); blocks
+        [linear; angular] in each link's frame, as Model.inverse_osim."""
+        body, X, T, Omega = self._frame_set((links,) if isinstance(links, str) else tuple(links))
+        status = self._efpa(self._m, self._d, q, body, X, T, Omega)
+        if status:
+            self._raise(status)
+        return Omega.copy()
+
+    def spanning(self, q, yd, ydd):
+        """qdd = G ydd + g (nv) at q, yd."""
+        status = self._spanning(self._m, self._d, q, yd, ydd)
+        if status:
+            self._raise(status)
+        return self.data.qdd.copy()
+
+    def warm_up(self):
+        """Compiles (or loads from the cache) every kernel, runs each once at a neutral state and
+        forbids later compilation. Returns the seconds it took."""
+        start = time.perf_counter()
+        frames = self._frame_set((self.model.root_link,))
+        self._use(_compile_kernels(self._m, self._d, frames))
+        q = np.zeros(self.model.nq)
+        for i in range(1, self.model.nb):
+            if self.model.joint_type[i] == 'floating':
+                q[self.model.idx_q[i] + 6] = 1.0                    # identity quaternion
+        y, f = self.data.zero_y, self.data.zero_f
+        self._aba(self._m, self._d, q, y, y, f)                      # statuses ignored: q may be singular
+        self._rnea(self._m, self._d, q, y, y, f)
+        self._crba(self._m, self._d, q)
+        self._efpa(self._m, self._d, q, *frames)
+        self._spanning(self._m, self._d, q, y, y)
+        return time.perf_counter() - start
+
+    def _warm_up_then(self, name):
+        """Stand-in for kernel name until the first warm_up()."""
+        def call(*args):
+            self.warm_up()
+            return getattr(self, '_' + name)(*args)
+        return call
+
+    def _use(self, kernels):
+        self._aba, self._rnea, self._crba = kernels['aba'], kernels['rnea'], kernels['crba']
+        self._efpa, self._spanning = kernels['efpa'], kernels['spanning']
+
+    def _frame_set(self, links):
+        """Frame bodies, ^frameX_body, the T buffer and the output of a tuple of links (cached)."""
+        frames = self._frame_sets.get(links)
+        if frames is None:
+            n = len(links)
+            body = np.array([self.model.link_frame[link][0] for link in links], dtype=np.int64)
+            X = np.array([self.model.link_frame[link][1] for link in links], dtype=float)
+            frames = self._frame_sets[links] = (body, X, np.zeros((n, 6, self.model.ny)), np.zeros((6 * n, 6 * n)))
+        return frames
+
+    def _raise(self, status):
+        """The reference's SingularConfigurationError for a kernel's status (d.info: cluster, conditioning)."""
+        cluster = self.model.cluster_list[int(self.data.info[0])]
+        if status == compiled.SINGULAR_SPLIT:
+            raise SingularConfigurationError(
+                f'cluster {cluster.name!r} is at a singular configuration: its constraints '
+                f'{[con.name for con in cluster.constraints]} do not determine the dependent joints '
+                f'(conditioning {self.data.info[1]:.1e}); use method="lcaba"')
+        if status == compiled.D_NOT_POSITIVE:
+            raise SingularConfigurationError(
+                f'cluster {cluster.name!r}: its articulated inertia D = S^T I^A S is not positive definite '
+                '(singular configuration); use method="lcaba"')
+        raise SingularConfigurationError(
+            f'cluster {cluster.name!r}: D = S^T I^A S is ill-conditioned (singular configuration); '
+            'use method="lcaba"')
+
+
+def _compile_kernels(m, d, frames):
+    """The entry points of the kernels compiled for float64 arrays of any layout, once per process;
+    later compilation is disabled (numba converts other float64 arrays to these signatures)."""
+    if not _ENTRY_POINTS:
+        model, data = typeof(m), typeof(d)
+        signatures = {
+            'aba': (model, data, _INPUT, _INPUT, _INPUT, _FORCES),
+            'rnea': (model, data, _INPUT, _INPUT, _INPUT, _FORCES),
+            'crba': (model, data, _INPUT),
+            'efpa': (model, data, _INPUT) + tuple(typeof(a) for a in frames),
+            'spanning': (model, data, _INPUT, _INPUT, _INPUT),
+        }
+        for name, signature in signatures.items():
+            kernel = _DISPATCHERS[name]
+            kernel.compile(signature)
+            kernel.disable_compile()
+            _ENTRY_POINTS[name] = kernel.get_overload(signature)
+    return _ENTRY_POINTS

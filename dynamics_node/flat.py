@@ -1,0 +1,285 @@
+"""A Model compiled into flat arrays for the numba kernels (model/data split, as in Pinocchio).
+
+``FlatModel(model)`` turns the readable Model (Python tuples, dicts and constraint objects) into
+read-only NumPy arrays, once. ``FlatModel.create_data()`` preallocates every buffer the kernels
+write, so that a kernel call allocates nothing. The kernels receive both as numba structrefs
+(``.ref``): a structref crosses the Python/numba boundary as one pointer, whatever its number of fields.
+
+Transforms are stored as pairs (E, r): X = [[E, 0], [-E rx, E]] (seed 001), the Plucker transform of
+spatial.py. Per-cluster quantities are padded to the largest cluster (N spanning, M independent
+velocities). Every cluster hangs from ONE output body (ModelError otherwise), so ^kX_parent (seed 003,
+eq. 17) has a single block column: with clusters formed as strongly connected components (seed 002,
+Alg. 3) a constraint enters a cluster below its nearest common ancestor, and a second parent of the
+cluster's roots would lie on a cycle through the cluster.
+"""
+
+import numpy as np
+from numba import njit
+from numba.core import types
+from numba.experimental import structref
+
+from .aba import D_CONDITION_LIMIT
+from .compiled import COUPLED, FLOATING, LOOP, PRISMATIC, REVOLUTE, SINGLE
+from .constraints import CouplingConstraint
+from .errors import ModelError
+from .kinematics import SINGULARITY_THRESHOLD
+
+JOINT_CODE = {'revolute': REVOLUTE, 'continuous': REVOLUTE, 'prismatic': PRISMATIC, 'floating': FLOATING}
+
+MODEL_FIELDS = {   # name: meaning, shape (nb bodies with 0 the ground, nc clusters, nl loops)
+    'joint': 'joint code of body i, -1 for the ground (nb)',
+    'parent': 'parent body (nb)',
+    'cluster': 'cluster of body i, -1 for the ground (nb)',
+    'idx_q': 'first position index of the joint of body i (nb)',
+    'col': 'first column of the joint of body i within its cluster velocities (nb)',
+    'axis': 'joint axis, body coordinates (nb, 3)',
+    'tree_E': 'rotation of X_tree, ^jointX_parent (nb, 3, 3)',
+    'tree_r': 'translation of X_tree, parent coordinates (nb, 3)',
+    'inertia': 'spatial inertia, body coordinates (nb, 6, 6)',
+    'kind': 'SINGLE, COUPLED or LOOP (nc)',
+    'output': 'the output body of cluster k, 0 for the ground (nc)',
+    'body_range': 'bodies [b0, b1) of cluster k (nc, 2)',
+    'v_range': 'spanning velocities [v0, v1) of cluster k (nc, 2)',
+    'y_range': 'independent velocities [y0, y1) of cluster k (nc, 2)',
+    'G_const': 'G_const[k, j]: column j of G_k of SINGLE (identity) and COUPLED clusters, the initial '
+               'data.G (nc, M, N)',
+    'n_rows': 'number of constraint rows of cluster k (nc)',
+    'K_const': 'constant (coupling) rows of K_k, zero on loop rows (nc, R, N)',
+    'active': 'constraint rows that are not identically zero, first n_active[k] entries (nc, R)',
+    'n_active': 'number of active rows of cluster k (nc)',
+    'dependent': 'local columns of the dependent joints, first n - m entries (nc, N)',
+    'independent': 'local columns of the independent joints, first m entries (nc, N)',
+    'loop_range': 'loops [l0, l1) of cluster k (nc, 2)',
+    'loop_row': 'first row of loop l in its cluster K (nl)',
+    'loop_Psi': 'loop_Psi[l, j]: constrained direction j < loop_rows[l] of loop l, frame P (nl, 6, 6)',
+    'loop_rows': 'number of rows of loop l (nl)',
+    'loop_E': 'rotation of ^PX_pred, the loop frame P on the predecessor body (nl, 3, 3)',
+    'loop_r': 'translation of ^PX_pred (nl, 3)',
+    'loop_path': 'bodies below the NCA to the predecessor [0] and successor [1] (nl, 2, P)',
+    'loop_path_len': 'lengths of the two paths (nl, 2)',
+    'gravity': 'gravity acceleration in the root frame, m/s^2, the only writable field (3)',
+    'singularity_threshold': 'kinematics.SINGULARITY_THRESHOLD, relative |R_ii| of a singular split',
+    'd_condition_limit': 'aba.D_CONDITION_LIMIT, reciprocal condition of an ill-conditioned D_k',
+    'ny': 'independent velocity dimension',
+}
+
+DATA_FIELDS = {    # name: meaning, shape
+    'Xup_E': 'rotation of ^iX_parent(i) (nb, 3, 3)',
+    'Xup_r': 'translation of ^iX_parent(i) (nb, 3)',
+    'Xo_E': 'rotation of ^iX_output(i), the block of ^kX_parent(k) (nb, 3, 3)',
+    'Xo_r': 'translation of ^iX_output(i) (nb, 3)',
+    'S': 'S[i, j]: rows of body i of column j of the cluster motion subspace S_k (nb, M, 6)',
+    'U': 'U[i, j]: rows of body i of column j of U_k = I^A_k S_k (nb, M, 6)',
+    'v': 'body velocities, body coordinates (nb, 6)',
+    'a': 'body accelerations (nb, 6)',
+    'f': 'body forces (RNEA) or articulated bias forces p^A (ABA) (nb, 6)',
+    'c': 'rows of body i of the cluster bias c_k (nb, 6)',
+    'IA': 'articulated (ABA, EFPA) or composite (CRBA) inertias, block diagonal per cluster (nb, 6, 6)',
+    'G': 'G[k, j]: column j of the explicit constraint Jacobian G_k (nc, M, N)',
+    'g': 'explicit constraint bias g, spanning (nv)',
+    'qd': 'spanning velocities G yd (nv)',
+    'qdd': 'spanning accelerations G ydd + g (nv)',
+    'L': 'Cholesky factor of D_k = S_k^T I^A_k S_k (nc, M, M)',
+    'V': 'V[k, j]: column j of V_k = (^kX_parent^T U_k) L_k^-T, rows of the output body (nc, M, 6)',
+    'u': 'u = tau_y - S^T p^A (ny)',
+    'z': 'scratch vector of a cluster (M)',
+    'F': 'scratch force columns at one body (M, 6)',
+    'E3': 'scratch rotation (3, 3)',
+    'tau': 'independent forces (ny)',
+    'ydd': 'independent accelerations (ny)',
+    'H': 'mass matrix H_y (ny, ny)',
+    'K': 'constraint rows of the current LOOP cluster (R, N)',
+    'QR': 'Householder QR of its active dependent columns (R, N)',
+    'beta': 'Householder coefficients (N)',
+    'bias': 'constraint bias k of the current LOOP cluster (R)',
+    'rhs': 'right-hand side of a solve with the QR (R)',
+    'path_E': 'rotation of ^bodyX_NCA along each loop path (nl, 2, P, 3, 3)',
+    'path_r': 'translation of ^bodyX_NCA (nl, 2, P, 3)',
+    'path_s': 'path_s[l, side, p, j]: joint column j of path body p, NCA coordinates (nl, 2, P, 6, 6)',
+    'Psi_nca': 'Psi_nca[l, j]: constrained direction j of loop l, NCA coordinates (nl, 6, 6)',
+    'branch': 'velocity, bias acceleration and joint velocity of the two branches of a loop (2, 3, 6)',
+    'r3': 'scratch translation (3)',
+    'w6': 'scratch spatial vector (6)',
+    'X66': 'scratch 6x6 matrices (2, 6, 6)',
+    'info': 'details of the last non-zero status: cluster, conditioning (2)',
+    'zero_y': 'zeros (ny), for calls without velocities or accelerations',
+    'zero_f': 'zeros (nb, 6), for calls without external forces',
+}
+
+
+class _StructType(types.StructRef):
+    def preprocess_fields(self, fields):
+        return tuple((name, types.unliteral(t)) for name, t in fields)      # ny as int64, not a literal
+
+
+@structref.register
+class FlatModelType(_StructType):
+    """numba type of FlatModelRef."""
+
+
+@structref.register
+class FlatDataType(_StructType):
+    """numba type of FlatDataRef."""
+
+
+class FlatModelRef(structref.StructRefProxy):
+    """The kernels' view of a FlatModel."""
+
+
+class FlatDataRef(structref.StructRefProxy):
+    """The kernels' view of a FlatData."""
+
+
+structref.define_proxy(FlatModelRef, FlatModelType, list(MODEL_FIELDS))
+structref.define_proxy(FlatDataRef, FlatDataType, list(DATA_FIELDS))
+
+
+@njit(cache=True)
+def _new_model_ref(*fields):
+    return FlatModelRef(*fields)
+
+
+@njit(cache=True)
+def _new_data_ref(*fields):
+    return FlatDataRef(*fields)
+
+
+class FlatModel:
+    """The fields of MODEL_FIELDS as read-only arrays (attributes), and ``ref`` for the kernels."""
+
+    def __init__(self, model):
+        fields = {**_body_fields(model), **_cluster_fields(model), **_loop_fields(model)}
+        for value in fields.values():
+            value.setflags(write=False)
+        fields['gravity'] = np.array(model.gravity, dtype=float)
+        fields['singularity_threshold'], fields['d_condition_limit'] = SINGULARITY_THRESHOLD, D_CONDITION_LIMIT
+        fields['ny'] = model.ny
+        self.__dict__.update(fields)
+        self.nb, self.nc, self.nv = len(self.parent), len(self.kind), model.nv
+        self.M, self.N = self.G_const.shape[1:]
+        self.ref = _new_model_ref(*(fields[name] for name in MODEL_FIELDS))
+
+    def create_data(self):
+        """A fresh workspace for the kernels (one per thread)."""
+        return FlatData(self)
+
+
+class FlatData:
+    """The buffers of DATA_FIELDS (attributes), and ``ref`` for the kernels."""
+
+    def __init__(self, flat):
+        nb, nc, N, M, nl = flat.nb, flat.nc, flat.N, flat.M, len(flat.loop_row)
+        R, P = flat.K_const.shape[1], flat.loop_path.shape[2]
+        shapes = {
+            'Xup_E': (nb, 3, 3), 'Xup_r': (nb, 3), 'Xo_E': (nb, 3, 3), 'Xo_r': (nb, 3),
+            'S': (nb, M, 6), 'U': (nb, M, 6), 'v': (nb, 6), 'a': (nb, 6), 'f': (nb, 6), 'c': (nb, 6),
+            'IA': (nb, 6, 6), 'G': (nc, M, N), 'g': (flat.nv,), 'qd': (flat.nv,), 'qdd': (flat.nv,),
+            'L': (nc, M, M), 'V': (nc, M, 6), 'u': (flat.ny,), 'z': (M,), 'F': (M, 6), 'E3': (3, 3),
+            'tau': (flat.ny,), 'ydd': (flat.ny,), 'H': (flat.ny, flat.ny), 'K': (R, N),
+            'QR': (R, N), 'beta': (N,), 'bias': (R,), 'rhs': (R,), 'path_E': (nl, 2, P, 3, 3),
+            'path_r': (nl, 2, P, 3), 'path_s': (nl, 2, P, 6, 6), 'Psi_nca': (nl, 6, 6), 'branch': (2, 3, 6),
+            'r3': (3,), 'w6': (6,), 'X66': (2, 6, 6), 'info': (2,), 'zero_y': (flat.ny,), 'zero_f': (nb, 6),
+        }
+        fields = {name: np.zeros(shapes[name]) for name in DATA_FIELDS}
+        fields['G'][:] = flat.G_const          # LOOP clusters overwrite theirs at every call
+        self.__dict__.update(fields)
+        self.ref = _new_data_ref(*(fields[name] for name in DATA_FIELDS))
+
+
+def _body_fields(model):
+    nb = model.nb
+    joint = np.array([-1] + [JOINT_CODE[t] for t in model.joint_type[1:]])
+    col = np.zeros(nb, dtype=np.int64)
+    for c in model.cluster_list:
+        for b in c.bodies:
+            col[b] = c.col[b]
+    tree = [_plucker_parts(X) for X in model.X_tree]
+    return {
+        'joint': joint.astype(np.int64), 'parent': _ints(model.parent), 'cluster': _ints(model.cluster_of),
+        'idx_q': _ints(model.idx_q), 'col': col, 'axis': np.array(model.axis, dtype=float),
+        'tree_E': np.array([E for E, _ in tree]), 'tree_r': np.array([r for _, r in tree]),
+        'inertia': np.array(model.inertia, dtype=float),
+    }
+
+
+def _cluster_fields(model):
+    clusters = model.cluster_list
+    nc = len(clusters)
+    N = max(c.n for c in clusters)
+    M = max(c.m for c in clusters)
+    R = max([1] + [sum(con.rows for con in c.constraints) for c in clusters if not c.linear])
+    fields = {
+        'kind': np.zeros(nc, dtype=np.int64), 'output': np.zeros(nc, dtype=np.int64),
+        'body_range': _ints(model.body_range), 'v_range': _ints(model.v_range),
+        'y_range': _ints(model.y_range), 'G_const': np.zeros((nc, M, N)),
+        'n_rows': np.zeros(nc, dtype=np.int64), 'K_const': np.zeros((nc, R, N)),
+        'active': np.zeros((nc, R), dtype=np.int64), 'n_active': np.zeros(nc, dtype=np.int64),
+        'dependent': np.zeros((nc, N), dtype=np.int64), 'independent': np.zeros((nc, N), dtype=np.int64),
+    }
+    for k, c in enumerate(clusters):
+        outputs = set(c.output.values())
+        if len(outputs) != 1:
+            raise ModelError(f'cluster {c.name!r} hangs from several bodies {sorted(outputs)}; the compiled '
+                             'algorithms need one output body per cluster')
+        fields['output'][k] = outputs.pop()
+        fields['kind'][k] = SINGLE if not c.constraints else COUPLED if c.linear else LOOP
+        if c.linear:
+            fields['G_const'][k, :c.m, :c.n] = model.G_constant[k].T
+        fields['dependent'][k, :len(c.dependent)] = c.dependent
+        fields['independent'][k, :c.m] = c.independent
+        if fields['kind'][k] == LOOP:
+            _coupling_rows(c, k, fields)
+    return fields
+
+
+def _coupling_rows(cluster, k, fields):
+    """K_const rows of the couplings of a LOOP cluster; the active rows; the rows count."""
+    row = 0
+    for con in cluster.constraints:
+        if isinstance(con, CouplingConstraint):
+            fields['K_const'][k, row, :cluster.n] = con.evaluate(None, None, cluster.col, cluster.n, None)[0][0]
+        row += con.rows
+    fields['n_rows'][k] = row
+    fields['n_active'][k] = len(cluster.active_rows)
+    fields['active'][k, :len(cluster.active_rows)] = cluster.active_rows
+
+
+def _loop_fields(model):
+    """The loops of LOOP clusters, grouped by cluster (rows of LoopConstraint, constraints.py)."""
+    loops, ranges = [], np.zeros((len(model.cluster_list), 2), dtype=np.int64)
+    for k, c in enumerate(model.cluster_list):
+        ranges[k, 0] = len(loops)
+        if not c.linear:
+            row = 0
+            for con in c.constraints:
+                if not isinstance(con, CouplingConstraint):
+                    loops.append((row, con))
+                row += con.rows
+        ranges[k, 1] = len(loops)
+    nl = len(loops)
+    P = max([1] + [max(len(con.pred_path), len(con.succ_path)) for _, con in loops])
+    fields = {
+        'loop_range': ranges, 'loop_row': np.zeros(nl, dtype=np.int64), 'loop_Psi': np.zeros((nl, 6, 6)),
+        'loop_rows': np.zeros(nl, dtype=np.int64), 'loop_E': np.zeros((nl, 3, 3)), 'loop_r': np.zeros((nl, 3)),
+        'loop_path': np.zeros((nl, 2, P), dtype=np.int64), 'loop_path_len': np.zeros((nl, 2), dtype=np.int64),
+    }
+    for index, (row, con) in enumerate(loops):
+        fields['loop_row'][index] = row
+        fields['loop_rows'][index] = con.rows
+        fields['loop_Psi'][index, :con.rows] = con.Psi.T
+        fields['loop_E'][index], fields['loop_r'][index] = _plucker_parts(con.X_P_pred)
+        for side, path in enumerate((con.pred_path, con.succ_path)):
+            fields['loop_path'][index, side, :len(path)] = path
+            fields['loop_path_len'][index, side] = len(path)
+    return fields
+
+
+def _plucker_parts(X):
+    """(E, r) of a Plucker motion transform X = [[E, 0], [-E rx, E]]."""
+    E = X[:3, :3]
+    rx = -E.T @ X[3:, :3]
+    return E, np.array((rx[2, 1], rx[0, 2], rx[1, 0]))
+
+
+def _ints(values):
+    return np.array(values, dtype=np.int64)

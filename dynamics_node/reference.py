@@ -1,0 +1,61 @@
+"""The readable NumPy cluster algorithms behind the interface of the compiled FastPath.
+
+This is the reference the compiled kernels are tested against (test_fast_path.py), and the engine of
+a model loaded with ``compiled=False`` or where numba is not installed.
+"""
+
+import numpy as np
+
+from .aba import aba
+from .crba import crba
+from .efpa import efpa
+from .kinematics import forward_pass
+from .rnea import rnea
+from .spatial import SWAP_LINEAR_ANGULAR
+
+
+class ReferencePath:
+    """Cluster ABA, RNEA, CRBA and EFPA of one model on one workspace (Data)."""
+
+    def __init__(self, model, data):
+        self.model, self.data = model, data
+
+    def forward_dynamics(self, q, yd, tau, f_ext=None, spanning=False):
+        """ydd (ny) from the cluster ABA, or qdd = G ydd + g (nv) with spanning=True; tau independent
+        (ny) or spanning (nv, projected with G^T)."""
+        model, data = self.model, self.data
+        self._external_forces(f_ext)
+        forward_pass(model, data, q, yd)
+        if tau.size != model.ny:
+            tau = np.concatenate([data.G[k].T @ tau[v0:v1] for k, (v0, v1) in enumerate(model.v_range)])
+        ydd = aba(model, data, q, yd, tau)
+        return self._spanning(ydd) if spanning else ydd
+
+    def inverse_dynamics(self, q, yd, ydd, f_ext=None):
+        """tau_y (ny) from the cluster RNEA."""
+        self._external_forces(f_ext)
+        return rnea(self.model, self.data, q, yd, ydd)
+
+    def mass_matrix(self, q):
+        """H_y = G^T H G (ny x ny)."""
+        return crba(self.model, self.data, q)
+
+    def inverse_osim(self, q, links):
+        """Lambda^-1 (6k x 6k), blocks [linear; angular] in each link's frame."""
+        frames = [self.model.link_frame[link] for link in links]
+        P = np.kron(np.eye(len(frames)), SWAP_LINEAR_ANGULAR)
+        return P @ efpa(self.model, self.data, q, frames) @ P
+
+    def spanning(self, q, yd, ydd):
+        """qdd = G ydd + g (nv) at q, yd."""
+        forward_pass(self.model, self.data, q, yd)
+        return self._spanning(ydd)
+
+    def _spanning(self, ydd):
+        return np.concatenate([self.data.G[k] @ ydd[y0:y1] + self.data.g[k]
+                               for k, (y0, y1) in enumerate(self.model.y_range)])
+
+    def _external_forces(self, f_ext):
+        if f_ext is not self.data.f_ext:
+            self.data.f_ext[:] = 0.0 if f_ext is None else f_ext
+

@@ -1,0 +1,181 @@
+"""The compiled fast path (flat.py, compiled.py, fast_path.py) against the readable NumPy reference
+(reference.py: aba.py, rnea.py, crba.py, efpa.py), whatever Model's public methods dispatch to."""
+
+import functools
+import re
+
+import numpy as np
+import pytest
+from numba.core.runtime import _nrt_python, rtsys
+
+from conftest import assert_close, random_state, robot, ROBOTS
+from dynamics_node import load_model, SingularConfigurationError
+from dynamics_node.fast_path import FastPath
+from dynamics_node.kinematics import forward_pass
+from dynamics_node.reference import ReferencePath
+from dynamics_node.state import external_forces
+from test_model_errors import four_bar, joint, link, robot as urdf
+
+# Both paths run the same algorithms with the operations reordered: they differ by round-off only.
+RTOL = 1e-12
+STATES = 3
+# Crank-rocker whose crank is the independent joint: a slot on the rocker guides a block hinged at the
+# crank tip (a prismatic loop; the bundled robots only close revolute loops).
+SLOTTED_ARM = urdf(link('base', ''), link('crank'), link('block'), link('rocker'),
+                   joint('crank_joint', 'base', 'crank', origin='0 0 0'),
+                   joint('block_joint', 'crank', 'block', origin='0.3 0 0', attributes='independent="false"'),
+                   joint('rocker_joint', 'base', 'rocker', origin='-1 0 0', attributes='independent="false"'),
+                   '<loop name="slot" type="prismatic"><predecessor link="rocker"/><successor link="block"/>'
+                   '<axis xyz="1 0 0"/></loop>')
+MODELS = ROBOTS + ['slotted_arm']
+
+
+@functools.lru_cache(maxsize=None)
+def model_and_fast_path(name):
+    model = load_model(SLOTTED_ARM) if name == 'slotted_arm' else robot(name)
+    fast = FastPath(model)
+    fast.warm_up()
+    return model, fast
+
+
+class Reference(ReferencePath):
+    """The NumPy algorithms on a fresh workspace, with the external forces of wrenches."""
+
+    def __init__(self, model, wrenches=None):
+        super().__init__(model, model.create_data())
+        external_forces(model, self.data, wrenches)
+
+
+def body_forces(model, wrenches):
+    """f_ext (nb x 6, body coordinates) as the reference computes it."""
+    return Reference(model, wrenches).data.f_ext
+
+
+@pytest.mark.parametrize('name', MODELS)
+def test_forward_dynamics(name, rng):
+    model, fast = model_and_fast_path(name)
+    for _ in range(STATES):
+        q, yd, wrenches = random_state(model, rng)
+        reference = Reference(model, wrenches)
+        for tau, kind in ((rng.normal(size=model.ny), 'independent'), (rng.normal(size=model.nv), 'spanning')):
+            f_ext = reference.data.f_ext
+            ydd = reference.forward_dynamics(q, yd, tau, f_ext)
+            qdd = reference.forward_dynamics(q, yd, tau, f_ext, spanning=True)
+            assert_close(fast.forward_dynamics(q, yd, tau, f_ext), ydd, f'ydd ({kind} tau)', RTOL)
+            assert_close(fast.forward_dynamics(q, yd, tau, f_ext, spanning=True), qdd, f'qdd ({kind} tau)', RTOL)
+
+
+@pytest.mark.parametrize('name', MODELS)
+def test_inverse_dynamics_bias_and_gravity(name, rng):
+    model, fast = model_and_fast_path(name)
+    zero = np.zeros(model.ny)
+    for _ in range(STATES):
+        q, yd, wrenches = random_state(model, rng)
+        reference, ydd = Reference(model, wrenches), rng.normal(size=model.ny)
+        f_ext = reference.data.f_ext
+        assert_close(fast.inverse_dynamics(q, yd, ydd, f_ext), reference.inverse_dynamics(q, yd, ydd, f_ext),
+                     'tau_y', RTOL)
+        assert_close(fast.bias(q, yd, f_ext), reference.inverse_dynamics(q, yd, zero, f_ext), 'C_y', RTOL)
+        assert_close(fast.gravity(q), Reference(model).inverse_dynamics(q, zero, zero), 'gravity forces', RTOL)
+
+
+@pytest.mark.parametrize('name', MODELS)
+def test_mass_matrix_and_inverse_osim(name, rng):
+    model, fast = model_and_fast_path(name)
+    links = list(model.links[-1:]) + list(model.links[1:3])
+    for _ in range(STATES):
+        q, _, _ = random_state(model, rng)
+        reference = Reference(model)
+        assert_close(fast.mass_matrix(q), reference.mass_matrix(q), 'H_y', RTOL)
+        assert_close(fast.inverse_osim(q, links), reference.inverse_osim(q, links), 'Lambda^-1', RTOL)
+        assert_close(fast.inverse_osim(q, links[0]), reference.inverse_osim(q, links[:1]), 'Lambda^-1 of one link',
+                     RTOL)
+
+
+@pytest.mark.parametrize('name', MODELS)
+def test_spanning_accelerations(name, rng):
+    model, fast = model_and_fast_path(name)
+    reference = Reference(model)
+    for _ in range(STATES):
+        q, yd, _ = random_state(model, rng)
+        ydd = rng.normal(size=model.ny)
+        assert_close(fast.spanning(q, yd, ydd), reference.spanning(q, yd, ydd), 'G ydd + g', RTOL)
+
+
+def test_gravity_is_settable(rng):
+    model, fast = model_and_fast_path('quadruped_rotors')
+    q, _, _ = random_state(model, rng)
+    zero = np.zeros(model.ny)
+    try:
+        model.gravity = (1.0, -2.0, -3.0)
+        fast.set_gravity(model.gravity)
+        assert_close(fast.gravity(q), Reference(model).inverse_dynamics(q, zero, zero),
+                     'gravity forces with custom gravity', RTOL)
+    finally:
+        model.gravity = (0.0, 0.0, -9.81)
+        fast.set_gravity(model.gravity)
+
+
+def test_repeated_and_interleaved_calls_reuse_the_workspace(rng):
+    """As Pinocchio's test_multiple_calls: one workspace, the same answers call after call."""
+    model, fast = model_and_fast_path('linkage_leg')
+    q, yd, wrenches = random_state(model, rng)
+    f_ext, tau = body_forces(model, wrenches), rng.normal(size=model.ny)
+    first = fast.forward_dynamics(q, yd, tau, f_ext)
+    for _ in range(20):
+        fast.mass_matrix(random_state(model, rng)[0])
+        np.testing.assert_array_equal(fast.forward_dynamics(q, yd, tau, f_ext), first, 'ydd after reuse')
+
+
+def test_inputs_of_any_layout(rng):
+    """Strided and read-only float64 inputs use the one compiled signature."""
+    model, fast = model_and_fast_path('six_bar')
+    q, yd, wrenches = random_state(model, rng)
+    f_ext, tau = body_forces(model, wrenches), rng.normal(size=model.ny)
+    expected = fast.forward_dynamics(q, yd, tau, f_ext)
+    strided = [np.repeat(x, 2, axis=0)[::2] for x in (q, yd, tau, f_ext)]
+    for x in strided:
+        x.setflags(write=False)
+    assert_close(fast.forward_dynamics(*strided), expected, 'ydd from strided read-only inputs', RTOL)
+
+
+def test_kernels_allocate_nothing(rng):
+    """numba wraps each NumPy argument in one small MemInfo per call; any further allocation would be
+    a buffer allocated inside a kernel."""
+    model, fast = model_and_fast_path('humanoid_belts')
+    q, yd, wrenches = random_state(model, rng)
+    f_ext, x = body_forces(model, wrenches), rng.normal(size=model.ny)
+    calls = {'forward_dynamics': (lambda: fast.forward_dynamics(q, yd, x, f_ext), 4),
+             'inverse_dynamics': (lambda: fast.inverse_dynamics(q, yd, x, f_ext), 4),
+             'mass_matrix': (lambda: fast.mass_matrix(q), 1),
+             'inverse_osim': (lambda: fast.inverse_osim(q, model.links[:4]), 5),
+             'spanning': (lambda: fast.spanning(q, yd, x), 3)}
+    _nrt_python.memsys_enable_stats()
+    try:
+        for name, (call, arrays) in calls.items():
+            call()
+            before = rtsys.get_allocation_stats().alloc
+            call()
+            assert rtsys.get_allocation_stats().alloc - before == arrays, f'allocations in {name}'
+    finally:
+        _nrt_python.memsys_disable_stats()
+
+
+def test_singular_configuration_raises_in_both_paths():
+    """A four-bar fully stretched (crank, coupler and rocker aligned): the coupler and rocker columns of
+    K are parallel, so the dependent joints are undetermined."""
+    model = load_model(four_bar(lengths=(0.25, 0.5, 0.25)))
+    fast = FastPath(model)
+    fast.warm_up()
+    q = np.zeros(model.nq)
+    q[model.joint_names.index('rocker_joint')] = np.pi
+    yd, x = np.ones(model.ny), np.ones(model.ny)
+    with pytest.raises(SingularConfigurationError) as reference:
+        forward_pass(model, model.create_data(), q, yd)
+    conditioning = r'\(conditioning [^)]*\)'       # round-off at a singular pose: not compared
+    message = conditioning.join(re.escape(part) for part in re.split(conditioning, str(reference.value)))
+    for call in (lambda: fast.forward_dynamics(q, yd, x), lambda: fast.inverse_dynamics(q, yd, x),
+                 lambda: fast.mass_matrix(q), lambda: fast.inverse_osim(q, 'rocker'),
+                 lambda: fast.spanning(q, yd, x)):
+        with pytest.raises(SingularConfigurationError, match=message):
+            call()
