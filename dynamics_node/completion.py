@@ -1,6 +1,6 @@
 """State completion: spanning positions from independent ones (seed 003 Sec. 1.2).
 
-Couplings are linear, so one Newton step solves them exactly; loops are solved by Newton's method on
+Coupling-only clusters are linear and solved explicitly (couplings.py); loops are solved by Newton's method on
 phi(q) = 0 over the dependent joints, warm-started from the previous solution. A start on a singular
 pose (e.g. all links of a four-bar aligned at q = 0) can stall Newton, so a failed solve is retried
 from a few fixed, seeded restarts before the loop is reported as unreachable.
@@ -28,8 +28,9 @@ def complete_positions(model, data, q_independent):
             n = model.nq_body[i]
             q[model.idx_q[i]:model.idx_q[i] + n] = q_ind[cursor:cursor + n]
             cursor += n
+    model.couplings.complete(q)
     for cluster in model.cluster_list:
-        if cluster.constraints:
+        if not cluster.linear:
             _solve_cluster(model, data, cluster, q)
     data.q_last = q.copy()
     return q
@@ -77,6 +78,6 @@ def _newton(model, data, cluster, q, dependent):
 
 
 def _residual(model, data, cluster, q):
-    update_transforms(model, data, q)
+    update_transforms(model, data, q, cluster.bodies)
     return np.concatenate([c.residual(data.Xup, lambda b: q[model.idx_q[b]])
                            for c in cluster.constraints])[cluster.active_rows]

@@ -13,6 +13,7 @@ import numpy as np
 from .clusters import build_clusters, Cluster
 from .completion import complete_positions, independent_position_size
 from .constraints import CouplingConstraint
+from .couplings import LinearConstraints
 from .errors import ModelError, SingularConfigurationError
 from .forward_dynamics import aba_info, check_method, lcaba_info
 from .frames import link_pose as pose_of, link_transforms, positions_jacobians
@@ -95,6 +96,7 @@ class Model:
         self.floating_base = any(t == 'floating' for t in self.joint_type[1:])
         self.clusters = tuple(self._describe(c, tree) for c in clusters)
         self.loop_bodies = tuple(b for c in clusters if not c.linear for b in c.bodies)  # q-dependent K
+        self.couplings = LinearConstraints(self)       # the coupling-only clusters as A q + b = 0
         self.compiled = numba_available() if compiled is None else bool(compiled)
         self._flat = None                              # the compiled model (flat.FlatModel), on first use
         self.gravity = np.array([0.0, 0.0, -9.81])

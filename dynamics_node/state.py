@@ -38,14 +38,18 @@ def positions(model, data, q, check=True):
                                  f'norm {norm:.6g}; expected a unit quaternion')
             q[model.idx_q[i] + 3:model.idx_q[i] + 7] = quat / norm
     if check:
-        update_transforms(model, data, q, model.loop_bodies)    # couplings need no transforms
-        for cluster in model.cluster_list:
-            for con in cluster.constraints:
-                phi = con.residual(data.Xup, lambda b: q[model.idx_q[b]])
-                if np.max(np.abs(phi)) > POSITION_TOLERANCE:
-                    raise ModelError(f'q violates constraint {con.name!r} of cluster {cluster.name!r} by '
-                                     f'{np.max(np.abs(phi)):.3g} (tolerance {POSITION_TOLERANCE}); complete '
-                                     'the dependent joints with complete_positions()')
+        violation, name, cluster = model.couplings.worst_position_violation(q)
+        update_transforms(model, data, q, model.loop_bodies)
+        for c in model.cluster_list:
+            if not c.linear:
+                for con in c.constraints:
+                    phi = np.max(np.abs(con.residual(data.Xup, lambda b: q[model.idx_q[b]])))
+                    if phi > violation:
+                        violation, name, cluster = phi, con.name, c.name
+        if violation > POSITION_TOLERANCE:
+            raise ModelError(f'q violates constraint {name!r} of cluster {cluster!r} by {violation:.3g} '
+                             f'(tolerance {POSITION_TOLERANCE}); complete the dependent joints with '
+                             'complete_positions()')
     return q
 
 
@@ -55,15 +59,17 @@ def independent_velocities(model, data, v, name='v'):
     x = vector(v, name, {model.nv: 'spanning', model.ny: 'independent'})
     if x.size == model.ny and model.ny != model.nv:
         return x
-    for cluster, (v0, v1) in zip(model.cluster_list, model.v_range):
-        if cluster.constraints:
-            K, _ = constraint_jacobian(cluster, data.Xup, model.S, np.zeros(cluster.n))
-            residual = K[cluster.active_rows] @ x[v0:v1]
-            scale = max(1.0, np.max(np.abs(x[v0:v1])))
-            if np.max(np.abs(residual)) > VELOCITY_TOLERANCE * scale:
-                raise ModelError(f'{name} violates the constraints of cluster {cluster.name!r} '
-                                 f'({[c.name for c in cluster.constraints]}) by {np.max(np.abs(residual)):.3g}; '
-                                 f'pass consistent spanning values or the {model.ny} independent ones')
+    tolerance = VELOCITY_TOLERANCE * max(1.0, np.max(np.abs(x)))
+    violation, _, cluster = model.couplings.worst_velocity_violation(x)
+    for c, (v0, v1) in zip(model.cluster_list, model.v_range):
+        if not c.linear:
+            K, _ = constraint_jacobian(c, data.Xup, model.S, np.zeros(c.n))
+            residual = np.max(np.abs(K[c.active_rows] @ x[v0:v1]))
+            if residual > violation:
+                violation, cluster = residual, c.name
+    if violation > tolerance:
+        raise ModelError(f'{name} violates the constraints of cluster {cluster!r} by {violation:.3g}; pass '
+                         f'consistent spanning values or the {model.ny} independent ones')
     return x[model.independent_v]
 
 
