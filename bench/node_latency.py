@@ -1,0 +1,173 @@
+"""Latency of the dynamics node as a client sees it, on the default robot (quadruped_rotors).
+
+The node runs in its own process, configured by config/dynamics_node.yaml; this process is the
+client, over DDS on the loopback interface. Prints the p50/p99 round-trip time of each service
+(after a few warm-up calls) and of the torque stream: joint_states published at 500 Hz for 2 s,
+latency from each publish to the arrival of the computed_torques message with the same stamp.
+
+Usage: .venv/bin/python bench/node_latency.py [--calls N]
+"""
+
+import argparse
+import os
+from pathlib import Path
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+from cluster_dynamics.srv import (DescribeModel, ForwardDynamics, InverseDynamics,
+                                  InverseOperationalSpaceInertia)
+import numpy as np
+import rclpy
+from rclpy.context import Context
+from rclpy.executors import SingleThreadedExecutor
+from rclpy.qos import qos_profile_sensor_data, QoSProfile, ReliabilityPolicy
+from sensor_msgs.msg import JointState
+
+ROOT = Path(__file__).resolve().parents[1]
+DOMAIN_ID = 63               # used unless ROS_DOMAIN_ID is set
+NAMESPACE = f'/bench_{os.getpid()}'
+NODE = f'{NAMESPACE}/dynamics_node'
+STREAM_RATE, STREAM_SECONDS = 500.0, 2.0
+WARM_UP_CALLS = 10
+FEET = ['FL_foot', 'FR_foot', 'HL_foot', 'HR_foot']
+
+
+def start_node():
+    """The node process (default configuration, namespace NAMESPACE), output discarded."""
+    return subprocess.Popen(
+        [str(Path(sys.executable).parent / 'dynamics_node'), '--ros-args', '-r',
+         f'__ns:={NAMESPACE}', '--params-file', str(ROOT / 'config' / 'dynamics_node.yaml')],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def service_requests(names):
+    """(label, type, service, request) of each service, at a bent-knee standing pose."""
+    state = JointState(name=names, position=[0.0, 0.8, -1.6] * 4, velocity=[0.1] * 12,
+                       effort=[1.0] * 12)
+    forward = ForwardDynamics.Request(state=state)
+    inverse = InverseDynamics.Request(state=state, acceleration=[0.5] * 12)
+    osim = InverseOperationalSpaceInertia.Request(state=state, links=FEET)
+    return [('describe_model', DescribeModel, DescribeModel.Request()),
+            ('forward_dynamics', ForwardDynamics, forward),
+            ('inverse_dynamics', InverseDynamics, inverse),
+            ('inverse_operational_space_inertia (4 feet)', InverseOperationalSpaceInertia, osim)]
+
+
+def round_trips(node, executor, srv_type, service, request, calls):
+    """Seconds per call of `calls` calls after WARM_UP_CALLS; raises on a failed call."""
+    client = node.create_client(srv_type, f'{NODE}/{service}')
+    if not client.wait_for_service(timeout_sec=30.0):
+        raise RuntimeError(f'{service} is not available')
+    times = []
+    for i in range(WARM_UP_CALLS + calls):
+        start = time.perf_counter()
+        future = client.call_async(request)
+        executor.spin_until_future_complete(future, timeout_sec=10.0)
+        elapsed = time.perf_counter() - start
+        response = future.result()
+        if response is None or not getattr(response, 'success', True):
+            raise RuntimeError(f'{service} failed: {getattr(response, "message", "timeout")}')
+        if i >= WARM_UP_CALLS:
+            times.append(elapsed)
+    node.destroy_client(client)
+    return np.array(times)
+
+
+def stream_latencies(node, executor, names):
+    """(latencies s, received, sent) of joint_states at STREAM_RATE for STREAM_SECONDS."""
+    arrivals = {}
+    node.create_subscription(
+        JointState, f'{NODE}/computed_torques',
+        lambda msg: arrivals.setdefault((msg.header.stamp.sec, msg.header.stamp.nanosec),
+                                        time.perf_counter()),
+        QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE))
+    publisher = node.create_publisher(JointState, f'{NAMESPACE}/joint_states',
+                                      qos_profile_sensor_data)
+    _prime(executor, publisher, arrivals)
+    count = int(STREAM_RATE * STREAM_SECONDS)
+    sent = {}
+    sender = threading.Thread(target=_send, args=(publisher, names, count, sent))
+    sender.start()
+    end = time.monotonic() + STREAM_SECONDS + 2.0
+    while time.monotonic() < end and (sender.is_alive() or len(arrivals) < count):
+        executor.spin_once(timeout_sec=0.01)
+    sender.join()
+    latencies = [arrivals[0, i] - sent[i] for i in sent if (0, i) in arrivals]
+    return np.array(latencies), len(latencies), count
+
+
+def _prime(executor, publisher, arrivals):
+    """Publish JointStates naming no joint (stamp 1 s; the stream's are below 1 s) until one is
+    answered, so that both connections are matched."""
+    msg = JointState()
+    msg.header.stamp.sec = 1
+    end = time.monotonic() + 10.0
+    while not arrivals and time.monotonic() < end:
+        publisher.publish(msg)
+        for _ in range(5):
+            executor.spin_once(timeout_sec=0.01)
+    if not arrivals:
+        raise RuntimeError('no computed_torques answer within 10 s')
+    arrivals.clear()
+
+
+def _send(publisher, names, count, sent):
+    start = time.perf_counter()
+    for i in range(count):
+        delay = start + i / STREAM_RATE - time.perf_counter()
+        if delay > 0:
+            time.sleep(delay)
+        phase = 2 * np.pi * i / STREAM_RATE
+        msg = JointState(name=names, position=[0.3 * np.sin(phase), 0.8, -1.6] * 4,
+                         velocity=[0.6 * np.pi * np.cos(phase), 0.0, 0.0] * 4)
+        msg.header.stamp.nanosec = i
+        sent[i] = time.perf_counter()
+        publisher.publish(msg)
+
+
+def row(label, seconds, note=''):
+    p50, p99 = np.percentile(seconds * 1e3, [50, 99])
+    print(f'  {label:44s} {p50:8.2f} {p99:8.2f}  {note}')
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument('--calls', type=int, default=200, help='timed calls per service')
+    args = parser.parse_args()
+    os.environ['ROS_AUTOMATIC_DISCOVERY_RANGE'] = 'LOCALHOST'
+    os.environ['ROS_DOMAIN_ID'] = os.environ.get('ROS_DOMAIN_ID') or str(DOMAIN_ID)
+    process = start_node()
+    context = Context()
+    rclpy.init(context=context, domain_id=int(os.environ['ROS_DOMAIN_ID']))
+    node = rclpy.create_node('node_latency', namespace=NAMESPACE, context=context)
+    executor = SingleThreadedExecutor(context=context)
+    executor.add_node(node)
+    try:
+        names = [f'{leg}_{joint}_joint' for leg in ('FL', 'FR', 'HL', 'HR')
+                 for joint in ('abad', 'hip', 'knee')]
+        print('dynamics node latency, default robot quadruped_rotors (node in its own process, '
+              'loopback DDS)')
+        print(f'  {"":44s} {"p50 ms":>8s} {"p99 ms":>8s}')
+        for label, srv_type, request in service_requests(names):
+            service = label.split()[0]
+            times = round_trips(node, executor, srv_type, service, request, args.calls)
+            row(f'~/{label}', times, f'{len(times)} calls')
+        latencies, received, sent = stream_latencies(node, executor, names)
+        row('joint_states -> ~/computed_torques', latencies,
+            f'{received}/{sent} answered at {STREAM_RATE:.0f} Hz')
+    finally:
+        executor.shutdown()
+        node.destroy_node()
+        rclpy.shutdown(context=context)
+        process.send_signal(signal.SIGINT)
+        try:
+            process.wait(timeout=5.0)
+        except subprocess.TimeoutExpired:
+            process.kill()
+
+
+if __name__ == '__main__':
+    main()

@@ -1,0 +1,42 @@
+"""Launch the cluster_dynamics node (ROS 2 Humble, Jazzy, Kilted).
+
+    ros2 launch cluster_dynamics dynamics.launch.py
+    ros2 launch cluster_dynamics dynamics.launch.py robot_description_file:=/path/robot.urdf
+    ros2 launch cluster_dynamics dynamics.launch.py params_file:=my_params.yaml namespace:=leg
+
+Arguments: params_file (default: the installed config/dynamics_node.yaml), robot_description_file
+(a URDF+ path or a bundled robot name; empty keeps the params file's value) and namespace.
+"""
+
+from launch import LaunchDescription
+from launch.actions import DeclareLaunchArgument, OpaqueFunction
+from launch.substitutions import LaunchConfiguration, PathJoinSubstitution
+from launch_ros.actions import Node
+from launch_ros.substitutions import FindPackageShare
+
+
+def _dynamics_node(context):
+    """The node, with robot_description_file overriding the params file only when given."""
+    parameters = [LaunchConfiguration('params_file').perform(context)]
+    robot_description_file = LaunchConfiguration('robot_description_file').perform(context)
+    if robot_description_file:
+        parameters.append({'robot_description_file': robot_description_file})
+    return [Node(package='cluster_dynamics', executable='dynamics_node', name='dynamics_node',
+                 namespace=LaunchConfiguration('namespace'), parameters=parameters,
+                 output='screen')]
+
+
+def generate_launch_description():
+    return LaunchDescription([
+        DeclareLaunchArgument(
+            'params_file',
+            default_value=PathJoinSubstitution(
+                [FindPackageShare('cluster_dynamics'), 'config', 'dynamics_node.yaml']),
+            description='YAML file with the dynamics_node parameters'),
+        DeclareLaunchArgument(
+            'robot_description_file', default_value='',
+            description='URDF+ file path or bundled robot name (empty: from params_file)'),
+        DeclareLaunchArgument(
+            'namespace', default_value='', description='Namespace of the node'),
+        OpaqueFunction(function=_dynamics_node),
+    ])
