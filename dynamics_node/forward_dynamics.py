@@ -30,13 +30,16 @@ def check_method(method):
         raise ModelError(f'forward dynamics method {method!r} is unknown; expected one of {list(METHODS)}')
 
 
-def aba_info(model, data, qdd):
-    """Report on a cluster-ABA solution; uses data.Xup and data.qd of its forward pass."""
-    residual = 0.0
-    for cluster, (v0, v1) in zip(model.cluster_list, model.v_range):
-        if cluster.constraints:
-            K, k = constraint_jacobian(cluster, data.Xup, model.S, data.qd[v0:v1])
-            residual = max(residual, float(np.max(np.abs(K @ qdd[v0:v1] - k))))
+def aba_info(model, data, q, yd, qdd):
+    """Report on a cluster-ABA solution: the residual of K qdd = k, couplings as one product (k = 0)
+    and loop clusters from their rows at qd = G yd (their transforms are current after positions())."""
+    residual = model.couplings.worst_velocity_violation(qdd)[0]
+    if model.loop_bodies:
+        qd = data.engine.spanning(q, np.zeros(model.ny), yd)      # G yd (g vanishes at zero velocity)
+        for cluster, (v0, v1) in zip(model.cluster_list, model.v_range):
+            if not cluster.linear:
+                K, k = constraint_jacobian(cluster, data.Xup, model.S, qd[v0:v1])
+                residual = max(residual, float(np.max(np.abs(K @ qdd[v0:v1] - k))))
     return ForwardDynamicsInfo(qdd, 'aba', constraint_residual=residual)
 
 

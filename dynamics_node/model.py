@@ -18,7 +18,7 @@ from .errors import ModelError, SingularConfigurationError
 from .forward_dynamics import aba_info, check_method, lcaba_info
 from .frames import link_pose as pose_of, link_transforms, positions_jacobians
 from .joints import motion_subspace, NQ, NV
-from .kinematics import forward_pass, update_transforms
+from .kinematics import update_transforms
 from .reference import ReferencePath
 from .spatial import pose_transform, SWAP_LINEAR_ANGULAR
 from .state import external_forces, independent_velocities, positions, vector, VELOCITY_TOLERANCE
@@ -186,10 +186,7 @@ class Model:
                 yd = independent_velocities(self, data, v)
                 tau = vector(tau, 'tau', {self.nv: 'spanning', self.ny: 'independent'})
                 qdd = data.engine.forward_dynamics(q, yd, tau, data.f_ext, spanning=True)
-                if not info:
-                    return qdd
-                forward_pass(self, data, q, yd)
-                return aba_info(self, data, qdd)
+                return aba_info(self, data, q, yd, qdd) if info else qdd
             except SingularConfigurationError as error:
                 if method == 'aba':
                     raise
@@ -271,8 +268,7 @@ class Model:
         data = self._workspace()
         q = positions(self, data, q)
         yd = vector(yd, 'yd', {self.ny: 'independent velocities'})
-        forward_pass(self, data, q, yd)
-        return data.qd.copy()
+        return data.engine.spanning(q, np.zeros(self.ny), yd)      # G yd: g vanishes at zero velocity
 
     def _frames(self, links):
         if isinstance(links, str):

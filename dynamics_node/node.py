@@ -47,6 +47,11 @@ from .model import load_model, Model
 from .models import bundled_model, bundled_models
 
 STREAM_MODES = ('bias', 'gravity')
+# Sensor-data QoS (best effort, volatile: matches reliable and best-effort publishers) with a deeper
+# queue than its 5 messages, so that a scheduling stall of up to 0.1 s at 1 kHz delays inputs instead
+# of dropping them. Latest-only: qos_overrides./joint_states.subscription.depth: 1.
+JOINT_STATES_QOS = QoSProfile(depth=100, reliability=qos_profile_sensor_data.reliability,
+                              durability=qos_profile_sensor_data.durability)
 DESCRIPTION_PARAMETERS = ('robot_description', 'robot_description_file')
 
 # name: (default, description, read-only). Read-only ones take effect at start-up only.
@@ -414,7 +419,7 @@ class DynamicsNode(Node):
             QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE),
             qos_overriding_options=QoSOverridingOptions.with_default_policies())
         self.create_subscription(
-            JointState, 'joint_states', self._on_joint_state, qos_profile_sensor_data,
+            JointState, 'joint_states', self._on_joint_state, JOINT_STATES_QOS,
             qos_overriding_options=QoSOverridingOptions.with_default_policies())
         if self._settings['odometry_topic']:
             self.create_subscription(Odometry, self._settings['odometry_topic'],

@@ -111,8 +111,8 @@ def test_dependent_count_must_equal_constraint_rank():
 def test_unsolvable_dependent_choice():
     """Marking both joints of a gear pair dependent leaves nothing to drive it: rank 1, two marked."""
     with pytest.raises(ModelError, match=r"needs 1 dependent joints, but 2 are marked"):
-        load_model(geared().replace('name="arm_joint" type="revolute" ', 'name="arm_joint" type="revolute" '
-                                                                           'independent="false"'))
+        load_model(geared().replace('type="revolute" ><parent link="base"/><child link="arm"/>',
+                                    'type="revolute" independent="false"><parent link="base"/><child link="arm"/>'))
 
 
 def test_coupling_on_one_branch_is_rejected():

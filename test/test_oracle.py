@@ -68,7 +68,8 @@ P_M2, P_C2, P_I2 = 0.8, 0.35, 0.05
 PEND = f"""<robot name="pendulum">
   <link name="base"/>
   <link name="l1">{inertial(P_M1, (P_C1, 0.05, 0.0), (0.02, 0.003, 0.001, P_I1, -0.004, 0.06), rpy=(0, 0.3, 0))}</link>
-  <link name="l2">{inertial(P_M2, (P_C2, -0.02, 0.0), (0.01, -0.002, 0.002, P_I2, 0.001, 0.045), rpy=(0, -0.7, 0))}</link>
+  <link name="l2">{inertial(P_M2, (P_C2, -0.02, 0.0), (0.01, -0.002, 0.002, P_I2, 0.001, 0.045),
+                            rpy=(0, -0.7, 0))}</link>
   <link name="tip"/>
   <joint name="j1" type="revolute"><parent link="base"/><child link="l1"/>
     <origin xyz="0 0 0"/><axis xyz="0 1 0"/><limit lower="-3" upper="3" effort="10" velocity="10"/></joint>
@@ -143,7 +144,8 @@ BELT = f"""<robot name="belt">
     <origin xyz="0.03 0 -0.1"/></joint>
   <joint name="ankle_rotor_j" type="continuous" independent="false"><parent link="rotor_mount"/>
     <child link="ankle_rotor"/><origin xyz="0 0.05 0"/><axis xyz="0 1 0"/></joint>
-  <coupling name="knee_belt"><predecessor link="shank_cover"/><successor link="knee_rotor"/><ratio value="2.5"/></coupling>
+  <coupling name="knee_belt"><predecessor link="shank_cover"/><successor link="knee_rotor"/>
+    <ratio value="2.5"/></coupling>
   <coupling name="ankle_belt"><predecessor link="foot"/><successor link="ankle_rotor"/><ratio value="3.0"/></coupling>
 </robot>"""
 
