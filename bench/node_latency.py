@@ -1,11 +1,13 @@
 """Latency of the dynamics node as a client sees it, on the default robot (quadruped_rotors).
 
 The node runs in its own process, configured by config/dynamics_node.yaml; this process is the
-client, over DDS on the loopback interface. Prints the p50/p99 round-trip time of each service
-(after a few warm-up calls) and of the torque stream: joint_states published at 500 Hz for 2 s,
-latency from each publish to the arrival of the computed_torques message with the same stamp.
+client, over DDS on the loopback interface. Prints the time until the node answers its first
+service call (ready time, numba cache warm), the p50/p99 round-trip time of each service (after a few
+warm-up calls) and of the torque stream: joint_states published at --rate Hz for --seconds s (default
+1 kHz for 10 s), latency from each publish to the arrival of the computed_torques message with the
+same stamp.
 
-Usage: .venv/bin/python bench/node_latency.py [--calls N]
+Usage: .venv/bin/python bench/node_latency.py [--calls N] [--rate HZ] [--seconds S]
 """
 
 import argparse
@@ -30,7 +32,6 @@ ROOT = Path(__file__).resolve().parents[1]
 DOMAIN_ID = 63               # used unless ROS_DOMAIN_ID is set
 NAMESPACE = f'/bench_{os.getpid()}'
 NODE = f'{NAMESPACE}/dynamics_node'
-STREAM_RATE, STREAM_SECONDS = 500.0, 2.0
 WARM_UP_CALLS = 10
 FEET = ['FL_foot', 'FR_foot', 'HL_foot', 'HR_foot']
 
@@ -76,8 +77,8 @@ def round_trips(node, executor, srv_type, service, request, calls):
     return np.array(times)
 
 
-def stream_latencies(node, executor, names):
-    """(latencies s, received, sent) of joint_states at STREAM_RATE for STREAM_SECONDS."""
+def stream_latencies(node, executor, names, rate, seconds):
+    """(latencies s, received, sent) of joint_states at rate Hz for seconds s."""
     arrivals = {}
     node.create_subscription(
         JointState, f'{NODE}/computed_torques',
@@ -87,23 +88,24 @@ def stream_latencies(node, executor, names):
     publisher = node.create_publisher(JointState, f'{NAMESPACE}/joint_states',
                                       qos_profile_sensor_data)
     _prime(executor, publisher, arrivals)
-    count = int(STREAM_RATE * STREAM_SECONDS)
+    count = int(rate * seconds)
     sent = {}
-    sender = threading.Thread(target=_send, args=(publisher, names, count, sent))
+    sender = threading.Thread(target=_send, args=(publisher, names, count, sent, rate))
     sender.start()
-    end = time.monotonic() + STREAM_SECONDS + 2.0
+    end = time.monotonic() + seconds + 2.0
     while time.monotonic() < end and (sender.is_alive() or len(arrivals) < count):
         executor.spin_once(timeout_sec=0.01)
     sender.join()
-    latencies = [arrivals[0, i] - sent[i] for i in sent if (0, i) in arrivals]
+    latencies = [arrivals[i // 1_000_000_000, i % 1_000_000_000] - sent[i] for i in sent
+                 if (i // 1_000_000_000, i % 1_000_000_000) in arrivals]
     return np.array(latencies), len(latencies), count
 
 
 def _prime(executor, publisher, arrivals):
-    """Publish JointStates naming no joint (stamp 1 s; the stream's are below 1 s) until one is
-    answered, so that both connections are matched."""
+    """Publish JointStates naming no joint (stamp 1000 s; the stream's are message indices in ns)
+    until one is answered, so that both connections are matched."""
     msg = JointState()
-    msg.header.stamp.sec = 1
+    msg.header.stamp.sec = 1000
     end = time.monotonic() + 10.0
     while not arrivals and time.monotonic() < end:
         publisher.publish(msg)
@@ -114,18 +116,32 @@ def _prime(executor, publisher, arrivals):
     arrivals.clear()
 
 
-def _send(publisher, names, count, sent):
+def _send(publisher, names, count, sent, rate):
     start = time.perf_counter()
     for i in range(count):
-        delay = start + i / STREAM_RATE - time.perf_counter()
+        delay = start + i / rate - time.perf_counter()
         if delay > 0:
             time.sleep(delay)
-        phase = 2 * np.pi * i / STREAM_RATE
+        phase = 2 * np.pi * i / rate
         msg = JointState(name=names, position=[0.3 * np.sin(phase), 0.8, -1.6] * 4,
                          velocity=[0.6 * np.pi * np.cos(phase), 0.0, 0.0] * 4)
-        msg.header.stamp.nanosec = i
+        msg.header.stamp.sec, msg.header.stamp.nanosec = divmod(i, 1_000_000_000)
         sent[i] = time.perf_counter()
         publisher.publish(msg)
+
+
+def _wait_ready(node, executor):
+    """perf_counter time at which the node first answers describe_model with its robot."""
+    client = node.create_client(DescribeModel, f'{NODE}/describe_model')
+    end = time.monotonic() + 60.0
+    while time.monotonic() < end:
+        if client.wait_for_service(timeout_sec=0.01):
+            future = client.call_async(DescribeModel.Request())
+            executor.spin_until_future_complete(future, timeout_sec=5.0)
+            if future.done() and future.result().robot_name:
+                node.destroy_client(client)
+                return time.perf_counter()
+    raise RuntimeError('the node did not answer describe_model within 60 s')
 
 
 def row(label, seconds, note=''):
@@ -136,9 +152,12 @@ def row(label, seconds, note=''):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument('--calls', type=int, default=200, help='timed calls per service')
+    parser.add_argument('--rate', type=float, default=1000.0, help='joint_states rate, Hz')
+    parser.add_argument('--seconds', type=float, default=10.0, help='joint_states duration, s')
     args = parser.parse_args()
     os.environ['ROS_AUTOMATIC_DISCOVERY_RANGE'] = 'LOCALHOST'
     os.environ['ROS_DOMAIN_ID'] = os.environ.get('ROS_DOMAIN_ID') or str(DOMAIN_ID)
+    started = time.perf_counter()
     process = start_node()
     context = Context()
     rclpy.init(context=context, domain_id=int(os.environ['ROS_DOMAIN_ID']))
@@ -150,14 +169,16 @@ def main():
                  for joint in ('abad', 'hip', 'knee')]
         print('dynamics node latency, default robot quadruped_rotors (node in its own process, '
               'loopback DDS)')
+        ready = _wait_ready(node, executor) - started
+        print(f'  node ready (first describe_model answer after start): {ready:.2f} s')
         print(f'  {"":44s} {"p50 ms":>8s} {"p99 ms":>8s}')
         for label, srv_type, request in service_requests(names):
             service = label.split()[0]
             times = round_trips(node, executor, srv_type, service, request, args.calls)
             row(f'~/{label}', times, f'{len(times)} calls')
-        latencies, received, sent = stream_latencies(node, executor, names)
+        latencies, received, sent = stream_latencies(node, executor, names, args.rate, args.seconds)
         row('joint_states -> ~/computed_torques', latencies,
-            f'{received}/{sent} answered at {STREAM_RATE:.0f} Hz')
+            f'{received}/{sent} answered at {args.rate:.0f} Hz for {args.seconds:g} s')
     finally:
         executor.shutdown()
         node.destroy_node()
