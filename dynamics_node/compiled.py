@@ -495,6 +495,15 @@ def set_base_acceleration(m, d):
 
 
 @njit
+def reset_articulated_inertias(m, d):
+    """d.IA[i] = I_i for every body: the articulated inertias before the backward pass."""
+    for i in range(1, len(m.inertia)):
+        for r in range(6):
+            for c in range(6):
+                d.IA[i, r, c] = m.inertia[i, r, c]
+
+
+@njit
 def bias_force(inertia, v, f_ext, f):
     """f = v x* I v - f_ext (the velocity-product part of eq. 34)."""
     mat6_vec(inertia, v, f)
@@ -661,12 +670,9 @@ def aba(m, d, q, yd, tau, f_ext):
     status = kinematics(m, d, q, yd)
     if status != OK:
         return status
-    inertia, IA = m.inertia, d.IA
-    for i in range(1, len(inertia)):
-        for r in range(6):
-            for c in range(6):
-                IA[i, r, c] = inertia[i, r, c]                       # I^A = I
-        bias_force(inertia[i], d.v[i], f_ext[i], d.f[i])             # p^A = v x* I v - f_ext
+    reset_articulated_inertias(m, d)                                 # I^A = I
+    for i in range(1, len(m.inertia)):
+        bias_force(m.inertia[i], d.v[i], f_ext[i], d.f[i])           # p^A = v x* I v - f_ext
     for k in range(len(m.kind) - 1, -1, -1):                         # backward pass
         status = articulated_inertia(m, d, k)
         if status != OK:
@@ -778,11 +784,7 @@ def efpa(m, d, q, frame_body, frame_X, T, Omega):
     status = kinematics(m, d, q, d.zero_y, False)
     if status != OK:
         return status
-    inertia, IA = m.inertia, d.IA
-    for i in range(1, len(inertia)):
-        for r in range(6):
-            for c in range(6):
-                IA[i, r, c] = inertia[i, r, c]
+    reset_articulated_inertias(m, d)
     for k in range(len(m.kind) - 1, -1, -1):
         status = articulated_inertia(m, d, k)
         if status != OK:
