@@ -8,6 +8,7 @@ warm-up calls) and of the torque stream: joint_states published at --rate Hz for
 same stamp.
 
 Usage: .venv/bin/python bench/node_latency.py [--calls N] [--rate HZ] [--seconds S]
+(the script runs itself with --sender NAMESPACE RATE SECONDS as the joint_states sender process)
 """
 
 import argparse
@@ -16,7 +17,6 @@ from pathlib import Path
 import signal
 import subprocess
 import sys
-import threading
 import time
 
 from cluster_dynamics.srv import (DescribeModel, ForwardDynamics, InverseDynamics,
@@ -78,34 +78,36 @@ def round_trips(node, executor, srv_type, service, request, calls):
 
 
 def stream_latencies(node, executor, names, rate, seconds):
-    """(latencies s, received, sent) of joint_states at rate Hz for seconds s."""
+    """(latencies s, received, sent) of joint_states at rate Hz for seconds s. The messages come from a
+    sender process of their own (so that this process's receiving does not delay the sending), each
+    stamped with its CLOCK_MONOTONIC send time, which the node copies to its answer."""
     arrivals = {}
     node.create_subscription(
         JointState, f'{NODE}/computed_torques',
         lambda msg: arrivals.setdefault((msg.header.stamp.sec, msg.header.stamp.nanosec),
-                                        time.perf_counter()),
-        QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE))
+                                        time.monotonic_ns()),
+        QoSProfile(depth=1000, reliability=ReliabilityPolicy.RELIABLE))
     publisher = node.create_publisher(JointState, f'{NAMESPACE}/joint_states',
                                       qos_profile_sensor_data)
     _prime(executor, publisher, arrivals)
-    count = int(rate * seconds)
-    sent = {}
-    sender = threading.Thread(target=_send, args=(publisher, names, count, sent, rate))
-    sender.start()
-    end = time.monotonic() + seconds + 2.0
-    while time.monotonic() < end and (sender.is_alive() or len(arrivals) < count):
+    node.destroy_publisher(publisher)
+    sender = subprocess.Popen([sys.executable, __file__, '--sender', NAMESPACE, str(rate), str(seconds)])
+    while sender.poll() is None:
         executor.spin_once(timeout_sec=0.01)
-    sender.join()
-    latencies = [arrivals[i // 1_000_000_000, i % 1_000_000_000] - sent[i] for i in sent
-                 if (i // 1_000_000_000, i % 1_000_000_000) in arrivals]
-    return np.array(latencies), len(latencies), count
+    end = time.monotonic() + 1.0
+    while time.monotonic() < end:
+        executor.spin_once(timeout_sec=0.01)
+    if sender.returncode:
+        raise RuntimeError(f'the joint_states sender failed ({sender.returncode})')
+    latencies = [arrival - (sec * 1_000_000_000 + nanosec) for (sec, nanosec), arrival in arrivals.items()]
+    return np.array(latencies) * 1e-9, len(latencies), int(rate * seconds)
 
 
 def _prime(executor, publisher, arrivals):
-    """Publish JointStates naming no joint (stamp 1000 s; the stream's are message indices in ns)
-    until one is answered, so that both connections are matched."""
+    """Publish JointStates naming no joint (stamp 1 ns, before any send time) until one is answered,
+    so that the node's output is matched; the answers are then forgotten."""
     msg = JointState()
-    msg.header.stamp.sec = 1000
+    msg.header.stamp.nanosec = 1
     end = time.monotonic() + 10.0
     while not arrivals and time.monotonic() < end:
         publisher.publish(msg)
@@ -113,21 +115,36 @@ def _prime(executor, publisher, arrivals):
             executor.spin_once(timeout_sec=0.01)
     if not arrivals:
         raise RuntimeError('no computed_torques answer within 10 s')
+    executor.spin_once(timeout_sec=0.1)
     arrivals.clear()
 
 
-def _send(publisher, names, count, sent, rate):
+def send(namespace, rate, seconds):
+    """Sender process: once the node's subscription is matched, publish joint_states at rate Hz for
+    seconds s, like a robot driver (after a stall the schedule moves on, no catch-up burst)."""
+    context = Context()
+    rclpy.init(context=context, domain_id=int(os.environ['ROS_DOMAIN_ID']))
+    node = rclpy.create_node('joint_states_sender', namespace=namespace, context=context)
+    publisher = node.create_publisher(JointState, f'{namespace}/joint_states', qos_profile_sensor_data)
+    end = time.monotonic() + 10.0
+    while publisher.get_subscription_count() == 0 and time.monotonic() < end:
+        time.sleep(0.01)
+    time.sleep(1.0)                      # let the matching settle in both directions
+    names = [f'{leg}_{joint}_joint' for leg in ('FL', 'FR', 'HL', 'HR') for joint in ('abad', 'hip', 'knee')]
     start = time.perf_counter()
-    for i in range(count):
+    for i in range(int(rate * seconds)):
         delay = start + i / rate - time.perf_counter()
         if delay > 0:
             time.sleep(delay)
+        else:
+            start -= delay
         phase = 2 * np.pi * i / rate
         msg = JointState(name=names, position=[0.3 * np.sin(phase), 0.8, -1.6] * 4,
                          velocity=[0.6 * np.pi * np.cos(phase), 0.0, 0.0] * 4)
-        msg.header.stamp.sec, msg.header.stamp.nanosec = divmod(i, 1_000_000_000)
-        sent[i] = time.perf_counter()
+        msg.header.stamp.sec, msg.header.stamp.nanosec = divmod(time.monotonic_ns(), 1_000_000_000)
         publisher.publish(msg)
+    node.destroy_node()
+    rclpy.shutdown(context=context)
 
 
 def _wait_ready(node, executor):
@@ -150,6 +167,9 @@ def row(label, seconds, note=''):
 
 
 def main():
+    if sys.argv[1:2] == ['--sender']:
+        namespace, rate, seconds = sys.argv[2], float(sys.argv[3]), float(sys.argv[4])
+        return send(namespace, rate, seconds)
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument('--calls', type=int, default=200, help='timed calls per service')
     parser.add_argument('--rate', type=float, default=1000.0, help='joint_states rate, Hz')
