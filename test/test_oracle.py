@@ -523,6 +523,20 @@ def test_fourbar_forward_dynamics_routes():
         assert np.allclose(o.v_from_pin(a_pin), o.forward_dynamics(q, v, tau), atol=1e-10)
 
 
+def pinocchio_constraint(m, contact_type, joint1, placement1, joint2, placement2):
+    """(data, models, datas, settings) for pin.constraintDynamics with one constraint between two
+    joint-attached frames (LOCAL), nearly exact proximal settings."""
+    cm = pin.RigidConstraintModel(contact_type, m, joint1, placement1, joint2, placement2,
+                                  pin.ReferenceFrame.LOCAL)
+    cms = pin.StdVec_RigidConstraintModel()
+    cms.append(cm)
+    cds = pin.StdVec_RigidConstraintData()
+    cds.append(cm.createData())
+    data = m.createData()
+    pin.initConstraintDynamics(m, data, cms, cds)
+    return data, cms, cds, pin.ProximalSettings(1e-14, 1e-10, 200)
+
+
 def test_fourbar_against_pinocchio_constraint_dynamics():
     """Independent check of k: Pinocchio's proximal constraint dynamics with a 3D point
     contact between the two loop frames (the angular rows are inactive in the plane)."""
@@ -532,15 +546,8 @@ def test_fourbar_against_pinocchio_constraint_dynamics():
     rck = m.frames[m.getFrameId("rocker", pin.FrameType.BODY)]
     P = cpl.placement * pin.SE3(rpy_to_matrix(0, 0.4, 0), np.array([0.6, -0.05, 0.1]))
     S = rck.placement * pin.SE3(rpy_to_matrix(0, -0.2, 0), np.array([-0.1, -0.15, 0.5]))
-    cm = pin.RigidConstraintModel(pin.ContactType.CONTACT_3D, m, cpl.parentJoint, P,
-                                  rck.parentJoint, S, pin.ReferenceFrame.LOCAL)
-    cms = pin.StdVec_RigidConstraintModel()
-    cms.append(cm)
-    cds = pin.StdVec_RigidConstraintData()
-    cds.append(cm.createData())
-    data = m.createData()
-    pin.initConstraintDynamics(m, data, cms, cds)
-    prox = pin.ProximalSettings(1e-14, 1e-10, 200)
+    data, cms, cds, prox = pinocchio_constraint(m, pin.ContactType.CONTACT_3D, cpl.parentJoint, P,
+                                                rck.parentJoint, S)
     rng = np.random.default_rng(8)
     for _ in range(5):
         q, v = fourbar_closed_state(o, rng, rng.uniform(-0.3, 0.3))
@@ -654,15 +661,8 @@ def test_spatial_fixed_loop_against_pinocchio_6d():
     fb = m.frames[m.getFrameId("b3", pin.FrameType.BODY)]
     P = fa.placement * pin.SE3(rpy_to_matrix(*po[1]), np.asarray(po[0]))
     S = fb.placement * pin.SE3(rpy_to_matrix(*so[1]), np.asarray(so[0]))
-    cm = pin.RigidConstraintModel(pin.ContactType.CONTACT_6D, m, fa.parentJoint, P,
-                                  fb.parentJoint, S, pin.ReferenceFrame.LOCAL)
-    cms = pin.StdVec_RigidConstraintModel()
-    cms.append(cm)
-    cds = pin.StdVec_RigidConstraintData()
-    cds.append(cm.createData())
-    data = m.createData()
-    pin.initConstraintDynamics(m, data, cms, cds)
-    prox = pin.ProximalSettings(1e-14, 1e-10, 200)
+    data, cms, cds, prox = pinocchio_constraint(m, pin.ContactType.CONTACT_6D, fa.parentJoint, P,
+                                                fb.parentJoint, S)
     rng = np.random.default_rng(14)
     K = o.constraint_jacobian(q)
     N = np.linalg.svd(K)[2][6:].T
