@@ -1,8 +1,8 @@
 """The couplings of every coupling-only cluster as one linear relation A q + b = 0.
 
 Couplings relate 1-DoF joints linearly, so their position residual, their velocity rows (the same A
-on v) and the dependent positions (explicit form q_d = D q + d, seed 003 eq. 3) are single matrix
-products: no transforms and no Newton iterations on the hot path.
+on v), the dependent positions (explicit form q_d = D q + d, seed 003 eq. 3) and each cluster's
+constant G_k are computed once: no transforms and no Newton iterations on the hot path.
 """
 
 import numpy as np
@@ -22,8 +22,10 @@ class LinearConstraints:
                 self.A_q[r, model.idx_q[body]] += coefficient
                 self.A_v[r, model.idx_v[body]] += coefficient
             self.b[r] = con.offset
-        dependent, D, d = [], [], []
-        for cluster in model.cluster_list:
+        dependent, D, d, G = [], [], [], []
+        for cluster, (v0, v1) in zip(model.cluster_list, model.v_range):
+            G.append(_explicit_G(cluster, self.A_v[[r for r, (_, c) in enumerate(rows) if c is cluster], v0:v1])
+                     if cluster.linear else None)
             if not cluster.linear or not cluster.constraints:
                 continue
             mine = [r for r, (_, c) in enumerate(rows) if c is cluster]
@@ -38,7 +40,8 @@ class LinearConstraints:
         self.dependent = np.array(dependent, dtype=int)  # position indices solved by D q + d
         self.D = np.vstack(D) if D else np.zeros((0, model.nq))
         self.d = np.concatenate(d) if d else np.zeros(0)
-        for array in (self.A_q, self.A_v, self.b, self.D, self.d):
+        self.G = tuple(G)                                # per cluster: constant G_k, None for loop clusters
+        for array in (self.A_q, self.A_v, self.b, self.D, self.d) + tuple(g for g in G if g is not None):
             array.setflags(write=False)
 
     def complete(self, q):
@@ -51,6 +54,16 @@ class LinearConstraints:
 
     def worst_velocity_violation(self, v):
         return _worst(self.A_v @ v, self)
+
+
+def _explicit_G(cluster, K):
+    """G = P [1; -K_d^+ K_i] of a coupling-only cluster from its constant rows K (local columns);
+    the identity for a cluster without constraints."""
+    G = np.zeros((cluster.n, cluster.m))
+    G[cluster.independent] = np.eye(cluster.m)
+    if cluster.constraints:
+        G[cluster.dependent] = -np.linalg.pinv(K[:, cluster.dependent]) @ K[:, cluster.independent]
+    return G
 
 
 def _worst(residual, constraints):

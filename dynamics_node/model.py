@@ -10,9 +10,8 @@ import threading
 
 import numpy as np
 
-from .clusters import build_clusters, Cluster
+from .clusters import build_clusters
 from .completion import complete_positions, independent_position_size
-from .constraints import CouplingConstraint
 from .couplings import LinearConstraints
 from .errors import ModelError, SingularConfigurationError
 from .forward_dynamics import aba_info, check_method, lcaba_info
@@ -92,11 +91,11 @@ class Model:
         self.independent_joint_names = tuple(
             self.joint_names[b - 1] for c in clusters for b in c.bodies if c.col[b] in set(c.independent))
         self.Sbar = tuple(_frozen(_block_diagonal([self.S[b] for b in c.bodies])) for c in clusters)
-        self.G_constant = tuple(_frozen(_constant_G(c, self)) if c.linear else None for c in clusters)
         self.floating_base = any(t == 'floating' for t in self.joint_type[1:])
         self.clusters = tuple(self._describe(c, tree) for c in clusters)
         self.loop_bodies = tuple(b for c in clusters if not c.linear for b in c.bodies)  # q-dependent K
         self.couplings = LinearConstraints(self)       # the coupling-only clusters as A q + b = 0
+        self.G_constant = self.couplings.G             # constant G_k of coupling-only clusters
         self.compiled = numba_available() if compiled is None else bool(compiled)
         self._flat = None                              # the compiled model (flat.FlatModel), on first use
         self.gravity = np.array([0.0, 0.0, -9.81])
@@ -334,20 +333,6 @@ def _block_diagonal(blocks):
         r += b.shape[0]
         c += b.shape[1]
     return M
-
-
-def _constant_G(cluster: Cluster, model):
-    """G of a cluster of couplings only: K is constant, so G = P [1; -K_d^+ K_i] once."""
-    if not cluster.constraints:
-        return np.eye(cluster.n)
-    K = np.zeros((0, cluster.n))
-    for con in cluster.constraints:
-        assert isinstance(con, CouplingConstraint)
-        K = np.vstack((K, con.evaluate(None, None, cluster.col, cluster.n, None)[0]))
-    G = np.zeros((cluster.n, cluster.m))
-    G[cluster.independent] = np.eye(cluster.m)
-    G[cluster.dependent] = -np.linalg.lstsq(K[:, cluster.dependent], K[:, cluster.independent], rcond=None)[0]
-    return G
 
 
 def numba_available():
