@@ -54,6 +54,7 @@ class Model:
         tree.renumber([b for c in clusters for b in c.bodies])
         clusters = build_clusters(spec, tree)
         self.name = spec.name
+        self.warnings = list(spec.warnings)              # loadable oddities of the description
         self.nb = len(tree.bodies)                       # bodies incl. the ground (body 0)
         self.root_link = tree.root_link
         self.parent = _frozen(tree.parent)               # parent body of each body
@@ -344,8 +345,11 @@ def numba_available():
     return True
 
 
-def load_model(source, compiled=None):
+def load_model(source, compiled=None, strict=False):
     """Load a URDF+ robot from a file path or an XML string (seed 002).
+
+    Links whose inertia breaks the triangle inequality or has zero principal moments (common in
+    CAD exports) load, and ``model.warnings`` names each of them; strict=True rejects them instead.
 
     Args:
         compiled: True for the numba fast path, False for the NumPy reference algorithms, None (default)
@@ -353,4 +357,4 @@ def load_model(source, compiled=None):
     Raises:
         ModelError: with the element, name and expectation, for any description the library cannot use.
     """
-    return Model(read_urdf(source), compiled)
+    return Model(read_urdf(source, strict), compiled)

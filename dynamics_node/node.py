@@ -253,6 +253,8 @@ class DynamicsNode(Node):
             f'serving {model.name!r} from {loaded.source}: {len(model.clusters)} clusters, '
             f'nq {model.nq}, nv {model.nv}, ny {model.ny}'
             f'{", floating base" if model.floating_base else ""}')
+        for warning in model.warnings:
+            self.get_logger().warning(f'{model.name!r}: {warning}')
 
     def _load_initial_description(self):
         try:
@@ -388,14 +390,18 @@ class DynamicsNode(Node):
         response.matrix = conv.float64_array(matrix.reshape(-1))
 
     def _describe_model(self, request, response):
-        """Describe the served model; an empty response (robot_name '') before the first one."""
-        loaded = self._loaded
-        if loaded is None:
-            self.get_logger().warning('describe_model: no robot model loaded yet',
-                                      throttle_duration_sec=1.0)
+        """Describe the served model; success=false with the reason before the first one."""
+        try:
+            loaded = self._current()
+        except ModelError as error:
+            self.get_logger().warning(f'describe_model: {error}', throttle_duration_sec=1.0)
+            response.message = str(error)
             return response
         try:
             model = loaded.model
+            response.success, response.message = True, 'ok'
+            response.description_source = loaded.source
+            response.warnings = list(model.warnings)
             response.robot_name = model.name
             response.joint_names = list(model.joint_names)
             response.independent_joint_names = list(model.independent_joint_names)
@@ -510,6 +516,7 @@ class DynamicsNode(Node):
             values = {'model': model.name, 'source': loaded.source,
                       'clusters': str(len(model.clusters)), 'nq': str(model.nq),
                       'nv': str(model.nv), 'ny': str(model.ny), **values}
+            values.update((f'model_warning_{i}', w) for i, w in enumerate(model.warnings))
             status.level = DiagnosticStatus.WARN if dropped_now > 0 else DiagnosticStatus.OK
             status.message = (f'{dropped_now} joint_states messages dropped'
                               if dropped_now > 0 else 'ok')

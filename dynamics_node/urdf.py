@@ -16,6 +16,8 @@ from .spatial import rpy_matrix
 
 JOINT_TYPES = ('revolute', 'continuous', 'prismatic', 'fixed', 'floating')
 LOOP_TYPES = ('revolute', 'continuous', 'prismatic', 'fixed')
+# Relative tolerance on principal moments: -tol counts as zero (round-off of CAD exports).
+INERTIA_TOLERANCE = 1e-9
 
 
 @dataclass(frozen=True)
@@ -91,14 +93,20 @@ class RobotSpec:
     joints: tuple
     loops: tuple
     couplings: tuple
+    warnings: tuple            # loadable oddities, e.g. inertias breaking the triangle inequality
 
 
-def read_urdf(source):
-    """Parse a URDF+ file path or XML string into a RobotSpec; ModelError names the bad element."""
+def read_urdf(source, strict=False):
+    """Parse a URDF+ file path or XML string into a RobotSpec; ModelError names the bad element.
+    With strict, the warnings (e.g. an inertia breaking the triangle inequality) are errors."""
     root = _parse_xml(source)
     if root.tag != 'robot':
         raise ModelError(f'the document root is <{root.tag}>, expected <robot>')
-    links = tuple(_read_link(e) for e in root.findall('link'))
+    read = [_read_link(e) for e in root.findall('link')]
+    links = tuple(link for link, _ in read)
+    warnings = tuple(warning for _, warning in read if warning)
+    if strict and warnings:
+        raise ModelError(f'{warnings[0]} (strict=True)')
     joints = tuple(_read_joint(e) for e in root.findall('joint'))
     loops = tuple(_read_loop(e) for e in root.findall('loop'))
     couplings = tuple(_read_coupling(e) for e in root.findall('coupling'))
@@ -107,7 +115,7 @@ def read_urdf(source):
     _unique('constraint (<loop>/<coupling>)', [x.name for x in loops + couplings])
     if not links:
         raise ModelError('the robot has no <link>')
-    return RobotSpec(root.get('name', ''), links, joints, loops, couplings)
+    return RobotSpec(root.get('name', ''), links, joints, loops, couplings, warnings)
 
 
 def _parse_xml(source):
@@ -179,7 +187,7 @@ def _read_link(element):
     where = f'link {name!r}'
     inertial = element.find('inertial')
     if inertial is None:
-        return LinkSpec(name, Inertial(0.0, np.zeros(3), np.zeros((3, 3))))
+        return LinkSpec(name, Inertial(0.0, np.zeros(3), np.zeros((3, 3)))), None
     mass_element = inertial.find('mass')
     if mass_element is None:
         raise ModelError(f'{where}: <inertial> has no <mass>')
@@ -196,12 +204,31 @@ def _read_link(element):
     I = np.array([[entries['ixx'], entries['ixy'], entries['ixz']],
                   [entries['ixy'], entries['iyy'], entries['iyz']],
                   [entries['ixz'], entries['iyz'], entries['izz']]])
+    warning = _inertia_warning(where, mass, I)
+    return LinkSpec(name, Inertial(mass, pose.p, pose.R @ I @ pose.R.T)), warning
+
+
+def _inertia_warning(where, mass, I):
+    """Inertia policy (issue 8): a negative principal moment beyond INERTIA_TOLERANCE (relative) is an
+    error; CAD inertias that break the triangle inequality a little, or have zero moments (planar and
+    point-mass links), are physically odd but loadable, so they give a warning (None when fine)."""
     principal = np.linalg.eigvalsh(I)
-    tol = 1e-9 * max(1.0, principal[-1])
-    if principal[0] < -tol or principal[0] + principal[1] < principal[2] - tol:
-        raise ModelError(f'{where}: <inertia> has principal moments {principal.round(9).tolist()}; '
-                         'expected non-negative moments satisfying the triangle inequality')
-    return LinkSpec(name, Inertial(mass, pose.p, pose.R @ I @ pose.R.T))
+    tol = INERTIA_TOLERANCE * max(abs(principal[0]), abs(principal[-1]))
+    moments = [float(f'{m:.6g}') for m in principal]
+    if principal[0] < -tol:
+        raise ModelError(f'{where}: <inertia> has principal moments {moments}; expected non-negative '
+                         'moments')
+    problems = []
+    zero = int(np.sum(principal <= tol))
+    if zero and mass > 0.0:
+        problems.append(f'has {zero} zero principal moment{"s" if zero > 1 else ""}')
+    excess = principal[2] - principal[0] - principal[1]
+    if excess > tol:
+        problems.append(f'breaks the triangle inequality by {excess:.3g} '
+                        f'({moments[0]:.6g} + {moments[1]:.6g} < {moments[2]:.6g})')
+    if not problems:
+        return None
+    return f'{where}: <inertia> with principal moments {moments} ' + ' and '.join(problems)
 
 
 def _link_reference(element, where):

@@ -78,6 +78,10 @@ EXPECTED_FIELDS = {
     ],
     DescribeModel.Request: [],
     DescribeModel.Response: [
+        ('success', 'boolean'),
+        ('message', 'string'),
+        ('description_source', 'string'),
+        ('warnings', 'sequence<string>'),
         ('robot_name', 'string'),
         ('joint_names', 'sequence<string>'),
         ('independent_joint_names', 'sequence<string>'),

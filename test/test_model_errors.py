@@ -59,9 +59,15 @@ def four_bar(marks=('', 'independent="false"', 'independent="false"'), lengths=(
     (robot(link('base', ''), link('a', '<inertial><mass value="-1"/><inertia ixx="1" ixy="0" ixz="0" iyy="1" '
                                   'iyz="0" izz="1"/></inertial>'), joint('j', 'base', 'a')),
      r"link 'a': <mass value> is -1.0; expected a non-negative mass"),
-    (robot(link('base', ''), link('a', '<inertial><mass value="1"/><inertia ixx="1" ixy="0" ixz="0" iyy="1" '
-                                  'iyz="0" izz="3"/></inertial>'), joint('j', 'base', 'a')),
-     r"link 'a': <inertia> has principal moments .* triangle inequality"),
+    (robot(link('base', ''), link('a', '<inertial><mass value="1"/><inertia ixx="1" ixy="0" ixz="0" iyy="-0.5" '
+                                  'iyz="0" izz="1"/></inertial>'), joint('j', 'base', 'a')),
+     r"link 'a': <inertia> has principal moments \[-0.5, 1.0, 1.0\]; expected non-negative moments"),
+    (robot(link('base', ''), link('a', '<inertial><mass value="nan"/><inertia ixx="1" ixy="0" ixz="0" iyy="1" '
+                                  'iyz="0" izz="1"/></inertial>'), joint('j', 'base', 'a')),
+     r"link 'a' <mass>: value=\"nan\" must be 1 finite numbers"),
+    (robot(link('base', ''), link('a', '<inertial><mass value="1"/><inertia ixx="1" ixy="inf" ixz="0" iyy="1" '
+                                  'iyz="0" izz="1"/></inertial>'), joint('j', 'base', 'a')),
+     r"link 'a' <inertia>: ixy=\"inf\" must be 1 finite numbers"),
     (robot(link('base', ''), link('a'), joint('j', 'base', 'a').replace('0 0 1"/>', '0 0 0"/>')),
      r"joint 'j': <axis xyz> is zero"),
     (robot(link('base', ''), link('a'), joint('j', 'base', 'a', attributes='independent="maybe"')),
@@ -161,3 +167,33 @@ def test_unreachable_loop_reports_newton_failure():
     assert model.complete_positions([0.0]).shape == (3,)
     with pytest.raises(ModelError, match=r"could not close the constraints \['closure'\] of cluster 'crank'"):
         model.complete_positions([np.pi])
+
+
+def inertial(ixx, iyy, izz, mass=1.0):
+    return (f'<inertial><mass value="{mass}"/><inertia ixx="{ixx}" ixy="0" ixz="0" iyy="{iyy}" iyz="0" '
+            f'izz="{izz}"/></inertial>')
+
+
+def test_cad_inertias_load_with_a_warning_naming_the_link():
+    """Inertias that break the triangle inequality (CAD round-off) or have zero moments (a planar
+    link) load; model.warnings names each link and the violation; strict=True rejects them."""
+    xml = robot(link('base', ''), link('cad', inertial(0.001, 0.001, 0.0021)), link('plate', inertial(0, 0, 0.02)),
+                link('fine'), joint('j1', 'base', 'cad'), joint('j2', 'cad', 'plate'), joint('j3', 'plate', 'fine'))
+    model = load_model(xml)
+    assert len(model.warnings) == 2
+    assert model.warnings[0] == ("link 'cad': <inertia> with principal moments [0.001, 0.001, 0.0021] breaks the "
+                                 "triangle inequality by 0.0001 (0.001 + 0.001 < 0.0021)")
+    assert model.warnings[1].startswith("link 'plate': <inertia> with principal moments [0.0, 0.0, 0.02] has "
+                                        "2 zero principal moments and breaks the triangle inequality by 0.02")
+    assert np.all(np.isfinite(model.mass_matrix(np.zeros(model.nq))))
+    with pytest.raises(ModelError, match=r"^link 'cad': <inertia> with principal moments .* \(strict=True\)$"):
+        load_model(xml, strict=True)
+
+
+def test_massless_links_and_round_off_give_no_warning():
+    """A link without mass and inertia (a frame) and round-off in the triangle inequality are fine."""
+    xml = robot(link('base', ''), link('frame', inertial(0, 0, 0, mass=0)), link('a', inertial(1, 1, 1)),
+                link('b', inertial(1, 1, 2 + 1e-10)), joint('j1', 'base', 'frame'), joint('j2', 'frame', 'a'),
+                joint('j3', 'a', 'b'))
+    model = load_model(xml, strict=True)
+    assert model.warnings == []

@@ -254,6 +254,9 @@ def floating_state(rng):
 def test_describe_model(ros, nodes, ns, name):
     model = robot(name)
     response = ros.call(DescribeModel, service(nodes, ns, 'describe_model'))
+    assert response.success and response.message == 'ok'
+    assert response.description_source == f"robot_description_file '{name}'"
+    assert list(response.warnings) == model.warnings == []
     assert response.robot_name == model.name
     assert tuple(response.joint_names) == model.joint_names
     assert tuple(response.independent_joint_names) == model.independent_joint_names
@@ -485,7 +488,9 @@ def test_no_model_then_hot_reload_good_bad_good(ros, nodes):
                         _loop_request(ForwardDynamics))
     assert not response.success
     assert response.message.startswith('no robot model loaded yet'), response.message
-    assert ros.call(DescribeModel, describe).robot_name == ''
+    before = ros.call(DescribeModel, describe)
+    assert (before.success, before.robot_name) == (False, '')
+    assert before.message.startswith('no robot model loaded yet'), before.message
 
     qos = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
                      durability=DurabilityPolicy.TRANSIENT_LOCAL)
@@ -525,8 +530,12 @@ def test_no_model_then_hot_reload_good_bad_good(ros, nodes):
         publisher.publish(String(data=BAD_URDF))
         ros.spin_for(0.5)
         assert ros.call(DescribeModel, describe).robot_name == 'four_bar'
-        publisher.publish(String(data=text(bundled_model('six_bar'))))
+        # A CAD-like inertia (triangle inequality broken) loads; the warning reaches describe_model.
+        cad = text(bundled_model('six_bar')).replace('izz="0.00010625"', 'izz="0.00012"', 1)
+        publisher.publish(String(data=cad))
         assert robot_name_becomes('six_bar'), process.output()
+        warnings = list(ros.call(DescribeModel, describe).warnings)
+        assert warnings == load_model(cad).warnings and len(warnings) == 1, warnings
     finally:
         ros.node.destroy_publisher(publisher)
     assert 'description on the topic rejected, keeping the served model' in process.output()
