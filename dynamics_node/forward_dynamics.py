@@ -6,8 +6,7 @@ import numpy as np
 
 from .clusters import constraint_jacobian
 from .errors import ModelError, SingularConfigurationError
-from .kinematics import forward_pass
-from .lcaba import lcaba, ProximalSettings
+from .lcaba import ProximalSettings
 from .state import independent_velocities, vector
 
 METHODS = ('auto', 'aba', 'lcaba')
@@ -46,7 +45,7 @@ def aba_info(model, data, q, yd, qdd):
 def lcaba_info(model, data, q, v, tau, settings=None, fallback_reason=''):
     """LCABA (seed 004) from the public inputs; data.Xup at q and data.f_ext set beforehand."""
     qd = _spanning_velocities(model, data, q, v)
-    result = lcaba(model, data, q, qd, _spanning_forces(model, tau), settings or ProximalSettings())
+    result = data.engine.lcaba(q, qd, _spanning_forces(model, tau), data.f_ext, settings or ProximalSettings())
     return ForwardDynamicsInfo(result.qdd, 'lcaba', fallback_reason, result.residual, result.iterations,
                                result.multipliers)
 
@@ -58,12 +57,11 @@ def _spanning_velocities(model, data, q, v):
     if x.size == model.nv:
         return x
     try:
-        forward_pass(model, data, q, yd)
+        return data.engine.spanning(q, np.zeros(model.ny), yd)         # G yd (g vanishes at zero velocity)
     except SingularConfigurationError as error:
         raise SingularConfigurationError(
             f'v holds the {model.ny} independent velocities, which cannot be lifted to spanning ones at this '
             f'singular configuration ({error}); pass the {model.nv} spanning velocities instead') from None
-    return data.qd.copy()
 
 
 def _spanning_forces(model, tau):
