@@ -104,7 +104,7 @@ def first_forward_sweep(m, d, p, w, qd, f_ext):
         for e in range(6):
             w.c[i, e] = c[e]
             w.f[i, e] = w.f_tree[i, e] = f_ext[i, e] - b[e]
-        H[p.slot[i, i]] += m.inertia[i]
+        add_block(p, w, i, i, m.inertia[i], 1.0, False)
 
 
 @njit
@@ -397,4 +397,3 @@ def lcaba(m, d, p, w, q, qd, tau, f_ext, mu, tolerance, max_iterations):
         iterations += 1
     w.result[0], w.result[1], w.result[2] = iterations, residual, 1.0 if converged else 0.0
     return OK
-
