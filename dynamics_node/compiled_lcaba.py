@@ -54,10 +54,12 @@ _stamp_both_files()
 # ---- blocks of the cost-to-go H (one per unordered pair, stored as H[min, max]) ----
 
 @njit
-def block(p, w, j, k, r, c):
-    """H[j, k][r, c]."""
+def get_block(p, w, j, k, out):
+    """out = H[j, k]."""
     B = w.H[p.slot[j, k]]
-    return B[r, c] if j <= k else B[c, r]
+    for r in range(6):
+        for c in range(6):
+            out[r, c] = B[r, c] if j <= k else B[c, r]
 
 
 @njit
@@ -212,13 +214,13 @@ def eliminate(m, d, p, w, i, tau, a0):
     forward_solve(L, n, ub)
     nN = p.n_neighbours[i]
     for q in range(nN):                                              # Y_j rows: L^-1 S^T H_ij
-        j = p.neighbours[i, q]
+        get_block(p, w, i, p.neighbours[i, q], C)
         for a in range(n):
             s = joint_column(joint[i], axis[i], a)
             for c in range(6):
                 Y[q, a, c] = 0.0
                 for e in range(6):
-                    Y[q, a, c] += s[e] * block(p, w, i, j, e, c)
+                    Y[q, a, c] += s[e] * C[e, c]
         forward_solve_rows(L, n, Y[q])
     for r_ in range(6):                                              # H^a_i = H_ii - Z^T Z
         for c in range(6):
@@ -235,9 +237,9 @@ def eliminate(m, d, p, w, i, tau, a0):
         transform_force(E, r, x, w.f[parent], True)
     for q in range(nN):
         j = p.neighbours[i, q]
+        get_block(p, w, i, j, C)
         for r_ in range(6):                                          # C = P_i H_ij = H_ij - Z^T Y_j
             for c in range(6):
-                C[r_, c] = block(p, w, i, j, r_, c)
                 for a in range(n):
                     C[r_, c] -= Z[a, r_] * Y[q, a, c]
         for c in range(6):                                           # eq. 30e

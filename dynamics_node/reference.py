@@ -47,8 +47,9 @@ class ReferencePath:
         P = np.kron(np.eye(len(frames)), SWAP_LINEAR_ANGULAR)
         return P @ efpa(self.model, self.data, q, frames) @ P
 
-    def lcaba(self, q, qd, tau, f_ext, settings):
-        """LcabaResult of the proximal LCABA: qd, tau spanning (nv), f_ext (nb x 6)."""
+    def lcaba(self, q, qd, tau, f_ext, settings, multipliers=True):
+        """LcabaResult of the proximal LCABA: qd, tau spanning (nv), f_ext (nb x 6); the multipliers
+        are always named here (multipliers is for the FastPath interface)."""
         self._external_forces(f_ext)
         return lcaba(self.model, self.data, q, qd, tau, settings)
 
