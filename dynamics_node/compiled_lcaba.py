@@ -11,44 +11,22 @@ what differs:
 No kernel allocates. ``lcaba`` returns OK or NOT_POSITIVE (w.info: the body) instead of raising.
 
 The kernels reuse compiled.py's helpers, so numba's cache of this file is keyed on both files
-(``_stamp_both_files``): a change of compiled.py recompiles these kernels too.
+(kernel_cache.py): a change of compiled.py recompiles these kernels too.
 """
 
 import math
-import os
 
 from numba import njit
-from numba.core import caching
 
 from .compiled import (backward_solve, cholesky, compose, congruence_add, copy_transform, cross_force,
                        cross_motion, dot6, forward_solve, forward_solve_rows, joint_column, joint_motion,
                        joint_nv, mat6_vec, transform_force, transform_motion, update_transforms)
+from .kernel_cache import key_on_helpers
 
 OK, NOT_POSITIVE = 0, 1
 
 
-def _stamp_both_files():
-    """Make numba's cache of this file depend on compiled.py too (its source stamp is per file)."""
-    here = os.path.abspath(__file__)
-    helpers = os.path.join(os.path.dirname(here), 'compiled.py')
-
-    def stamped(base):
-        class Locator(base):
-            @classmethod
-            def from_function(cls, py_func, py_file):
-                return super().from_function(py_func, py_file) if os.path.abspath(py_file) == here else None
-
-            def get_source_stamp(self):
-                stat = os.stat(helpers)
-                return super().get_source_stamp(), caching._hash_source_file(helpers, stat.st_mtime, stat.st_size)
-        return Locator
-
-    locators = caching.CacheImpl._locator_classes
-    if not any(getattr(cls, '__module__', '') == __name__ for cls in locators):
-        locators[:0] = [stamped(caching.UserProvidedCacheLocator), stamped(caching.InTreeCacheLocator)]
-
-
-_stamp_both_files()
+key_on_helpers(__file__)
 
 
 # ---- blocks of the cost-to-go H (one per unordered pair, stored as H[min, max]) ----

@@ -3,7 +3,6 @@ consistency, spanning <-> independent velocities and external wrenches."""
 
 import numpy as np
 
-from .clusters import constraint_jacobian
 from .errors import ModelError
 from .kinematics import update_transforms
 
@@ -29,6 +28,8 @@ def vector(value, name, sizes):
 def positions(model, data, q, check=True):
     """Spanning positions with unit quaternions; with check, the loops must be closed."""
     q = vector(q, 'q', {model.nq: 'spanning positions'}).copy()
+    if data.engine.accept_positions(q, check, POSITION_TOLERANCE):     # compiled; else the checks below
+        return q
     for i in range(1, model.nb):
         if model.joint_type[i] == 'floating':
             quat = q[model.idx_q[i] + 3:model.idx_q[i] + 7]
@@ -60,13 +61,7 @@ def independent_velocities(model, data, v, name='v'):
     if x.size == model.ny and model.ny != model.nv:
         return x
     tolerance = VELOCITY_TOLERANCE * max(1.0, np.max(np.abs(x)))
-    violation, _, cluster = model.couplings.worst_velocity_violation(x)
-    for c, (v0, v1) in zip(model.cluster_list, model.v_range):
-        if not c.linear:
-            K, _ = constraint_jacobian(c, data.Xup, model.S, np.zeros(c.n))
-            residual = np.max(np.abs(K[c.active_rows] @ x[v0:v1]))
-            if residual > violation:
-                violation, cluster = residual, c.name
+    violation, cluster = data.engine.velocity_violation(x)
     if violation > tolerance:
         raise ModelError(f'{name} violates the constraints of cluster {cluster!r} by {violation:.3g}; pass '
                          f'consistent spanning values or the {model.ny} independent ones')

@@ -11,7 +11,7 @@ from numba.core.runtime import _nrt_python, rtsys
 from conftest import assert_close, random_state, robot, ROBOTS
 from dynamics_node import load_model, ModelError, SingularConfigurationError
 from dynamics_node.fast_path import FastPath
-from dynamics_node.kinematics import forward_pass
+from dynamics_node.kinematics import forward_pass, update_transforms
 from dynamics_node.lcaba import ProximalSettings
 from dynamics_node.reference import ReferencePath
 from dynamics_node.state import external_forces
@@ -154,6 +154,54 @@ def test_lcaba_of_a_massless_body_is_named():
     v = np.zeros(model.nv)
     with pytest.raises(ModelError, match="joint 'tip_joint': D = S\\^T H S is not positive definite"):
         fast.lcaba(q, v, v, np.zeros((model.nb, 6)), ProximalSettings())
+
+
+def numpy_closure(model, q):
+    """max |phi(q)| over every coupling and loop (constraints.py residuals)."""
+    data = model.create_data()
+    update_transforms(model, data, q)
+    return max([0.0] + [float(np.max(np.abs(con.residual(data.Xup, lambda b: q[model.idx_q[b]]))))
+                        for c in model.cluster_list for con in c.constraints])
+
+
+@pytest.mark.parametrize('name', MODELS + ['redundant_weld'])
+def test_compiled_state_checks(name, rng):
+    """accept_positions accepts exactly below the NumPy residual (revolute, prismatic and fixed loops,
+    couplings), normalizes quaternions; velocity_violation is the NumPy measure."""
+    model = load_model(REDUNDANT) if name == 'redundant_weld' else model_and_fast_path(name)[0]
+    fast = FastPath(model)
+    reference = Reference(model)
+    scalar = np.array([model.joint_type[i] != 'floating' for i in range(1, model.nb)
+                       for _ in range(model.nq_body[i])])
+    for _ in range(STATES):
+        if name == 'redundant_weld':
+            q = four_bar_positions(model, *robot('four_bar').complete_positions([rng.uniform(-np.pi, np.pi)]))
+        else:
+            q, _, _ = random_state(model, rng)
+        for x in (q, q + scalar * rng.normal(scale=1e-4, size=model.nq)):
+            phi = numpy_closure(model, x)
+            margin = 1e-9 * phi + 1e-14                         # round-off of the two residual formulas
+            assert fast.accept_positions(x.copy(), True, phi + margin), f'{name}: accept at {phi:.3e}'
+            if phi > margin:
+                assert not fast.accept_positions(x.copy(), True, phi - margin), f'{name}: refer below {phi:.3e}'
+        v = model.spanning_velocities(q, rng.normal(size=model.ny)) + rng.normal(scale=1e-3, size=model.nv)
+        assert fast.accept_positions(q.copy(), True, 1e-6), f'{name}: closed q accepted'
+        update_transforms(model, reference.data, q)
+        violation, cluster = fast.velocity_violation(v)
+        expected, expected_cluster = reference.velocity_violation(v)
+        assert abs(violation - expected) <= 1e-12 * max(1.0, expected) and cluster == expected_cluster, name
+
+
+def test_quaternions_are_normalized_or_referred(rng):
+    model, fast = model_and_fast_path('quadruped_rotors')
+    q, _, _ = random_state(model, rng)
+    i0 = model.idx_q[model.joint_type.index('floating')] + 3
+    scaled = q.copy()
+    scaled[i0:i0 + 4] *= 1 + 5e-6
+    assert fast.accept_positions(scaled, False, 1e-6)
+    assert_close(scaled, q, 'normalized quaternion', 1e-15)
+    scaled[i0:i0 + 4] *= 1.1
+    assert not fast.accept_positions(scaled, False, 1e-6), 'norm 1.1 referred to the NumPy check'
 
 
 def test_gravity_is_settable(rng):

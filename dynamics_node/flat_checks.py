@@ -1,0 +1,98 @@
+"""What the compiled state checks (compiled_checks.py) need beyond the FlatModel, as flat arrays.
+
+The loops in the order of FlatModel's loop fields (LOOP clusters in order, their loops in order) with
+the data of LoopConstraint.residual: both loop frames on their bodies, the kind and the axis frame;
+and every coupling as a row of A q + b = 0; the velocity rows A v = 0 of the coupling-only clusters
+(LinearConstraints; those of LOOP clusters are rows of their K).
+"""
+
+import weakref
+
+import numpy as np
+from numba import njit
+from numba.experimental import structref
+
+from .constraints import CouplingConstraint
+from .flat import _plucker_parts, _StructType
+
+RESIDUAL_KIND = {'revolute': 0, 'continuous': 0, 'prismatic': 1, 'fixed': 2}   # else -1: checked in NumPy
+
+CHECK_FIELDS = {   # name: meaning, shape (nl loops, nr coupling rows)
+    'loop_kind': 'RESIDUAL_KIND of loop l, -1 where only the NumPy check knows its residual (nl)',
+    'pred_E': 'rotation of ^PX_pred, loop frame P on the predecessor body (nl, 3, 3)',
+    'pred_r': 'translation of ^PX_pred (nl, 3)',
+    'succ_E': 'rotation of ^SX_succ, loop frame S on the successor body (nl, 3, 3)',
+    'succ_r': 'translation of ^SX_succ (nl, 3)',
+    'frame': 'columns e1, e2, axis of the loop joint, frame P (nl, 3, 3)',
+    'A_q': 'every coupling over positions (nr, nq)',
+    'b': 'their offsets (nr)',
+    'A_v': 'the couplings of coupling-only clusters over velocities (LinearConstraints.A_v)',
+    'A_v_cluster': 'cluster index of each row of A_v',
+}
+
+SCRATCH_FIELDS = {
+    'E': 'scratch rotations (4, 3, 3)',
+    'r': 'scratch translations (4, 3)',
+    'worst': 'largest velocity violation and its cluster index (2)',
+}
+
+
+@structref.register
+class CheckPlanType(_StructType):
+    """numba type of CheckPlanRef."""
+
+
+class CheckPlanRef(structref.StructRefProxy):
+    """The kernels' view of a CheckPlan (its fields and a scratch workspace)."""
+
+
+structref.define_proxy(CheckPlanRef, CheckPlanType, list(CHECK_FIELDS) + list(SCRATCH_FIELDS))
+
+
+@njit(cache=True)
+def _new_check_ref(*fields):
+    return CheckPlanRef(*fields)
+
+
+_PLANS = weakref.WeakKeyDictionary()
+
+
+def check_plan(model):
+    """The model's CheckPlan, built once (the kernels' scratch is per workspace: create_ref)."""
+    if model not in _PLANS:
+        _PLANS[model] = CheckPlan(model)
+    return _PLANS[model]
+
+
+class CheckPlan:
+    """The fields of CHECK_FIELDS as read-only arrays (attributes)."""
+
+    def __init__(self, model):
+        loops = [con for c in model.cluster_list if not c.linear for con in c.constraints
+                 if not isinstance(con, CouplingConstraint)]
+        nl = len(loops)
+        fields = {'loop_kind': np.array([RESIDUAL_KIND.get(con.kind, -1) for con in loops], dtype=np.int64),
+                  'pred_E': np.zeros((nl, 3, 3)), 'pred_r': np.zeros((nl, 3)), 'succ_E': np.zeros((nl, 3, 3)),
+                  'succ_r': np.zeros((nl, 3)), 'frame': np.array([con.frame for con in loops]).reshape(nl, 3, 3),
+                  'A_v': np.array(model.couplings.A_v),
+                  'A_v_cluster': np.array([[c.name for c in model.cluster_list].index(name)
+                                           for name in model.couplings.clusters], dtype=np.int64)}
+        couplings = [con for c in model.cluster_list for con in c.constraints if isinstance(con, CouplingConstraint)]
+        fields['A_q'], fields['b'] = np.zeros((len(couplings), model.nq)), np.zeros(len(couplings))
+        for row, con in enumerate(couplings):
+            for body, coefficient in con.coefficients.items():
+                fields['A_q'][row, model.idx_q[body]] += coefficient
+            fields['b'][row] = con.offset
+        for index, con in enumerate(loops):
+            fields['pred_E'][index], fields['pred_r'][index] = _plucker_parts(con.X_P_pred)
+            fields['succ_E'][index], fields['succ_r'][index] = _plucker_parts(con.X_S_succ)
+        for value in fields.values():
+            value.setflags(write=False)
+        self.fields = fields
+        self.__dict__.update(fields)
+
+    def create_ref(self):
+        """The kernels' view with a fresh scratch workspace (one per thread), and its 'worst' output."""
+        scratch = {'E': np.zeros((4, 3, 3)), 'r': np.zeros((4, 3)), 'worst': np.zeros(2)}
+        fields = [self.fields[name] for name in CHECK_FIELDS] + [scratch[name] for name in SCRATCH_FIELDS]
+        return _new_check_ref(*fields), scratch['worst']
