@@ -14,6 +14,7 @@ from .clusters import build_clusters
 from .completion import complete_positions, independent_position_size
 from .couplings import LinearConstraints
 from .errors import ModelError, SingularConfigurationError
+from .extended_urdf import to_urdf_plus
 from .forward_dynamics import aba_info, check_method, lcaba_info, lcaba_is_cheaper
 from .frames import link_pose as pose_of, link_transforms, positions_jacobians
 from .joints import motion_subspace, NQ, NV
@@ -346,7 +347,7 @@ def numba_available():
     return True
 
 
-def load_model(source, compiled=None, strict=False):
+def load_model(source, compiled=None, strict=False, closures=None):
     """Load a URDF+ robot from a file path or an XML string (seed 002).
 
     Links whose inertia breaks the triangle inequality or has zero principal moments (common in
@@ -355,7 +356,12 @@ def load_model(source, compiled=None, strict=False):
     Args:
         compiled: True for the numba fast path, False for the NumPy reference algorithms, None (default)
             for the fast path where numba is installed.
+        closures: the YAML closures of an Extended URDF (a path or the YAML text; see extended_urdf.py):
+            the URDF is converted to URDF+ (loops, joint replacements, name_mot as independent marks)
+            and loaded as such.
     Raises:
         ModelError: with the element, name and expectation, for any description the library cannot use.
     """
+    if closures is not None:
+        source = to_urdf_plus(source, closures)
     return Model(read_urdf(source, strict), compiled)
