@@ -10,7 +10,7 @@ max |K v| over the coupling rows and the LOOP clusters' active rows (K of compil
 
 import math
 
-from numba import njit
+from numba import njit, types
 
 from .compiled import compose, constraint_rows, copy_transform, FLOATING, LOOP, update_transforms
 from .kernel_cache import key_on_helpers
@@ -18,6 +18,15 @@ from .kernel_cache import key_on_helpers
 QUATERNION_TOLERANCE = 1e-5       # |norm - 1| accepted, as state.positions
 
 key_on_helpers(__file__)
+
+
+@njit([types.boolean(types.Array(types.float64, 1, 'A', readonly=True))], cache=True, nogil=True)
+def all_finite(x):
+    """No NaN or infinity in x (state.vector)."""
+    for value in x:
+        if not math.isfinite(value):
+            return False
+    return True
 
 
 @njit
@@ -110,8 +119,10 @@ def accept_positions(m, d, c, q, closure, tolerance):
 @njit(cache=True, nogil=True)
 def velocity_violation(m, d, c, v):
     """max |K v| over the coupling rows and the active rows of every LOOP cluster into c.worst[0], its
-    cluster into c.worst[1], at the transforms of the last accept_positions."""
-    worst, cluster = 0.0, -1.0
+    cluster into c.worst[1] and max |v| into c.worst[2], at the transforms of the last accept_positions."""
+    worst, cluster, scale = 0.0, -1.0, 0.0
+    for j in range(len(v)):
+        scale = max(scale, abs(v[j]))
     for row in range(len(c.A_v)):
         t = 0.0
         for j in range(len(v)):
@@ -130,4 +141,4 @@ def velocity_violation(m, d, c, v):
                 t += d.K[row, j] * v[v0 + j]
             if abs(t) > worst:
                 worst, cluster = abs(t), k
-    c.worst[0], c.worst[1] = worst, cluster
+    c.worst[0], c.worst[1], c.worst[2] = worst, cluster, scale

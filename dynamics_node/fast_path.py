@@ -105,11 +105,11 @@ class FastPath:
         return self._accept_positions(self._m, self._d, self._c, q, closure, tolerance)
 
     def velocity_violation(self, v):
-        """(max |K v|, cluster name) of spanning velocities at the positions of the last
+        """(max |K v|, its cluster's name, max |v|) of spanning velocities at the positions of the last
         accept_positions(q, closure=True)."""
         self._velocity_violation(self._m, self._d, self._c, v)
-        worst, cluster = self._worst
-        return float(worst), self.model.cluster_list[int(cluster)].name if cluster >= 0 else ''
+        worst, cluster, scale = self._worst
+        return float(worst), self.model.cluster_list[int(cluster)].name if cluster >= 0 else '', float(scale)
 
     def lcaba(self, q, qd, tau, f_ext, settings, multipliers=True):
         """LcabaResult of the proximal LCABA (lcaba.lcaba): qd, tau spanning (nv), f_ext (nb x 6); its

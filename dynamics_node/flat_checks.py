@@ -33,7 +33,7 @@ CHECK_FIELDS = {   # name: meaning, shape (nl loops, nr coupling rows)
 SCRATCH_FIELDS = {
     'E': 'scratch rotations (4, 3, 3)',
     'r': 'scratch translations (4, 3)',
-    'worst': 'largest velocity violation and its cluster index (2)',
+    'worst': 'largest velocity violation, its cluster index, largest velocity (3)',
 }
 
 
@@ -93,6 +93,6 @@ class CheckPlan:
 
     def create_ref(self):
         """The kernels' view with a fresh scratch workspace (one per thread), and its 'worst' output."""
-        scratch = {'E': np.zeros((4, 3, 3)), 'r': np.zeros((4, 3)), 'worst': np.zeros(2)}
+        scratch = {'E': np.zeros((4, 3, 3)), 'r': np.zeros((4, 3)), 'worst': np.zeros(3)}
         fields = [self.fields[name] for name in CHECK_FIELDS] + [scratch[name] for name in SCRATCH_FIELDS]
         return _new_check_ref(*fields), scratch['worst']

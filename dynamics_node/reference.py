@@ -53,8 +53,8 @@ class ReferencePath:
         return False
 
     def velocity_violation(self, v):
-        """(max |K v|, cluster name) of spanning velocities over the couplings and the loop clusters' active
-        rows, at the loop clusters' transforms of the last state.positions(check=True)."""
+        """(max |K v|, its cluster's name, max |v|) of spanning velocities over the couplings and the loop
+        clusters' active rows, at the loop clusters' transforms of the last state.positions(check=True)."""
         model = self.model
         violation, _, cluster = model.couplings.worst_velocity_violation(v)
         for c, (v0, v1) in zip(model.cluster_list, model.v_range):
@@ -63,7 +63,7 @@ class ReferencePath:
                 residual = np.max(np.abs(K[c.active_rows] @ v[v0:v1]))
                 if residual > violation:
                     violation, cluster = residual, c.name
-        return violation, cluster
+        return violation, cluster, float(np.max(np.abs(v), initial=0.0))
 
     def lcaba(self, q, qd, tau, f_ext, settings, multipliers=True):
         """LcabaResult of the proximal LCABA: qd, tau spanning (nv), f_ext (nb x 6); the multipliers

@@ -1,6 +1,8 @@
 """Checks and conversions of user-supplied states: lengths, finiteness, unit quaternions, constraint
 consistency, spanning <-> independent velocities and external wrenches."""
 
+import functools
+
 import numpy as np
 
 from .errors import ModelError
@@ -19,10 +21,20 @@ def vector(value, name, sizes):
     if x.size not in sizes:
         expected = ' or '.join(f'{n} ({meaning})' for n, meaning in sizes.items())
         raise ModelError(f'{name} has {x.size} entries; expected {expected}')
-    bad = np.flatnonzero(~np.isfinite(x))
-    if bad.size:
-        raise ModelError(f'{name}[{bad[0]}] is {x[bad[0]]}; expected finite numbers')
+    if not _finiteness_check()(x):
+        bad = np.flatnonzero(~np.isfinite(x))[0]
+        raise ModelError(f'{name}[{bad}] is {x[bad]}; expected finite numbers')
     return x
+
+
+@functools.cache
+def _finiteness_check():
+    """all(isfinite(x)): compiled_checks.all_finite where numba is installed (0.1 us instead of 1 us)."""
+    try:
+        from .compiled_checks import all_finite
+    except ImportError:
+        return lambda x: bool(np.all(np.isfinite(x)))
+    return all_finite
 
 
 def positions(model, data, q, check=True):
@@ -60,9 +72,8 @@ def independent_velocities(model, data, v, name='v'):
     x = vector(v, name, {model.nv: 'spanning', model.ny: 'independent'})
     if x.size == model.ny and model.ny != model.nv:
         return x
-    tolerance = VELOCITY_TOLERANCE * max(1.0, np.max(np.abs(x)))
-    violation, cluster = data.engine.velocity_violation(x)
-    if violation > tolerance:
+    violation, cluster, scale = data.engine.velocity_violation(x)
+    if violation > VELOCITY_TOLERANCE * max(1.0, scale):
         raise ModelError(f'{name} violates the constraints of cluster {cluster!r} by {violation:.3g}; pass '
                          f'consistent spanning values or the {model.ny} independent ones')
     return x[model.independent_v]

@@ -187,9 +187,10 @@ def test_compiled_state_checks(name, rng):
         v = model.spanning_velocities(q, rng.normal(size=model.ny)) + rng.normal(scale=1e-3, size=model.nv)
         assert fast.accept_positions(q.copy(), True, 1e-6), f'{name}: closed q accepted'
         update_transforms(model, reference.data, q)
-        violation, cluster = fast.velocity_violation(v)
-        expected, expected_cluster = reference.velocity_violation(v)
+        violation, cluster, scale = fast.velocity_violation(v)
+        expected, expected_cluster, expected_scale = reference.velocity_violation(v)
         assert abs(violation - expected) <= 1e-12 * max(1.0, expected) and cluster == expected_cluster, name
+        assert scale == expected_scale, f'{name}: max |v|'
 
 
 def test_quaternions_are_normalized_or_referred(rng):
