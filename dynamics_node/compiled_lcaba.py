@@ -32,18 +32,18 @@ key_on_helpers(__file__)
 # ---- blocks of the cost-to-go H (one per unordered pair, stored as H[min, max]) ----
 
 @njit
-def get_block(p, w, j, k, out):
-    """out = H[j, k]."""
-    B = w.H[p.slot[j, k]]
+def get_block(H, slot, j, k, out):
+    """out = H[j, k] (blocks H, their slots)."""
+    B = H[slot[j, k]]
     for r in range(6):
         for c in range(6):
             out[r, c] = B[r, c] if j <= k else B[c, r]
 
 
 @njit
-def add_block(p, w, j, k, M, scale, transpose):
+def add_block(H, slot, j, k, M, scale, transpose):
     """H[j, k] += scale M (or scale M^T); on the diagonal the caller keeps the block symmetric."""
-    B = w.H[p.slot[j, k]]
+    B = H[slot[j, k]]
     flip = (j > k) != transpose
     for r in range(6):
         for c in range(6):
@@ -84,7 +84,7 @@ def first_forward_sweep(m, d, p, w, qd, f_ext):
         for e in range(6):
             w.c[i, e] = c[e]
             w.f[i, e] = w.f_tree[i, e] = f_ext[i, e] - b[e]
-        add_block(p, w, i, i, m.inertia[i], 1.0, False)
+        add_block(w.H, p.slot, i, i, m.inertia[i], 1.0, False)
 
 
 @njit
@@ -165,7 +165,7 @@ def add_penalty(p, w, con, mu, a0):
                     M[r, c] = 0.0
                     for row in range(rows):
                         M[r, c] += K[e, row, r] * K[e2, row, c]
-            add_block(p, w, b, b2, M, mu, False)
+            add_block(w.H, p.slot, b, b2, M, mu, False)
 
 
 @njit
@@ -192,7 +192,7 @@ def eliminate(m, d, p, w, i, tau, a0):
     forward_solve(L, n, ub)
     nN = p.n_neighbours[i]
     for q in range(nN):                                              # Y_j rows: L^-1 S^T H_ij
-        get_block(p, w, i, p.neighbours[i, q], C)
+        get_block(w.H, p.slot, i, p.neighbours[i, q], C)
         for a in range(n):
             s = joint_column(joint[i], axis[i], a)
             for c in range(6):
@@ -215,7 +215,7 @@ def eliminate(m, d, p, w, i, tau, a0):
         transform_force(E, r, x, w.f[parent], True)
     for q in range(nN):
         j = p.neighbours[i, q]
-        get_block(p, w, i, j, C)
+        get_block(w.H, p.slot, i, j, C)
         for r_ in range(6):                                          # C = P_i H_ij = H_ij - Z^T Y_j
             for c in range(6):
                 for a in range(n):
@@ -229,9 +229,9 @@ def eliminate(m, d, p, w, i, tau, a0):
             w.f[j, c] -= t
         if parent > 0:
             force_columns(E, r, C, M)                                # eq. 30c; with j = parent eq. 34
-            add_block(p, w, parent, j, M, 1.0, False)
+            add_block(w.H, p.slot, parent, j, M, 1.0, False)
             if j == parent:
-                add_block(p, w, parent, j, M, 1.0, True)
+                add_block(w.H, p.slot, parent, j, M, 1.0, True)
         else:
             transform_motion(E, r, a0, x)                            # eq. 35
             for c in range(6):
@@ -244,7 +244,7 @@ def eliminate(m, d, p, w, i, tau, a0):
                     M[r_, c] = 0.0
                     for a in range(n):
                         M[r_, c] += Y[q, a, r_] * Y[q2, a, c]
-            add_block(p, w, j, k, M, -1.0, False)
+            add_block(w.H, p.slot, j, k, M, -1.0, False)
     return OK
 
 
