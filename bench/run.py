@@ -85,7 +85,7 @@ def measure(label, xml, rng):
 
 def robot_table(rng):
     names = FIRST + [name for name in bundled_models() if name not in FIRST]
-    cases = [(name, open(bundled_model(name)).read()) for name in names]
+    cases = [(name, bundled_model(name)) for name in names]             # a path or URDF+ text
     cases.append(('jvrc_like (generated)', jvrc_like()))
     results = [measure(label, xml, rng) for label, xml in cases]
     pairs = (('FD', 'aba'), ('ID', 'rnea'), ('H', 'crba'), ('Linv', 'Minv'))

@@ -7,7 +7,7 @@ import numpy as np
 
 from .clusters import constraint_jacobian
 from .errors import ModelError, SingularConfigurationError
-from .lcaba import ProximalSettings
+from .lcaba import DEFAULT_SETTINGS
 from .state import independent_velocities, vector
 
 METHODS = ('auto', 'aba', 'lcaba')
@@ -60,7 +60,7 @@ def aba_info(model, data, q, yd, qdd):
 def lcaba_info(model, data, q, v, tau, settings=None, fallback_reason='', multipliers=True):
     """LCABA (seed 004) from the public inputs; data.Xup at q and data.f_ext set beforehand."""
     qd = _spanning_velocities(model, data, q, v)
-    result = data.engine.lcaba(q, qd, _spanning_forces(model, tau), data.f_ext, settings or ProximalSettings(),
+    result = data.engine.lcaba(q, qd, _spanning_forces(model, tau), data.f_ext, settings or DEFAULT_SETTINGS,
                                multipliers)
     return ForwardDynamicsInfo(result.qdd, 'lcaba', fallback_reason, result.residual, result.iterations,
                                result.multipliers)
