@@ -92,22 +92,28 @@ def loop_residual(m, d, c, lp):
 @njit(cache=True, nogil=True)
 def accept_positions(m, d, c, q, closure, tolerance):
     """Unit quaternions normalized in place; with closure, every coupling and loop within tolerance
-    and d.Xup left at q (for velocity_violation). True where state.positions would accept q."""
+    and, with loops, d.Xup left at q (for velocity_violation). True where state.positions would
+    accept q."""
+    unit = True
     for i in range(1, len(m.joint)):
         if m.joint[i] == FLOATING:
             i0 = m.idx_q[i] + 3
             norm = math.sqrt(q[i0] ** 2 + q[i0 + 1] ** 2 + q[i0 + 2] ** 2 + q[i0 + 3] ** 2)
             if not abs(norm - 1.0) <= QUATERNION_TOLERANCE:
-                return False
-            for j in range(4):
-                q[i0 + j] /= norm
+                unit = False
+            else:
+                for j in range(4):
+                    q[i0 + j] /= norm
     if not closure:
-        return True
-    update_transforms(m, d, q)
+        return unit
+    if len(c.loop_kind):                   # before any refusal: the NumPy check may still accept q
+        update_transforms(m, d, q)
+    if not unit:
+        return False
     for row in range(len(c.b)):
         t = c.b[row]
-        for j in range(len(q)):
-            t += c.A_q[row, j] * q[j]
+        for e in range(c.q_rows[row], c.q_rows[row + 1]):
+            t += c.q_coefficient[e] * q[c.q_index[e]]
         if not abs(t) <= tolerance:
             return False
     for lp in range(len(c.loop_kind)):
@@ -123,12 +129,12 @@ def velocity_violation(m, d, c, v):
     worst, cluster, scale = 0.0, -1.0, 0.0
     for j in range(len(v)):
         scale = max(scale, abs(v[j]))
-    for row in range(len(c.A_v)):
+    for row in range(len(c.v_cluster)):
         t = 0.0
-        for j in range(len(v)):
-            t += c.A_v[row, j] * v[j]
+        for e in range(c.v_rows[row], c.v_rows[row + 1]):
+            t += c.v_coefficient[e] * v[c.v_index[e]]
         if abs(t) > worst:
-            worst, cluster = abs(t), c.A_v_cluster[row]
+            worst, cluster = abs(t), c.v_cluster[row]
     for k in range(len(m.kind)):
         if m.kind[k] != LOOP:
             continue

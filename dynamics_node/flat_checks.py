@@ -2,8 +2,8 @@
 
 The loops in the order of FlatModel's loop fields (LOOP clusters in order, their loops in order) with
 the data of LoopConstraint.residual: both loop frames on their bodies, the kind and the axis frame;
-and every coupling as a row of A q + b = 0; the velocity rows A v = 0 of the coupling-only clusters
-(LinearConstraints; those of LOOP clusters are rows of their K).
+and every coupling as a sparse row of A q + b = 0; the sparse velocity rows A v = 0 of the
+coupling-only clusters (LinearConstraints; those of LOOP clusters are rows of their K).
 """
 
 import weakref
@@ -24,10 +24,14 @@ CHECK_FIELDS = {   # name: meaning, shape (nl loops, nr coupling rows)
     'succ_E': 'rotation of ^SX_succ, loop frame S on the successor body (nl, 3, 3)',
     'succ_r': 'translation of ^SX_succ (nl, 3)',
     'frame': 'columns e1, e2, axis of the loop joint, frame P (nl, 3, 3)',
-    'A_q': 'every coupling over positions (nr, nq)',
-    'b': 'their offsets (nr)',
-    'A_v': 'the couplings of coupling-only clusters over velocities (LinearConstraints.A_v)',
-    'A_v_cluster': 'cluster index of each row of A_v',
+    'q_rows': 'coupling rows [q_rows[r], q_rows[r + 1]) of q_index, q_coefficient: every coupling (nr + 1)',
+    'q_index': 'position index of each term',
+    'q_coefficient': 'its coefficient; row r is sum coefficient q[index] + b[r] = 0',
+    'b': 'offsets of the couplings (nr)',
+    'v_rows': 'rows of v_index, v_coefficient: the couplings of coupling-only clusters (LinearConstraints.A_v)',
+    'v_index': 'velocity index of each term',
+    'v_coefficient': 'its coefficient; row r is sum coefficient v[index] = 0',
+    'v_cluster': 'cluster index of each velocity row',
 }
 
 SCRATCH_FIELDS = {
@@ -74,15 +78,16 @@ class CheckPlan:
         fields = {'loop_kind': np.array([RESIDUAL_KIND.get(con.kind, -1) for con in loops], dtype=np.int64),
                   'pred_E': np.zeros((nl, 3, 3)), 'pred_r': np.zeros((nl, 3)), 'succ_E': np.zeros((nl, 3, 3)),
                   'succ_r': np.zeros((nl, 3)), 'frame': np.array([con.frame for con in loops]).reshape(nl, 3, 3),
-                  'A_v': np.array(model.couplings.A_v),
-                  'A_v_cluster': np.array([[c.name for c in model.cluster_list].index(name)
-                                           for name in model.couplings.clusters], dtype=np.int64)}
+                  'v_cluster': np.array([[c.name for c in model.cluster_list].index(name)
+                                         for name in model.couplings.clusters], dtype=np.int64)}
         couplings = [con for c in model.cluster_list for con in c.constraints if isinstance(con, CouplingConstraint)]
-        fields['A_q'], fields['b'] = np.zeros((len(couplings), model.nq)), np.zeros(len(couplings))
+        A_q = np.zeros((len(couplings), model.nq))
         for row, con in enumerate(couplings):
             for body, coefficient in con.coefficients.items():
-                fields['A_q'][row, model.idx_q[body]] += coefficient
-            fields['b'][row] = con.offset
+                A_q[row, model.idx_q[body]] += coefficient
+        fields['b'] = np.array([con.offset for con in couplings], dtype=float)
+        fields['q_rows'], fields['q_index'], fields['q_coefficient'] = _sparse_rows(A_q)
+        fields['v_rows'], fields['v_index'], fields['v_coefficient'] = _sparse_rows(model.couplings.A_v)
         for index, con in enumerate(loops):
             fields['pred_E'][index], fields['pred_r'][index] = _plucker_parts(con.X_P_pred)
             fields['succ_E'][index], fields['succ_r'][index] = _plucker_parts(con.X_S_succ)
@@ -96,3 +101,10 @@ class CheckPlan:
         scratch = {'E': np.zeros((4, 3, 3)), 'r': np.zeros((4, 3)), 'worst': np.zeros(3)}
         fields = [self.fields[name] for name in CHECK_FIELDS] + [scratch[name] for name in SCRATCH_FIELDS]
         return _new_check_ref(*fields), scratch['worst']
+
+
+def _sparse_rows(A):
+    """Row pointers, column indices and values of the non-zeros of A, row by row."""
+    rows, columns = np.nonzero(A)
+    return (np.searchsorted(rows, np.arange(A.shape[0] + 1)).astype(np.int64), columns.astype(np.int64),
+            A[rows, columns].astype(float))
