@@ -242,26 +242,29 @@ def test_inputs_of_any_layout(rng):
     assert_close(fast.forward_dynamics(*strided), expected, 'ydd from strided read-only inputs', RTOL)
 
 
-def test_kernels_allocate_nothing(rng):
+@pytest.mark.parametrize('name', ['humanoid_belts', 'linkage_leg'])
+def test_kernels_allocate_nothing(name, rng):
     """numba wraps each NumPy argument in one small MemInfo per call; any further allocation would be
-    a buffer allocated inside a kernel."""
-    model, fast = model_and_fast_path('humanoid_belts')
+    a buffer allocated inside a kernel. Couplings only, and a loop with a coupling."""
+    model, fast = model_and_fast_path(name)
     q, yd, wrenches = random_state(model, rng)
     f_ext, x = body_forces(model, wrenches), rng.normal(size=model.ny)
-    v, tau = model.spanning_velocities(q, yd), rng.normal(size=model.nv)
+    v, tau, q_copy = model.spanning_velocities(q, yd), rng.normal(size=model.nv), q.copy()
     calls = {'forward_dynamics': (lambda: fast.forward_dynamics(q, yd, x, f_ext), 4),
              'inverse_dynamics': (lambda: fast.inverse_dynamics(q, yd, x, f_ext), 4),
              'mass_matrix': (lambda: fast.mass_matrix(q), 1),
              'inverse_osim': (lambda: fast.inverse_osim(q, model.links[:4]), 5),
              'spanning': (lambda: fast.spanning(q, yd, x), 3),
-             'lcaba': (lambda: fast.lcaba(q, v, tau, f_ext, ProximalSettings()), 4)}
+             'lcaba': (lambda: fast.lcaba(q, v, tau, f_ext, ProximalSettings()), 4),
+             'accept_positions': (lambda: fast.accept_positions(q_copy, True, 1e-6), 1),
+             'velocity_violation': (lambda: fast.velocity_violation(v), 1)}
     _nrt_python.memsys_enable_stats()
     try:
-        for name, (call, arrays) in calls.items():
+        for kernel, (call, arrays) in calls.items():
             call()
             before = rtsys.get_allocation_stats().alloc
             call()
-            assert rtsys.get_allocation_stats().alloc - before == arrays, f'allocations in {name}'
+            assert rtsys.get_allocation_stats().alloc - before == arrays, f'allocations in {kernel}'
     finally:
         _nrt_python.memsys_disable_stats()
 
