@@ -3,7 +3,8 @@
 numba keys the cache of a function on the source file that defines it, but inlines the helpers it
 calls from other modules: a kernel of compiled_lcaba.py would keep running the old compiled.py
 helpers after compiled.py changed. ``key_on_helpers(path)`` keys the cache of the module at path on
-compiled.py too (a cache locator of numba's, with the two files' stamps).
+compiled.py too: numba's cache locators, with compiled.py's modification time and size added to the
+stamp (numba 0.68's CacheImpl._locator_classes; a change of that interface fails at import).
 """
 
 import os
@@ -30,5 +31,5 @@ def _with_helpers(base):
 
         def get_source_stamp(self):
             stat = os.stat(HELPERS)
-            return super().get_source_stamp(), caching._hash_source_file(HELPERS, stat.st_mtime, stat.st_size)
+            return super().get_source_stamp(), stat.st_mtime, stat.st_size
     return Locator

@@ -2,6 +2,7 @@
 (reference.py: aba.py, rnea.py, crba.py, efpa.py), whatever Model's public methods dispatch to."""
 
 import functools
+import os
 import re
 
 import numpy as np
@@ -9,7 +10,7 @@ import pytest
 from numba.core.runtime import _nrt_python, rtsys
 
 from conftest import assert_close, random_state, robot, ROBOTS
-from dynamics_node import load_model, ModelError, SingularConfigurationError
+from dynamics_node import compiled, compiled_checks, compiled_lcaba, load_model, ModelError, SingularConfigurationError
 from dynamics_node.fast_path import FastPath
 from dynamics_node.kinematics import forward_pass, update_transforms
 from dynamics_node.lcaba import ProximalSettings
@@ -203,6 +204,13 @@ def test_quaternions_are_normalized_or_referred(rng):
     assert_close(scaled, q, 'normalized quaternion', 1e-15)
     scaled[i0:i0 + 4] *= 1.1
     assert not fast.accept_positions(scaled, False, 1e-6), 'norm 1.1 referred to the NumPy check'
+
+
+def test_kernel_caches_are_keyed_on_compiled_py():
+    """The LCABA and check kernels inline compiled.py's helpers: their numba cache must go stale with it."""
+    stat = os.stat(compiled.__file__)
+    for kernel in (compiled_lcaba.lcaba, compiled_checks.accept_positions, compiled_checks.velocity_violation):
+        assert kernel._cache._impl.locator.get_source_stamp()[1:] == (stat.st_mtime, stat.st_size), kernel
 
 
 def test_gravity_is_settable(rng):
