@@ -1,7 +1,9 @@
 """State completion: spanning positions from independent ones (seed 003 Sec. 1.2).
 
 Coupling-only clusters are linear and solved explicitly (couplings.py); loops are solved by Newton's method on
-phi(q) = 0 over the dependent joints, warm-started from the previous solution. A start on a singular
+phi(q) = 0 over the dependent joints, warm-started from the previous solution (the neutral position at
+first). Steps are taken in velocity coordinates and mapped onto each joint's position manifold
+(joints.retract: q <- q * exp(step) and renormalized for a spherical joint). A start on a singular
 pose (e.g. all links of a four-bar aligned at q = 0) can stall Newton, so a failed solve is retried
 from a few fixed, seeded restarts before the loop is reported as unreachable.
 """
@@ -10,16 +12,17 @@ import numpy as np
 
 from .clusters import constraint_jacobian
 from .errors import ModelError
+from .joints import random_position, retract
 from .kinematics import update_transforms
 
 TOLERANCE = 1e-12              # max |phi| of a solved cluster, m or rad
 MAX_ITERATIONS = 50
-RESTARTS = 8                   # extra starts: dependent joints uniform in [-pi, pi], seeded
+RESTARTS = 8                   # extra starts: dependent angles uniform in [-pi, pi], random quaternions, seeded
 
 
 def complete_positions(model, data, q_independent):
     """Spanning q (nq) whose independent joints take q_independent and whose loops are closed."""
-    q = np.zeros(model.nq) if data.q_last is None else data.q_last.copy()
+    q = (model.q_neutral if data.q_last is None else data.q_last).copy()
     independent = set(model.independent_joint_names)
     q_ind = np.asarray(q_independent, dtype=float).reshape(-1)
     cursor = 0
@@ -43,18 +46,23 @@ def independent_position_size(model):
 
 
 def _solve_cluster(model, data, cluster, q):
-    dependent = [model.idx_q[b] for b in cluster.bodies if cluster.col[b] in set(cluster.dependent)]
-    restarts = np.random.default_rng(cluster.index).uniform(-np.pi, np.pi, (RESTARTS, len(dependent)))
+    dependent = [b for b in cluster.bodies if cluster.col[b] in set(cluster.dependent)]
+    rng = np.random.default_rng(cluster.index)
     residual = _newton(model, data, cluster, q, dependent)
-    for start in restarts:
+    for _ in range(RESTARTS):
         if residual <= TOLERANCE:
             return
-        q[dependent] = start
+        for b in dependent:
+            q[_positions(model, b)] = random_position(model.joint_type[b], rng, np.pi)
         residual = _newton(model, data, cluster, q, dependent)
     if residual > TOLERANCE:
         raise ModelError(f'could not close the constraints {[c.name for c in cluster.constraints]} of cluster '
                          f'{cluster.name!r}: residual {residual:.3g} after {RESTARTS + 1} Newton solves; the '
                          'independent positions may be out of the mechanism\'s reach')
+
+
+def _positions(model, body):
+    return slice(model.idx_q[body], model.idx_q[body] + model.nq_body[body])
 
 
 def _newton(model, data, cluster, q, dependent):
@@ -66,9 +74,14 @@ def _newton(model, data, cluster, q, dependent):
             break
         K, _ = constraint_jacobian(cluster, data.Xup, model.S, np.zeros(cluster.n))
         step = np.linalg.lstsq(K[cluster.active_rows][:, cluster.dependent], phi, rcond=None)[0]
-        start, scale = q[dependent].copy(), 1.0
+        start, scale = [q[_positions(model, b)].copy() for b in dependent], 1.0
         while True:
-            q[dependent] = start - scale * step
+            column = 0
+            for b, q_b in zip(dependent, start):
+                nv = model.nv_body[b]
+                q[_positions(model, b)] = retract(model.joint_type[b], model.axis[b], q_b,
+                                                  -scale * step[column:column + nv])
+                column += nv
             trial = _residual(model, data, cluster, q)
             if np.linalg.norm(trial) < np.linalg.norm(phi) or scale < 1e-3:
                 break
