@@ -1,25 +1,33 @@
 """State completion: spanning positions from independent ones (seed 003 Sec. 1.2).
 
 Coupling-only clusters are linear and solved explicitly (couplings.py); loops are solved by Newton's method on
-phi(q) = 0 over the dependent joints, warm-started from the previous solution. A start on a singular
-pose (e.g. all links of a four-bar aligned at q = 0) can stall Newton, so a failed solve is retried
-from a few fixed, seeded restarts before the loop is reported as unreachable.
+phi(q) = 0 over the dependent joints. Steps are taken in velocity coordinates and mapped onto each joint's
+position manifold (joints.retract: q <- q * exp(step), renormalized, for a spherical joint).
+
+To stay on the assembly branch of the previous solution (the neutral position at first), a cluster's
+independent joints move there from their previous values in continuation steps of at most
+CONTINUATION_STEP, each closed by Newton from the last. A start on a singular pose (e.g. all links of
+a four-bar aligned at q = 0) can stall Newton, so a failed solve is retried from the neutral position
+and from a few fixed, seeded restarts before the loop is reported as unreachable.
 """
 
 import numpy as np
 
 from .clusters import constraint_jacobian
 from .errors import ModelError
+from .joints import QUATERNION_AT, random_position, retract
 from .kinematics import update_transforms
 
 TOLERANCE = 1e-12              # max |phi| of a solved cluster, m or rad
 MAX_ITERATIONS = 50
-RESTARTS = 8                   # extra starts: dependent joints uniform in [-pi, pi], seeded
+CONTINUATION_STEP = 0.1        # largest change of an independent coordinate per Newton solve, rad or m
+RESTARTS = 8                   # extra starts: dependent angles uniform in [-pi, pi], random quaternions, seeded
 
 
 def complete_positions(model, data, q_independent):
     """Spanning q (nq) whose independent joints take q_independent and whose loops are closed."""
-    q = np.zeros(model.nq) if data.q_last is None else data.q_last.copy()
+    previous = (model.q_neutral if data.q_last is None else data.q_last).copy()
+    q = previous.copy()
     independent = set(model.independent_joint_names)
     q_ind = np.asarray(q_independent, dtype=float).reshape(-1)
     cursor = 0
@@ -31,7 +39,7 @@ def complete_positions(model, data, q_independent):
     model.couplings.complete(q)
     for cluster in model.cluster_list:
         if not cluster.linear:
-            _solve_cluster(model, data, cluster, q)
+            _solve_cluster(model, data, cluster, q, previous)
     data.q_last = q.copy()
     return q
 
@@ -42,19 +50,64 @@ def independent_position_size(model):
     return sum(model.nq_body[i] for i in range(1, model.nb) if model.joint_names[i - 1] in names)
 
 
-def _solve_cluster(model, data, cluster, q):
-    dependent = [model.idx_q[b] for b in cluster.bodies if cluster.col[b] in set(cluster.dependent)]
-    restarts = np.random.default_rng(cluster.index).uniform(-np.pi, np.pi, (RESTARTS, len(dependent)))
-    residual = _newton(model, data, cluster, q, dependent)
-    for start in restarts:
+def _solve_cluster(model, data, cluster, q, previous):
+    """Close the loops of cluster in q, whose independent joints hold their targets and whose dependent
+    joints start from previous."""
+    dependent = [b for b in cluster.bodies if cluster.col[b] in set(cluster.dependent)]
+    if _continuation(model, data, cluster, q, previous, q.copy(), dependent):
+        return
+    rng = np.random.default_rng(cluster.index)
+    residual = np.inf
+    for restart in range(RESTARTS + 1):
+        for b in dependent:       # the neutral position first (the bundled robots are closed there)
+            q[_positions(model, b)] = model.q_neutral[_positions(model, b)] if restart == 0 else \
+                random_position(model.joint_type[b], rng, np.pi)
+        residual = _newton(model, data, cluster, q, dependent)
         if residual <= TOLERANCE:
             return
-        q[dependent] = start
-        residual = _newton(model, data, cluster, q, dependent)
-    if residual > TOLERANCE:
-        raise ModelError(f'could not close the constraints {[c.name for c in cluster.constraints]} of cluster '
-                         f'{cluster.name!r}: residual {residual:.3g} after {RESTARTS + 1} Newton solves; the '
-                         'independent positions may be out of the mechanism\'s reach')
+    raise ModelError(f'could not close the constraints {[c.name for c in cluster.constraints]} of cluster '
+                     f'{cluster.name!r}: residual {residual:.3g} after {RESTARTS + 2} Newton solves; the '
+                     'independent positions may be out of the mechanism\'s reach')
+
+
+def _continuation(model, data, cluster, q, previous, target, dependent):
+    """Move the independent joints from previous to target in equal steps of at most CONTINUATION_STEP
+    (quaternions by normalized interpolation), closing the loops after each; False if a solve fails."""
+    independent = [(b, _positions(model, b), model.joint_type[b]) for b in cluster.bodies if b not in dependent]
+    jump = max([_distance(kind, previous[s], target[s]) for _, s, kind in independent], default=0.0)
+    steps = max(1, int(np.ceil(jump / CONTINUATION_STEP)))
+    for b in dependent:
+        q[_positions(model, b)] = previous[_positions(model, b)]
+    for t in np.arange(1, steps + 1) / steps:
+        for _, s, kind in independent:
+            q[s] = _interpolate(kind, previous[s], target[s], t)
+        if _newton(model, data, cluster, q, dependent) > TOLERANCE:
+            return False
+    return True
+
+
+def _distance(kind, a, b):
+    """Largest change of a coordinate from position a to b (a quaternion's by its rotation angle)."""
+    if kind not in QUATERNION_AT:
+        return np.max(np.abs(b - a))
+    at = QUATERNION_AT[kind]
+    turn = 2.0 * np.arccos(min(1.0, abs(a[at:at + 4] @ b[at:at + 4])))
+    return max(turn, np.max(np.abs(b[:at] - a[:at]), initial=0.0))
+
+
+def _interpolate(kind, a, b, t):
+    """The position a fraction t of the way from a to b."""
+    x = (1.0 - t) * a + t * b
+    if kind in QUATERNION_AT:
+        at = QUATERNION_AT[kind]
+        side = 1.0 if a[at:at + 4] @ b[at:at + 4] >= 0.0 else -1.0      # the nearer of b and -b
+        turned = (1.0 - t) * a[at:at + 4] + t * side * b[at:at + 4]
+        x[at:at + 4] = turned / np.linalg.norm(turned)
+    return x
+
+
+def _positions(model, body):
+    return slice(model.idx_q[body], model.idx_q[body] + model.nq_body[body])
 
 
 def _newton(model, data, cluster, q, dependent):
@@ -66,9 +119,14 @@ def _newton(model, data, cluster, q, dependent):
             break
         K, _ = constraint_jacobian(cluster, data.Xup, model.S, np.zeros(cluster.n))
         step = np.linalg.lstsq(K[cluster.active_rows][:, cluster.dependent], phi, rcond=None)[0]
-        start, scale = q[dependent].copy(), 1.0
+        start, scale = [q[_positions(model, b)].copy() for b in dependent], 1.0
         while True:
-            q[dependent] = start - scale * step
+            column = 0
+            for b, q_b in zip(dependent, start):
+                nv = model.nv_body[b]
+                q[_positions(model, b)] = retract(model.joint_type[b], model.axis[b], q_b,
+                                                  -scale * step[column:column + nv])
+                column += nv
             trial = _residual(model, data, cluster, q)
             if np.linalg.norm(trial) < np.linalg.norm(phi) or scale < 1e-3:
                 break

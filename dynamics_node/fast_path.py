@@ -114,10 +114,7 @@ class FastPath:
         start = time.perf_counter()
         frames = self._frame_set((self.model.root_link,))
         self._use(_compile_kernels(self._m, self._d, self._p, self._w, frames))
-        q = np.zeros(self.model.nq)
-        for i in range(1, self.model.nb):
-            if self.model.joint_type[i] == 'floating':
-                q[self.model.idx_q[i] + 6] = 1.0                    # identity quaternion
+        q = self.model.q_neutral
         y, f = self.data.zero_y, self.data.zero_f
         self._aba(self._m, self._d, q, y, y, f)                      # statuses ignored: q may be singular
         self._rnea(self._m, self._d, q, y, y, f)

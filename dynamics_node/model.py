@@ -17,7 +17,7 @@ from .errors import ModelError, SingularConfigurationError
 from .extended_urdf import to_urdf_plus
 from .forward_dynamics import aba_info, check_method, lcaba_info, lcaba_is_cheaper
 from .frames import link_pose as pose_of, link_transforms, positions_jacobians
-from .joints import motion_subspace, NQ, NV
+from .joints import motion_subspace, neutral_position, NQ, NV
 from .kinematics import update_transforms
 from .reference import ReferencePath
 from .spatial import pose_transform, SWAP_LINEAR_ANGULAR
@@ -75,6 +75,7 @@ class Model:
         self.idx_v = _frozen(np.cumsum([0] + nv[:-1]))     # first velocity index of each body's joint
         self.nq_body, self.nv_body = tuple(nq), tuple(nv)
         self.nq, self.nv = int(sum(nq)), int(sum(nv))
+        self.q_neutral = _frozen(np.concatenate([np.zeros(0)] + [neutral_position(t) for t in self.joint_type[1:]]))
         self.cluster_list = tuple(clusters)
         self.cluster_of = np.zeros(self.nb, dtype=int) - 1
         y0 = 0

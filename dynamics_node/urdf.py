@@ -14,8 +14,10 @@ import numpy as np
 from .errors import ModelError
 from .spatial import rpy_matrix
 
-JOINT_TYPES = ('revolute', 'continuous', 'prismatic', 'fixed', 'floating')
-LOOP_TYPES = ('revolute', 'continuous', 'prismatic', 'fixed')
+JOINT_TYPES = ('revolute', 'continuous', 'prismatic', 'fixed', 'floating', 'spherical', 'planar', 'universal')
+LOOP_TYPES = ('revolute', 'continuous', 'prismatic', 'fixed', 'spherical', 'planar', 'universal')
+# A universal joint's or loop's two axes must be perpendicular to within this |cos|.
+PERPENDICULAR_TOLERANCE = 1e-6
 # Relative tolerance on principal moments: -tol counts as zero (round-off of CAD exports).
 INERTIA_TOLERANCE = 1e-9
 
@@ -65,6 +67,7 @@ class JointSpec:
     axis: np.ndarray           # unit axis in the joint frame
     independent: object        # True, False, or None when the attribute is absent
     mimic: object              # MimicSpec or None
+    axis2: object = None       # universal: second unit axis, joint frame at zero position
 
 
 @dataclass(frozen=True)
@@ -76,6 +79,7 @@ class LoopSpec:
     successor: str
     successor_origin: Pose
     axis: np.ndarray           # unit axis in the predecessor loop frame
+    axis2: object = None       # universal: second unit axis, in the successor loop frame
 
 
 @dataclass(frozen=True)
@@ -180,12 +184,26 @@ def _origin(element, where):
     return Pose(rpy_matrix(rpy), xyz)
 
 
-def _axis(element, where):
-    axis = _numbers(element.find('axis'), 'xyz', 3, f'{where} <axis>', default=(1.0, 0.0, 0.0))
+def _axis(element, where, tag='axis', default=(1.0, 0.0, 0.0)):
+    axis = _numbers(element.find(tag), 'xyz', 3, f'{where} <{tag}>', default=default)
     norm = np.linalg.norm(axis)
     if norm < 1e-9:
-        raise ModelError(f'{where}: <axis xyz> is zero; expected a unit vector')
+        raise ModelError(f'{where}: <{tag} xyz> is zero; expected a unit vector')
     return axis / norm
+
+
+def _second_axis(element, where, kind, first):
+    """<axis2 xyz> of a universal joint or loop (default 0 1 0); for a joint it must be perpendicular
+    to the first axis (both in the joint frame at the zero position)."""
+    if kind != 'universal':
+        if element.find('axis2') is not None:
+            raise ModelError(f'{where}: <axis2> is only used by type="universal", not "{kind}"')
+        return None
+    axis2 = _axis(element, where, 'axis2', (0.0, 1.0, 0.0))
+    if element.tag == 'joint' and abs(first @ axis2) > PERPENDICULAR_TOLERANCE:
+        raise ModelError(f'{where}: <axis> {np.round(first, 6).tolist()} and <axis2> '
+                         f'{np.round(axis2, 6).tolist()} must be perpendicular')
+    return axis2
 
 
 def _read_link(element):
@@ -275,8 +293,11 @@ def _read_joint(element):
         multiplier = float(_numbers(mimic_element, 'multiplier', 1, f'{where} <mimic>', default=(1.0,))[0])
         offset = float(_numbers(mimic_element, 'offset', 1, f'{where} <mimic>', default=(0.0,))[0])
         mimic = MimicSpec(leader, multiplier, offset)
-    return JointSpec(name, kind, parent, child, _origin(element, where), _axis(element, where),
-                     _independent(element, where), mimic)
+        if kind == 'universal':
+            raise ModelError(f'{where}: a universal joint cannot <mimic>; only 1-DoF joints can')
+    axis = _axis(element, where)
+    return JointSpec(name, kind, parent, child, _origin(element, where), axis,
+                     _independent(element, where), mimic, _second_axis(element, where, kind, axis))
 
 
 def _read_loop(element):
@@ -287,10 +308,11 @@ def _read_loop(element):
         raise ModelError(f'{where}: type="{kind}" is not supported; expected one of {", ".join(LOOP_TYPES)}')
     pred = element.find('predecessor')
     succ = element.find('successor')
+    axis = _axis(element, where)
     return LoopSpec(name, kind,
                     _link_reference(pred, f'{where} <predecessor>'), _origin(pred, f'{where} <predecessor>'),
                     _link_reference(succ, f'{where} <successor>'), _origin(succ, f'{where} <successor>'),
-                    _axis(element, where))
+                    axis, _second_axis(element, where, kind, axis))
 
 
 def _read_coupling(element):
