@@ -4,8 +4,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from . import bounds
 from .clusters import constraint_jacobian
-from .errors import ModelError, SingularConfigurationError
+from .errors import ModelError, quote, SingularConfigurationError
 from .kinematics import forward_pass
 from .lcaba import lcaba, ProximalSettings
 from .state import independent_velocities, vector
@@ -26,8 +27,13 @@ class ForwardDynamicsInfo:
 
 
 def check_method(method):
-    if method not in METHODS:
-        raise ModelError(f'forward dynamics method {method!r} is unknown; expected one of {list(METHODS)}')
+    if not isinstance(method, str) or method not in METHODS:
+        raise ModelError(f'forward dynamics method {quote(method)} is unknown; expected one of {list(METHODS)}')
+
+
+def check_settings(settings):
+    if settings is not None and not isinstance(settings, ProximalSettings):
+        raise ModelError(f'settings must be a ProximalSettings or None, got {quote(settings)}')
 
 
 def aba_info(model, data, q, yd, qdd):
@@ -69,7 +75,7 @@ def _spanning_velocities(model, data, q, v):
 def _spanning_forces(model, tau):
     """Spanning tau (nv) as given; independent forces (ny) act on the independent joints alone, which
     gives the same G^T tau because the independent rows of G are the identity."""
-    x = vector(tau, 'tau', {model.nv: 'spanning', model.ny: 'independent'})
+    x = vector(tau, 'tau', {model.nv: 'spanning', model.ny: 'independent'}, bounds.FORCE)
     if x.size == model.nv:
         return x
     spanning = np.zeros(model.nv)

@@ -25,7 +25,7 @@ import weakref
 import numpy as np
 
 from .constraints import chain_transform, CouplingConstraint
-from .errors import ModelError
+from .errors import ModelError, quote
 from .kinematics import update_transforms
 from .spatial import cross_force, cross_motion, inverse_transform
 
@@ -47,9 +47,9 @@ class ProximalSettings:
         for name in ('mu', 'tolerance'):
             value = getattr(self, name)
             if not (isinstance(value, numbers.Real) and np.isfinite(value) and value > 0):
-                raise ModelError(f'ProximalSettings.{name} is {value!r}; expected a finite number > 0')
+                raise ModelError(f'ProximalSettings.{name} is {quote(value)}; expected a finite number > 0')
         if not isinstance(self.max_iterations, numbers.Integral) or self.max_iterations < 1:
-            raise ModelError(f'ProximalSettings.max_iterations is {self.max_iterations!r}; expected an '
+            raise ModelError(f'ProximalSettings.max_iterations is {quote(self.max_iterations)}; expected an '
                              'integer >= 1')
 
 
@@ -249,7 +249,7 @@ def _backward_sweep(model, data, plan, H, f, c, tau, a0):
         try:
             np.linalg.cholesky(D)
         except np.linalg.LinAlgError:
-            raise ModelError(f'joint {model.joint_names[i - 1]!r}: D = S^T H S is not positive definite; '
+            raise ModelError(f'joint {quote(model.joint_names[i - 1])}: D = S^T H S is not positive definite; '
                              'does its body have mass?') from None
         Dinv = np.linalg.inv(D)
         u = tau[model.idx_v[i]:model.idx_v[i] + model.nv_body[i]] + S.T @ f[i]
