@@ -30,6 +30,10 @@ from .kinematics import update_transforms
 from .spatial import cross_force, cross_motion, inverse_transform
 
 
+MAX_MU = 1e9
+MAX_ITERATIONS = 200
+
+
 @dataclass(frozen=True)
 class ProximalSettings:
     """Settings of the augmented-Lagrangian iterations (seed 004 Alg. 3).
@@ -37,6 +41,8 @@ class ProximalSettings:
     mu is the paper's penalty (eq. 20); seed 004 Sec. VI recommends 1e5..1e7. Pinocchio's
     ``ProximalSettings.mu`` is its inverse (1e-6 there is mu = 1e6 here). Iterations stop when
     min(||qdd^k - qdd^(k-1)||_inf, ||K qdd - k||_inf) < tolerance or after max_iterations.
+    Bounds: tolerance <= 1, mu <= MAX_MU (above, round-off in the penalised articulated inertias makes them
+    indefinite) and max_iterations <= MAX_ITERATIONS (a call stays well below a second).
     """
 
     mu: float = 1e6
@@ -44,13 +50,14 @@ class ProximalSettings:
     max_iterations: int = 50
 
     def __post_init__(self):
-        for name in ('mu', 'tolerance'):
+        for name, bound in (('mu', MAX_MU), ('tolerance', 1.0)):
             value = getattr(self, name)
-            if not (isinstance(value, numbers.Real) and np.isfinite(value) and value > 0):
-                raise ModelError(f'ProximalSettings.{name} is {quote(value)}; expected a finite number > 0')
-        if not isinstance(self.max_iterations, numbers.Integral) or self.max_iterations < 1:
+            if not (isinstance(value, numbers.Real) and 0 < value <= bound):
+                raise ModelError(f'ProximalSettings.{name} is {quote(value)}; expected a finite number in '
+                                 f'(0, {bound:g}]')
+        if not (isinstance(self.max_iterations, numbers.Integral) and 1 <= self.max_iterations <= MAX_ITERATIONS):
             raise ModelError(f'ProximalSettings.max_iterations is {quote(self.max_iterations)}; expected an '
-                             'integer >= 1')
+                             f'integer in [1, {MAX_ITERATIONS}]')
 
 
 @dataclass(frozen=True)
