@@ -52,7 +52,8 @@ def aba_info(model, data, q, yd, qdd):
 def lcaba_info(model, data, q, v, tau, settings=None, fallback_reason=''):
     """LCABA (seed 004) from the public inputs; data.Xup at q and data.f_ext set beforehand."""
     qd = _spanning_velocities(model, data, q, v)
-    result = lcaba(model, data, q, qd, _spanning_forces(model, tau), settings or ProximalSettings())
+    with np.errstate(over='ignore', invalid='ignore'):     # an overflow is reported by the caller's check
+        result = lcaba(model, data, q, qd, _spanning_forces(model, tau), settings or ProximalSettings())
     return ForwardDynamicsInfo(result.qdd, 'lcaba', fallback_reason, result.residual, result.iterations,
                                result.multipliers)
 

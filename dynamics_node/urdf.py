@@ -131,14 +131,15 @@ def _parse_xml(source):
             return etree.fromstring(data, parser)
         if not os.path.isfile(text):
             raise ModelError(f'robot description file not found: {quote(text)}')
-        return etree.parse(text, parser).getroot()
+        with open(text, 'rb') as file:          # its bytes then go where bytes given directly go
+            return etree.fromstring(file.read(), parser)
     except etree.XMLSyntaxError as err:
         raise ModelError(f'malformed XML: {cut(err)}') from None
     except UnicodeEncodeError as err:       # a lone surrogate: not Unicode text, so not XML
         raise ModelError(f'the description holds {quote(err.object[err.start:err.end])} at character '
                          f'{err.start}, which is not Unicode text') from None
-    except OSError as err:                  # unreadable file, or its bytes are not in its encoding
-        raise ModelError(f'cannot read robot description file {quote(text)}: {cut(err)}') from None
+    except OSError as err:
+        raise ModelError(f'cannot read robot description file {quote(text)}: {cut(err.strerror)}') from None
 
 
 def _unique(kind, names):
