@@ -23,7 +23,8 @@ from lxml import etree
 import yaml
 
 from .errors import ModelError
-from .urdf import robot_element
+from .topology import SpanningTree
+from .urdf import read_urdf, robot_element
 
 KEYS = ('closed_loop', 'type', 'name_mot', 'joint_name', 'joint_type')
 CLOSURE_LOOP_TYPES = {'6D': 'fixed', '3D': 'spherical'}
@@ -34,7 +35,9 @@ QUOTE_LIMIT = 80               # characters of the input quoted in a message
 def to_urdf_plus(urdf, closures):
     """URDF+ XML (str) of a URDF (path or XML) and its closures (YAML path or text, or a mapping)."""
     spec = read_closures(closures)
-    root = copy.deepcopy(robot_element(urdf))
+    original = robot_element(urdf)
+    SpanningTree(read_urdf(original))      # the URDF itself first, with the reader's messages
+    root = copy.deepcopy(original)
     joints = {j.get('name'): j for j in root.findall('joint')}
     links = {link.get('name') for link in root.findall('link')}
     frames = {name: _child(j) for name, j in joints.items()}
@@ -105,8 +108,12 @@ def _load_yaml(source):
     if not isinstance(text, str):
         raise ModelError(f'closures: expected a YAML path or YAML text, got {type(source).__name__}')
     if os.path.isfile(text):
-        with open(text, encoding='utf-8') as file:
-            text = file.read()
+        try:
+            with open(text, encoding='utf-8') as file:
+                text = file.read()
+        except (OSError, UnicodeDecodeError) as error:
+            reason = error.strerror if isinstance(error, OSError) else 'not UTF-8 text'
+            raise ModelError(f'closures file {_quote(text)} cannot be read: {reason}') from None
     elif '\n' not in text and ':' not in text:
         raise ModelError(f'closures file not found: {_quote(text)}')
     try:

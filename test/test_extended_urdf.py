@@ -219,6 +219,17 @@ def test_yaml_errors_name_the_entry(closures, message):
         load_model(URDF, closures=closures)
 
 
+def test_the_urdf_is_checked_first(tmp_path):
+    """The URDF's own errors come with the URDF+ reader's messages; an unreadable closures file is named."""
+    urdf = Path(URDF).read_text().replace('<child link="foot"/>', '<child link="toe"/>')
+    with pytest.raises(ModelError, match=r"joint 'ankle' refers to unknown link 'toe'"):
+        load_model(urdf, closures=TEXT)
+    binary = tmp_path / 'closures.yaml'
+    binary.write_bytes(b'\xff\xfe\x00')
+    with pytest.raises(ModelError, match=r"closures file '.*closures.yaml' cannot be read: not UTF-8 text"):
+        load_model(URDF, closures=str(binary))
+
+
 def test_ujoint_names_must_be_free():
     urdf = Path(URDF).read_text().replace('<link name="closure_b"/>', '<link name="ankle_cross"/>').replace(
         '<child link="closure_b"/>', '<child link="ankle_cross"/>')
