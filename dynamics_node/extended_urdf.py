@@ -81,14 +81,14 @@ def read_closures(source):
             raise ModelError(f'closures: closed_loop entry {i} is {_quote(pair)}; expected a pair [A, B] '
                              'of frame names')
         pairs.append(tuple(pair))
-    types = _entries(data, 'type', str) if 'type' in data else ['6D'] * len(pairs)
+    types = _entries(data, 'type', '3D or 6D') if 'type' in data else ['6D'] * len(pairs)
     if len(types) != len(pairs):
         raise ModelError(f'closures: type has {len(types)} entries for {len(pairs)} closed_loop pairs; '
                          'give one per pair (or none: 6D)')
     for i, kind in enumerate(types):
         if kind.upper() not in CLOSURE_LOOP_TYPES:
             raise ModelError(f'closures: type entry {i} is {_quote(kind)}; expected 3D or 6D')
-    names, kinds = _entries(data, 'joint_name', str), _entries(data, 'joint_type', str)
+    names, kinds = _entries(data, 'joint_name', 'a joint name'), _entries(data, 'joint_type', 'a joint type')
     if len(names) != len(kinds):
         raise ModelError(f'closures: joint_name has {len(names)} entries but joint_type has {len(kinds)}; '
                          'give one type per joint')
@@ -96,7 +96,7 @@ def read_closures(source):
         twice = next(name for name in names if names.count(name) > 1)
         raise ModelError(f'closures: joint_name lists joint {_quote(twice)} twice')
     return {'pairs': pairs, 'types': [CLOSURE_LOOP_TYPES[kind.upper()] for kind in types],
-            'actuated': list(dict.fromkeys(_entries(data, 'name_mot', str))),
+            'actuated': list(dict.fromkeys(_entries(data, 'name_mot', 'a joint name'))),
             'replacements': list(zip(names, kinds))}
 
 
@@ -126,13 +126,14 @@ def _load_yaml(source):
     return data
 
 
-def _entries(data, key, kind=None):
-    """The list under key ([] when absent, [x] for a scalar), each entry of the given type."""
+def _entries(data, key, expected=None):
+    """The list under key ([] when absent, [x] for a scalar); with expected (its description), every
+    entry must be a string."""
     value = data.get(key)
     entries = [] if value is None else list(value) if isinstance(value, (list, tuple)) else [value]
     for i, entry in enumerate(entries):
-        if kind is not None and not isinstance(entry, kind):
-            raise ModelError(f'closures: {key} entry {i} is {_quote(entry)}; expected a name')
+        if expected is not None and not isinstance(entry, str):
+            raise ModelError(f'closures: {key} entry {i} is {_quote(entry)}; expected {expected}')
     return entries
 
 
