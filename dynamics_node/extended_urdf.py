@@ -11,8 +11,9 @@ YAML keys (each a list; a single string counts as a one-entry list; every key ma
   name_mot      actuated joints -> independent="true"; the other joints stay unmarked, so the
                 independent coordinates they lack are chosen automatically (clusters.py)
   joint_name    joints to replace, with joint_type per entry: SPHERICAL, FIXED (locked at q = 0) or
-  joint_type    UJOINT_ab (a, b in X/Y/Z): <joint>_a revolute about a, then <joint>_b about b, both at
-                the joint's placement, with the massless link <joint>_cross between them
+  joint_type    UJOINT_ab (a, b in X/Y/Z): <joint>_a about a, then <joint>_b about b (continuous: revolute
+                without limits), both at the joint's placement, with the massless link <joint>_cross
+                between them
 """
 
 from collections.abc import Mapping
@@ -41,18 +42,18 @@ def to_urdf_plus(urdf, closures):
     joints = {j.get('name'): j for j in root.findall('joint')}
     links = {link.get('name') for link in root.findall('link')}
     frames = {name: _child(j) for name, j in joints.items()}
-    replaced = {}                  # UJOINT-replaced joint -> its joint_type
+    split = {}                     # joint split in two by UJOINT_ab -> its joint_type
     for name, kind in spec['replacements']:
         if name not in joints:
             raise ModelError(f'closures: joint_name names unknown joint {_quote(name)}')
         added = _replace(root, joints, links, name, kind)
         if added:
-            replaced[name] = kind
+            split[name] = kind
         frames.update(added)
     for name in spec['actuated']:
-        if name in replaced:
+        if name in split:
             raise ModelError(f'closures: name_mot names joint {name!r}, which joint_type replaces by '
-                             f'{replaced[name]}; name {name}_a or {name}_b')
+                             f'{split[name]}; name {name}_a or {name}_b')
         if name not in joints:
             raise ModelError(f'closures: name_mot names unknown joint {_quote(name)}; joints are '
                              f'{_quote(sorted(joints))}')
