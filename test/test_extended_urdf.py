@@ -161,6 +161,19 @@ def test_complete_positions_from_the_actuated_joints(reference):
         assert np.max(np.abs(reference.loop_residual(q))) < 1e-12
 
 
+def test_name_mot_decides_the_independent_joints(reference, rng):
+    """Actuating the knee instead of knee_motor makes the knee the loop's independent joint."""
+    model = extended(yaml_with(name_mot=['hip_pitch', 'knee']))
+    loop = next(c for c in model.clusters if c.constraints)
+    assert loop.independent_joints == ('knee',)
+    assert model.independent_joint_names == ('hip_pitch', 'knee', 'ankle_a', 'ankle_b')
+    q = model.complete_positions([0.3, -0.5, 0.2, 0.1])
+    assert q[model.joint_names.index('knee')] == -0.5
+    assert np.max(np.abs(reference.loop_residual(q))) < 1e-12
+    G = reference.null_space_G(q, model.independent_joint_names)
+    assert_close(model.mass_matrix(q), G.T @ reference.mass_matrix(q) @ G, 'H_y')
+
+
 def test_fewer_actuated_joints_than_degrees_of_freedom():
     """Without knee_motor in name_mot the loop cluster's independent joint is chosen automatically."""
     model = extended(yaml_with(name_mot=['hip_pitch']))
