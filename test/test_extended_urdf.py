@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from conftest import assert_close, random_state
-from dynamics_node import bundled_extended_urdf, bundled_model, load_model, ModelError
+from dynamics_node import bundled_extended_urdf, bundled_model, bundled_models, load_model, ModelError
 from dynamics_node.extended_urdf import main, to_urdf_plus
 from oracle import KKTOracle
 
@@ -111,6 +111,13 @@ def test_conversion_is_the_urdf_plus_loaded_plainly(tmp_path, rng):
                                   plain.forward_dynamics(q, yd, tau, wrenches))
             assert np.array_equal(model.inverse_dynamics(q, yd, tau), plain.inverse_dynamics(q, yd, tau))
             assert np.array_equal(model.mass_matrix(q), plain.mass_matrix(q))
+
+
+def test_bundled_in_the_extended_urdf_format():
+    assert 'rod_knee_leg' in bundled_models()
+    assert load_model(bundled_model('rod_knee_leg')).name == 'rod_knee_leg'
+    with pytest.raises(ModelError, match=r"no bundled robot 'four_bar_pair'; bundled robots are \["):
+        bundled_extended_urdf('four_bar_pair')
 
 
 def test_structure_of_the_converted_robot():
