@@ -225,6 +225,8 @@ def test_three_d_closures_become_spherical_loops():
     (yaml_with(name_mot=['hip_pitch', 'elbow']), r"name_mot names unknown joint 'elbow'"),
     (yaml_with(name_mot=['hip_roll']), r"name_mot names joint 'hip_roll', which is fixed"),
     (yaml_with(name_mot=['ankle']), r"name_mot names joint 'ankle', which joint_type replaces by UJOINT_YX"),
+    (yaml_with(name_mot=['hip_pitch', 'knee_motor', 'knee']),
+     r"cluster 'crank' .* has constraint rank 3 but only 2 .*not marked independent=\"true\""),
     (yaml_with(name_mot=[3]), r'name_mot entry 0 is 3; expected a joint name'),
     (yaml_with(type=[6]), r'type entry 0 is 6; expected 3D or 6D'),
     (yaml_with(joint_type=['FIXED', 'UJOINT_XX']),
