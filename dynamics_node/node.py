@@ -74,7 +74,10 @@ JOINT_STATES_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1,
                               reliability=ReliabilityPolicy.BEST_EFFORT,
                               durability=DurabilityPolicy.VOLATILE)
 OUTPUT_QOS = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE)
-DESCRIPTION_PARAMETERS = ('robot_description', 'robot_description_file')
+DESCRIPTION_PARAMETERS = ('robot_description', 'robot_description_file', 'closures_file')
+# Parameters that change the description served from each source (first word of its label).
+SERVED_FROM = {'parameter': {'robot_description', 'closures_file'}, 'topic': {'robot_description'},
+               'robot_description_file': set(DESCRIPTION_PARAMETERS)}
 STREAM_GIL_SWITCH = 5e-5     # s, interpreter switch interval (Python's default is 5 ms)
 COMPILE_NOTICE_AFTER = 1.0   # s of loading after which the node says numba is compiling
 QUOTE = 80                   # characters of an input quoted in a message
@@ -103,6 +106,9 @@ PARAMETERS = {
         '', 'URDF+ file path, or the name of a bundled robot (e.g. quadruped_rotors); used when '
         'robot_description is empty and nothing arrived on robot_description_topic.',
         extras=(('additional_constraints', 'a file path or one of ' + ', '.join(bundled_models())),)),
+    'closures_file': Spec(
+        '', 'Extended URDF closures (YAML file: closed_loop, type, name_mot, joint_name, joint_type) '
+        'applied to robot_description and robot_description_file (not to the topic); empty: none.'),
     'robot_description_topic': Spec(
         'robot_description', 'std_msgs/String topic with the URDF+ XML (reliable, transient '
         'local, depth 1); each message reloads the model unless robot_description is set.', True),
@@ -173,6 +179,8 @@ def check_parameter(name, value):
         raise ModelError(f'{name} must be a finite number >= 0, got {clip(value, QUOTE)}')
     elif name == 'forward_dynamics.method':
         check_method(value)
+    elif name == 'closures_file' and value and not os.path.isfile(value):
+        raise ModelError(f'closures_file {quoted(value)} is not a file')
 
 
 def description_file(value):
@@ -337,29 +345,37 @@ class DynamicsNode(Node):
         if selected is None:
             return None, 'every description source is empty: keeping the served model'
         label = selected[0]
-        if 'robot_description' not in changes and not label.startswith('robot_description_file'):
-            return None, (f'robot_description_file stored but not served: {label} takes '
-                          'precedence (clear robot_description to fall back to the topic, '
-                          'then the file)')
+        changed = set(DESCRIPTION_PARAMETERS) & set(changes)
+        if not changed & SERVED_FROM[label.split()[0]]:
+            return None, (f'{", ".join(sorted(changed))} stored but not applied: {label} takes '
+                          'precedence (robot_description, then the topic, then '
+                          'robot_description_file; closures_file does not apply to the topic)')
         return self._build(*selected, settings), ''
 
     def _select_description(self, settings):
-        """(source label, XML or path) in effect for settings, or None if there is none."""
+        """(source label, XML or path, closures path or None) in effect for settings, or None if
+        there is none. closures_file applies to the parameter and the file, not to the topic."""
         if settings['robot_description'].strip():
-            return 'parameter robot_description', description_xml(
+            label, source = 'parameter robot_description', description_xml(
                 settings['robot_description'], 'robot_description')
-        if self._topic_description:
-            return f"topic {settings['robot_description_topic']}", self._topic_description
-        if settings['robot_description_file']:
+        elif self._topic_description:
+            return f"topic {settings['robot_description_topic']}", self._topic_description, None
+        elif settings['robot_description_file']:
             value = settings['robot_description_file']
-            return f'robot_description_file {quoted(value)}', description_file(value)
-        return None
+            label, source = f'robot_description_file {quoted(value)}', description_file(value)
+        else:
+            return None
+        closures = settings['closures_file']
+        if not closures:
+            return label, source, None
+        return f'{label} with closures_file {quoted(closures)}', source, closures
 
-    def _build(self, label, source, settings):
-        """Parse a description into a Loaded model, its compiled algorithms ready (numba compiles
-        them on a process's first model unless its on-disk cache has them); raises ModelError."""
+    def _build(self, label, source, closures, settings):
+        """Parse a description (with Extended URDF closures, if any) into a Loaded model, its
+        compiled algorithms ready (numba compiles them on a process's first model unless its
+        on-disk cache has them); raises ModelError."""
         self.get_logger().info(f'loading the robot description from {label}')
-        model = load_model(source)
+        model = load_model(source, closures=closures)
         model.gravity = settings['gravity']
         notice = threading.Timer(COMPILE_NOTICE_AFTER, self.get_logger().warning, (
             'numba is compiling the dynamics kernels (not in its on-disk cache: once after an '
@@ -438,7 +454,7 @@ class DynamicsNode(Node):
                 self.get_logger().info('description received on the topic; the '
                                        'robot_description parameter takes precedence')
                 return
-            loaded = self._build(f'topic {topic}', xml, self._settings)
+            loaded = self._build(f'topic {topic}', xml, None, self._settings)
             self._topic_description = xml
             self._swap(loaded)
         except ModelError as error:
