@@ -133,8 +133,10 @@ def _state(joints, q, v=(), effort=()):
 
 
 def _base(request, pose, twist):
-    if pose is not None:
-        conv.array_to_pose(_floats(pose, 'base_pose', 7), request.base_pose)
+    """Fill the floating-base fields (the base at rest at the identity pose by default; a fixed
+    base ignores them)."""
+    conv.array_to_pose(conv.IDENTITY_POSE if pose is None else _floats(pose, 'base_pose', 7),
+                       request.base_pose)
     if twist is not None:
         conv.array_to_accel(_floats(twist, 'base_twist', 6), request.base_twist)
 

@@ -1027,9 +1027,10 @@ BUSY_SECONDS = 2.0           # of back-to-back service calls during the 500 Hz s
 
 def test_lcaba_calls_and_a_reload_do_not_delay_the_stream(ros, nodes):
     """Services never starve the stream: while LCABA forward-dynamics calls and a reload of the
-    description run on the node, joint_states at 500 Hz keep being answered, 99 % of them no more
-    than 2 ms later than the stream's typical latency (inputs stamped with their send time; the
-    single worst one is printed: on the shared 2-core machine it depends on the other load)."""
+    description run on the node, joint_states at 500 Hz keep being answered, and the services
+    add at most 2 ms to the stream's 99th-percentile latency (inputs stamped with their send
+    time; compared with the same stream before and after the calls, which carries the shared
+    machine's own scheduling noise)."""
     model = robot('quadruped_rotors')
     process = nodes['default']
     names = model.independent_joint_names[1:]
@@ -1063,7 +1064,7 @@ def test_lcaba_calls_and_a_reload_do_not_delay_the_stream(ros, nodes):
     try:
         sender.start()
         assert ros.spin_until(lambda: len(latencies) > 100, timeout=TIMEOUT)
-        ros.spin_for(0.5)
+        ros.spin_for(1.0)
         end, reloaded = time.monotonic() + BUSY_SECONDS, False
         while time.monotonic() < end:       # one call every ~5 ms, one reload half-way
             start = time.time_ns()
@@ -1078,7 +1079,7 @@ def test_lcaba_calls_and_a_reload_do_not_delay_the_stream(ros, nodes):
                 assert response.success and response.method_used == 'lcaba', response.message
             busy.append((start, time.time_ns()))
             ros.spin_for(0.004)
-        ros.spin_for(0.3)
+        ros.spin_for(1.0)
     finally:
         stop.set()
         sender.join()
@@ -1089,14 +1090,15 @@ def test_lcaba_calls_and_a_reload_do_not_delay_the_stream(ros, nodes):
     # Outputs of inputs sent while a call ran, or one period before it started.
     during = [lat for sent, lat in latencies if any(a - STAMP_STEP <= sent < b for a, b in busy)]
     idle = [lat for sent, lat in latencies if sent < busy[0][0] or sent >= busy[-1][1]]
-    assert len(during) > 50 and len(idle) > 50, (len(during), len(idle))
-    typical = np.median(idle)
-    print(f'stream latency ms: idle p50 {typical * 1e-6:.2f}, during services p50 '
-          f'{np.median(during) * 1e-6:.2f} p99 {np.percentile(during, 99) * 1e-6:.2f} max '
-          f'{max(during) * 1e-6:.2f}; {len(busy)} service calls, longest '
-          f'{max(b - a for a, b in busy) * 1e-6:.1f} ms')
-    extra = np.percentile(during, 99) - typical
-    assert extra <= 2e6, f'1 % of the outputs delayed by more than {extra * 1e-6:.2f} ms'
+    assert len(during) > 50 and len(idle) > 200, (len(during), len(idle))
+    idle_p50, idle_p99 = np.percentile(idle, [50, 99])
+    during_p50, during_p99 = np.percentile(during, [50, 99])
+    message = (f'stream latency ms: idle p50 {idle_p50 * 1e-6:.2f} p99 {idle_p99 * 1e-6:.2f}, '
+               f'during services p50 {during_p50 * 1e-6:.2f} p99 {during_p99 * 1e-6:.2f} max '
+               f'{max(during) * 1e-6:.2f}; {len(busy)} service calls, longest '
+               f'{max(b - a for a, b in busy) * 1e-6:.1f} ms')
+    print(message)
+    assert during_p99 - idle_p99 <= 2e6, message
 
 
 # ---- Extended URDF robots ----
@@ -1125,3 +1127,33 @@ def test_extended_urdf_through_closures_file(ros, nodes):
         restored = set_parameters(ros, process.name, robot_description_file='linkage_leg', closures_file='')
     assert restored.successful, restored.reason
     assert ros.call(DescribeModel, describe).robot_name == 'linkage_leg'
+
+
+def test_readme_client_example_runs(nodes):
+    """The README's Python client example, run as written against the 'loop' node."""
+    readme = (ROOT / 'README.md').read_text()
+    blocks = [b.split('```')[0] for b in readme.split('```python\n')[1:]]
+    example = next(b for b in blocks if 'DynamicsClient' in b)
+    script = example.replace("'/dynamics_node'", repr(nodes['loop'].name))
+    run = subprocess.run([sys.executable, '-c', script], capture_output=True, text=True,
+                         timeout=60, env=os.environ.copy())
+    assert run.returncode == 0, run.stderr
+    model = robot('linkage_leg')
+    efforts = model.inverse_dynamics(completed('linkage_leg', [0.8, 0.8]), np.zeros(2),
+                                     np.zeros(2))
+    assert run.stdout.startswith(str(dict(zip(model.independent_joint_names,
+                                              efforts.round(3))))), run.stdout
+    assert run.stdout.splitlines()[1].startswith('lcaba'), run.stdout
+
+
+def test_client_raises_model_error_with_the_reason(ros, nodes):
+    from dynamics_node.client import DynamicsClient
+    with DynamicsClient(nodes['loop'].name, context=ros.node.context) as dynamics:
+        with pytest.raises(ModelError, match=r"inverse_operational_space_inertia: unknown link "
+                                             r"'hand'"):
+            dynamics.inverse_osim(['crank_joint', 'ankle_joint'], [0.8, 0.1], ['hand'])
+        with pytest.raises(ModelError, match='q has 1 entries; expected 2'):
+            dynamics.inverse_dynamics(['crank_joint', 'ankle_joint'], [0.8], [0, 0], [0, 0])
+        matrix = dynamics.inverse_osim(['crank_joint', 'ankle_joint'], [0.8, 0.1], ['foot'])
+    assert_close(matrix, robot('linkage_leg').inverse_osim(completed('linkage_leg', [0.8, 0.1]),
+                                                           ['foot']), 'Lambda^-1', RTOL)
