@@ -12,19 +12,21 @@ import math
 
 from numba import njit, types
 
-from .compiled import compose, constraint_rows, copy_transform, FLOATING, LOOP, update_transforms
+from .compiled import compose, constraint_rows, copy_transform, FLOATING, LOOP, SPHERICAL, update_transforms
 from .kernel_cache import key_on_helpers
 
 QUATERNION_TOLERANCE = 1e-5       # |norm - 1| accepted, as state.positions
+NONE, TURNED_AXIS, LOG, AXES_PERPENDICULAR = 0, 1, 2, 3         # rotation rows of a loop residual
+ALL, ACROSS_AXIS, ALONG_AXIS = 0, 1, 2                          # its position rows (e1 e2, or the axis)
 
 key_on_helpers(__file__)
 
 
-@njit([types.boolean(types.Array(types.float64, 1, 'A', readonly=True))], cache=True, nogil=True)
-def all_finite(x):
-    """No NaN or infinity in x (state.vector)."""
+@njit([types.boolean(types.Array(types.float64, 1, 'A', readonly=True), types.float64)], cache=True, nogil=True)
+def all_within(x, bound):
+    """Every |x_i| <= bound, so no NaN or infinity (state.vector)."""
     for value in x:
-        if not math.isfinite(value):
+        if not abs(value) <= bound:
             return False
     return True
 
@@ -53,10 +55,7 @@ def rotation_log_component(E, e):
 
 @njit
 def loop_residual(m, d, c, lp):
-    """max |phi| of loop lp (LoopConstraint.residual), -1 for a kind only the NumPy check knows."""
-    kind = c.loop_kind[lp]
-    if kind < 0:
-        return -1.0
+    """max |phi| of loop lp (LoopConstraint.residual, flat_checks.ROTATION_MODE and POSITION_MODE)."""
     E, r = c.E, c.r
     chain(d, m.loop_path[lp, 0], m.loop_path_len[lp, 0], E[0], r[0], E[2], r[2])     # ^AX_nca
     chain(d, m.loop_path[lp, 1], m.loop_path_len[lp, 1], E[1], r[1], E[2], r[2])     # ^BX_nca
@@ -68,24 +67,32 @@ def loop_residual(m, d, c, lp):
         r[0, a] = 0.0
         for b in range(3):
             r[0, a] += E[2, a, b] * (r[3, b] - r[2, b])
-    ES, p, frame = E[0], r[0], c.frame[lp]
+    ES, p, frame, mode = E[0], r[0], c.frame[lp], c.rotation_mode[lp]
     worst = 0.0
-    if kind == 0:                                # revolute: the axis turned by R_rel = E^T, across e1, e2
+    if mode == TURNED_AXIS:                      # the axis turned by R_rel = E^T, across e1, e2
         turned = (ES[0, 0] * frame[0, 2] + ES[1, 0] * frame[1, 2] + ES[2, 0] * frame[2, 2],
                   ES[0, 1] * frame[0, 2] + ES[1, 1] * frame[1, 2] + ES[2, 1] * frame[2, 2],
                   ES[0, 2] * frame[0, 2] + ES[1, 2] * frame[1, 2] + ES[2, 2] * frame[2, 2])
         for j in range(2):
             worst = max(worst, abs(frame[0, j] * turned[0] + frame[1, j] * turned[1] + frame[2, j] * turned[2]))
-    else:                                        # prismatic and fixed: every rotation component
+    elif mode == LOG:                            # every component of log(R_rel)
         for a in range(3):
             axis = (1.0 if a == 0 else 0.0, 1.0 if a == 1 else 0.0, 1.0 if a == 2 else 0.0)
             worst = max(worst, abs(rotation_log_component(ES, axis)))
-    if kind == 1:                                # prismatic: position across the axis
-        for j in range(2):
-            worst = max(worst, abs(frame[0, j] * p[0] + frame[1, j] * p[1] + frame[2, j] * p[2]))
-    else:
+    elif mode == AXES_PERPENDICULAR:             # universal: a1 . R_rel a2
+        a2, t = c.axis2[lp], 0.0
         for a in range(3):
-            worst = max(worst, abs(p[a]))
+            t += frame[a, 2] * (ES[0, a] * a2[0] + ES[1, a] * a2[1] + ES[2, a] * a2[2])
+        worst = abs(t)
+    mode = c.position_mode[lp]
+    for j in range(3):
+        if mode == ALL:
+            t = p[j]
+        elif mode == ACROSS_AXIS and j < 2 or mode == ALONG_AXIS and j == 2:
+            t = frame[0, j] * p[0] + frame[1, j] * p[1] + frame[2, j] * p[2]
+        else:
+            continue
+        worst = max(worst, abs(t))
     return worst
 
 
@@ -96,8 +103,8 @@ def accept_positions(m, d, c, q, closure, tolerance):
     accept q."""
     unit = True
     for i in range(1, len(m.joint)):
-        if m.joint[i] == FLOATING:
-            i0 = m.idx_q[i] + 3
+        if m.joint[i] == FLOATING or m.joint[i] == SPHERICAL:
+            i0 = m.idx_q[i] + (3 if m.joint[i] == FLOATING else 0)
             norm = math.sqrt(q[i0] ** 2 + q[i0 + 1] ** 2 + q[i0 + 2] ** 2 + q[i0 + 3] ** 2)
             if not abs(norm - 1.0) <= QUATERNION_TOLERANCE:
                 unit = False
@@ -106,7 +113,7 @@ def accept_positions(m, d, c, q, closure, tolerance):
                     q[i0 + j] /= norm
     if not closure:
         return unit
-    if len(c.loop_kind):                   # before any refusal: the NumPy check may still accept q
+    if len(c.rotation_mode):               # before any refusal: the NumPy check may still accept q
         update_transforms(m, d, q)
     if not unit:
         return False
@@ -116,8 +123,8 @@ def accept_positions(m, d, c, q, closure, tolerance):
             t += c.q_coefficient[e] * q[c.q_index[e]]
         if not abs(t) <= tolerance:
             return False
-    for lp in range(len(c.loop_kind)):
-        if not 0.0 <= loop_residual(m, d, c, lp) <= tolerance:
+    for lp in range(len(c.rotation_mode)):
+        if not loop_residual(m, d, c, lp) <= tolerance:
             return False
     return True
 

@@ -74,7 +74,7 @@ def first_forward_sweep(m, d, p, w, qd, f_ext):
         v[0, e] = 0.0
     for i in range(1, len(m.parent)):
         E, r = d.Xup_E[i], d.Xup_r[i]
-        vJ = joint_motion(m.joint[i], m.axis[i], qd, p.idx_v[i])
+        vJ = joint_motion(m.joint[i], m.axes[i], qd, p.idx_v[i])
         transform_motion(E, r, v[m.parent[i]], v[i])
         for e in range(6):
             v[i, e] += vJ[e]
@@ -115,7 +115,7 @@ def cut_rows(m, d, p, w, con):
         x = w.x[0]
         for t in range(p.con_terms[con, 0], p.con_terms[con, 1]):
             j, coefficient = p.term_body[t], p.term_coefficient[t]
-            s = joint_column(m.joint[j], m.axis[j], 0)
+            s = joint_column(m.joint[j], m.axes[j], 0)
             transform_force(d.Xup_E[j], d.Xup_r[j], s, x, False)
             for c in range(6):
                 K[p.term_entry[t, 0], 0, c] += coefficient * s[c]
@@ -130,14 +130,45 @@ def cut_rows(m, d, p, w, con):
         r[a] = 0.0
         for b in range(3):
             r[a] += EB[a, b] * (rA[b] - rB[b])
-    A, B, PsiT, vB = p.entry_body[e0], p.entry_body[e0 + 1], p.loop_PsiT[lp], w.x[0]
+    A, B, PsiT, vB = p.entry_body[e0], p.entry_body[e0 + 1], w.PsiT, w.x[0]
     transform_motion(E, r, d.v[B], vB)
+    for row in range(rows):
+        for c in range(6):
+            PsiT[row, c] = p.loop_PsiT[lp, row, c]
+    if p.loop_universal[lp]:
+        universal_row(d, p, w, lp, A, vB, k)
     vAxvB = cross_motion(d.v[A], vB)
     for row in range(rows):
         transform_force(E, r, PsiT[row], K[e0 + 1, row], False)      # Psi^T X_P_A X_A_B
         for c in range(6):
             K[e0, row, c] = -PsiT[row, c]
-        k[row] = dot6(PsiT[row], vAxvB)
+        k[row] += dot6(PsiT[row], vAxvB)
+
+
+@njit
+def universal_row(d, p, w, lp, A, vB, k):
+    """A universal loop's first row turns with both frames (LoopConstraint.directions, turning_bias):
+    with a2 = R_rel axis2 (R_rel = E_P X_A_B's rotation E_S^T, in P), PsiT[0] = ^PX_A^T [a1 x a2; 0] and
+    k[0] += (a1 . w_r)(a2 . w_r) - (a1 . a2)|w_r|^2, w_r = E_P (w_B - w_A) in P (vB: v_B in A)."""
+    EP, EAB, ES, a1 = p.loop_pred_E[lp], w.E[2], p.loop_succ_E[lp], p.loop_a1[lp]
+    x, a2, n = w.M[1, 0], w.M[1, 1], w.M[1, 2]
+    for a in range(3):                                       # E_S^T axis2, then X_A_B's rotation, then E_P
+        x[a] = ES[0, a] * p.loop_a2[lp, 0] + ES[1, a] * p.loop_a2[lp, 1] + ES[2, a] * p.loop_a2[lp, 2]
+    for a in range(3):
+        n[a] = EAB[a, 0] * x[0] + EAB[a, 1] * x[1] + EAB[a, 2] * x[2]
+    for a in range(3):
+        a2[a] = EP[a, 0] * n[0] + EP[a, 1] * n[1] + EP[a, 2] * n[2]
+    for a in range(3):                                       # w_r = E_P (w_B - w_A), P coordinates
+        x[a] = vB[a] - d.v[A, a]
+    wr = (EP[0, 0] * x[0] + EP[0, 1] * x[1] + EP[0, 2] * x[2], EP[1, 0] * x[0] + EP[1, 1] * x[1] + EP[1, 2] * x[2],
+          EP[2, 0] * x[0] + EP[2, 1] * x[1] + EP[2, 2] * x[2])
+    n[0], n[1], n[2] = a1[1] * a2[2] - a1[2] * a2[1], a1[2] * a2[0] - a1[0] * a2[2], a1[0] * a2[1] - a1[1] * a2[0]
+    n[3] = n[4] = n[5] = 0.0
+    transform_force(EP, p.loop_pred_r[lp], n, w.PsiT[0], False)
+    a1w = a1[0] * wr[0] + a1[1] * wr[1] + a1[2] * wr[2]
+    a2w = a2[0] * wr[0] + a2[1] * wr[1] + a2[2] * wr[2]
+    k[0] += a1w * a2w - (a1[0] * a2[0] + a1[1] * a2[1] + a1[2] * a2[2]) * (
+        wr[0] * wr[0] + wr[1] * wr[1] + wr[2] * wr[2])
 
 
 @njit
@@ -171,17 +202,17 @@ def add_penalty(p, w, con, mu, a0):
 @njit
 def eliminate(m, d, p, w, i, tau, a0):
     """Eliminate body i (seed 004 Alg. 1 lines 11-23, eqs. 29-30, 34-35): Z_i, Y_ij, ubar_i stored."""
-    joint, axis, slot = m.joint, m.axis, p.slot
+    joint, axes, slot = m.joint, m.axes, p.slot
     n, parent, E, r = joint_nv(joint[i]), m.parent[i], d.Xup_E[i], d.Xup_r[i]
     Hii, L, Z, Y, ub, Ha, C, M, x = w.H[slot[i, i]], w.L[i], w.Z[i], w.Y[i], w.ubar[i], w.Ha, w.C, w.M[0], w.x[0]
     for j in range(n):                                               # Z rows: U^T = S^T H_ii
-        s = joint_column(joint[i], axis[i], j)
+        s = joint_column(joint[i], axes[i], j)
         for c in range(6):
             Z[j, c] = 0.0
             for e in range(6):
                 Z[j, c] += s[e] * Hii[e, c]
     for a in range(n):                                               # D = S^T H_ii S
-        sa = joint_column(joint[i], axis[i], a)
+        sa = joint_column(joint[i], axes[i], a)
         for b in range(a + 1):
             L[a, b] = dot6(Z[b], sa)
         ub[a] = tau[p.idx_v[i] + a] + dot6(sa, w.f[i])              # u = tau_i + S^T f_i
@@ -194,7 +225,7 @@ def eliminate(m, d, p, w, i, tau, a0):
     for q in range(nN):                                              # Y_j rows: L^-1 S^T H_ij
         get_block(w.H, p.slot, i, p.neighbours[i, q], C)
         for a in range(n):
-            s = joint_column(joint[i], axis[i], a)
+            s = joint_column(joint[i], axes[i], a)
             for c in range(6):
                 Y[q, a, c] = 0.0
                 for e in range(6):
@@ -266,7 +297,7 @@ def rollout(m, d, p, w, c, a, qdd):
         backward_solve(w.L[i], n, z)
         for j in range(n):
             qdd[p.idx_v[i] + j] = z[j]
-            s_j = joint_column(m.joint[i], m.axis[i], j)
+            s_j = joint_column(m.joint[i], m.axes[i], j)
             for e in range(6):
                 a[i, e] += s_j[e] * z[j]
 
@@ -280,7 +311,7 @@ def reduced_sweeps(m, d, p, w, df, dtau):
         i = p.order[s]
         n, parent = joint_nv(m.joint[i]), m.parent[i]
         for j in range(n):
-            w.ubar[i, j] = dtau[p.idx_v[i] + j] + dot6(joint_column(m.joint[i], m.axis[i], j), df[i])
+            w.ubar[i, j] = dtau[p.idx_v[i] + j] + dot6(joint_column(m.joint[i], m.axes[i], j), df[i])
         forward_solve(w.L[i], n, w.ubar[i])
         if parent > 0:
             for e in range(6):

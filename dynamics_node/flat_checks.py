@@ -1,7 +1,8 @@
 """What the compiled state checks (compiled_checks.py) need beyond the FlatModel, as flat arrays.
 
 The loops in the order of FlatModel's loop fields (LOOP clusters in order, their loops in order) with
-the data of LoopConstraint.residual: both loop frames on their bodies, the kind and the axis frame;
+the data of LoopConstraint.residual: both loop frames on their bodies, the rows of the loop type, the
+axis frame and a universal loop's axis2;
 and every coupling as a sparse row of A q + b = 0; the sparse velocity rows A v = 0 of the
 coupling-only clusters (LinearConstraints; those of LOOP clusters are rows of their K).
 """
@@ -12,13 +13,18 @@ import numpy as np
 from numba import njit
 from numba.experimental import structref
 
-from .constraints import CouplingConstraint
+from .compiled_checks import ACROSS_AXIS, ALL, ALONG_AXIS, AXES_PERPENDICULAR, LOG, NONE, TURNED_AXIS
+from .constraints import CouplingConstraint, POSITION_ROWS, ROTATION_ROWS
 from .flat import _plucker_parts, _StructType
 
-RESIDUAL_KIND = {'revolute': 0, 'continuous': 0, 'prismatic': 1, 'fixed': 2}   # else -1: checked in NumPy
+# LoopConstraint.residual's rows by the loop type's constrained directions (constraints.py)
+ROTATION_MODE = {'e1 e2': TURNED_AXIS, 'all': LOG, '': NONE, 'a1 x a2': AXES_PERPENDICULAR}
+POSITION_MODE = {'all': ALL, 'e1 e2': ACROSS_AXIS, 'axis': ALONG_AXIS}
 
 CHECK_FIELDS = {   # name: meaning, shape (nl loops, nr coupling rows)
-    'loop_kind': 'RESIDUAL_KIND of loop l, -1 where only the NumPy check knows its residual (nl)',
+    'rotation_mode': 'ROTATION_MODE of loop l (nl)',
+    'position_mode': 'POSITION_MODE of loop l (nl)',
+    'axis2': 'universal loop: its axis2 a2 in S (nl, 3)',
     'pred_E': 'rotation of ^PX_pred, loop frame P on the predecessor body (nl, 3, 3)',
     'pred_r': 'translation of ^PX_pred (nl, 3)',
     'succ_E': 'rotation of ^SX_succ, loop frame S on the successor body (nl, 3, 3)',
@@ -75,7 +81,10 @@ class CheckPlan:
         loops = [con for c in model.cluster_list if not c.linear for con in c.constraints
                  if not isinstance(con, CouplingConstraint)]
         nl = len(loops)
-        fields = {'loop_kind': np.array([RESIDUAL_KIND.get(con.kind, -1) for con in loops], dtype=np.int64),
+        fields = {'rotation_mode': _ints([ROTATION_MODE[ROTATION_ROWS[con.kind]] for con in loops]),
+                  'position_mode': _ints([POSITION_MODE[POSITION_ROWS[con.kind]] for con in loops]),
+                  'axis2': np.array([con.axis2 if con.kind == 'universal' else np.zeros(3) for con in loops],
+                                    dtype=float).reshape(nl, 3),
                   'pred_E': np.zeros((nl, 3, 3)), 'pred_r': np.zeros((nl, 3)), 'succ_E': np.zeros((nl, 3, 3)),
                   'succ_r': np.zeros((nl, 3)), 'frame': np.array([con.frame for con in loops]).reshape(nl, 3, 3),
                   'v_cluster': np.array([[c.name for c in model.cluster_list].index(name)
@@ -108,3 +117,7 @@ def _sparse_rows(A):
     rows, columns = np.nonzero(A)
     return (np.searchsorted(rows, np.arange(A.shape[0] + 1)).astype(np.int64), columns.astype(np.int64),
             A[rows, columns].astype(float))
+
+
+def _ints(values):
+    return np.array(values, dtype=np.int64)
