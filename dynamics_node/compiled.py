@@ -592,7 +592,7 @@ def cluster_acceleration(m, d, k, ydd):
                 a[i, e] += S[i, j, e] * ydd[y0 + j]
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def rnea(m, d, q, yd, ydd, f_ext):
     """Independent forces tau_y = S_k^T f_k into d.tau (rnea.py)."""
     status = kinematics(m, d, q, yd)
@@ -730,7 +730,7 @@ def spanning_accelerations(m, d, ydd):
                 qdd[v0 + r] += G[k, j, r] * ydd[y0 + j]
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def aba(m, d, q, yd, tau, f_ext):
     """Independent accelerations into d.ydd and spanning ones G ydd + g into d.qdd (aba.py);
     tau independent (ny) or spanning (nv, projected with G^T)."""
@@ -752,7 +752,7 @@ def aba(m, d, q, yd, tau, f_ext):
     return OK
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def spanning(m, d, q, yd, ydd):
     """qdd = G ydd + g into d.qdd (G, g from the constraints at q, yd)."""
     update_transforms(m, d, q)
@@ -764,7 +764,7 @@ def spanning(m, d, q, yd, ydd):
 
 # ---- cluster CRBA (crba.py) ----
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def crba(m, d, q):
     """H_y = G^T H G into d.H: composite inertias Ic_o += X^T Ic X, then each block column walked
     up the ancestors: F <- ^bX_o^T F, H_jk = S_j^T F."""
@@ -844,7 +844,7 @@ def frame_propagator(m, d, body, X, T):
         body = output[k]
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def efpa(m, d, q, frame_body, frame_X, T, Omega):
     """Lambda^-1 (6 nf x 6 nf) of frames (body, ^frameX_body) into Omega, in the public layout:
     [linear; angular] rows and columns per frame, each in its own frame."""

@@ -14,7 +14,8 @@ from .clusters import build_clusters
 from .completion import complete_positions, independent_position_size
 from .couplings import LinearConstraints
 from .errors import ModelError, SingularConfigurationError
-from .forward_dynamics import aba_info, check_method, lcaba_info
+from .extended_urdf import to_urdf_plus
+from .forward_dynamics import aba_info, check_method, lcaba_info, lcaba_is_cheaper
 from .frames import link_pose as pose_of, link_transforms, positions_jacobians
 from .joints import motion_subspace, neutral_position, NQ, NV
 from .kinematics import update_transforms
@@ -164,7 +165,8 @@ class Model:
         method 'aba': qdd = G ydd + g, ydd from the cluster ABA (seed 003, Alg. 1); raises
         SingularConfigurationError where a cluster's constraint split or D_k is singular. 'lcaba': the
         proximal loop-constrained ABA on the spanning tree (seed 004, Alg. 3), which also solves singular
-        configurations and redundant loops. 'auto': 'aba', and 'lcaba' where it raises.
+        configurations and redundant loops. 'auto': 'lcaba' where its loop clusters are large enough
+        that it is cheaper (forward_dynamics.lcaba_is_cheaper), else 'aba', and 'lcaba' where that raises.
 
         Args:
             q: spanning positions (nq), loops closed.
@@ -182,7 +184,7 @@ class Model:
         q = positions(self, data, q)
         external_forces(self, data, wrenches)
         fallback_reason = ''
-        if method != 'lcaba':
+        if method == 'aba' or (method == 'auto' and not lcaba_is_cheaper(self)):
             try:
                 yd = independent_velocities(self, data, v)
                 tau = vector(tau, 'tau', {self.nv: 'spanning', self.ny: 'independent'})
@@ -192,7 +194,7 @@ class Model:
                 if method == 'aba':
                     raise
                 fallback_reason = str(error)
-        result = lcaba_info(self, data, q, v, tau, settings, fallback_reason)
+        result = lcaba_info(self, data, q, v, tau, settings, fallback_reason, multipliers=info)
         return result if info else result.acceleration
 
     def inverse_dynamics(self, q, v, a, wrenches=None):
@@ -346,7 +348,7 @@ def numba_available():
     return True
 
 
-def load_model(source, compiled=None, strict=False):
+def load_model(source, compiled=None, strict=False, closures=None):
     """Load a URDF+ robot from a file path or an XML string (seed 002).
 
     Links whose inertia breaks the triangle inequality or has zero principal moments (common in
@@ -355,7 +357,12 @@ def load_model(source, compiled=None, strict=False):
     Args:
         compiled: True for the numba fast path, False for the NumPy reference algorithms, None (default)
             for the fast path where numba is installed.
+        closures: the YAML closures of an Extended URDF (a path or the YAML text; see extended_urdf.py):
+            the URDF is converted to URDF+ (loops, joint replacements, name_mot as independent marks)
+            and loaded as such.
     Raises:
         ModelError: with the element, name and expectation, for any description the library cannot use.
     """
+    if closures is not None:
+        source = to_urdf_plus(source, closures)
     return Model(read_urdf(source, strict), compiled)

@@ -103,9 +103,7 @@ class RobotSpec:
 def read_urdf(source, strict=False):
     """Parse a URDF+ file path or XML string into a RobotSpec; ModelError names the bad element.
     With strict, the warnings (e.g. an inertia breaking the triangle inequality) are errors."""
-    root = _parse_xml(source)
-    if root.tag != 'robot':
-        raise ModelError(f'the document root is <{root.tag}>, expected <robot>')
+    root = robot_element(source)
     read = [_read_link(e) for e in root.findall('link')]
     links = tuple(link for link, _ in read)
     warnings = tuple(warning for _, warning in read if warning)
@@ -120,6 +118,14 @@ def read_urdf(source, strict=False):
     if not links:
         raise ModelError('the robot has no <link>')
     return RobotSpec(root.get('name', ''), links, joints, loops, couplings, warnings)
+
+
+def robot_element(source):
+    """The <robot> element of a URDF(+) file path or XML string."""
+    root = _parse_xml(source)
+    if root.tag != 'robot':
+        raise ModelError(f'the document root is <{root.tag}>, expected <robot>')
+    return root
 
 
 def _parse_xml(source):
