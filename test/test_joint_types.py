@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from conftest import assert_close, random_state
-from dynamics_node import load_model, ModelError
+from dynamics_node import bundled_model, load_model, ModelError
 from oracle import KKTOracle
 
 STATES = 3
@@ -212,3 +212,73 @@ def test_spherical_joint_is_dependent_only_as_a_whole():
                                          r'independent="true" can be solved from it \(a spherical or planar joint '
                                          r'only as a whole\)'):
         load_model(xml)
+
+
+NEW_ROBOTS = ['ambidex_wrist', 'delta', 'parallel_ankle_leg']
+
+
+@pytest.mark.parametrize('name', NEW_ROBOTS)
+def test_bundled_robots_complete_from_their_actuated_joints(name, rng):
+    """Closed at q = 0; complete_positions from the actuated joints closes the loops (oracle residual)
+    over a walk of random targets in [-0.6, 0.6] rad and comes back to q = 0 on the same branch."""
+    model = load_model(bundled_model(name))
+    reference = KKTOracle(bundled_model(name))
+    reference.set_layout(model.joint_names)
+    assert np.max(np.abs(reference.loop_residual(model.q_neutral))) < 1e-12, 'closed at q = 0'
+    for _ in range(10):
+        q = model.complete_positions(rng.uniform(-0.6, 0.6, len(model.independent_joint_names)))
+        assert np.max(np.abs(reference.loop_residual(q))) < 1e-11
+    assert_close(model.complete_positions(np.zeros(len(model.independent_joint_names))), model.q_neutral,
+                 'back at q = 0', rtol=1e-10)
+
+
+def test_wrist_is_a_parallelogram():
+    """ambidex_wrist: the mirrored distal universal joint keeps the hand parallel to the forearm, so
+    distal = (-wrist_2, -wrist_1)."""
+    model = load_model(bundled_model('ambidex_wrist'))
+    q = model.complete_positions([0.3, -0.4])
+    names = model.joint_names
+    assert_close(q[[names.index('distal_1'), names.index('distal_2')]], [0.4, -0.3], 'distal')
+    assert_close(model.link_pose(q, 'hand')[0], np.eye(3), 'hand orientation')
+
+
+def test_delta_platform_translates(rng):
+    model = load_model(bundled_model('delta'))
+    for _ in range(3):
+        q = model.complete_positions(rng.uniform(-0.6, 0.6, 3))
+        assert_close(model.link_pose(q, 'platform')[0], np.eye(3), 'platform orientation', rtol=1e-10)
+
+
+# A CAD export's shape: joints without <axis> (x) and without <limit>, continuous joints with negative
+# axes, a fixed sensor frame, a crank-rocker four-bar in the y-z plane closed by a loop without <axis>.
+CAD = robot('cad', link('base_link', 0), link('link_1'), link('link_2', 0.7), link('link_3', 0.5),
+            link('sensor', 0.05),
+            '<joint name="joint_1" type="continuous"><parent link="base_link"/><child link="link_1"/>'
+            '<axis xyz="-1 0 0"/></joint>',
+            '<joint name="joint_2" type="revolute"><parent link="link_1"/><child link="link_2"/>'
+            '<origin xyz="0 0.3 0"/></joint>',
+            '<joint name="joint_3" type="continuous"><parent link="base_link"/><child link="link_3"/>'
+            '<origin xyz="0 0.8 0"/><axis xyz="-1 0 0"/></joint>',
+            '<joint name="sensor_fix" type="fixed"><parent link="link_2"/><child link="sensor"/>'
+            '<origin xyz="0.1 0 0" rpy="0 0 0.3"/></joint>',
+            '<loop name="closure" type="continuous"><predecessor link="link_2"><origin xyz="0 0.6 0.5"/>'
+            '</predecessor><successor link="link_3"><origin xyz="0 0.1 0.5"/></successor></loop>')
+
+
+@ENGINES
+def test_cad_shaped_file(compiled, rng):
+    """No <axis> means x (URDF), negative continuous axes turn the other way, no <limit> is needed;
+    against the oracle (Pinocchio's reading of the same axes)."""
+    model = load_model(CAD, compiled=compiled)
+    reference = KKTOracle(CAD)
+    reference.set_layout(model.joint_names)
+    assert model.joint_names == ('joint_1', 'joint_2', 'joint_3')
+    assert model.clusters[0].independent_joints == ('joint_1',)
+    for _ in range(STATES):
+        q, yd, wrenches = random_state(model, rng)
+        assert np.max(np.abs(reference.loop_residual(q))) < 1e-10
+        G = reference.null_space_G(q, model.independent_joint_names)
+        v, tau = model.spanning_velocities(q, yd), rng.normal(size=model.nv)
+        assert_close(model.forward_dynamics(q, yd, tau, wrenches, method='aba'),
+                     reference.forward_dynamics(q, v, tau, wrenches), 'qdd')
+        assert_close(model.mass_matrix(q), G.T @ reference.mass_matrix(q) @ G, 'H_y')
