@@ -8,39 +8,46 @@ To stay on the assembly branch of the previous solution (the neutral position at
 independent joints move there from their previous values in continuation steps of at most
 CONTINUATION_STEP, each closed by Newton from the last. A start on a singular pose (e.g. all links of
 a four-bar aligned at q = 0) can stall Newton, so a failed solve is retried from the neutral position
-and from a few fixed, seeded restarts before the loop is reported as unreachable.
+and from seeded restarts until a time budget is spent; then the loop is reported as unreachable. A
+solve stops early once a step no longer reduces |phi| (a least-squares minimum with |phi| > 0: the pose
+is out of reach from there), so an unreachable pose costs milliseconds.
 """
+
+import time
 
 import numpy as np
 
 from .clusters import constraint_jacobian
-from .errors import ModelError
+from .errors import ModelError, quote
 from .joints import QUATERNION_AT, random_position, retract
 from .kinematics import update_transforms
 
 TOLERANCE = 1e-12              # max |phi| of a solved cluster, m or rad
-MAX_ITERATIONS = 50
+MAX_ITERATIONS = 50            # Newton iterations per start
 CONTINUATION_STEP = 0.1        # largest change of an independent coordinate per Newton solve, rad or m
-RESTARTS = 8                   # extra starts: dependent angles uniform in [-pi, pi], random quaternions, seeded
+RESTARTS = 8                   # extra starts at most: dependent angles uniform in [-pi, pi], random quaternions
+SLOW_RATIO, SLOW_STEPS = 0.9, 3    # a start crawling this slowly is abandoned (see _newton)
+BUDGET_MS = 50.0               # default time budget of one completion, checked between Newton iterations
+MAX_BUDGET_MS = 1e4            # budget_ms accepted up to 10 s
 
 
-def complete_positions(model, data, q_independent):
-    """Spanning q (nq) whose independent joints take q_independent and whose loops are closed."""
+def complete_positions(model, data, q_independent, budget_ms=BUDGET_MS):
+    """Spanning q (nq) whose independent joints take q_independent and whose loops are closed. Starts
+    from data.q_last, which the caller updates once the whole call has succeeded."""
+    deadline = time.perf_counter() + 1e-3 * budget_ms
     previous = (model.q_neutral if data.q_last is None else data.q_last).copy()
     q = previous.copy()
     independent = set(model.independent_joint_names)
-    q_ind = np.asarray(q_independent, dtype=float).reshape(-1)
     cursor = 0
     for i in range(1, model.nb):
         if model.joint_names[i - 1] in independent:
             n = model.nq_body[i]
-            q[model.idx_q[i]:model.idx_q[i] + n] = q_ind[cursor:cursor + n]
+            q[model.idx_q[i]:model.idx_q[i] + n] = q_independent[cursor:cursor + n]
             cursor += n
     model.couplings.complete(q)
     for cluster in model.cluster_list:
         if not cluster.linear:
-            _solve_cluster(model, data, cluster, q, previous)
-    data.q_last = q.copy()
+            _solve_cluster(model, data, cluster, q, previous, deadline, budget_ms)
     return q
 
 
@@ -50,27 +57,31 @@ def independent_position_size(model):
     return sum(model.nq_body[i] for i in range(1, model.nb) if model.joint_names[i - 1] in names)
 
 
-def _solve_cluster(model, data, cluster, q, previous):
+def _solve_cluster(model, data, cluster, q, previous, deadline, budget_ms):
     """Close the loops of cluster in q, whose independent joints hold their targets and whose dependent
-    joints start from previous."""
+    joints start from previous; then from the neutral position and seeded restarts while the budget lasts."""
     dependent = [b for b in cluster.bodies if cluster.col[b] in set(cluster.dependent)]
-    if _continuation(model, data, cluster, q, previous, q.copy(), dependent):
+    if _continuation(model, data, cluster, q, previous, q.copy(), dependent, deadline):
         return
     rng = np.random.default_rng(cluster.index)
-    residual = np.inf
+    residual, solves = np.inf, 1
     for restart in range(RESTARTS + 1):
+        if time.perf_counter() > deadline:
+            break
         for b in dependent:       # the neutral position first (the bundled robots are closed there)
             q[_positions(model, b)] = model.q_neutral[_positions(model, b)] if restart == 0 else \
                 random_position(model.joint_type[b], rng, np.pi)
-        residual = _newton(model, data, cluster, q, dependent)
+        residual = _newton(model, data, cluster, q, dependent, deadline)
+        solves += 1
         if residual <= TOLERANCE:
             return
-    raise ModelError(f'could not close the constraints {[c.name for c in cluster.constraints]} of cluster '
-                     f'{cluster.name!r}: residual {residual:.3g} after {RESTARTS + 2} Newton solves; the '
-                     'independent positions may be out of the mechanism\'s reach')
+    raise ModelError(f'could not close the constraints {quote([c.name for c in cluster.constraints])} of '
+                     f'cluster {quote(cluster.name)}: residual {residual:.3g} after {solves} Newton solves '
+                     f'(budget {budget_ms:g} ms); the independent positions may be out of the '
+                     "mechanism's reach")
 
 
-def _continuation(model, data, cluster, q, previous, target, dependent):
+def _continuation(model, data, cluster, q, previous, target, dependent, deadline):
     """Move the independent joints from previous to target in equal steps of at most CONTINUATION_STEP
     (quaternions by normalized interpolation), closing the loops after each; False if a solve fails."""
     independent = [(b, _positions(model, b), model.joint_type[b]) for b in cluster.bodies if b not in dependent]
@@ -81,7 +92,7 @@ def _continuation(model, data, cluster, q, previous, target, dependent):
     for t in np.arange(1, steps + 1) / steps:
         for _, s, kind in independent:
             q[s] = _interpolate(kind, previous[s], target[s], t)
-        if _newton(model, data, cluster, q, dependent) > TOLERANCE:
+        if _newton(model, data, cluster, q, dependent, deadline) > TOLERANCE:
             return False
     return True
 
@@ -110,12 +121,16 @@ def _positions(model, body):
     return slice(model.idx_q[body], model.idx_q[body] + model.nq_body[body])
 
 
-def _newton(model, data, cluster, q, dependent):
+def _newton(model, data, cluster, q, dependent, deadline):
     """Damped Newton on the dependent joints (full steps near the solution, halved while a step does
-    not reduce |phi|); returns the final max |phi|."""
+    not reduce |phi|); returns the final max |phi|. A start is abandoned once it stalls: no decrease
+    down to a 1/1000 step, or SLOW_STEPS steps in a row that cut |phi| by less than SLOW_RATIO (Newton
+    converges quadratically near a closed loop; crawling means a least-squares minimum with phi != 0,
+    i.e. out of reach from here), or past the deadline."""
     phi = _residual(model, data, cluster, q)
+    slow = 0
     for _ in range(MAX_ITERATIONS):
-        if np.max(np.abs(phi)) <= TOLERANCE:
+        if np.max(np.abs(phi)) <= TOLERANCE or slow == SLOW_STEPS or time.perf_counter() > deadline:
             break
         K, _ = constraint_jacobian(cluster, data.Xup, model.S, np.zeros(cluster.n))
         step = np.linalg.lstsq(K[cluster.active_rows][:, cluster.dependent], phi, rcond=None)[0]
@@ -128,9 +143,14 @@ def _newton(model, data, cluster, q, dependent):
                                                   -scale * step[column:column + nv])
                 column += nv
             trial = _residual(model, data, cluster, q)
-            if np.linalg.norm(trial) < np.linalg.norm(phi) or scale < 1e-3:
+            if np.linalg.norm(trial) < np.linalg.norm(phi):
                 break
+            if scale < 1e-3:
+                for b, q_b in zip(dependent, start):
+                    q[_positions(model, b)] = q_b
+                return np.max(np.abs(phi))
             scale *= 0.5
+        slow = slow + 1 if np.linalg.norm(trial) > SLOW_RATIO * np.linalg.norm(phi) else 0
         phi = trial
     return np.max(np.abs(phi))
 

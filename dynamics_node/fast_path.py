@@ -18,7 +18,7 @@ import numpy as np
 from numba import typeof, types
 
 from . import compiled, compiled_lcaba
-from .errors import ModelError, SingularConfigurationError
+from .errors import ModelError, quote, SingularConfigurationError
 from .flat import FlatModel
 from .flat_lcaba import lcaba_plan
 from .lcaba import LcabaResult
@@ -151,15 +151,15 @@ class FastPath:
         cluster = self.model.cluster_list[int(self.data.info[0])]
         if status == compiled.SINGULAR_SPLIT:
             raise SingularConfigurationError(
-                f'cluster {cluster.name!r} is at a singular configuration: its constraints '
-                f'{[con.name for con in cluster.constraints]} do not determine the dependent joints '
+                f'cluster {quote(cluster.name)} is at a singular configuration: its constraints '
+                f'{quote([con.name for con in cluster.constraints])} do not determine the dependent joints '
                 f'(conditioning {self.data.info[1]:.1e}); use method="lcaba"')
         if status == compiled.D_NOT_POSITIVE:
             raise SingularConfigurationError(
-                f'cluster {cluster.name!r}: its articulated inertia D = S^T I^A S is not positive definite '
+                f'cluster {quote(cluster.name)}: its articulated inertia D = S^T I^A S is not positive definite '
                 '(singular configuration); use method="lcaba"')
         raise SingularConfigurationError(
-            f'cluster {cluster.name!r}: D = S^T I^A S is ill-conditioned (singular configuration); '
+            f'cluster {quote(cluster.name)}: D = S^T I^A S is ill-conditioned (singular configuration); '
             'use method="lcaba"')
 
 

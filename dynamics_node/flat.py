@@ -21,7 +21,7 @@ from numba.experimental import structref
 from .aba import D_CONDITION_LIMIT
 from .compiled import COUPLED, FLOATING, LOOP, PLANAR, PRISMATIC, REVOLUTE, SINGLE, SPHERICAL
 from .constraints import CouplingConstraint
-from .errors import ModelError
+from .errors import ModelError, quote
 from .joints import plane_frame
 from .kinematics import SINGULARITY_THRESHOLD
 
@@ -227,7 +227,7 @@ def _cluster_fields(model):
     for k, c in enumerate(clusters):
         outputs = set(c.output.values())
         if len(outputs) != 1:
-            raise ModelError(f'cluster {c.name!r} hangs from several bodies {sorted(outputs)}; the compiled '
+            raise ModelError(f'cluster {quote(c.name)} hangs from several bodies {sorted(outputs)}; the compiled '
                              'algorithms need one output body per cluster')
         fields['output'][k] = outputs.pop()
         fields['kind'][k] = SINGLE if not c.constraints else COUPLED if c.linear else LOOP
