@@ -217,8 +217,9 @@ def _check_dependent_flags(tree, components, owned):
                          '<coupling> constrains them')
 
 
-def constraint_jacobian(cluster, Xup, S, qd):
-    """Stacked K and k of a cluster's constraints (all rows) at the given transforms and velocities."""
+def constraint_jacobian(cluster, Xup, S, qd=None):
+    """Stacked K and k of a cluster's constraints (all rows) at the given transforms and velocities
+    (K alone, k = 0, without qd)."""
     blocks = [c.evaluate(Xup, S, cluster.col, cluster.n, qd) for c in cluster.constraints]
     return np.vstack([K for K, _ in blocks]), np.concatenate([k for _, k in blocks])
 
@@ -236,7 +237,7 @@ def _split_coordinates(cluster, tree, rng):
             span = np.pi if KIND[joint.type] == 'rotational' else 0.3
             Xup[b] = joint_transform(joint.type, joint.axis, random_position(joint.type, rng, span)) @ \
                 tree.bodies[b].X_tree
-        samples.append(constraint_jacobian(cluster, Xup, S, np.zeros(cluster.n))[0])
+        samples.append(constraint_jacobian(cluster, Xup, S)[0])
     scale = max(1.0, max(np.abs(K).max() for K in samples))
     active = np.flatnonzero(np.max([np.abs(K).max(axis=1) for K in samples], axis=0) > RANK_TOLERANCE * scale)
     samples = [K[active] for K in samples]

@@ -24,7 +24,8 @@ from .kinematics import update_transforms
 
 TOLERANCE = 1e-12              # max |phi| of a solved cluster, m or rad
 MAX_ITERATIONS = 50            # Newton iterations per start
-CONTINUATION_STEP = 0.1        # largest change of an independent coordinate per Newton solve, rad or m
+CONTINUATION_STEP = 0.3        # largest change of an independent coordinate per Newton solve, rad or m
+MAX_CONTINUATION_STEPS = 20    # larger jumps take larger steps
 RESTARTS = 8                   # extra starts at most: dependent angles uniform in [-pi, pi], random quaternions
 SLOW_RATIO, SLOW_STEPS = 0.9, 3    # a start crawling this slowly is abandoned (see _newton)
 BUDGET_MS = 50.0               # default time budget of one completion, checked between Newton iterations
@@ -86,13 +87,15 @@ def _continuation(model, data, cluster, q, previous, target, dependent, deadline
     (quaternions by normalized interpolation), closing the loops after each; False if a solve fails."""
     independent = [(b, _positions(model, b), model.joint_type[b]) for b in cluster.bodies if b not in dependent]
     jump = max([_distance(kind, previous[s], target[s]) for _, s, kind in independent], default=0.0)
-    steps = max(1, int(np.ceil(jump / CONTINUATION_STEP)))
+    steps = min(MAX_CONTINUATION_STEPS, max(1, int(np.ceil(jump / CONTINUATION_STEP))))
     for b in dependent:
         q[_positions(model, b)] = previous[_positions(model, b)]
     for t in np.arange(1, steps + 1) / steps:
         for _, s, kind in independent:
             q[s] = _interpolate(kind, previous[s], target[s], t)
-        if _newton(model, data, cluster, q, dependent, deadline) > TOLERANCE:
+        if _newton(model, data, cluster, q, dependent, deadline, patient=True) > TOLERANCE:
+            for _, s, _ in independent:
+                q[s] = target[s]            # the restarts solve at the targets
             return False
     return True
 
@@ -121,18 +124,20 @@ def _positions(model, body):
     return slice(model.idx_q[body], model.idx_q[body] + model.nq_body[body])
 
 
-def _newton(model, data, cluster, q, dependent, deadline):
+def _newton(model, data, cluster, q, dependent, deadline, patient=False):
     """Damped Newton on the dependent joints (full steps near the solution, halved while a step does
     not reduce |phi|); returns the final max |phi|. A start is abandoned once it stalls: no decrease
-    down to a 1/1000 step, or SLOW_STEPS steps in a row that cut |phi| by less than SLOW_RATIO (Newton
-    converges quadratically near a closed loop; crawling means a least-squares minimum with phi != 0,
-    i.e. out of reach from here), or past the deadline."""
+    down to a 1/1000 step, or (unless patient: a continuation step, which starts next to a closed pose
+    and may need a few damped steps) SLOW_STEPS steps in a row that cut |phi| by less than SLOW_RATIO
+    (Newton converges quadratically near a closed loop; crawling means a least-squares minimum with
+    phi != 0, i.e. out of reach from here), or past the deadline."""
     phi = _residual(model, data, cluster, q)
     slow = 0
     for _ in range(MAX_ITERATIONS):
-        if np.max(np.abs(phi)) <= TOLERANCE or slow == SLOW_STEPS or time.perf_counter() > deadline:
+        if np.max(np.abs(phi)) <= TOLERANCE or (slow == SLOW_STEPS and not patient) or \
+                time.perf_counter() > deadline:
             break
-        K, _ = constraint_jacobian(cluster, data.Xup, model.S, np.zeros(cluster.n))
+        K, _ = constraint_jacobian(cluster, data.Xup, model.S)
         step = np.linalg.lstsq(K[cluster.active_rows][:, cluster.dependent], phi, rcond=None)[0]
         start, scale = [q[_positions(model, b)].copy() for b in dependent], 1.0
         while True:

@@ -91,7 +91,7 @@ def independent_velocities(model, data, v, name='v'):
     violation, _, cluster = model.couplings.worst_velocity_violation(x)
     for c, (v0, v1) in zip(model.cluster_list, model.v_range):
         if not c.linear:
-            K, _ = constraint_jacobian(c, data.Xup, model.S, np.zeros(c.n))
+            K, _ = constraint_jacobian(c, data.Xup, model.S)
             residual = np.max(np.abs(K[c.active_rows] @ x[v0:v1]))
             if residual > violation:
                 violation, cluster = residual, c.name
