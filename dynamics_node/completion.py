@@ -24,11 +24,13 @@ from .kinematics import update_transforms
 
 TOLERANCE = 1e-12              # max |phi| of a solved cluster, m or rad
 MAX_ITERATIONS = 50            # Newton iterations per start
-CONTINUATION_STEP = 0.3        # largest change of an independent coordinate per Newton solve, rad or m
-MAX_CONTINUATION_STEPS = 20    # larger jumps take larger steps
+CONTINUATION_STEP = 0.1        # largest change of an independent coordinate per Newton solve, rad or m
+MAX_CONTINUATION_STEPS = 100   # farther jumps (over 10 rad or m) start from the neutral position instead
 RESTARTS = 8                   # extra starts at most: dependent angles uniform in [-pi, pi], random quaternions
 SLOW_RATIO, SLOW_STEPS = 0.9, 3    # a start crawling this slowly is abandoned (see _newton)
-BUDGET_MS = 50.0               # default time budget of one completion, checked between Newton iterations
+# Default time budget of one completion, checked between Newton iterations (a 0.6 rad jump of the
+# delta robot takes ~20 ms on the NumPy path).
+BUDGET_MS = 200.0
 MAX_BUDGET_MS = 1e4            # budget_ms accepted up to 10 s
 
 
@@ -60,18 +62,22 @@ def independent_position_size(model):
 
 def _solve_cluster(model, data, cluster, q, previous, deadline, budget_ms):
     """Close the loops of cluster in q, whose independent joints hold their targets and whose dependent
-    joints start from previous; then from the neutral position and seeded restarts while the budget lasts."""
+    joints start from previous (by continuation, then directly); then from the neutral position and seeded
+    restarts while the budget lasts."""
     dependent = [b for b in cluster.bodies if cluster.col[b] in set(cluster.dependent)]
-    if _continuation(model, data, cluster, q, previous, q.copy(), dependent, deadline):
+    target = q.copy()
+    if _continuation(model, data, cluster, q, previous, target, dependent, deadline):
         return
+    q[:] = target                 # the independent joints back at their targets
     rng = np.random.default_rng(cluster.index)
     residual, solves = np.inf, 1
-    for restart in range(RESTARTS + 1):
+    for restart in range(RESTARTS + 2):
         if time.perf_counter() > deadline:
             break
-        for b in dependent:       # the neutral position first (the bundled robots are closed there)
-            q[_positions(model, b)] = model.q_neutral[_positions(model, b)] if restart == 0 else \
-                random_position(model.joint_type[b], rng, np.pi)
+        for b in dependent:       # straight from the previous pose, from the neutral one, then random
+            start = previous if restart == 0 else model.q_neutral if restart == 1 else None
+            q[_positions(model, b)] = random_position(model.joint_type[b], rng, np.pi) if start is None else \
+                start[_positions(model, b)]
         residual = _newton(model, data, cluster, q, dependent, deadline)
         solves += 1
         if residual <= TOLERANCE:
@@ -87,15 +93,16 @@ def _continuation(model, data, cluster, q, previous, target, dependent, deadline
     (quaternions by normalized interpolation), closing the loops after each; False if a solve fails."""
     independent = [(b, _positions(model, b), model.joint_type[b]) for b in cluster.bodies if b not in dependent]
     jump = max([_distance(kind, previous[s], target[s]) for _, s, kind in independent], default=0.0)
-    steps = min(MAX_CONTINUATION_STEPS, max(1, int(np.ceil(jump / CONTINUATION_STEP))))
+    steps = max(1, int(np.ceil(jump / CONTINUATION_STEP)))
+    if steps > MAX_CONTINUATION_STEPS:
+        return False              # a jump this far is no continuation of the previous pose: restarts
     for b in dependent:
         q[_positions(model, b)] = previous[_positions(model, b)]
     for t in np.arange(1, steps + 1) / steps:
         for _, s, kind in independent:
             q[s] = _interpolate(kind, previous[s], target[s], t)
-        if _newton(model, data, cluster, q, dependent, deadline, patient=True) > TOLERANCE:
-            for _, s, _ in independent:
-                q[s] = target[s]            # the restarts solve at the targets
+        if _newton(model, data, cluster, q, dependent, deadline, patient=True) > TOLERANCE or \
+                time.perf_counter() > deadline:
             return False
     return True
 

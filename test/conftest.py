@@ -17,7 +17,7 @@ ROBOTS = bundled_models()
 # dense factorizations stays far below this.
 RTOL = 1e-9
 # Random states jump far (+-0.6 rad on every independent joint at each call), which completion crosses in
-# continuation steps; on a loaded machine that can outlast the default 50 ms budget. The tests check
+# continuation steps; on a loaded machine that can outlast the default budget. The tests check
 # accuracy, so they allow more time (test_input_rule.py checks the budget itself).
 COMPLETION_BUDGET_MS = 2000.0
 SEED = int(os.environ.get('CLUSTER_DYNAMICS_TEST_SEED', '0'))
