@@ -195,6 +195,10 @@ def test_state_checks_of_new_joints():
     (robot('x', link('base', 0), link('a'), link('b'), joint('u', 'universal', 'base', 'a'),
            joint('j', 'revolute', 'base', 'b', extra='<mimic joint="u"/>')),
      r"joint 'j' <mimic> names unknown joint 'u'"),
+    (MODELS['planar_block'].replace('<axis xyz="0 0 1"/></loop>', '<axis xyz="0 0 1"/><axis2 xyz="1 0 0"/></loop>'),
+     r"loop 'weld': <axis2> is only used by type=\"universal\", not \"fixed\""),
+    (MODELS['rsur'].replace('<axis2 xyz="1 0 0"/></loop>', '<axis2 xyz="0 0 0"/></loop>'),
+     r"loop 'cardan_end': <axis2 xyz> is zero; expected a unit vector"),
     (MODELS['rusr'].replace('type="spherical"', 'type="ball"'),
      r"loop 'ball_end': type=\"ball\" is not supported; expected one of revolute, continuous, prismatic, fixed, "
      r"spherical, planar, universal"),
