@@ -246,8 +246,9 @@ def _split_coordinates(cluster, tree, rng):
     K = samples[int(np.argmax(ranks))]
     joints = [tree.bodies[b].joint for b in bodies]
     names = [j.name for j in joints]
-    # a multi-DoF joint (spherical, planar) is dependent or independent as a whole: its position
-    # cannot be split; column_name[c] names the joint of local column c
+    # a multi-DoF joint (spherical, planar) is dependent as a whole where the rank allows, else in the
+    # directions the loops fix (a rod with ball joints at both ends keeps its idle spin independent);
+    # column_name[c] names the joint of local column c
     columns = [list(range(cluster.col[b], cluster.col[b] + NV[j.type])) for b, j in zip(bodies, joints)]
     column_name = [j.name for j, cols in zip(joints, columns) for _ in cols]
     marked = [c for j, cols in zip(joints, columns) if j.independent is False for c in cols]
@@ -262,16 +263,20 @@ def _split_coordinates(cluster, tree, rng):
     else:
         dependent = []
         for j, cols in zip(reversed(joints), reversed(columns)):
-            if j.independent is None and len(dependent) + len(cols) <= rank and \
-                    _rank(K[:, dependent + cols]) == len(dependent) + len(cols):
-                dependent.extend(cols)
+            if j.independent is not None:
+                continue
+            if len(dependent) + len(cols) <= rank and _rank(K[:, dependent + cols]) == len(dependent) + len(cols):
+                dependent.extend(cols)                       # the whole joint
+            else:                                            # the directions the loops fix (an idle spin stays)
+                for c in cols:
+                    if len(dependent) < rank and _rank(K[:, dependent + [c]]) > len(dependent):
+                        dependent.append(c)
             if len(dependent) == rank:
                 break
         dependent.sort()
         if len(dependent) != rank:
             raise ModelError(f'{describe} has constraint rank {rank} but only {len(dependent)} coordinates of '
-                             'joints not marked independent="true" can be solved from it (a spherical or '
-                             'planar joint only as a whole)')
+                             'joints not marked independent="true" can be solved from it')
     if _rank(K[:, dependent]) < rank:
         raise ModelError(f'{describe}: the dependent joints {_joint_list(column_name, dependent)} cannot be '
                          'solved from the constraints (their Jacobian columns are rank deficient); '

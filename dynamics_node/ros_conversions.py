@@ -155,9 +155,9 @@ class JointLayout:
         completed = [n for n in model.joint_names if model.joint_type[body[n]] in ('spherical', 'planar')]
         free = [n for n in completed if n in model.independent_joint_names]
         if free:
-            raise ModelError(f'joint {free[0]!r} is an independent {model.joint_type[body[free[0]]]} joint: '
-                             'a JointState carries one value per joint, so the node takes spherical and '
-                             'planar joints only as dependent joints of loops')
+            raise ModelError(f'{model.joint_type[body[free[0]]]} joint {free[0]!r} has independent '
+                             'coordinates: a JointState carries one value per joint, so the node takes '
+                             'spherical and planar joints only as dependent joints of loops')
         self.completed = tuple(completed)
         self.joint_names = tuple(n for n in model.joint_names if n != self.base_joint and n not in completed)
         self.independent_names = tuple(n for n in model.independent_joint_names

@@ -42,6 +42,8 @@ def random_state(model, rng):
     torques and a wrench on every 3rd link."""
     q_ind = []
     for name in model.independent_joint_names:
+        if name in model.split_joint_names:
+            continue                           # a split joint's free directions take no position
         kind = model.joint_type[model.joint_names.index(name) + 1]
         if kind in ('floating', 'spherical'):
             quat = rng.normal(size=4)

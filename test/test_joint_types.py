@@ -66,6 +66,12 @@ MODELS = {
                   joint('rocker_joint', 'revolute', 'base', 'rocker', '0.6 0.2 0', axis='1 0 0'),
                   loop('cardan_end', 'universal', 'rod', '0.4 0.2 0.3', 'rocker', '0 0 0.3', '0 0 1',
                        '<axis2 xyz="1 0 0"/>')),
+    # crank - rod with ball joints at both ends - rocker (RSSR): the rod's idle spin stays independent
+    'rssr': robot('rssr', link('base', 0), link('crank'), link('rod', 0.4), link('rocker'),
+                  joint('crank_joint', 'revolute', 'base', 'crank'),
+                  joint('rod_ball', 'spherical', 'crank', 'rod', '0.2 0 0'),
+                  joint('rocker_joint', 'revolute', 'base', 'rocker', '0.6 0.2 0', axis='1 0 0'),
+                  loop('ball_end', 'spherical', 'rod', '0.4 0.2 0.3', 'rocker', '0 0 0.3')),
     # a block on a planar joint (dependent) welded to a two-link arm moving in the same tilted plane
     'planar_block': robot('planar_block', link('base', 0), link('crank'), link('coupler'), link('block', 0.6),
                           joint('crank_joint', 'revolute', 'base', 'crank', axis='0 0.6 0.8'),
@@ -118,14 +124,14 @@ def test_dynamics_match_kkt(name, compiled, rng):
     for _ in range(STATES):
         q, yd, wrenches = random_state(model, rng)
         assert np.max(np.abs(reference.loop_residual(q)), initial=0.0) < 1e-10, 'oracle: loops closed'
-        G = reference.null_space_G(q, model.independent_joint_names)
+        G = reference.null_space_G(q, model.independent_v)   # velocity indices: a joint may be split
         v = model.spanning_velocities(q, yd)
         assert_close(v, G @ yd, 'qd = G yd')
         tau = rng.normal(size=model.nv)
         expected = reference.forward_dynamics(q, v, tau, wrenches)
         assert_close(model.forward_dynamics(q, yd, tau, wrenches, method='aba'), expected, 'qdd')
         ydd = rng.normal(size=model.ny)
-        qdd = G @ ydd + reference.explicit_bias_g(q, v, model.independent_joint_names)
+        qdd = G @ ydd + reference.explicit_bias_g(q, v, model.independent_v)
         assert_close(model.inverse_dynamics(q, yd, ydd, wrenches),
                      reference.inverse_dynamics_projected(q, v, qdd, G, wrenches), 'tau_y')
         assert_close(model.mass_matrix(q), G.T @ reference.mass_matrix(q) @ G, 'H_y')
@@ -136,7 +142,7 @@ def test_dynamics_match_kkt(name, compiled, rng):
 def test_link_kinematics(name, rng):
     model, reference = model_of(name), oracle_of(name)
     q, _, _ = random_state(model, rng)
-    G = reference.null_space_G(q, model.independent_joint_names)
+    G = reference.null_space_G(q, model.independent_v)
     for link_name in model.links:
         R, p = model.link_pose(q, link_name)
         pose = reference.link_placement(q, link_name)
@@ -168,9 +174,7 @@ def test_completion_from_far_starts(name, rng):
     model = load_model(MODELS[name])
     reference = oracle_of(name)
     for scale in (0.1, 0.6, 0.3):
-        q_ind = []
-        for joint_name in model.independent_joint_names:
-            q_ind.append(rng.uniform(-scale, scale))
+        q_ind = rng.uniform(-scale, scale, len(model.independent_joint_names) - len(model.split_joint_names))
         q = model.complete_positions(q_ind, budget_ms=COMPLETION_BUDGET_MS)
         assert np.max(np.abs(reference.loop_residual(q))) < 1e-11
         quaternions = [q[i:i + 4] for i, kind in zip(model.idx_q[1:], model.joint_type[1:]) if kind == 'spherical']
@@ -217,14 +221,23 @@ def test_errors_name_the_element(xml, message):
         load_model(xml)
 
 
-def test_spherical_joint_is_dependent_only_as_a_whole():
-    """A rod with ball joints at both ends spins idly: its spherical joint cannot be dependent as a
-    whole, and the message says so (Extended URDF's idle spins are another issue)."""
-    xml = MODELS['rusr'].replace('type="universal"', 'type="spherical"').replace('<axis2 xyz="0 1 0"/>', '')
-    with pytest.raises(ModelError, match=r'has constraint rank 3 but only 2 coordinates of joints not marked '
-                                         r'independent="true" can be solved from it \(a spherical or planar joint '
-                                         r'only as a whole\)'):
-        load_model(xml)
+def test_idle_spin_of_a_ball_jointed_rod_stays_independent():
+    """RSSR: the loops fix two directions of the rod's spherical joint; the third (about its child z
+    here), the rod's spin about its own line as far as the loops are concerned, is an independent
+    velocity with no position input: completion keeps the spin where it was."""
+    model = load_model(MODELS['rssr'])
+    assert model.independent_joint_names == ('crank_joint', 'rod_ball') and model.split_joint_names == ('rod_ball',)
+    assert model.clusters[0].dependent_joints == ('rod_ball', 'rocker_joint')
+    assert (model.ny, len(model.independent_v)) == (2, 2)
+    q = model.complete_positions([0.2])
+    with pytest.raises(ModelError, match=r'q_independent has 2 entries; expected 1 \(independent positions\)'):
+        model.complete_positions([0.2, 0.0])
+    reference = oracle_of('rssr')
+    spin = reference.null_space_G(q, model.independent_v)[:, 1]        # the free motion with the crank held
+    assert np.allclose(reference.constraint_jacobian(q) @ spin, 0.0, atol=1e-12)
+    turned = reference.integrate(q, 0.3 * spin)                        # spin the rod: still closed
+    assert np.max(np.abs(reference.loop_residual(turned))) < 1e-12             # an exact idle motion
+    assert_close(model.complete_positions([0.2]), q, 'the same q again')
 
 
 NEW_ROBOTS = ['ambidex_wrist', 'delta', 'parallel_ankle_leg']

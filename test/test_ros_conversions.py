@@ -135,8 +135,8 @@ def test_spherical_joints_are_completed_not_state_joints(rng):
     tau = layout.velocity_like(spanning, np.ones(len(names)), 'state.effort', names, forces=True)
     platform = model.idx_v[model.joint_names.index('platform_ball') + 1]
     assert tau.size == model.nv and not tau[platform:platform + 3].any()
-    with pytest.raises(ModelError, match=r"joint 'ball' is an independent spherical joint: a JointState carries "
-                                         r"one value per joint"):
+    with pytest.raises(ModelError, match=r"spherical joint 'ball' has independent coordinates: a JointState "
+                                         r"carries one value per joint"):
         JointLayout(load_model('<robot name="x"><link name="a"/><link name="b"><inertial><mass value="1"/>'
                                '<inertia ixx="1" ixy="0" ixz="0" iyy="1" iyz="0" izz="1"/></inertial></link>'
                                '<joint name="ball" type="spherical"><parent link="a"/><child link="b"/>'
