@@ -281,7 +281,8 @@ class Model:
 
     def complete_positions(self, q_independent, budget_ms=BUDGET_MS):
         """Spanning q (nq) from the independent joints' positions (in independent_joint_names order,
-        7 entries for a floating joint): couplings solved directly, loops by Newton's method
+        7 entries for a floating joint, 4 for a spherical one, none for a split joint, whose free
+        directions keep their previous values): couplings solved directly, loops by Newton's method
         warm-started from the previous solution, with restarts until budget_ms milliseconds are spent
         (then the positions count as out of the mechanism's reach)."""
         q_ind = vector(q_independent, 'q_independent',
