@@ -204,13 +204,31 @@ def test_joint_frames_name_the_same_closure():
     assert np.array_equal(by_joint.mass_matrix(q), by_link.mass_matrix(q))
 
 
-def test_three_d_closures_become_spherical_loops():
-    xml = to_urdf_plus(URDF, yaml_with(type=['3d']))
-    (loop,) = etree.fromstring(xml).findall('loop')
-    assert loop.get('type') == 'spherical'
-    xml = to_urdf_plus(URDF, yaml_with(type=None, joint_name=['ankle'], joint_type=['SPHERICAL']))
-    assert etree.fromstring(xml).find("loop").get('type') == 'fixed'
-    assert etree.fromstring(xml).find("joint[@name='ankle']").get('type') == 'spherical'
+@pytest.mark.parametrize('compiled', [True, False], ids=['compiled', 'reference'])
+def test_three_d_closure_leaves_the_idle_spin_independent(compiled, rng):
+    """type 3D keeps only the pin's point together (a spherical loop, 3 rows of rank 2 on this planar
+    linkage): the clevis spin about the pin becomes free, and is chosen as an independent coordinate."""
+    text = yaml_with(type=['3d'])
+    model = extended(text, compiled)
+    loop = next(c for c in model.clusters if c.constraints)
+    assert loop.independent_joints == ('knee_motor', 'rod_bottom')
+    assert model.ny == 5
+    assert etree.fromstring(to_urdf_plus(URDF, text)).find('loop').get('type') == 'spherical'
+    reference = independent_oracle(text)
+    reference.set_layout(model.joint_names)
+    assert_matches_oracle(model, reference, rng)
+
+
+@pytest.mark.parametrize('compiled', [True, False], ids=['compiled', 'reference'])
+def test_spherical_replacement(compiled, rng):
+    """joint_type SPHERICAL turns the ankle into a ball joint (quaternion q, 3 velocities)."""
+    text = yaml_with(joint_type=['FIXED', 'SPHERICAL'])
+    model = extended(text, compiled)
+    assert model.joint_type[model.joint_names.index('ankle') + 1] == 'spherical'
+    assert (model.nq, model.nv, model.ny) == (9, 8, 5)
+    reference = independent_oracle(text)
+    reference.set_layout(model.joint_names)
+    assert_matches_oracle(model, reference, rng)
 
 
 @pytest.mark.parametrize('closures, message', [
