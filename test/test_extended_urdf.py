@@ -274,6 +274,16 @@ def test_the_urdf_is_checked_first(tmp_path):
         load_model(URDF, closures=str(binary))
 
 
+def test_idle_rod_spin_is_rejected_naming_the_cluster():
+    """A rod with a SPHERICAL end and a 3D closure at the other spins idly about its axis: a spherical
+    joint is dependent only as a whole, so no split exists (README: not supported yet)."""
+    closures = yaml_with(type=['3D'], name_mot=['hip_pitch', 'knee_motor'], joint_name=['rod_top'],
+                         joint_type=['SPHERICAL'])
+    with pytest.raises(ModelError, match=r"cluster 'crank' \(joints \['knee_motor', 'rod_top', 'rod_bottom', "
+                                         r"'knee'\].* \(a spherical or planar joint only as a whole\)"):
+        load_model(URDF, closures=closures)
+
+
 def test_ujoint_names_must_be_free():
     urdf = Path(URDF).read_text().replace('<link name="closure_b"/>', '<link name="ankle_cross"/>').replace(
         '<child link="closure_b"/>', '<child link="ankle_cross"/>')
