@@ -284,6 +284,17 @@ def test_idle_rod_spin_is_rejected_naming_the_cluster():
         load_model(URDF, closures=closures)
 
 
+def test_fixed_joints_with_a_zero_axis_load():
+    """CAD exports (e.g. onshape-to-robot, as in the published Extended URDF robots) write
+    <axis xyz="0 0 0"/> on fixed joints; like urdfdom, the axis of a joint without one is ignored."""
+    urdf = Path(URDF).read_text().replace('<origin xyz="0 0 0" rpy="0.4 0 0.25"/>',
+                                          '<origin xyz="0 0 0" rpy="0.4 0 0.25"/><axis xyz="0 0 0"/>')
+    assert urdf.count('<axis xyz="0 0 0"/>') == 1
+    model = load_model(urdf, closures=TEXT)
+    q = model.complete_positions([0.2, 0.3, 0.0, 0.0])
+    assert np.array_equal(model.mass_matrix(q), extended().mass_matrix(q))
+
+
 def test_ujoint_names_must_be_free():
     urdf = Path(URDF).read_text().replace('<link name="closure_b"/>', '<link name="ankle_cross"/>').replace(
         '<child link="closure_b"/>', '<child link="ankle_cross"/>')
