@@ -1,4 +1,4 @@
-"""Our LCABA (Python) against Pinocchio's lcaba and constraintDynamics (C++) on the same closed loops.
+"""Our LCABA (compiled) against Pinocchio's lcaba and constraintDynamics (C++) on the same closed loops.
 
 Only mechanisms whose loops both libraries express as the same constraint are compared, and the
 accelerations are checked to agree before anything is timed:
@@ -6,14 +6,14 @@ accelerations are checked to agree before anything is timed:
 - a revolute loop of a planar mechanism (all joint axes normal to the plane) is a CONTACT_3D point
   constraint: its 2 rotation rows vanish identically there, so both leave the same motions. (For a
   spatial mechanism a revolute loop is NOT a point constraint; none is used here.)
-Times are medians of many calls in microseconds, penalty mu = 1e6 (Pinocchio's mu = 1e-6).
+Times are medians of many calls in microseconds (interleaved, bench/run.py), penalty mu = 1e6 (Pinocchio's
+mu = 1e-6): our kernels (FastPath) and our public forward_dynamics (inputs checked, loops verified).
 
 Usage: .venv/bin/python bench/lcaba_vs_pinocchio.py
 """
 
 import os
 import sys
-import time
 
 import numpy as np
 import pinocchio as pin
@@ -23,11 +23,9 @@ sys.path.insert(0, os.path.join(HERE, '..'))
 sys.path.insert(0, os.path.join(HERE, '..', 'test'))
 
 from dynamics_node import bundled_model, load_model  # noqa: E402
-from dynamics_node.aba import aba  # noqa: E402
-from dynamics_node.kinematics import forward_pass  # noqa: E402
-from dynamics_node.lcaba import lcaba, ProximalSettings  # noqa: E402
-from dynamics_node.state import external_forces, spanning_to_independent_forces  # noqa: E402
+from dynamics_node.lcaba import ProximalSettings  # noqa: E402
 from oracle import KKTOracle  # noqa: E402  (test-only Pinocchio model of the spanning tree)
+from timing import interleaved_medians, print_table  # noqa: E402
 
 MU = 1e6
 TOLERANCE = 1e-10
@@ -123,25 +121,16 @@ class PinocchioCase:
                                       settings)
 
 
-def median_us(call, repeats):
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter_ns()
-        call()
-        times.append(time.perf_counter_ns() - start)
-    return float(np.median(times)) / 1e3
-
-
 def compare(label, xml, q, rng):
+    """One row: agreement, iterations and median times of ours and Pinocchio's on one mechanism."""
     model = load_model(xml)
-    data = model.create_data()
-    external_forces(model, data, None)
+    fast = model._workspace().engine
+    fast.warm_up()
+    f_ext = np.zeros((model.nb, 6))
     yd = rng.normal(size=model.ny)
     v, tau = model.spanning_velocities(q, yd), rng.normal(size=model.nv)
     settings = ProximalSettings(mu=MU, tolerance=TOLERANCE)
-    ours = lcaba(model, data, q, v, tau, settings)
-    forward_pass(model, data, q, yd)
-    tau_y = spanning_to_independent_forces(model, data, tau)
+    ours = fast.lcaba(q, v, tau, f_ext, settings)
 
     pinocchio = PinocchioCase(xml, model.joint_names)
     to_pin = pinocchio.reference
@@ -156,32 +145,40 @@ def compare(label, xml, q, rng):
         raise SystemExit(f'{label}: accelerations disagree (lcaba {agree_lcaba:.1e}, constraintDynamics '
                          f'{agree_cd:.1e}); not timing different problems')
 
-    t_ours = median_us(lambda: lcaba(model, data, q, v, tau, settings), 300)
-    t_aba = median_us(lambda: aba(model, data, q, yd, tau_y), 300)
-    t_lcaba = median_us(lambda: pinocchio.lcaba(qp, vp, taup, pin_settings), 20000)
-    t_cd = median_us(lambda: pinocchio.constraint_dynamics(qp, vp, taup, pin_settings), 20000)
+    calls = {'lcaba': lambda: fast.lcaba(q, v, tau, f_ext, settings),
+             'FD lcaba': lambda: model.forward_dynamics(q, v, tau, method='lcaba', settings=settings),
+             'pin.lcaba': lambda: pinocchio.lcaba(qp, vp, taup, pin_settings),
+             'pin.cD': lambda: pinocchio.constraint_dynamics(qp, vp, taup, pin_settings)}
+    try:
+        fast.forward_dynamics(q, yd, tau)
+        calls['C-ABA'] = lambda: fast.forward_dynamics(q, yd, tau)
+        calls['FD auto'] = lambda: model.forward_dynamics(q, v, tau)
+    except Exception:             # a singular cluster: the cluster ABA does not apply
+        pass
+    t = interleaved_medians(calls, 100, 20)
     rows = sum(con.rows for c in model.cluster_list for con in c.constraints)
-    return (label, model.nv, f'{rows}/{pinocchio.rows}', f'{agree_lcaba:.0e}',
-            f'{agree_cd:.0e}', f'{ours.iterations}/{pin_iterations}', f'{t_ours:.0f}', f'{t_aba:.0f}',
-            f'{t_lcaba:.2f}', f'{t_cd:.2f}', f'{t_ours / t_lcaba:.0f}', f'{t_ours / t_cd:.0f}')
+    cell = lambda key: f'{t[key]:.2f}' if key in t else '-'  # noqa: E731
+    ratio = lambda key, peer: f'{t[key] / t[peer]:.2f}' if key in t else '-'  # noqa: E731
+    return (label, model.nv, f'{rows}/{pinocchio.rows}', f'{max(agree_lcaba, agree_cd):.0e}',
+            f'{ours.iterations}/{pin_iterations}', cell('lcaba'), cell('pin.lcaba'), ratio('lcaba', 'pin.lcaba'),
+            cell('C-ABA'), cell('FD auto'), cell('FD lcaba'), cell('pin.cD'), ratio('FD auto', 'pin.cD'),
+            ratio('FD lcaba', 'pin.cD'))
 
 
-HEADER = ('mechanism', 'nv', 'rows ours/pin', 'agree lcaba', 'agree cD', 'iter ours/pin', 'ours LCABA us',
-          'ours C-ABA us', 'pin.lcaba us', 'pin.cD us', 'ours/pin.lcaba', 'ours/pin.cD')
+HEADER = ('mechanism', 'nv', 'rows ours/pin', 'agree', 'iter ours/pin', 'LCABA us', 'pin.lcaba us', 'ratio',
+          'C-ABA us', 'FD auto us', 'FD lcaba us', 'pin.cD us', 'auto/cD', 'lcaba/cD')
+NOTE = (f'mu = {MU:g} (Pinocchio mu = {1 / MU:g}), tolerance {TOLERANCE:g}; agree = max |qdd - qdd_ours| / '
+        'max(1, |qdd_ours|) over pin.lcaba and constraintDynamics (cD, proxLTL).\nLCABA, C-ABA: our compiled '
+        'kernels; FD auto / FD lcaba: the public Model.forward_dynamics (inputs checked, loop closure verified).')
+
+
+def loop_table(rng):
+    return [compare(label, xml, q, rng) for label, xml, q in mechanisms()]
 
 
 def main():
-    rng = np.random.default_rng(0)
-    table = [HEADER] + [compare(label, xml, q, rng) for label, xml, q in mechanisms()]
-    widths = [max(len(str(row[i])) for row in table) for i in range(len(HEADER))]
-    for k, row in enumerate(table):
-        print(' | '.join(str(cell).rjust(w) if k and i else str(cell).ljust(w)
-                         for i, (cell, w) in enumerate(zip(row, widths))))
-        if k == 0:
-            print('-+-'.join('-' * w for w in widths))
-    print(f'\nmu = {MU:g} (Pinocchio mu = {1 / MU:g}), tolerance {TOLERANCE:g}; agreement = '
-          'max |qdd - qdd_ours| / max(1, |qdd_ours|); cD = constraintDynamics (proxLTL); '
-          'C-ABA = our cluster ABA (seed 003).')
+    print_table(HEADER, loop_table(np.random.default_rng(0)))
+    print('\n' + NOTE)
 
 
 if __name__ == '__main__':

@@ -18,7 +18,6 @@ import os
 import subprocess
 import sys
 import tempfile
-import time
 
 import numpy as np
 import pinocchio as pin
@@ -37,6 +36,7 @@ from dynamics_node.kinematics import forward_pass  # noqa: E402
 from dynamics_node.rnea import rnea  # noqa: E402
 from conftest import random_state  # noqa: E402  (test helper: consistent random state)
 from oracle import KKTOracle  # noqa: E402  (test-only Pinocchio model of the spanning tree)
+from timing import interleaved_medians, print_table  # noqa: E402
 
 FIRST = ['quadruped_rotors', 'humanoid_belts']          # the issue's two reference robots lead the table
 ROUNDS, BATCH = 200, 20                                  # compiled and Pinocchio calls: 4000 per function
@@ -56,20 +56,6 @@ def contact_links(model):
     """Links fixed to a moving body (feet, hands, tools), else the last link."""
     links = [link for b in range(1, model.nb) for link in model.body_links[b][1:]]
     return links or [model.links[-1]]
-
-
-def interleaved_medians(calls, rounds, batch):
-    """Median microseconds per call of each callable, timed batch calls at a time, one batch of every
-    callable per round; a first quarter of untimed rounds warms up caches and clock."""
-    samples = {name: [] for name in calls}
-    for round_ in range(-(rounds // 4), rounds):
-        for name, call in calls.items():
-            start = time.perf_counter_ns()
-            for _ in range(batch):
-                call()
-            if round_ >= 0:
-                samples[name].append((time.perf_counter_ns() - start) / batch)
-    return {name: float(np.median(times)) / 1e3 for name, times in samples.items()}
 
 
 def measure(name, rng):
@@ -118,16 +104,6 @@ def startup_times():
         runs = [json.loads(subprocess.run([sys.executable, '-c', COLD_START], env=env, check=True,
                                           capture_output=True, text=True).stdout) for _ in range(2)]
     return runs
-
-
-def print_table(header, rows):
-    table = [header] + rows
-    widths = [max(len(str(row[i])) for row in table) for i in range(len(header))]
-    for k, row in enumerate(table):
-        print(' | '.join(str(cell).rjust(w) if k and i else str(cell).ljust(w)
-                         for i, (cell, w) in enumerate(zip(row, widths))))
-        if k == 0:
-            print('-+-'.join('-' * w for w in widths))
 
 
 def main():

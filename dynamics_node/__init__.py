@@ -11,7 +11,8 @@ from .errors import ModelError, SingularConfigurationError
 from .forward_dynamics import ForwardDynamicsInfo
 from .lcaba import ProximalSettings
 from .model import ClusterInfo, Data, Model, load_model
-from .models import bundled_model, bundled_models
+from .models import bundled_extended_urdf, bundled_model, bundled_models
 
 __all__ = ['ClusterInfo', 'Data', 'ForwardDynamicsInfo', 'Model', 'ModelError', 'ProximalSettings',
-           'SingularConfigurationError', 'bundled_model', 'bundled_models', 'load_model']
+           'SingularConfigurationError', 'bundled_extended_urdf', 'bundled_model', 'bundled_models',
+           'load_model']

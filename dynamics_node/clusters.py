@@ -12,7 +12,7 @@ import numpy as np
 
 from .constraints import CouplingConstraint, LoopConstraint
 from .errors import ModelError, quote
-from .joints import joint_transform, KIND, motion_subspace, NV
+from .joints import joint_transform, KIND, motion_subspace, NV, random_position
 from .spatial import pose_transform
 
 RANK_TOLERANCE = 1e-9          # relative singular-value threshold of the rank-revealing steps
@@ -58,7 +58,8 @@ def build_constraints(spec, tree):
         pose_A = tree.link_frame[loop.predecessor][1] * loop.predecessor_origin
         pose_B = tree.link_frame[loop.successor][1] * loop.successor_origin
         constraint = LoopConstraint(loop.name, loop.type, loop.axis, nca, pred_path, succ_path,
-                                    pose_transform(pose_A.R, pose_A.p), pose_transform(pose_B.R, pose_B.p))
+                                    pose_transform(pose_A.R, pose_A.p), pose_transform(pose_B.R, pose_B.p),
+                                    loop.axis2)
         constraints.append((constraint, _edges(A, B, pred_path, succ_path)))
     for coupling in spec.couplings:
         where = f'coupling {quote(coupling.name)}'
@@ -110,9 +111,10 @@ def _same_kind(where, tree, coefficients):
     for body in coefficients:
         joint = tree.bodies[body].joint
         kinds.setdefault(KIND[joint.type], []).append(joint.name)
-    if 'floating' in kinds:
-        raise ModelError(f'{where} involves floating joint {quote(kinds["floating"][0])}; only 1-DoF joints '
-                         'can be coupled')
+    for kind in ('floating', 'spherical', 'planar'):
+        if kind in kinds:
+            raise ModelError(f'{where} involves {kind} joint {quote(kinds[kind][0])}; only 1-DoF joints can be '
+                             'coupled')
     if len(kinds) > 1:
         detail = '; '.join(f'{kind}: {quote(names)}' for kind, names in kinds.items())
         raise ModelError(f'{where} couples joints of different kinds ({detail}); a coupling relates '
@@ -232,7 +234,8 @@ def _split_coordinates(cluster, tree, rng):
         for b in bodies:
             joint = tree.bodies[b].joint
             span = np.pi if KIND[joint.type] == 'rotational' else 0.3
-            Xup[b] = joint_transform(joint.type, joint.axis, rng.uniform(-span, span, 1)) @ tree.bodies[b].X_tree
+            Xup[b] = joint_transform(joint.type, joint.axis, random_position(joint.type, rng, span)) @ \
+                tree.bodies[b].X_tree
         samples.append(constraint_jacobian(cluster, Xup, S, np.zeros(cluster.n))[0])
     scale = max(1.0, max(np.abs(K).max() for K in samples))
     active = np.flatnonzero(np.max([np.abs(K).max(axis=1) for K in samples], axis=0) > RANK_TOLERANCE * scale)
@@ -242,33 +245,44 @@ def _split_coordinates(cluster, tree, rng):
     K = samples[int(np.argmax(ranks))]
     joints = [tree.bodies[b].joint for b in bodies]
     names = [j.name for j in joints]
-    marked = [cluster.col[b] for b, j in zip(bodies, joints) if j.independent is False]
+    # a multi-DoF joint (spherical, planar) is dependent or independent as a whole: its position
+    # cannot be split; column_name[c] names the joint of local column c
+    columns = [list(range(cluster.col[b], cluster.col[b] + NV[j.type])) for b, j in zip(bodies, joints)]
+    column_name = [j.name for j, cols in zip(joints, columns) for _ in cols]
+    marked = [c for j, cols in zip(joints, columns) if j.independent is False for c in cols]
     describe = (f'cluster {quote(cluster.name)} (joints {quote(names)}, constraints '
                 f'{quote([c.name for c in cluster.constraints])})')
     if marked:
         if len(marked) != rank:
             raise ModelError(f'{describe} has constraint rank {rank}, so it needs {rank} dependent joints, '
                              f'but {len(marked)} are marked independent="false": '
-                             f'{quote([names[c] for c in marked])}')
+                             f'{_joint_list(column_name, marked)}')
         dependent = marked
     else:
         dependent = []
-        for c in reversed(range(cluster.n)):
-            if joints[c].independent is None and _rank(K[:, dependent + [c]]) > len(dependent):
-                dependent.append(c)
+        for j, cols in zip(reversed(joints), reversed(columns)):
+            if j.independent is None and len(dependent) + len(cols) <= rank and \
+                    _rank(K[:, dependent + cols]) == len(dependent) + len(cols):
+                dependent.extend(cols)
             if len(dependent) == rank:
                 break
         dependent.sort()
         if len(dependent) != rank:
-            raise ModelError(f'{describe} has constraint rank {rank} but only {len(dependent)} joints that '
-                             'are not marked independent="true" can be solved from it')
+            raise ModelError(f'{describe} has constraint rank {rank} but only {len(dependent)} coordinates of '
+                             'joints not marked independent="true" can be solved from it (a spherical or '
+                             'planar joint only as a whole)')
     if _rank(K[:, dependent]) < rank:
-        raise ModelError(f'{describe}: the dependent joints {quote([names[c] for c in dependent])} cannot be '
+        raise ModelError(f'{describe}: the dependent joints {_joint_list(column_name, dependent)} cannot be '
                          'solved from the constraints (their Jacobian columns are rank deficient); '
                          'mark other joints independent="false"')
     cluster.dependent = np.array(dependent, dtype=int)
     cluster.independent = np.array([c for c in range(cluster.n) if c not in dependent], dtype=int)
     cluster.active_rows = active
+
+
+def _joint_list(column_name, columns):
+    """The joints of local columns, each once (a spherical joint has three columns)."""
+    return list(dict.fromkeys(column_name[c] for c in columns))
 
 
 def _rank(K):

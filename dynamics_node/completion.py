@@ -1,13 +1,18 @@
 """State completion: spanning positions from independent ones (seed 003 Sec. 1.2).
 
 Coupling-only clusters are linear and solved explicitly (couplings.py); loops are solved by Newton's method on
-phi(q) = 0 over the dependent joints, warm-started from the previous solution. A start on a singular
-pose (e.g. all links of a four-bar aligned at q = 0) can stall Newton, so a failed solve is retried
-from seeded restarts until a time budget is spent (no restart begins after it); then the loop is reported
-as unreachable. A solve is bounded (MAX_ITERATIONS) and stops early once it stalls (a least-squares
-minimum with |phi| > 0: the pose is out of reach from there), so an unreachable pose costs milliseconds.
-The budget never cuts a solve short, so whether a pose is reached from the warm start does not depend
-on the machine's load.
+phi(q) = 0 over the dependent joints. Steps are taken in velocity coordinates and mapped onto each joint's
+position manifold (joints.retract: q <- q * exp(step), renormalized, for a spherical joint).
+
+To stay on the assembly branch of the previous solution (the neutral position at first), a cluster's
+independent joints move there from their previous values in continuation steps of at most
+CONTINUATION_STEP (at most MAX_CONTINUATION_STEPS steps), each closed by Newton from the last. A start
+on a singular pose (e.g. all links of a four-bar aligned at q = 0) can stall Newton, so a failed solve
+is retried from the neutral position and from seeded restarts until a time budget is spent (no restart
+begins after it); then the loop is reported as unreachable. A solve is bounded (MAX_ITERATIONS) and
+stops early once it stalls (a least-squares minimum with |phi| > 0: the pose is out of reach from
+there), so an unreachable pose costs milliseconds. The budget never cuts the continuation or a solve
+short, so whether a pose is reached from the previous one does not depend on the machine's load.
 """
 
 import time
@@ -16,11 +21,14 @@ import numpy as np
 
 from .clusters import constraint_jacobian
 from .errors import ModelError, quote
+from .joints import QUATERNION_AT, random_position, retract
 from .kinematics import update_transforms
 
 TOLERANCE = 1e-12              # max |phi| of a solved cluster, m or rad
 MAX_ITERATIONS = 50            # Newton iterations per start
-RESTARTS = 8                   # extra starts at most: dependent joints uniform in [-pi, pi], seeded
+CONTINUATION_STEP = 0.1        # largest change of an independent coordinate per Newton solve, rad or m
+MAX_CONTINUATION_STEPS = 30    # larger jumps take larger steps (a jump may reach 1e8, bounds.POSITION)
+RESTARTS = 8                   # extra starts at most: dependent angles uniform in [-pi, pi], random quaternions
 SLOW_RATIO, SLOW_STEPS = 0.9, 3    # a start crawling this slowly is abandoned (see _newton)
 BUDGET_MS = 50.0               # default time budget of one completion, checked before each restart
 MAX_BUDGET_MS = 1e4            # budget_ms accepted up to 10 s
@@ -30,7 +38,8 @@ def complete_positions(model, data, q_independent, budget_ms=BUDGET_MS):
     """Spanning q (nq) whose independent joints take q_independent and whose loops are closed. Starts
     from data.q_last, which the caller updates once the whole call has succeeded."""
     deadline = time.perf_counter() + 1e-3 * budget_ms
-    q = np.zeros(model.nq) if data.q_last is None else data.q_last.copy()
+    previous = (model.q_neutral if data.q_last is None else data.q_last).copy()
+    q = previous.copy()
     independent = set(model.independent_joint_names)
     cursor = 0
     for i in range(1, model.nb):
@@ -41,7 +50,7 @@ def complete_positions(model, data, q_independent, budget_ms=BUDGET_MS):
     model.couplings.complete(q)
     for cluster in model.cluster_list:
         if not cluster.linear:
-            _solve_cluster(model, data, cluster, q, deadline, budget_ms)
+            _solve_cluster(model, data, cluster, q, previous, deadline, budget_ms)
     return q
 
 
@@ -51,23 +60,69 @@ def independent_position_size(model):
     return sum(model.nq_body[i] for i in range(1, model.nb) if model.joint_names[i - 1] in names)
 
 
-def _solve_cluster(model, data, cluster, q, deadline, budget_ms):
-    """Newton from the warm start, then from seeded restarts while the budget lasts."""
-    dependent = [model.idx_q[b] for b in cluster.bodies if cluster.col[b] in set(cluster.dependent)]
-    restarts = np.random.default_rng(cluster.index).uniform(-np.pi, np.pi, (RESTARTS, len(dependent)))
-    residual = _newton(model, data, cluster, q, dependent)
-    solves = 1
-    for start in restarts:
-        if residual <= TOLERANCE or time.perf_counter() > deadline:
+def _solve_cluster(model, data, cluster, q, previous, deadline, budget_ms):
+    """Close the loops of cluster in q, whose independent joints hold their targets and whose dependent
+    joints start from previous; then from the neutral position and seeded restarts while the budget lasts."""
+    dependent = [b for b in cluster.bodies if cluster.col[b] in set(cluster.dependent)]
+    if _continuation(model, data, cluster, q, previous, q.copy(), dependent):
+        return
+    rng = np.random.default_rng(cluster.index)
+    residual, solves = np.inf, 1
+    for restart in range(RESTARTS + 1):
+        if time.perf_counter() > deadline:
             break
-        q[dependent] = start
+        for b in dependent:       # the neutral position first (the bundled robots are closed there)
+            q[_positions(model, b)] = model.q_neutral[_positions(model, b)] if restart == 0 else \
+                random_position(model.joint_type[b], rng, np.pi)
         residual = _newton(model, data, cluster, q, dependent)
         solves += 1
-    if residual > TOLERANCE:
-        raise ModelError(f'could not close the constraints {quote([c.name for c in cluster.constraints])} of '
-                         f'cluster {quote(cluster.name)}: residual {residual:.3g} after {solves} Newton solves '
-                         f'(budget {budget_ms:g} ms); the independent positions may be out of the '
-                         "mechanism's reach")
+        if residual <= TOLERANCE:
+            return
+    raise ModelError(f'could not close the constraints {quote([c.name for c in cluster.constraints])} of '
+                     f'cluster {quote(cluster.name)}: residual {residual:.3g} after {solves} Newton solves '
+                     f'(budget {budget_ms:g} ms); the independent positions may be out of the '
+                     "mechanism's reach")
+
+
+def _continuation(model, data, cluster, q, previous, target, dependent):
+    """Move the independent joints from previous to target in equal steps of at most CONTINUATION_STEP
+    (but at most MAX_CONTINUATION_STEPS of them; quaternions by normalized interpolation), closing the
+    loops after each; False if a solve fails."""
+    independent = [(b, _positions(model, b), model.joint_type[b]) for b in cluster.bodies if b not in dependent]
+    jump = max([_distance(kind, previous[s], target[s]) for _, s, kind in independent], default=0.0)
+    steps = int(np.clip(np.ceil(jump / CONTINUATION_STEP), 1, MAX_CONTINUATION_STEPS))
+    for b in dependent:
+        q[_positions(model, b)] = previous[_positions(model, b)]
+    for t in np.arange(1, steps + 1) / steps:
+        for _, s, kind in independent:
+            q[s] = _interpolate(kind, previous[s], target[s], t)
+        if _newton(model, data, cluster, q, dependent) > TOLERANCE:
+            return False
+    return True
+
+
+def _distance(kind, a, b):
+    """Largest change of a coordinate from position a to b (a quaternion's by its rotation angle)."""
+    if kind not in QUATERNION_AT:
+        return np.max(np.abs(b - a))
+    at = QUATERNION_AT[kind]
+    turn = 2.0 * np.arccos(min(1.0, abs(a[at:at + 4] @ b[at:at + 4])))
+    return max(turn, np.max(np.abs(b[:at] - a[:at]), initial=0.0))
+
+
+def _interpolate(kind, a, b, t):
+    """The position a fraction t of the way from a to b."""
+    x = (1.0 - t) * a + t * b
+    if kind in QUATERNION_AT:
+        at = QUATERNION_AT[kind]
+        side = 1.0 if a[at:at + 4] @ b[at:at + 4] >= 0.0 else -1.0      # the nearer of b and -b
+        turned = (1.0 - t) * a[at:at + 4] + t * side * b[at:at + 4]
+        x[at:at + 4] = turned / np.linalg.norm(turned)
+    return x
+
+
+def _positions(model, body):
+    return slice(model.idx_q[body], model.idx_q[body] + model.nq_body[body])
 
 
 def _newton(model, data, cluster, q, dependent):
@@ -83,14 +138,20 @@ def _newton(model, data, cluster, q, dependent):
             break
         K, _ = constraint_jacobian(cluster, data.Xup, model.S, np.zeros(cluster.n))
         step = np.linalg.lstsq(K[cluster.active_rows][:, cluster.dependent], phi, rcond=None)[0]
-        start, scale = q[dependent].copy(), 1.0
+        start, scale = [q[_positions(model, b)].copy() for b in dependent], 1.0
         while True:
-            q[dependent] = start - scale * step
+            column = 0
+            for b, q_b in zip(dependent, start):
+                nv = model.nv_body[b]
+                q[_positions(model, b)] = retract(model.joint_type[b], model.axis[b], q_b,
+                                                  -scale * step[column:column + nv])
+                column += nv
             trial = _residual(model, data, cluster, q)
             if np.linalg.norm(trial) < np.linalg.norm(phi):
                 break
             if scale < 1e-3:
-                q[dependent] = start
+                for b, q_b in zip(dependent, start):
+                    q[_positions(model, b)] = q_b
                 return np.max(np.abs(phi))
             scale *= 0.5
         slow = slow + 1 if np.linalg.norm(trial) > SLOW_RATIO * np.linalg.norm(phi) else 0

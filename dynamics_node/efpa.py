@@ -19,6 +19,8 @@ def efpa(model, data, q, frames):
     IA = [body_inertias(model, k) for k in range(nc)]
     chi = [dict() for _ in frames]                 # chi[e][k]: 6 x 6 nb_k propagator of frame e
     for e, (body, X) in enumerate(frames):
+        if body == 0:
+            continue                               # a frame on the ground does not move: zero rows
         k = model.cluster_of[body]
         b0, b1 = model.body_range[k]
         block = np.zeros((6, 6 * (b1 - b0)))

@@ -17,26 +17,31 @@ import time
 import numpy as np
 from numba import typeof, types
 
-from . import compiled
-from .errors import quote, SingularConfigurationError
+from . import compiled, compiled_lcaba
+from .errors import ModelError, quote, SingularConfigurationError
 from .flat import FlatModel
+from .flat_lcaba import lcaba_plan
+from .lcaba import LcabaResult
 
 _INPUT = types.Array(types.float64, 1, 'A', readonly=True)      # any float64 vector
 _FORCES = types.Array(types.float64, 2, 'A', readonly=True)
 _DISPATCHERS = {kernel.__name__: kernel for kernel in
-                (compiled.aba, compiled.rnea, compiled.crba, compiled.efpa, compiled.spanning)}
+                (compiled.aba, compiled.rnea, compiled.crba, compiled.efpa, compiled.spanning, compiled_lcaba.lcaba)}
 _ENTRY_POINTS = {}              # name -> compiled entry point, filled by the first warm_up()
 
 
 class FastPath:
-    """Compiled C-ABA, C-RNEA, CRBA and C-EFPA of one Model with its own workspace (one per thread;
-    pass ``flat`` to share the compiled model between threads)."""
+    """Compiled C-ABA, C-RNEA, CRBA, C-EFPA and LCABA of one Model with its own workspace (one per
+    thread; pass ``flat`` to share the compiled model between threads)."""
 
     def __init__(self, model, flat=None):
         self.model = model
         self.flat = FlatModel(model) if flat is None else flat
         self.data = self.flat.create_data()
         self._m, self._d = self.flat.ref, self.data.ref
+        self.plan = lcaba_plan(model)                    # LCABA (seed 004), shared by threads
+        self.lcaba_data = self.plan.create_data()
+        self._p, self._w = self.plan.ref, self.lcaba_data.ref
         self._frame_sets = {}
         self._use(_ENTRY_POINTS or {name: self._warm_up_then(name) for name in _DISPATCHERS})
 
@@ -90,22 +95,34 @@ class FastPath:
             self._raise(status)
         return self.data.qdd.copy()
 
+    def lcaba(self, q, qd, tau, f_ext, settings, multipliers=True):
+        """LcabaResult of the proximal LCABA (lcaba.lcaba): qd, tau spanning (nv), f_ext (nb x 6); its
+        multipliers are left empty with multipliers=False (naming them costs ~10 us on 40 bodies)."""
+        w = self.lcaba_data
+        status = self._lcaba(self._m, self._d, self._p, self._w, q, qd, tau, f_ext, float(settings.mu),
+                             float(settings.tolerance), int(settings.max_iterations))
+        if status:
+            joint = self.model.joint_names[int(w.info[0]) - 1]
+            raise ModelError(f'joint {joint!r}: D = S^T H S is not positive definite; does its body have mass?')
+        iterations, residual, converged = w.result
+        return LcabaResult(w.qdd.copy(), int(iterations), float(residual), bool(converged),
+                           self.plan.multipliers(w.lam) if multipliers else {})
+
     def warm_up(self):
         """Compiles (or loads from the cache) every kernel, runs each once at a neutral state and
         forbids later compilation. Returns the seconds it took."""
         start = time.perf_counter()
         frames = self._frame_set((self.model.root_link,))
-        self._use(_compile_kernels(self._m, self._d, frames))
-        q = np.zeros(self.model.nq)
-        for i in range(1, self.model.nb):
-            if self.model.joint_type[i] == 'floating':
-                q[self.model.idx_q[i] + 6] = 1.0                    # identity quaternion
+        self._use(_compile_kernels(self._m, self._d, self._p, self._w, frames))
+        q = self.model.q_neutral
         y, f = self.data.zero_y, self.data.zero_f
         self._aba(self._m, self._d, q, y, y, f)                      # statuses ignored: q may be singular
         self._rnea(self._m, self._d, q, y, y, f)
         self._crba(self._m, self._d, q)
         self._efpa(self._m, self._d, q, *frames)
         self._spanning(self._m, self._d, q, y, y)
+        v = np.zeros(self.model.nv)
+        self._lcaba(self._m, self._d, self._p, self._w, q, v, v, f, 1e6, 1e-10, 1)
         return time.perf_counter() - start
 
     def _warm_up_then(self, name):
@@ -117,7 +134,7 @@ class FastPath:
 
     def _use(self, kernels):
         self._aba, self._rnea, self._crba = kernels['aba'], kernels['rnea'], kernels['crba']
-        self._efpa, self._spanning = kernels['efpa'], kernels['spanning']
+        self._efpa, self._spanning, self._lcaba = kernels['efpa'], kernels['spanning'], kernels['lcaba']
 
     def _frame_set(self, links):
         """Frame bodies, ^frameX_body, the T buffer and the output of a tuple of links (cached)."""
@@ -146,7 +163,7 @@ class FastPath:
             'use method="lcaba"')
 
 
-def _compile_kernels(m, d, frames):
+def _compile_kernels(m, d, p, w, frames):
     """The entry points of the kernels compiled for float64 arrays of any layout, once per process;
     later compilation is disabled (numba converts other float64 arrays to these signatures)."""
     if not _ENTRY_POINTS:
@@ -157,6 +174,8 @@ def _compile_kernels(m, d, frames):
             'crba': (model, data, _INPUT),
             'efpa': (model, data, _INPUT) + tuple(typeof(a) for a in frames),
             'spanning': (model, data, _INPUT, _INPUT, _INPUT),
+            'lcaba': (model, data, typeof(p), typeof(w), _INPUT, _INPUT, _INPUT, _FORCES, types.float64,
+                      types.float64, types.int64),
         }
         for name, signature in signatures.items():
             kernel = _DISPATCHERS[name]

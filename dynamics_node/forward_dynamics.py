@@ -1,17 +1,23 @@
 """Forward dynamics by method: the LCABA route of Model.forward_dynamics and the report it returns."""
 
 from dataclasses import dataclass, field
+import weakref
 
 import numpy as np
 
 from . import bounds
 from .clusters import constraint_jacobian
 from .errors import ModelError, quote, SingularConfigurationError
-from .kinematics import forward_pass
-from .lcaba import lcaba, ProximalSettings
+from .lcaba import ProximalSettings
 from .state import independent_velocities, vector
 
 METHODS = ('auto', 'aba', 'lcaba')
+# Cost model of method 'auto', measured on seed 003-style parallel chains (bench/run.py, scaling table):
+# the cluster ABA's work on a loop cluster of n_k bodies grows as n_k^2 (its constraint QR and S_k), LCABA's
+# as the number of bodies nb. LCABA is cheaper where sum_k n_k^2 over the loop clusters exceeds this
+# factor times nb (a single loop of more than 10 bodies).
+LCABA_CROSSOVER = 10.0
+_CHEAPER = weakref.WeakKeyDictionary()
 
 
 @dataclass(frozen=True)
@@ -36,6 +42,14 @@ def check_settings(settings):
         raise ModelError(f'settings must be a ProximalSettings or None, got {quote(settings)}')
 
 
+def lcaba_is_cheaper(model):
+    """Method 'auto' starts with LCABA instead of the cluster ABA (LCABA_CROSSOVER); once per model."""
+    if model not in _CHEAPER:
+        work = sum(len(c.bodies) ** 2 for c in model.cluster_list if not c.linear)
+        _CHEAPER[model] = work > LCABA_CROSSOVER * (model.nb - 1)
+    return _CHEAPER[model]
+
+
 def aba_info(model, data, q, yd, qdd):
     """Report on a cluster-ABA solution: the residual of K qdd = k, couplings as one product (k = 0)
     and loop clusters from their rows at qd = G yd (their transforms are current after positions())."""
@@ -49,11 +63,12 @@ def aba_info(model, data, q, yd, qdd):
     return ForwardDynamicsInfo(qdd, 'aba', constraint_residual=residual)
 
 
-def lcaba_info(model, data, q, v, tau, settings=None, fallback_reason=''):
+def lcaba_info(model, data, q, v, tau, settings=None, fallback_reason='', multipliers=True):
     """LCABA (seed 004) from the public inputs; data.Xup at q and data.f_ext set beforehand."""
     qd = _spanning_velocities(model, data, q, v)
     with np.errstate(over='ignore', invalid='ignore'):     # an overflow is reported by the caller's check
-        result = lcaba(model, data, q, qd, _spanning_forces(model, tau), settings or ProximalSettings())
+        result = data.engine.lcaba(q, qd, _spanning_forces(model, tau), data.f_ext,
+                                   settings or ProximalSettings(), multipliers)
     return ForwardDynamicsInfo(result.qdd, 'lcaba', fallback_reason, result.residual, result.iterations,
                                result.multipliers)
 
@@ -65,12 +80,11 @@ def _spanning_velocities(model, data, q, v):
     if x.size == model.nv:
         return x
     try:
-        forward_pass(model, data, q, yd)
+        return data.engine.spanning(q, np.zeros(model.ny), yd)         # G yd (g vanishes at zero velocity)
     except SingularConfigurationError as error:
         raise SingularConfigurationError(
             f'v holds the {model.ny} independent velocities, which cannot be lifted to spanning ones at this '
             f'singular configuration ({error}); pass the {model.nv} spanning velocities instead') from None
-    return data.qd.copy()
 
 
 def _spanning_forces(model, tau):

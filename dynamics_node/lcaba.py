@@ -142,8 +142,12 @@ def cut_rows(model, data, con):
     A, B = _end(con.pred_path, con.nca), _end(con.succ_path, con.nca)
     X_A_nca, X_B_nca = chain_transform(con.pred_path, data.Xup), chain_transform(con.succ_path, data.Xup)
     X_A_B = X_A_nca @ inverse_transform(X_B_nca)
-    PsiT = con.Psi.T @ con.X_P_pred                          # rows in A coordinates (module docstring)
-    return {A: -PsiT, B: PsiT @ X_A_B}, PsiT @ cross_motion(data.v[A], X_A_B @ data.v[B])
+    R_rel = con.relative_rotation(X_A_nca, X_B_nca)
+    PsiT = con.directions(R_rel).T @ con.X_P_pred            # rows in A coordinates (module docstring)
+    v_B = X_A_B @ data.v[B]
+    w_r = (con.X_P_pred @ (v_B - data.v[A]))[:3]
+    k = PsiT @ cross_motion(data.v[A], v_B) + con.turning_bias(R_rel, w_r)
+    return {A: -PsiT, B: PsiT @ X_A_B}, k
 
 
 def lcaba(model, data, q, qd, tau, settings=ProximalSettings()):

@@ -15,9 +15,10 @@ from .clusters import build_clusters
 from .completion import BUDGET_MS, complete_positions, independent_position_size, MAX_BUDGET_MS
 from .couplings import LinearConstraints
 from .errors import ModelError, quote, SingularConfigurationError
-from .forward_dynamics import aba_info, check_method, check_settings, lcaba_info
+from .extended_urdf import to_urdf_plus
+from .forward_dynamics import aba_info, check_method, check_settings, lcaba_info, lcaba_is_cheaper
 from .frames import link_pose as pose_of, link_transforms, positions_jacobians
-from .joints import motion_subspace, NQ, NV
+from .joints import motion_subspace, neutral_position, NQ, NV
 from .kinematics import update_transforms
 from .reference import ReferencePath
 from .spatial import pose_transform, SWAP_LINEAR_ANGULAR
@@ -75,6 +76,7 @@ class Model:
         self.idx_v = _frozen(np.cumsum([0] + nv[:-1]))     # first velocity index of each body's joint
         self.nq_body, self.nv_body = tuple(nq), tuple(nv)
         self.nq, self.nv = int(sum(nq)), int(sum(nv))
+        self.q_neutral = _frozen(np.concatenate([np.zeros(0)] + [neutral_position(t) for t in self.joint_type[1:]]))
         self.cluster_list = tuple(clusters)
         self.cluster_of = np.zeros(self.nb, dtype=int) - 1
         y0 = 0
@@ -162,7 +164,8 @@ class Model:
         method 'aba': qdd = G ydd + g, ydd from the cluster ABA (seed 003, Alg. 1); raises
         SingularConfigurationError where a cluster's constraint split or D_k is singular. 'lcaba': the
         proximal loop-constrained ABA on the spanning tree (seed 004, Alg. 3), which also solves singular
-        configurations and redundant loops. 'auto': 'aba', and 'lcaba' where it raises.
+        configurations and redundant loops. 'auto': 'lcaba' where its loop clusters are large enough
+        that it is cheaper (forward_dynamics.lcaba_is_cheaper), else 'aba', and 'lcaba' where that raises.
 
         Args:
             q: spanning positions (nq), loops closed.
@@ -185,7 +188,7 @@ class Model:
         inputs = [('q', q, bounds.POSITION), ('v', v, bounds.VELOCITY), ('tau', tau, bounds.FORCE),
                   ('gravity', self._gravity, bounds.GRAVITY)]
         fallback_reason = ''
-        if method != 'lcaba':
+        if method == 'aba' or (method == 'auto' and not lcaba_is_cheaper(self)):
             try:
                 yd = independent_velocities(self, data, v)
                 qdd = data.engine.forward_dynamics(q, yd, tau, data.f_ext, spanning=True)
@@ -195,7 +198,7 @@ class Model:
                 if method == 'aba':
                     raise
                 fallback_reason = str(error)
-        result = lcaba_info(self, data, q, v, tau, settings, fallback_reason)
+        result = lcaba_info(self, data, q, v, tau, settings, fallback_reason, multipliers=info)
         check_finite(self, 'accelerations and constraint forces', inputs, result.acceleration,
                      *result.multipliers.values())
         return result if info else result.acceleration
@@ -383,7 +386,7 @@ def numba_available():
     return True
 
 
-def load_model(source, compiled=None, strict=False):
+def load_model(source, compiled=None, strict=False, closures=None):
     """Load a URDF+ robot from a file path or an XML string (seed 002).
 
     Links whose inertia breaks the triangle inequality or has zero principal moments (common in
@@ -392,7 +395,12 @@ def load_model(source, compiled=None, strict=False):
     Args:
         compiled: True for the numba fast path, False for the NumPy reference algorithms, None (default)
             for the fast path where numba is installed.
+        closures: the YAML closures of an Extended URDF (a path or the YAML text; see extended_urdf.py):
+            the URDF is converted to URDF+ (loops, joint replacements, name_mot as independent marks)
+            and loaded as such.
     Raises:
         ModelError: with the element, name and expectation, for any description the library cannot use.
     """
+    if closures is not None:
+        source = to_urdf_plus(source, closures)
     return Model(read_urdf(source, strict), compiled)

@@ -52,7 +52,7 @@ STREAM_MODES = ('bias', 'gravity')
 # of dropping them. Latest-only: qos_overrides./joint_states.subscription.depth: 1.
 JOINT_STATES_QOS = QoSProfile(depth=100, reliability=qos_profile_sensor_data.reliability,
                               durability=qos_profile_sensor_data.durability)
-DESCRIPTION_PARAMETERS = ('robot_description', 'robot_description_file')
+DESCRIPTION_PARAMETERS = ('robot_description', 'robot_description_file', 'closures_file')
 
 # name: (default, description, read-only). Read-only ones take effect at start-up only.
 PARAMETERS = {
@@ -63,6 +63,10 @@ PARAMETERS = {
     'robot_description_file': (
         '', 'URDF+ file path, or the name of a bundled robot (e.g. quadruped_rotors); used when '
         'robot_description is empty and nothing arrived on robot_description_topic.', False),
+    'closures_file': (
+        '', 'Extended URDF closures (YAML file: closed_loop, type, name_mot, joint_name, joint_type) '
+        'applied to robot_description and robot_description_file (not to the topic); empty: none.',
+        False),
     'robot_description_topic': (
         'robot_description', 'std_msgs/String topic with the URDF+ XML (reliable, transient '
         'local, depth 1); each message reloads the model unless robot_description is set.', True),
@@ -95,6 +99,8 @@ def check_parameter(name, value):
         raise ModelError(f'stream.mode {value!r} is unknown; expected one of {list(STREAM_MODES)}')
     elif name == 'forward_dynamics.method':
         check_method(value)
+    elif name == 'closures_file' and value and not os.path.isfile(value):
+        raise ModelError(f'closures_file {value!r} is not a file')
 
 
 def description_file(value):
@@ -224,21 +230,28 @@ class DynamicsNode(Node):
         return self._build(*selected, settings['gravity'])
 
     def _select_description(self, settings):
-        """(source label, XML or path) in effect for settings, or None if there is none."""
+        """(source label, XML or path, closures path or None) in effect for settings, or None if
+        there is none. closures_file applies to the parameter and the file, not to the topic."""
         if settings['robot_description'].strip():
-            return 'parameter robot_description', settings['robot_description']
-        if self._topic_description:
-            return f"topic {settings['robot_description_topic']}", self._topic_description
-        if settings['robot_description_file']:
+            label, source = 'parameter robot_description', settings['robot_description']
+        elif self._topic_description:
+            return f"topic {settings['robot_description_topic']}", self._topic_description, None
+        elif settings['robot_description_file']:
             value = settings['robot_description_file']
-            return f'robot_description_file {value!r}', description_file(value)
-        return None
+            label, source = f'robot_description_file {value!r}', description_file(value)
+        else:
+            return None
+        closures = settings['closures_file']
+        if not closures:
+            return label, source, None
+        return f'{label} with closures_file {closures!r}', source, closures
 
-    def _build(self, label, source, gravity):
-        """Parse a description into a Loaded model, its compiled algorithms ready (numba compiles
-        them on a process's first model unless its on-disk cache has them); raises ModelError."""
+    def _build(self, label, source, closures, gravity):
+        """Parse a description (with Extended URDF closures, if any) into a Loaded model, its
+        compiled algorithms ready (numba compiles them on a process's first model unless its
+        on-disk cache has them); raises ModelError."""
         self.get_logger().info(f'loading the robot description from {label}')
-        model = load_model(source)
+        model = load_model(source, closures=closures)
         model.gravity = gravity
         model.warm_up()
         layout = conv.JointLayout(model)
@@ -277,7 +290,7 @@ class DynamicsNode(Node):
                 self.get_logger().info('description received on the topic; the '
                                        'robot_description parameter takes precedence')
                 return
-            loaded = self._build(f"topic {self._settings['robot_description_topic']}", msg.data,
+            loaded = self._build(f"topic {self._settings['robot_description_topic']}", msg.data, None,
                                  self._settings['gravity'])
             self._topic_description = msg.data
             self._swap(loaded)

@@ -10,12 +10,13 @@ from .aba import aba
 from .crba import crba
 from .efpa import efpa
 from .kinematics import forward_pass
+from .lcaba import lcaba
 from .rnea import rnea
 from .spatial import SWAP_LINEAR_ANGULAR
 
 
 class ReferencePath:
-    """Cluster ABA, RNEA, CRBA and EFPA of one model on one workspace (Data)."""
+    """Cluster ABA, RNEA, CRBA, EFPA and LCABA of one model on one workspace (Data)."""
 
     def __init__(self, model, data):
         self.model, self.data = model, data
@@ -45,6 +46,12 @@ class ReferencePath:
         frames = [self.model.link_frame[link] for link in links]
         P = np.kron(np.eye(len(frames)), SWAP_LINEAR_ANGULAR)
         return P @ efpa(self.model, self.data, q, frames) @ P
+
+    def lcaba(self, q, qd, tau, f_ext, settings, multipliers=True):
+        """LcabaResult of the proximal LCABA: qd, tau spanning (nv), f_ext (nb x 6); the multipliers
+        are always named here (multipliers is for the FastPath interface)."""
+        self._external_forces(f_ext)
+        return lcaba(self.model, self.data, q, qd, tau, settings)
 
     def spanning(self, q, yd, ydd):
         """qdd = G ydd + g (nv) at q, yd."""

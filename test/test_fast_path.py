@@ -9,11 +9,14 @@ import pytest
 from numba.core.runtime import _nrt_python, rtsys
 
 from conftest import assert_close, random_state, robot, ROBOTS
-from dynamics_node import load_model, SingularConfigurationError
+from dynamics_node import load_model, ModelError, SingularConfigurationError
 from dynamics_node.fast_path import FastPath
 from dynamics_node.kinematics import forward_pass
+from dynamics_node.lcaba import ProximalSettings
 from dynamics_node.reference import ReferencePath
 from dynamics_node.state import external_forces
+from oracle import KKTOracle
+from test_lcaba import dead_point, four_bar_positions, LCABA_RTOL, null_velocity, REDUNDANT, ROCKER_DRIVEN
 from test_model_errors import four_bar, joint, link, robot as urdf
 
 # Both paths run the same algorithms with the operations reordered: they differ by round-off only.
@@ -102,6 +105,57 @@ def test_spanning_accelerations(name, rng):
         assert_close(fast.spanning(q, yd, ydd), reference.spanning(q, yd, ydd), 'G ydd + g', RTOL)
 
 
+def assert_same_lcaba(model, fast, q, v, tau, wrenches, name):
+    """Compiled LCABA = lcaba.py: accelerations, iterations, residual, multipliers. Both refine to the
+    same tolerance; their eliminations differ in round-off (Cholesky factors vs inverses of D_i), which
+    the mu-inflated H carries into the last refinement step, so qdd agrees to LCABA_RTOL (the
+    multipliers, lambda += mu r, to mu times that)."""
+    reference = Reference(model, wrenches)
+    expected = reference.lcaba(q, v, tau, reference.data.f_ext, ProximalSettings())
+    result = fast.lcaba(q, v, tau, reference.data.f_ext, ProximalSettings())
+    assert_close(result.qdd, expected.qdd, f'{name}: qdd', LCABA_RTOL)
+    assert result.iterations == expected.iterations and result.converged == expected.converged, name
+    assert result.residual < ProximalSettings().tolerance, f'{name}: residual {result.residual:.1e}'
+    assert list(result.multipliers) == list(expected.multipliers), f'{name}: constraints'
+    for con, lam in expected.multipliers.items():
+        assert_close(result.multipliers[con], lam, f'{name}: lambda {con}', LCABA_RTOL * ProximalSettings().mu)
+
+
+@pytest.mark.parametrize('name', MODELS)
+def test_lcaba(name, rng):
+    model, fast = model_and_fast_path(name)
+    for _ in range(STATES):
+        q, yd, wrenches = random_state(model, rng)
+        v, tau = model.spanning_velocities(q, yd), rng.normal(size=model.nv)
+        assert_same_lcaba(model, fast, q, v, tau, wrenches, name)
+
+
+@pytest.mark.parametrize('kind', ['stretched', 'folded'])
+@pytest.mark.parametrize('xml', [ROCKER_DRIVEN, REDUNDANT], ids=['revolute_loop', 'redundant_weld'])
+def test_lcaba_at_singular_and_redundant_loops(xml, kind, rng):
+    """The dead points of test_lcaba.py, where the cluster ABA raises, and a redundant weld loop."""
+    model = load_model(xml)
+    fast = FastPath(model)
+    q = four_bar_positions(model, *dead_point(kind))
+    reference = KKTOracle(xml)
+    reference.set_layout(model.joint_names)
+    for _ in range(STATES):
+        v, tau = null_velocity(reference, q, rng), rng.normal(size=model.nv)
+        assert_same_lcaba(model, fast, q, v, tau, {model.links[2]: (rng.normal(size=3), rng.normal(size=3))},
+                          f'{kind} {model.name}')
+
+
+def test_lcaba_of_a_massless_body_is_named():
+    """A massless leaf outside the loop: D = S^T H S = 0 (inside a loop the penalty would make it PD)."""
+    model = load_model(four_bar().replace('</robot>', link('tip', '') + joint('tip_joint', 'rocker', 'tip')
+                                          + '</robot>'))
+    fast = FastPath(model)
+    q = model.complete_positions([0.3, 0.0])
+    v = np.zeros(model.nv)
+    with pytest.raises(ModelError, match="joint 'tip_joint': D = S\\^T H S is not positive definite"):
+        fast.lcaba(q, v, v, np.zeros((model.nb, 6)), ProximalSettings())
+
+
 def test_gravity_is_settable(rng):
     model, fast = model_and_fast_path('quadruped_rotors')
     q, _, _ = random_state(model, rng)
@@ -145,11 +199,13 @@ def test_kernels_allocate_nothing(rng):
     model, fast = model_and_fast_path('humanoid_belts')
     q, yd, wrenches = random_state(model, rng)
     f_ext, x = body_forces(model, wrenches), rng.normal(size=model.ny)
+    v, tau = model.spanning_velocities(q, yd), rng.normal(size=model.nv)
     calls = {'forward_dynamics': (lambda: fast.forward_dynamics(q, yd, x, f_ext), 4),
              'inverse_dynamics': (lambda: fast.inverse_dynamics(q, yd, x, f_ext), 4),
              'mass_matrix': (lambda: fast.mass_matrix(q), 1),
              'inverse_osim': (lambda: fast.inverse_osim(q, model.links[:4]), 5),
-             'spanning': (lambda: fast.spanning(q, yd, x), 3)}
+             'spanning': (lambda: fast.spanning(q, yd, x), 3),
+             'lcaba': (lambda: fast.lcaba(q, v, tau, f_ext, ProximalSettings()), 4)}
     _nrt_python.memsys_enable_stats()
     try:
         for name, (call, arrays) in calls.items():

@@ -9,6 +9,7 @@ from conftest import assert_close, random_state, robot, ROBOTS
 from dynamics_node import bundled_model, load_model, ModelError, SingularConfigurationError
 from dynamics_node.kinematics import update_transforms
 from dynamics_node.lcaba import elimination_plan, lcaba, ProximalSettings
+from mechanisms import parallel_chains
 from oracle import KKTOracle
 
 STATES = 3
@@ -175,6 +176,17 @@ def test_auto_keeps_cluster_aba_where_it_works(name, rng):
     assert (info.method_used, info.fallback_reason, info.iterations, info.multipliers) == ('aba', '', 0, {})
     assert info.constraint_residual < 1e-9 * max(1.0, np.max(np.abs(info.acceleration))), 'ABA residual'
     assert_close(model.forward_dynamics(q, yd, tau, wrenches), info.acceleration, 'qdd auto')
+
+
+@pytest.mark.parametrize('loop, method', [(8, 'aba'), (12, 'lcaba'), (24, 'lcaba')])
+def test_auto_picks_lcaba_for_large_loop_clusters(loop, method, rng):
+    """The cost rule of method 'auto' (forward_dynamics.LCABA_CROSSOVER) on one closed chain of loop links."""
+    xml, q = parallel_chains(1, loop)
+    model = load_model(xml)
+    yd, tau = rng.normal(size=model.ny), rng.normal(size=model.ny)
+    info = model.forward_dynamics(q, yd, tau, info=True)
+    assert (info.method_used, info.fallback_reason) == (method, ''), f'{loop} links'
+    assert_close(info.acceleration, model.forward_dynamics(q, yd, tau, method='aba'), 'qdd auto vs aba', LCABA_RTOL)
 
 
 # ---- singular and redundant loops: the cluster ABA raises, LCABA solves ----

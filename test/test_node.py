@@ -39,7 +39,7 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import String
 
 from conftest import assert_close, robot
-from dynamics_node import bundled_model, load_model, ModelError
+from dynamics_node import bundled_extended_urdf, bundled_model, load_model, ModelError
 
 # Used unless ROS_DOMAIN_ID is set in the environment (test_interfaces.py uses 61).
 TEST_DOMAIN_ID = 62
@@ -468,6 +468,7 @@ def test_bad_base_state(ros, nodes):
     ({'forward_dynamics__method': 'rk4'}, "forward dynamics method 'rk4' is unknown"),
     ({'robot_description_file': 'no_such_robot'}, "robot_description_file 'no_such_robot' is "
                                                   'neither a file nor a bundled robot'),
+    ({'closures_file': '/no/such.yaml'}, "closures_file '/no/such.yaml' is not a file"),
 ])
 def test_bad_parameters_are_rejected(ros, nodes, values, reason):
     result = set_parameters(ros, nodes['loop'].name, **values)
@@ -779,3 +780,31 @@ def test_stream_floating_base_from_odometry(ros, nodes, rng):
     finally:
         ros.node.destroy_publisher(publisher)
         ros.node.destroy_publisher(odometry)
+
+
+# ---- Extended URDF robots ----
+
+def test_extended_urdf_through_closures_file(ros, nodes):
+    """robot_description_file + closures_file serve an Extended URDF pair; closures that do not load
+    are rejected and the served model stays; clearing them returns to linkage_leg."""
+    urdf, closures = bundled_extended_urdf('rod_knee_leg')
+    process, describe = nodes['loop'], service(nodes, 'loop', 'describe_model')
+    try:
+        result = set_parameters(ros, process.name, robot_description_file=urdf,
+                                closures_file=str(ROOT / 'package.xml'))
+        assert not result.successful
+        assert result.reason.startswith("closures: the YAML is '<?xml"), result.reason
+        assert ros.call(DescribeModel, describe).robot_name == 'linkage_leg'
+        result = set_parameters(ros, process.name, robot_description_file=urdf, closures_file=closures)
+        assert result.successful, result.reason
+        response = ros.call(DescribeModel, describe)
+        model = load_model(urdf, closures=closures)
+        assert response.robot_name == 'rod_knee_leg'
+        assert response.description_source == (f'robot_description_file {urdf!r} with closures_file '
+                                               f'{closures!r}')
+        assert tuple(response.independent_joint_names) == model.independent_joint_names
+        assert [tuple(c.constraints) for c in response.clusters] == [c.constraints for c in model.clusters]
+    finally:
+        restored = set_parameters(ros, process.name, robot_description_file='linkage_leg', closures_file='')
+    assert restored.successful, restored.reason
+    assert ros.call(DescribeModel, describe).robot_name == 'linkage_leg'

@@ -1,0 +1,219 @@
+"""Extended URDF input (Batto, de Matteis and Mansard 2025): a URDF plus a YAML file of closures.
+
+The pair is converted into URDF+ (seed 002) and then read by the one URDF+ reader, so that a robot
+loaded with ``closures=`` and the same robot converted to a URDF+ file are identical by construction.
+
+YAML keys (each a list; a single string counts as a one-entry list; every key may be absent):
+  closed_loop   pairs [A, B] of frame names: links (links attached by fixed joints included) or
+                joints (a joint's frame is its child link's frame), looked up among links first
+  type          per pair: '6D'/'6d' (default) the two frames coincide -> <loop type="fixed">;
+                '3D'/'3d' their origins coincide -> <loop type="spherical">
+  name_mot      actuated joints -> independent="true"; the other joints stay unmarked, so the
+                independent coordinates they lack are chosen automatically (clusters.py)
+  joint_name    joints to replace, with joint_type per entry: SPHERICAL, FIXED (locked at q = 0) or
+  joint_type    UJOINT_ab (a, b in X/Y/Z): <joint>_a revolute about a, then <joint>_b about b, both at
+                the joint's placement, with the massless link <joint>_cross between them
+"""
+
+from collections.abc import Mapping
+import copy
+import os
+
+from lxml import etree
+import yaml
+
+from .errors import ModelError
+from .urdf import robot_element
+
+KEYS = ('closed_loop', 'type', 'name_mot', 'joint_name', 'joint_type')
+CLOSURE_LOOP_TYPES = {'6D': 'fixed', '3D': 'spherical'}
+AXES = {'X': '1 0 0', 'Y': '0 1 0', 'Z': '0 0 1'}
+QUOTE_LIMIT = 80               # characters of the input quoted in a message
+
+
+def to_urdf_plus(urdf, closures):
+    """URDF+ XML (str) of a URDF (path or XML) and its closures (YAML path or text, or a mapping)."""
+    spec = read_closures(closures)
+    root = copy.deepcopy(robot_element(urdf))
+    joints = {j.get('name'): j for j in root.findall('joint')}
+    links = {link.get('name') for link in root.findall('link')}
+    frames = {name: _child(j) for name, j in joints.items()}
+    replaced = {}                  # UJOINT-replaced joint -> its joint_type
+    for name, kind in spec['replacements']:
+        if name not in joints:
+            raise ModelError(f'closures: joint_name names unknown joint {_quote(name)}')
+        added = _replace(root, joints, links, name, kind)
+        if added:
+            replaced[name] = kind
+        frames.update(added)
+    for name in spec['actuated']:
+        if name in replaced:
+            raise ModelError(f'closures: name_mot names joint {name!r}, which joint_type replaces by '
+                             f'{replaced[name]}; name {name}_a or {name}_b')
+        if name not in joints:
+            raise ModelError(f'closures: name_mot names unknown joint {_quote(name)}; joints are '
+                             f'{_quote(sorted(joints))}')
+        if joints[name].get('type') == 'fixed':
+            raise ModelError(f'closures: name_mot names joint {name!r}, which is fixed (or replaced by '
+                             'FIXED); an actuated joint must move')
+        joints[name].set('independent', 'true')
+    for index, ((a, b), kind) in enumerate(zip(spec['pairs'], spec['types'])):
+        loop = etree.SubElement(root, 'loop', name=f'closed_loop:{a}:{b}', type=kind)
+        for tag, frame in (('predecessor', a), ('successor', b)):
+            etree.SubElement(loop, tag, link=_frame_link(frame, links, frames, index))
+    etree.indent(root, space='  ')
+    return etree.tostring(root, encoding='unicode')
+
+
+def read_closures(source):
+    """The closures as {'pairs', 'types' (URDF+ loop types), 'actuated', 'replacements'}; checks
+    the shape of every key."""
+    data = _load_yaml(source)
+    unknown = [key for key in data if key not in KEYS]
+    if unknown:
+        raise ModelError(f'closures: unknown key {_quote(unknown[0])}; expected keys {list(KEYS)}')
+    pairs = []
+    for i, pair in enumerate(_entries(data, 'closed_loop')):
+        if not (isinstance(pair, (list, tuple)) and len(pair) == 2 and all(isinstance(x, str) for x in pair)):
+            raise ModelError(f'closures: closed_loop entry {i} is {_quote(pair)}; expected a pair [A, B] '
+                             'of frame names')
+        pairs.append(tuple(pair))
+    types = _entries(data, 'type', str) if 'type' in data else ['6D'] * len(pairs)
+    if len(types) != len(pairs):
+        raise ModelError(f'closures: type has {len(types)} entries for {len(pairs)} closed_loop pairs; '
+                         'give one per pair (or none: 6D)')
+    for i, kind in enumerate(types):
+        if kind.upper() not in CLOSURE_LOOP_TYPES:
+            raise ModelError(f'closures: type entry {i} is {_quote(kind)}; expected 3D or 6D')
+    names, kinds = _entries(data, 'joint_name', str), _entries(data, 'joint_type', str)
+    if len(names) != len(kinds):
+        raise ModelError(f'closures: joint_name has {len(names)} entries but joint_type has {len(kinds)}; '
+                         'give one type per joint')
+    if len(set(names)) != len(names):
+        twice = next(name for name in names if names.count(name) > 1)
+        raise ModelError(f'closures: joint_name lists joint {_quote(twice)} twice')
+    return {'pairs': pairs, 'types': [CLOSURE_LOOP_TYPES[kind.upper()] for kind in types],
+            'actuated': list(dict.fromkeys(_entries(data, 'name_mot', str))),
+            'replacements': list(zip(names, kinds))}
+
+
+def _load_yaml(source):
+    """The YAML mapping of a path, YAML text or an already parsed mapping."""
+    if isinstance(source, Mapping):
+        return source
+    text = os.fspath(source) if isinstance(source, os.PathLike) else source
+    if not isinstance(text, str):
+        raise ModelError(f'closures: expected a YAML path or YAML text, got {type(source).__name__}')
+    if os.path.isfile(text):
+        with open(text, encoding='utf-8') as file:
+            text = file.read()
+    elif '\n' not in text and ':' not in text:
+        raise ModelError(f'closures file not found: {_quote(text)}')
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as error:
+        raise ModelError(f'closures: malformed YAML: {_quote(str(error).replace(chr(10), " "))}') from None
+    if not isinstance(data, Mapping):
+        raise ModelError(f'closures: the YAML is {_quote(data)}; expected a mapping with the keys '
+                         f'{list(KEYS)}')
+    return data
+
+
+def _entries(data, key, kind=None):
+    """The list under key ([] when absent, [x] for a scalar), each entry of the given type."""
+    value = data.get(key)
+    entries = [] if value is None else list(value) if isinstance(value, (list, tuple)) else [value]
+    for i, entry in enumerate(entries):
+        if kind is not None and not isinstance(entry, kind):
+            raise ModelError(f'closures: {key} entry {i} is {_quote(entry)}; expected a name')
+    return entries
+
+
+def _replace(root, joints, links, name, kind):
+    """Replace joint name by kind in place; returns the frames the replacement adds."""
+    joint = joints[name]
+    for child in joint.findall('axis') + joint.findall('limit') + joint.findall('mimic'):
+        joint.remove(child)
+    joint.attrib.pop('independent', None)
+    upper = kind.upper()
+    if upper in ('SPHERICAL', 'FIXED'):
+        joint.set('type', upper.lower())
+        return {}
+    axes = upper[len('UJOINT_'):] if upper.startswith('UJOINT_') else ''
+    if not (len(axes) == 2 and axes[0] in AXES and axes[1] in AXES and axes[0] != axes[1]):
+        raise ModelError(f'closures: joint_type {_quote(kind)} of joint {name!r}: expected SPHERICAL, '
+                         'FIXED or UJOINT_ab with a, b two different axes among X, Y, Z')
+    a, b = axes
+    first, second, cross = f'{name}_a', f'{name}_b', f'{name}_cross'
+    for new, existing in ((first, joints), (second, joints), (cross, links)):
+        if new in existing:
+            raise ModelError(f'closures: UJOINT of joint {name!r} needs the name {new!r}, which the '
+                             'URDF already uses')
+    # <joint>_a keeps the placement and parent; <joint>_b turns the child about b in the cross's frame.
+    child = _child(joint)
+    joint.set('name', first)
+    joint.set('type', 'continuous')
+    joint.find('child').set('link', cross)
+    etree.SubElement(joint, 'axis', xyz=AXES[a])
+    position = list(root).index(joint) + 1
+    root.insert(position, etree.Element('link', name=cross))
+    second_joint = etree.Element('joint', name=second, type='continuous')
+    etree.SubElement(second_joint, 'parent', link=cross)
+    etree.SubElement(second_joint, 'child', link=child)
+    etree.SubElement(second_joint, 'axis', xyz=AXES[b])
+    root.insert(position + 1, second_joint)
+    del joints[name]
+    joints[first], joints[second] = joint, second_joint
+    links.add(cross)
+    return {first: cross, second: child}
+
+
+def _child(joint):
+    """The child link a <joint> names (link= or name=, as the URDF+ reader accepts)."""
+    child = joint.find('child')
+    return None if child is None else child.get('link') or child.get('name')
+
+
+def _frame_link(frame, links, frames, index):
+    """The link whose frame is the named frame: the link itself, or a joint's child link."""
+    if frame in links:
+        return frame
+    if frame in frames:
+        return frames[frame]
+    raise ModelError(f'closures: closed_loop entry {index} names unknown frame {_quote(frame)}; expected '
+                     'a link or joint name')
+
+
+def _quote(value):
+    """repr of a value, cut to QUOTE_LIMIT characters."""
+    text = repr(value)
+    return text if len(text) <= QUOTE_LIMIT else text[:QUOTE_LIMIT - 3] + '...'
+
+
+def main(argv=None):
+    """Console script extended_urdf_to_urdfplus: write the URDF+ file of an Extended URDF pair, after
+    checking that it loads."""
+    import argparse
+    from .model import load_model
+
+    parser = argparse.ArgumentParser(
+        prog='extended_urdf_to_urdfplus',
+        description='Convert an Extended URDF robot (URDF + YAML closures) into one URDF+ file, e.g. '
+                    'for the robot_description of dynamics_node.')
+    parser.add_argument('urdf', help='the URDF file')
+    parser.add_argument('closures', help='the YAML file of closures (closed_loop, type, name_mot, '
+                                         'joint_name, joint_type)')
+    parser.add_argument('-o', '--output', help='the URDF+ file to write (default: standard output)')
+    args = parser.parse_args(argv)
+    try:
+        text = to_urdf_plus(args.urdf, args.closures)
+        load_model(text, compiled=False)
+    except ModelError as error:
+        parser.exit(1, f'{parser.prog}: error: {error}\n')
+    header = (f'<!-- URDF+ converted by extended_urdf_to_urdfplus from {os.path.basename(args.urdf)} and '
+              f'{os.path.basename(args.closures)} -->\n')
+    if args.output is None:
+        print(header + text)
+        return
+    with open(args.output, 'w', encoding='utf-8') as file:
+        file.write(header + text + '\n')

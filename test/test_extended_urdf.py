@@ -1,0 +1,242 @@
+"""Extended URDF input (URDF + YAML closures): the conversion to URDF+, the bundled rod_knee_leg against
+the independent oracle, completion from the actuated joints, and every YAML error."""
+
+from pathlib import Path
+import subprocess
+import sys
+
+from lxml import etree
+import numpy as np
+import pinocchio as pin
+import pytest
+import yaml
+
+from conftest import assert_close, random_state
+from dynamics_node import bundled_extended_urdf, bundled_model, load_model, ModelError
+from dynamics_node.extended_urdf import main, to_urdf_plus
+from oracle import KKTOracle
+
+URDF, CLOSURES = bundled_extended_urdf('rod_knee_leg')
+TEXT = Path(CLOSURES).read_text()
+STATES = 3
+
+
+def extended(closures=CLOSURES, compiled=True):
+    return load_model(URDF, compiled=compiled, closures=closures)
+
+
+def yaml_with(**changes):
+    """The bundled closures with some keys replaced (None deletes the key), as YAML text."""
+    data = yaml.safe_load(TEXT)
+    for key, value in changes.items():
+        if value is None:
+            data.pop(key)
+        else:
+            data[key] = value
+    return yaml.safe_dump(data)
+
+
+def independent_oracle():
+    """A URDF+ of the pair built without the library: the joint replacements by hand, each closure frame
+    resolved by Pinocchio's URDF frames (frame -> parent joint's child link + placement)."""
+    closures = yaml.safe_load(TEXT)
+    root = etree.parse(URDF, etree.XMLParser(remove_comments=True)).getroot()
+    for name, kind in zip(closures['joint_name'], closures['joint_type']):
+        joint = root.find(f"joint[@name='{name}']")
+        if kind == 'FIXED':
+            joint.set('type', 'fixed')
+            continue
+        assert kind == 'UJOINT_YX'
+        child = joint.find('child').get('link')
+        joint.set('name', f'{name}_a')
+        joint.set('type', 'continuous')
+        joint.find('axis').set('xyz', '0 1 0')
+        joint.find('child').set('link', f'{name}_cross')
+        root.append(etree.fromstring(f'<link name="{name}_cross"/>'))
+        root.append(etree.fromstring(
+            f'<joint name="{name}_b" type="continuous"><parent link="{name}_cross"/><child link="{child}"/>'
+            '<axis xyz="1 0 0"/></joint>'))
+    tree = pin.buildModelFromXML(etree.tostring(root).decode())
+    child_link = {j.get('name'): j.find('child').get('link') for j in root.findall('joint')}
+    for a, b in closures['closed_loop']:
+        loop = etree.SubElement(root, 'loop', name=f'{a}-{b}', type='fixed')
+        for tag, name in (('predecessor', a), ('successor', b)):
+            frame = tree.frames[tree.getFrameId(name)]
+            link = child_link[tree.names[frame.parentJoint]]
+            side = etree.SubElement(loop, tag, link=link)
+            rpy = ' '.join(f'{x:.17g}' for x in pin.rpy.matrixToRpy(frame.placement.rotation))
+            xyz = ' '.join(f'{x:.17g}' for x in frame.placement.translation)
+            etree.SubElement(side, 'origin', xyz=xyz, rpy=rpy)
+    return KKTOracle(etree.tostring(root).decode())
+
+
+@pytest.fixture(scope='module')
+def reference():
+    oracle = independent_oracle()
+    oracle.set_layout(extended().joint_names)
+    return oracle
+
+
+def test_conversion_is_the_urdf_plus_loaded_plainly(tmp_path, rng):
+    """closures= (path, YAML text, parsed mapping) and the converted URDF+ file give the same model."""
+    output = tmp_path / 'rod_knee_leg_plus.urdf'
+    main([URDF, CLOSURES, '-o', str(output)])
+    plain = load_model(str(output))
+    for model in (extended(), extended(TEXT), extended(yaml.safe_load(TEXT)), extended(Path(CLOSURES)),
+                  load_model(bundled_model('rod_knee_leg'))):
+        assert model.joint_names == plain.joint_names
+        assert model.independent_joint_names == plain.independent_joint_names
+        assert model.clusters == plain.clusters
+        for _ in range(STATES):
+            q, yd, wrenches = random_state(plain, rng)
+            tau = rng.normal(size=plain.ny)
+            assert np.array_equal(model.forward_dynamics(q, yd, tau, wrenches),
+                                  plain.forward_dynamics(q, yd, tau, wrenches))
+            assert np.array_equal(model.inverse_dynamics(q, yd, tau), plain.inverse_dynamics(q, yd, tau))
+            assert np.array_equal(model.mass_matrix(q), plain.mass_matrix(q))
+
+
+def test_structure_of_the_converted_robot():
+    """FIXED lumps the hip housing into the ground, UJOINT_YX gives ankle_a (pitch) then ankle_b (roll),
+    name_mot marks the actuated joints, the dependent ones are chosen automatically."""
+    model = extended()
+    assert model.joint_names == ('hip_pitch', 'knee_motor', 'rod_top', 'rod_bottom', 'knee', 'ankle_a', 'ankle_b')
+    assert model.independent_joint_names == ('hip_pitch', 'knee_motor', 'ankle_a', 'ankle_b')
+    loop = next(c for c in model.clusters if c.constraints)
+    assert loop.constraints == ('closed_loop:closure_a:closure_b',)
+    assert loop.independent_joints == ('knee_motor',)
+    assert loop.dependent_joints == ('rod_top', 'rod_bottom', 'knee')
+    assert 'hip_housing' in model.links and 'ankle_cross' in model.links
+    q = model.complete_positions([0.2, 0.3, -0.4, 0.5])
+    R_shank, p_shank = model.link_pose(q, 'shank')
+    R_foot, p_foot = model.link_pose(q, 'foot')
+    expected = R_shank @ pin.utils.rotate('y', -0.4) @ pin.utils.rotate('x', 0.5)
+    assert_close(R_foot, expected, 'foot orientation: pitch about y, then roll about x')
+    assert_close(p_foot, p_shank + R_shank @ [0, 0, -0.32], 'ankle position')
+
+
+def test_redundant_weld_rows_are_reduced(rng):
+    """The oblique 6D weld of a planar linkage: 6 non-zero rows of rank 3. The cluster ABA solves it
+    without falling back (no singular solve) and LCABA agrees."""
+    for compiled in (True, False):
+        model = extended(compiled=compiled)
+        cluster = next(c for c in model.cluster_list if c.constraints)
+        assert len(cluster.active_rows) == 6 and len(cluster.dependent) == 3
+        for _ in range(STATES):
+            q, yd, wrenches = random_state(model, rng)
+            tau = rng.normal(size=model.ny)
+            info = model.forward_dynamics(q, yd, tau, wrenches, method='aba', info=True)
+            assert info.method_used == 'aba' and info.constraint_residual < 1e-9
+            lcaba = model.forward_dynamics(q, model.spanning_velocities(q, yd), tau, wrenches, method='lcaba')
+            assert_close(lcaba, info.acceleration, 'LCABA = cluster ABA', rtol=1e-7)
+
+
+@pytest.mark.parametrize('compiled', [True, False], ids=['compiled', 'reference'])
+def test_against_independent_oracle(reference, compiled, rng):
+    """FD, ID, H_y and Lambda^-1 against the KKT oracle of the independently converted robot (1e-9)."""
+    model = extended(compiled=compiled)
+    links = ['foot', 'rod', 'closure_b']
+    for _ in range(STATES):
+        q, yd, wrenches = random_state(model, rng)
+        assert np.max(np.abs(reference.loop_residual(q))) < 1e-10, 'the loop is closed'
+        G = reference.null_space_G(q, model.independent_joint_names)
+        v = G @ yd
+        tau = rng.normal(size=model.nv)
+        assert_close(model.forward_dynamics(q, yd, tau, wrenches), reference.forward_dynamics(q, v, tau, wrenches),
+                     'qdd')
+        ydd = rng.normal(size=model.ny)
+        qdd = G @ ydd + reference.explicit_bias_g(q, v, model.independent_joint_names)
+        assert_close(model.inverse_dynamics(q, yd, ydd, wrenches),
+                     reference.inverse_dynamics_projected(q, v, qdd, G, wrenches), 'tau_y')
+        assert_close(model.mass_matrix(q), G.T @ reference.mass_matrix(q) @ G, 'H_y')
+        assert_close(model.inverse_osim(q, links), reference.osim_inverse(q, G, links), 'Lambda^-1')
+        assert np.array_equal(model.inverse_osim(q, ['hip_housing']), np.zeros((6, 6))), 'a ground frame'
+
+
+def test_complete_positions_from_the_actuated_joints(reference):
+    model = extended()
+    for hip, knee_motor in [(0.0, 0.0), (0.5, -0.6), (-0.3, 0.6), (1.0, 0.9)]:
+        q = model.complete_positions([hip, knee_motor, 0.1, -0.2])
+        assert q[0] == hip and q[1] == knee_motor
+        assert np.max(np.abs(reference.loop_residual(q))) < 1e-12
+
+
+def test_fewer_actuated_joints_than_degrees_of_freedom():
+    """Without knee_motor in name_mot the loop cluster's independent joint is chosen automatically."""
+    model = extended(yaml_with(name_mot=['hip_pitch']))
+    loop = next(c for c in model.clusters if c.constraints)
+    assert len(loop.independent_joints) == 1 and len(loop.dependent_joints) == 3
+    assert 'knee_motor' in loop.joints
+    unmarked = load_model(URDF, closures=yaml_with(name_mot=None))
+    assert unmarked.ny == 4
+    q = model.complete_positions([0.2, 0.3, 0.0, 0.0])
+    assert np.all(np.isfinite(q))
+
+
+def test_joint_frames_name_the_same_closure():
+    """A closure may name joint frames: a fixed joint's frame is its child link's frame."""
+    by_joint = extended(yaml_with(closed_loop=[['closure_a_frame', 'closure_b_frame']]))
+    by_link = extended()
+    q = by_link.complete_positions([0.1, 0.4, 0.0, 0.0])
+    assert np.array_equal(by_joint.mass_matrix(q), by_link.mass_matrix(q))
+
+
+def test_three_d_closures_become_spherical_loops():
+    xml = to_urdf_plus(URDF, yaml_with(type=['3d']))
+    (loop,) = etree.fromstring(xml).findall('loop')
+    assert loop.get('type') == 'spherical'
+    xml = to_urdf_plus(URDF, yaml_with(type=None, joint_name=['ankle'], joint_type=['SPHERICAL']))
+    assert etree.fromstring(xml).find("loop").get('type') == 'fixed'
+    assert etree.fromstring(xml).find("joint[@name='ankle']").get('type') == 'spherical'
+
+
+@pytest.mark.parametrize('closures, message', [
+    (yaml_with(closed_loop=[['closure_a', 'nowhere']]),
+     r"closed_loop entry 0 names unknown frame 'nowhere'; expected a link or joint name"),
+    (yaml_with(closed_loop=['closure_a']), r"closed_loop entry 0 is 'closure_a'; expected a pair \[A, B\]"),
+    (yaml_with(type=['5D']), r"type entry 0 is '5D'; expected 3D or 6D"),
+    (yaml_with(type=['6D', '6D']), r'type has 2 entries for 1 closed_loop pairs'),
+    (yaml_with(joint_name=['hip_roll', 'elbow']), r"joint_name names unknown joint 'elbow'"),
+    (yaml_with(joint_type=['FIXED']), r'joint_name has 2 entries but joint_type has 1'),
+    (yaml_with(joint_name=['ankle', 'ankle']), r"joint_name lists joint 'ankle' twice"),
+    (yaml_with(name_mot=['hip_pitch', 'elbow']), r"name_mot names unknown joint 'elbow'"),
+    (yaml_with(name_mot=['hip_roll']), r"name_mot names joint 'hip_roll', which is fixed"),
+    (yaml_with(name_mot=['ankle']), r"name_mot names joint 'ankle', which joint_type replaces by UJOINT_YX"),
+    (yaml_with(name_mot=[3]), r'name_mot entry 0 is 3; expected a name'),
+    (yaml_with(joint_type=['FIXED', 'UJOINT_XX']),
+     r"joint_type 'UJOINT_XX' of joint 'ankle': expected SPHERICAL, FIXED or UJOINT_ab with a, b two "
+     r'different axes among X, Y, Z'),
+    (yaml_with(joint_type=['FIXED', 'UJOINT_XW']), r"joint_type 'UJOINT_XW' of joint 'ankle'"),
+    (yaml_with(joint_type=['FIXED', 'BALL']), r"joint_type 'BALL' of joint 'ankle'"),
+    (yaml_with(closed_loops=[]), r"unknown key 'closed_loops'; expected keys \['closed_loop'"),
+    ('closed_loop: [[a, b]\ntype: [6D]\n', r'closures: malformed YAML: '),
+    ('- closed_loop\n', r"closures: the YAML is \['closed_loop'\]; expected a mapping"),
+    ('missing.yaml', r"closures file not found: 'missing.yaml'"),
+    (3, r'closures: expected a YAML path or YAML text, got int'),
+])
+def test_yaml_errors_name_the_entry(closures, message):
+    with pytest.raises(ModelError, match=message):
+        load_model(URDF, closures=closures)
+
+
+def test_ujoint_names_must_be_free():
+    urdf = Path(URDF).read_text().replace('<link name="closure_b"/>', '<link name="ankle_cross"/>').replace(
+        '<child link="closure_b"/>', '<child link="ankle_cross"/>')
+    with pytest.raises(ModelError, match=r"UJOINT of joint 'ankle' needs the name 'ankle_cross', which the URDF"):
+        load_model(urdf, closures=TEXT)
+
+
+def test_console_script_round_trip(tmp_path):
+    """extended_urdf_to_urdfplus writes a URDF+ file that loads plainly into the same robot; errors exit 1
+    with the message."""
+    script = Path(sys.executable).parent / 'extended_urdf_to_urdfplus'
+    output = tmp_path / 'robot.urdf'
+    subprocess.run([script, URDF, CLOSURES, '-o', output], check=True, timeout=120)
+    assert load_model(str(output)).clusters == extended().clusters
+    printed = subprocess.run([script, URDF, CLOSURES], check=True, capture_output=True, text=True, timeout=120)
+    assert printed.stdout.strip() == output.read_text().strip()
+    bad = tmp_path / 'bad.yaml'
+    bad.write_text(yaml_with(type=['4D']))
+    failed = subprocess.run([script, URDF, bad], capture_output=True, text=True, timeout=120)
+    assert failed.returncode == 1
+    assert "extended_urdf_to_urdfplus: error: closures: type entry 0 is '4D'" in failed.stderr
