@@ -9,10 +9,11 @@ independent joints move there from their previous values in continuation steps o
 CONTINUATION_STEP (at most MAX_CONTINUATION_STEPS steps), each closed by Newton from the last. A start
 on a singular pose (e.g. all links of a four-bar aligned at q = 0) can stall Newton, so a failed solve
 is retried from the neutral position and from seeded restarts until a time budget is spent (no restart
-begins after it); then the loop is reported as unreachable. A solve is bounded (MAX_ITERATIONS) and
-stops early once it stalls (a least-squares minimum with |phi| > 0: the pose is out of reach from
-there), so an unreachable pose costs milliseconds. The budget never cuts the continuation or a solve
-short, so whether a pose is reached from the previous one does not depend on the machine's load.
+begins after it, and the continuation takes its remaining distance in one step); then the loop is
+reported as unreachable. A solve is bounded (MAX_ITERATIONS) and stops early once it stalls (a
+least-squares minimum with |phi| > 0: the pose is out of reach from there), so an unreachable pose
+costs milliseconds. The budget never cuts a Newton solve short, so whether a pose near the previous
+one is reached does not depend on the machine's load.
 """
 
 import time
@@ -64,41 +65,45 @@ def _solve_cluster(model, data, cluster, q, previous, deadline, budget_ms):
     """Close the loops of cluster in q, whose independent joints hold their targets and whose dependent
     joints start from previous; then from the neutral position and seeded restarts while the budget lasts."""
     dependent = [b for b in cluster.bodies if cluster.col[b] in set(cluster.dependent)]
-    if _continuation(model, data, cluster, q, previous, q.copy(), dependent):
-        return
+    target = q.copy()
+    residual = _continuation(model, data, cluster, q, previous, target, dependent, deadline)
+    solves = 1
     rng = np.random.default_rng(cluster.index)
-    residual, solves = np.inf, 1
     for restart in range(RESTARTS + 1):
-        if time.perf_counter() > deadline:
+        if residual <= TOLERANCE or time.perf_counter() > deadline:
             break
+        q[:] = target             # a failed continuation stops short of the independent targets
         for b in dependent:       # the neutral position first (the bundled robots are closed there)
             q[_positions(model, b)] = model.q_neutral[_positions(model, b)] if restart == 0 else \
                 random_position(model.joint_type[b], rng, np.pi)
         residual = _newton(model, data, cluster, q, dependent)
         solves += 1
-        if residual <= TOLERANCE:
-            return
-    raise ModelError(f'could not close the constraints {quote([c.name for c in cluster.constraints])} of '
-                     f'cluster {quote(cluster.name)}: residual {residual:.3g} after {solves} Newton solves '
-                     f'(budget {budget_ms:g} ms); the independent positions may be out of the '
-                     "mechanism's reach")
+    if residual > TOLERANCE:
+        raise ModelError(f'could not close the constraints {quote([c.name for c in cluster.constraints])} of '
+                         f'cluster {quote(cluster.name)}: residual {residual:.3g} after {solves} Newton solves '
+                         f'(budget {budget_ms:g} ms); the independent positions may be out of the '
+                         "mechanism's reach")
 
 
-def _continuation(model, data, cluster, q, previous, target, dependent):
+def _continuation(model, data, cluster, q, previous, target, dependent, deadline):
     """Move the independent joints from previous to target in equal steps of at most CONTINUATION_STEP
     (but at most MAX_CONTINUATION_STEPS of them; quaternions by normalized interpolation), closing the
-    loops after each; False if a solve fails."""
+    loops after each; once past the deadline, the rest in one step. Returns the max |phi| of the last
+    solve (above TOLERANCE where one fails)."""
     independent = [(b, _positions(model, b), model.joint_type[b]) for b in cluster.bodies if b not in dependent]
     jump = max([_distance(kind, previous[s], target[s]) for _, s, kind in independent], default=0.0)
     steps = int(np.clip(np.ceil(jump / CONTINUATION_STEP), 1, MAX_CONTINUATION_STEPS))
     for b in dependent:
         q[_positions(model, b)] = previous[_positions(model, b)]
     for t in np.arange(1, steps + 1) / steps:
+        if time.perf_counter() > deadline:
+            t = 1.0
         for _, s, kind in independent:
             q[s] = _interpolate(kind, previous[s], target[s], t)
-        if _newton(model, data, cluster, q, dependent) > TOLERANCE:
-            return False
-    return True
+        residual = _newton(model, data, cluster, q, dependent)
+        if residual > TOLERANCE or t == 1.0:
+            break
+    return residual
 
 
 def _distance(kind, a, b):
