@@ -1,6 +1,9 @@
-# Development entry points. Every target first brings .venv up to date through scripts/setup.sh,
-# which returns within milliseconds when nothing changed.
-VENV := .venv
+# Development entry points. Every target first brings the venv up to date through scripts/setup.sh,
+# which returns within milliseconds when nothing changed. DISTRO selects the ROS 2 distro:
+# kilted (default, .venv) or jazzy (.venv-jazzy), e.g. `make test DISTRO=jazzy`.
+DISTRO ?= kilted
+export DISTRO
+VENV := $(if $(filter jazzy,$(DISTRO)),.venv-jazzy,.venv)
 PYTHON := $(VENV)/bin/python
 
 # ROS 2 traffic stays on this machine.
@@ -14,8 +17,10 @@ RUN_DOMAIN_ID := $(or $(ROS_DOMAIN_ID),42)
 setup:
 	scripts/setup.sh
 
+# The shipped YAML names no robot: run the bundled quadruped.
 run: setup
-	ROS_DOMAIN_ID=$(RUN_DOMAIN_ID) $(VENV)/bin/dynamics_node --ros-args --params-file config/dynamics_node.yaml
+	ROS_DOMAIN_ID=$(RUN_DOMAIN_ID) $(VENV)/bin/dynamics_node --ros-args \
+	  --params-file config/dynamics_node.yaml -p robot_description_file:=quadruped_rotors
 
 test: setup
 	$(PYTHON) -m pytest -q test

@@ -1,14 +1,17 @@
-"""Latency of the dynamics node as a client sees it, on the default robot (quadruped_rotors).
+"""Latency of the dynamics node as a client sees it, on quadruped_rotors, against the rclpy floor.
 
-The node runs in its own process, configured by config/dynamics_node.yaml; this process is the
-client, over DDS on the loopback interface. Prints the time until the node answers its first
-service call (ready time, numba cache warm), the p50/p99 round-trip time of each service (after a few
-warm-up calls) and of the torque stream: joint_states published at --rate Hz for --seconds s (default
-1 kHz for 10 s), latency from each publish to the arrival of the computed_torques message with the
-same stamp.
+The node runs in its own process, configured by config/dynamics_node.yaml with the quadruped; this
+process is the client, over DDS on the loopback interface. Prints the time until the node answers its
+first service call (ready time, numba cache warm), the p50/p99 round-trip time of each service (after
+a few warm-up calls) and of the torque stream: joint_states published at --rate Hz for --seconds s
+(default 1 kHz for 10 s), latency from each publish to the arrival of the computed_torques message
+with the same stamp. The floor, measured in the same run: a bare rclpy service (InverseDynamics type,
+fixed answer) and a bare relay (joint_states -> JointState, the node's QoS), each in a process of its
+own; the ratios node / floor are printed. With --chrt the served processes (node and floors) run
+under `chrt -f 50` (real-time FIFO priority 50; needs root or CAP_SYS_NICE).
 
-Usage: .venv/bin/python bench/node_latency.py [--calls N] [--rate HZ] [--seconds S]
-(the script runs itself with --sender NAMESPACE RATE SECONDS as the joint_states sender process)
+Usage: .venv/bin/python bench/node_latency.py [--calls N] [--rate HZ] [--seconds S] [--chrt]
+(the script runs itself with --sender, --bare-service or --bare-relay as its helper processes)
 """
 
 import argparse
@@ -24,7 +27,7 @@ from cluster_dynamics.srv import (DescribeModel, ForwardDynamics, InverseDynamic
 import numpy as np
 import rclpy
 from rclpy.context import Context
-from rclpy.executors import SingleThreadedExecutor
+from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.qos import qos_profile_sensor_data, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
 
@@ -36,12 +39,60 @@ WARM_UP_CALLS = 10
 FEET = ['FL_foot', 'FR_foot', 'HL_foot', 'HR_foot']
 
 
-def start_node():
-    """The node process (default configuration, namespace NAMESPACE), output discarded."""
-    return subprocess.Popen(
-        [str(Path(sys.executable).parent / 'dynamics_node'), '--ros-args', '-r',
-         f'__ns:={NAMESPACE}', '--params-file', str(ROOT / 'config' / 'dynamics_node.yaml')],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+def start(command, prefix):
+    """A served process (command after prefix, e.g. chrt), output discarded."""
+    return subprocess.Popen([*prefix, *command], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+
+
+def node_command():
+    """The node (namespace NAMESPACE) as `make run` starts it."""
+    return [str(Path(sys.executable).parent / 'dynamics_node'), '--ros-args', '-r',
+            f'__ns:={NAMESPACE}', '--params-file', str(ROOT / 'config' / 'dynamics_node.yaml'),
+            '-p', 'robot_description_file:=quadruped_rotors']
+
+
+def floor_command(kind):
+    """A bare rclpy process: kind 'service' or 'relay' (name NODE as the node's)."""
+    return [sys.executable, __file__, f'--bare-{kind}', NAMESPACE]
+
+
+def bare_service(namespace):
+    """An InverseDynamics service at NODE/inverse_dynamics that answers a fixed response."""
+    rclpy.init()
+    node = rclpy.create_node('dynamics_node', namespace=namespace)
+    answer = InverseDynamics.Response(success=True, name=[f'j{i}' for i in range(12)],
+                                      effort=[0.5] * 12)
+
+    def callback(request, response):
+        return answer
+    node.create_service(InverseDynamics, f'{namespace}/dynamics_node/inverse_dynamics', callback)
+    _spin(node)
+
+
+def bare_relay(namespace):
+    """joint_states -> NODE/computed_torques (header copied, 12 efforts), the node's QoS."""
+    from dynamics_node.node import JOINT_STATES_QOS, OUTPUT_QOS
+    rclpy.init()
+    node = rclpy.create_node('dynamics_node', namespace=namespace)
+    publisher = node.create_publisher(JointState, f'{namespace}/dynamics_node/computed_torques',
+                                      OUTPUT_QOS)
+    output = JointState(name=[f'j{i}' for i in range(12)], effort=[0.5] * 12)
+
+    def relay(msg):
+        output.header = msg.header
+        publisher.publish(output)
+    node.create_subscription(JointState, f'{namespace}/joint_states', relay, JOINT_STATES_QOS)
+    _spin(node)
+
+
+def _spin(node):
+    try:
+        rclpy.spin(node)
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+    finally:
+        rclpy.try_shutdown()
 
 
 def service_requests(names):
@@ -80,12 +131,13 @@ def round_trips(node, executor, srv_type, service, request, calls):
 def stream_latencies(node, executor, names, rate, seconds):
     """(latencies s, received, sent) of joint_states at rate Hz for seconds s. The messages come from a
     sender process of their own (so that this process's receiving does not delay the sending), each
-    stamped with its CLOCK_MONOTONIC send time, which the node copies to its answer."""
+    stamped with its wall-clock send time (fresh for stream.max_age), which the node copies to its
+    answer."""
     arrivals = {}
-    node.create_subscription(
+    subscription = node.create_subscription(
         JointState, f'{NODE}/computed_torques',
         lambda msg: arrivals.setdefault((msg.header.stamp.sec, msg.header.stamp.nanosec),
-                                        time.monotonic_ns()),
+                                        time.time_ns()),
         QoSProfile(depth=1000, reliability=ReliabilityPolicy.RELIABLE))
     publisher = node.create_publisher(JointState, f'{NAMESPACE}/joint_states',
                                       qos_profile_sensor_data)
@@ -99,15 +151,15 @@ def stream_latencies(node, executor, names, rate, seconds):
         executor.spin_once(timeout_sec=0.01)
     if sender.returncode:
         raise RuntimeError(f'the joint_states sender failed ({sender.returncode})')
+    node.destroy_subscription(subscription)
     latencies = [arrival - (sec * 1_000_000_000 + nanosec) for (sec, nanosec), arrival in arrivals.items()]
     return np.array(latencies) * 1e-9, len(latencies), int(rate * seconds)
 
 
 def _prime(executor, publisher, arrivals):
-    """Publish JointStates naming no joint (stamp 1 ns, before any send time) until one is answered,
-    so that the node's output is matched; the answers are then forgotten."""
+    """Publish JointStates naming no joint (zero stamp: never stale, before any send time) until
+    one is answered, so that the node's output is matched; the answers are then forgotten."""
     msg = JointState()
-    msg.header.stamp.nanosec = 1
     end = time.monotonic() + 10.0
     while not arrivals and time.monotonic() < end:
         publisher.publish(msg)
@@ -141,7 +193,7 @@ def send(namespace, rate, seconds):
         phase = 2 * np.pi * i / rate
         msg = JointState(name=names, position=[0.3 * np.sin(phase), 0.8, -1.6] * 4,
                          velocity=[0.6 * np.pi * np.cos(phase), 0.0, 0.0] * 4)
-        msg.header.stamp.sec, msg.header.stamp.nanosec = divmod(time.monotonic_ns(), 1_000_000_000)
+        msg.header.stamp.sec, msg.header.stamp.nanosec = divmod(time.time_ns(), 1_000_000_000)
         publisher.publish(msg)
     node.destroy_node()
     rclpy.shutdown(context=context)
@@ -161,53 +213,95 @@ def _wait_ready(node, executor):
     raise RuntimeError('the node did not answer describe_model within 60 s')
 
 
+def percentiles(seconds):
+    return np.percentile(seconds * 1e3, [50, 99])
+
+
 def row(label, seconds, note=''):
-    p50, p99 = np.percentile(seconds * 1e3, [50, 99])
+    p50, p99 = percentiles(seconds)
     print(f'  {label:44s} {p50:8.2f} {p99:8.2f}  {note}')
 
 
+def stop(process):
+    process.send_signal(signal.SIGINT)
+    try:
+        process.wait(timeout=5.0)
+    except subprocess.TimeoutExpired:
+        process.kill()
+
+
+def run(node, executor, names, args, prefix):
+    """One table: the node's services and stream, the floors, the ratios."""
+    started = time.perf_counter()
+    process = start(node_command(), prefix)
+    try:
+        ready = _wait_ready(node, executor) - started
+        print(f'  node ready (first describe_model answer after start): {ready:.2f} s')
+        print(f'  {"":44s} {"p50 ms":>8s} {"p99 ms":>8s}')
+        services = {}
+        for label, srv_type, request in service_requests(names):
+            service = label.split()[0]
+            services[service] = round_trips(node, executor, srv_type, service, request, args.calls)
+            row(f'~/{label}', services[service], f'{args.calls} calls')
+        stream, received, sent = stream_latencies(node, executor, names, args.rate, args.seconds)
+        row('joint_states -> ~/computed_torques', stream,
+            f'{received}/{sent} answered at {args.rate:.0f} Hz for {args.seconds:g} s')
+    finally:
+        stop(process)
+    process = start(floor_command('service'), prefix)
+    try:
+        inverse = service_requests(names)[2]
+        floor_service = round_trips(node, executor, inverse[1], 'inverse_dynamics', inverse[2],
+                                    args.calls)
+        row('floor: bare rclpy service (InverseDynamics)', floor_service, f'{args.calls} calls')
+    finally:
+        stop(process)
+    process = start(floor_command('relay'), prefix)
+    try:
+        floor_relay, received, sent = stream_latencies(node, executor, names, args.rate,
+                                                       args.seconds)
+        row('floor: bare relay joint_states -> JointState', floor_relay,
+            f'{received}/{sent} answered')
+    finally:
+        stop(process)
+    service_p50 = percentiles(services['inverse_dynamics'])[0] / percentiles(floor_service)[0]
+    stream_p50, stream_p99 = percentiles(stream) / percentiles(floor_relay)
+    print(f'  ratios: inverse_dynamics p50 {service_p50:.2f}x the bare service (target <= 1.3); '
+          f'stream p50 {stream_p50:.2f}x, p99 {stream_p99:.2f}x the bare relay (targets <= 1.3, '
+          '<= 1.5)')
+
+
 def main():
-    if sys.argv[1:2] == ['--sender']:
-        namespace, rate, seconds = sys.argv[2], float(sys.argv[3]), float(sys.argv[4])
-        return send(namespace, rate, seconds)
+    helpers = {'--sender': lambda a: send(a[0], float(a[1]), float(a[2])),
+               '--bare-service': lambda a: bare_service(a[0]),
+               '--bare-relay': lambda a: bare_relay(a[0])}
+    if sys.argv[1:2] and sys.argv[1] in helpers:
+        return helpers[sys.argv[1]](sys.argv[2:])
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument('--calls', type=int, default=200, help='timed calls per service')
     parser.add_argument('--rate', type=float, default=1000.0, help='joint_states rate, Hz')
     parser.add_argument('--seconds', type=float, default=10.0, help='joint_states duration, s')
+    parser.add_argument('--chrt', action='store_true',
+                        help='also run the served processes under chrt -f 50')
     args = parser.parse_args()
     os.environ['ROS_AUTOMATIC_DISCOVERY_RANGE'] = 'LOCALHOST'
     os.environ['ROS_DOMAIN_ID'] = os.environ.get('ROS_DOMAIN_ID') or str(DOMAIN_ID)
-    started = time.perf_counter()
-    process = start_node()
     context = Context()
     rclpy.init(context=context, domain_id=int(os.environ['ROS_DOMAIN_ID']))
     node = rclpy.create_node('node_latency', namespace=NAMESPACE, context=context)
     executor = SingleThreadedExecutor(context=context)
     executor.add_node(node)
+    names = [f'{leg}_{joint}_joint' for leg in ('FL', 'FR', 'HL', 'HR')
+             for joint in ('abad', 'hip', 'knee')]
     try:
-        names = [f'{leg}_{joint}_joint' for leg in ('FL', 'FR', 'HL', 'HR')
-                 for joint in ('abad', 'hip', 'knee')]
-        print('dynamics node latency, default robot quadruped_rotors (node in its own process, '
-              'loopback DDS)')
-        ready = _wait_ready(node, executor) - started
-        print(f'  node ready (first describe_model answer after start): {ready:.2f} s')
-        print(f'  {"":44s} {"p50 ms":>8s} {"p99 ms":>8s}')
-        for label, srv_type, request in service_requests(names):
-            service = label.split()[0]
-            times = round_trips(node, executor, srv_type, service, request, args.calls)
-            row(f'~/{label}', times, f'{len(times)} calls')
-        latencies, received, sent = stream_latencies(node, executor, names, args.rate, args.seconds)
-        row('joint_states -> ~/computed_torques', latencies,
-            f'{received}/{sent} answered at {args.rate:.0f} Hz for {args.seconds:g} s')
+        for prefix in ([], ['chrt', '-f', '50']) if args.chrt else ([],):
+            print(f'dynamics node latency, quadruped_rotors ({" ".join(prefix) or "normal priority"}; '
+                  'each process its own, loopback DDS)')
+            run(node, executor, names, args, prefix)
     finally:
         executor.shutdown()
         node.destroy_node()
         rclpy.shutdown(context=context)
-        process.send_signal(signal.SIGINT)
-        try:
-            process.wait(timeout=5.0)
-        except subprocess.TimeoutExpired:
-            process.kill()
 
 
 if __name__ == '__main__':

@@ -6,14 +6,14 @@ position manifold (joints.retract: q <- q * exp(step), renormalized, for a spher
 
 To stay on the assembly branch of the previous solution (the neutral position at first), a cluster's
 independent joints move there from their previous values in continuation steps of at most
-CONTINUATION_STEP (at most MAX_CONTINUATION_STEPS steps), each closed by Newton from the last. A start
-on a singular pose (e.g. all links of a four-bar aligned at q = 0) can stall Newton, so a failed solve
-is retried from the neutral position and from seeded restarts until a time budget is spent (no restart
-begins after it, and the continuation takes its remaining distance in one step); then the loop is
-reported as unreachable. A solve is bounded (MAX_ITERATIONS) and stops early once it stalls (a
-least-squares minimum with |phi| > 0: the pose is out of reach from there), so an unreachable pose
-costs milliseconds. The budget never cuts a Newton solve short, so whether a pose near the previous
-one is reached does not depend on the machine's load.
+CONTINUATION_STEP, each closed by Newton from the last. A start on a singular pose (e.g. all links of
+a four-bar aligned at q = 0) can stall Newton, so a failed solve is retried from the previous and the
+neutral positions and from seeded restarts until a time budget is spent (no restart begins after it,
+and the continuation takes its remaining distance in one step); then the loop is reported as
+unreachable. A solve is bounded (MAX_ITERATIONS) and stops early once it stalls (a least-squares
+minimum with |phi| > 0: the pose is out of reach from there), so an unreachable pose costs
+milliseconds. The budget never cuts a Newton solve short, so whether a pose near the previous one is
+reached does not depend on the machine's load.
 """
 
 import time
@@ -28,10 +28,12 @@ from .kinematics import update_transforms
 TOLERANCE = 1e-12              # max |phi| of a solved cluster, m or rad
 MAX_ITERATIONS = 50            # Newton iterations per start
 CONTINUATION_STEP = 0.1        # largest change of an independent coordinate per Newton solve, rad or m
-MAX_CONTINUATION_STEPS = 30    # larger jumps take larger steps (a jump may reach 1e8, bounds.POSITION)
+MAX_CONTINUATION_STEPS = 100   # farther jumps (over 10 rad or m) start from the neutral position instead
 RESTARTS = 8                   # extra starts at most: dependent angles uniform in [-pi, pi], random quaternions
 SLOW_RATIO, SLOW_STEPS = 0.9, 3    # a start crawling this slowly is abandoned (see _newton)
-BUDGET_MS = 50.0               # default time budget of one completion, checked before each restart
+# Default time budget of one completion, checked between Newton solves (a 0.6 rad jump of the delta
+# robot takes ~20 ms on the NumPy path).
+BUDGET_MS = 200.0
 MAX_BUDGET_MS = 1e4            # budget_ms accepted up to 10 s
 
 
@@ -63,19 +65,21 @@ def independent_position_size(model):
 
 def _solve_cluster(model, data, cluster, q, previous, deadline, budget_ms):
     """Close the loops of cluster in q, whose independent joints hold their targets and whose dependent
-    joints start from previous; then from the neutral position and seeded restarts while the budget lasts."""
+    joints start from previous (by continuation, then directly); then from the neutral position and seeded
+    restarts while the budget lasts."""
     dependent = [b for b in cluster.bodies if cluster.col[b] in set(cluster.dependent)]
     target = q.copy()
     residual = _continuation(model, data, cluster, q, previous, target, dependent, deadline)
     solves = 1
     rng = np.random.default_rng(cluster.index)
-    for restart in range(RESTARTS + 1):
+    for restart in range(RESTARTS + 2):
         if residual <= TOLERANCE or time.perf_counter() > deadline:
             break
-        q[:] = target             # a failed continuation stops short of the independent targets
-        for b in dependent:       # the neutral position first (the bundled robots are closed there)
-            q[_positions(model, b)] = model.q_neutral[_positions(model, b)] if restart == 0 else \
-                random_position(model.joint_type[b], rng, np.pi)
+        q[:] = target             # the independent joints back at their targets
+        for b in dependent:       # straight from the previous pose, from the neutral one, then random
+            start = previous if restart == 0 else model.q_neutral if restart == 1 else None
+            q[_positions(model, b)] = random_position(model.joint_type[b], rng, np.pi) if start is None else \
+                start[_positions(model, b)]
         residual = _newton(model, data, cluster, q, dependent)
         solves += 1
     if residual > TOLERANCE:
@@ -87,12 +91,14 @@ def _solve_cluster(model, data, cluster, q, previous, deadline, budget_ms):
 
 def _continuation(model, data, cluster, q, previous, target, dependent, deadline):
     """Move the independent joints from previous to target in equal steps of at most CONTINUATION_STEP
-    (but at most MAX_CONTINUATION_STEPS of them; quaternions by normalized interpolation), closing the
-    loops after each; once past the deadline, the rest in one step. Returns the max |phi| of the last
-    solve (above TOLERANCE where one fails)."""
+    (quaternions by normalized interpolation), closing the loops after each; once past the deadline, the
+    rest in one step. Returns the max |phi| of the last solve (above TOLERANCE where one fails; inf for a
+    jump of more than MAX_CONTINUATION_STEPS steps, which is no continuation of the previous pose)."""
     independent = [(b, _positions(model, b), model.joint_type[b]) for b in cluster.bodies if b not in dependent]
     jump = max([_distance(kind, previous[s], target[s]) for _, s, kind in independent], default=0.0)
-    steps = int(np.clip(np.ceil(jump / CONTINUATION_STEP), 1, MAX_CONTINUATION_STEPS))
+    steps = max(1, int(np.ceil(jump / CONTINUATION_STEP)))
+    if steps > MAX_CONTINUATION_STEPS:
+        return np.inf
     for b in dependent:
         q[_positions(model, b)] = previous[_positions(model, b)]
     for t in np.arange(1, steps + 1) / steps:

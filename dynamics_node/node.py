@@ -2,9 +2,11 @@
 
 Services (private names): ``~/forward_dynamics``, ``~/inverse_dynamics``,
 ``~/inverse_operational_space_inertia``, ``~/describe_model``. Stream: ``joint_states``
-(sensor_msgs/JointState, sensor-data QoS) -> ``~/computed_torques`` (JointState of the independent
-joints, effort = bias or gravity forces, reliable, depth 1). Status on ``/diagnostics``. The
-parameters are listed in PARAMETERS (and documented in config/dynamics_node.yaml).
+(sensor_msgs/JointState, best effort, keep last 1) -> ``~/computed_torques`` (JointState of the
+independent joints), ``~/effort_commands`` (Float64MultiArray in the order of
+``stream.output_joints``) and ``~/completed_joint_states`` (every joint, dependent ones completed
+from the constraints), all with the input's stamp. Status on ``/diagnostics``. The parameters are
+listed in PARAMETERS (and documented in config/dynamics_node.yaml).
 
 The robot description comes from the ``robot_description`` parameter if it is non-empty, else from
 the last message on the description topic, else from ``robot_description_file``; a new one is
@@ -12,15 +14,28 @@ parsed into a new model that replaces the served one only if it loads. Every cal
 local reference to the current model and catches every exception: bad requests answer
 ``success=false`` with the reason, bad stream messages are counted and dropped.
 
-Executor: single-threaded, so services and the stream take turns (a service call delays the
-stream by its compute time). rclpy's MultiThreadedExecutor (9.1.2, rclpy issue #1452) cannot keep
-up with a control-rate stream: on the 2-core development machine a node that only echoes
-joint_states through it passed 36 to 119 of 1000 messages sent at 500 Hz, against all 1000 (0.6 ms
-median latency) with the SingleThreadedExecutor.
+Threads: services, parameters, the description topic and diagnostics run on the main thread's
+executor; the stream runs on an executor thread of its own, with a second node
+``<name>_stream`` holding its subscription and publishers, so that a long service call (LCABA,
+a reload) never delays a torque. The compiled kernels release the GIL, and the interpreter's
+switch interval is shortened so that the stream thread gets the GIL back within STREAM_GIL_SWITCH
+while the main thread runs Python. rclpy's MultiThreadedExecutor (9.1.2, rclpy issue #1452) cannot
+keep up with a control-rate stream, hence two single-threaded executors. The first description
+is loaded on a thread of its own, so that the node answers signals while numba compiles.
+
+rclpy APIs used (all present in Humble's rclpy 3.3, Jazzy's 7.1 and Kilted's 9.1): rclpy.init,
+rclpy.try_shutdown, Node (cli_args, start_parameter_services), declare_parameter with a
+ParameterDescriptor (dynamic_typing, ranges), add_on_set_parameters_callback, create_timer with a
+steady Clock, SingleThreadedExecutor.spin, ExternalShutdownException, and the message-lost QoS
+event (rclpy.event_handler, rclpy.qos_event before Iron).
 """
 
+from array import array
 from dataclasses import dataclass
+import math
 import os
+import sys
+import threading
 import time
 import traceback
 
@@ -30,15 +45,21 @@ from cluster_dynamics.srv import (DescribeModel, ForwardDynamics, InverseDynamic
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from nav_msgs.msg import Odometry
 import numpy as np
-from rcl_interfaces.msg import FloatingPointRange, ParameterDescriptor, SetParametersResult
+from rcl_interfaces.msg import (FloatingPointRange, ParameterDescriptor, SetParametersResult)
 import rclpy
+from rclpy.clock import Clock, ClockType
 from rclpy.exceptions import ParameterException
-from rclpy.executors import ExternalShutdownException
+from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.node import Node
-from rclpy.qos import DurabilityPolicy, qos_profile_sensor_data, QoSProfile, ReliabilityPolicy
-from rclpy.qos_overriding_options import QoSOverridingOptions
+from rclpy.qos import (DurabilityPolicy, HistoryPolicy, qos_profile_sensor_data, QoSProfile,
+                       ReliabilityPolicy)
 from sensor_msgs.msg import JointState
-from std_msgs.msg import String
+from std_msgs.msg import Float64MultiArray, String
+
+try:                                      # Iron and later
+    from rclpy.event_handler import SubscriptionEventCallbacks, UnsupportedEventTypeError
+except ImportError:                       # Humble
+    from rclpy.qos_event import SubscriptionEventCallbacks, UnsupportedEventTypeError
 
 from . import ros_conversions as conv
 from .errors import ModelError
@@ -47,60 +68,119 @@ from .model import load_model, Model
 from .models import bundled_model, bundled_models
 
 STREAM_MODES = ('bias', 'gravity')
-# Sensor-data QoS (best effort, volatile: matches reliable and best-effort publishers) with a deeper
-# queue than its 5 messages, so that a scheduling stall of up to 0.1 s at 1 kHz delays inputs instead
-# of dropping them. Latest-only: qos_overrides./joint_states.subscription.depth: 1.
-JOINT_STATES_QOS = QoSProfile(depth=100, reliability=qos_profile_sensor_data.reliability,
-                              durability=qos_profile_sensor_data.durability)
+# Control-grade input: the newest state or nothing. Best effort and volatile match reliable and
+# best-effort publishers; keep last 1, so an input that waited behind a newer one is replaced.
+JOINT_STATES_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1,
+                              reliability=ReliabilityPolicy.BEST_EFFORT,
+                              durability=DurabilityPolicy.VOLATILE)
+OUTPUT_QOS = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE)
 DESCRIPTION_PARAMETERS = ('robot_description', 'robot_description_file', 'closures_file')
+# Parameters that change the description served from each source (first word of its label).
+SERVED_FROM = {'parameter': {'robot_description', 'closures_file'}, 'topic': {'robot_description'},
+               'robot_description_file': set(DESCRIPTION_PARAMETERS)}
+STREAM_GIL_SWITCH = 5e-5     # s, interpreter switch interval (Python's default is 5 ms)
+COMPILE_NOTICE_AFTER = 1.0   # s of loading after which the node says numba is compiling
+QUOTE = 80                   # characters of an input quoted in a message
+MESSAGE_LIMIT = 400          # characters of a reason in a response, a log line or diagnostics
 
-# name: (default, description, read-only). Read-only ones take effect at start-up only.
+
+def _range(low, high):
+    return {'floating_point_range': [FloatingPointRange(from_value=low, to_value=high, step=0.0)]}
+
+
+@dataclass(frozen=True)
+class Spec:
+    """A parameter: default, description, read-only (start-up only), descriptor extras."""
+
+    default: object
+    description: str
+    read_only: bool = False
+    extras: tuple = ()
+
+
 PARAMETERS = {
-    'robot_description': (
+    'robot_description': Spec(
         '', 'URDF+ XML of the robot; when non-empty it takes precedence over the topic and the '
-        'file. Setting it reloads the model (rejected with the parser message if it fails).',
-        False),
-    'robot_description_file': (
+        'file. Setting it reloads the model (rejected with the parser message if it fails).'),
+    'robot_description_file': Spec(
         '', 'URDF+ file path, or the name of a bundled robot (e.g. quadruped_rotors); used when '
-        'robot_description is empty and nothing arrived on robot_description_topic.', False),
-    'closures_file': (
+        'robot_description is empty and nothing arrived on robot_description_topic.',
+        extras=(('additional_constraints', 'a file path or one of ' + ', '.join(bundled_models())),)),
+    'closures_file': Spec(
         '', 'Extended URDF closures (YAML file: closed_loop, type, name_mot, joint_name, joint_type) '
-        'applied to robot_description and robot_description_file (not to the topic); empty: none.',
-        False),
-    'robot_description_topic': (
+        'applied to robot_description and robot_description_file (not to the topic); empty: none.'),
+    'robot_description_topic': Spec(
         'robot_description', 'std_msgs/String topic with the URDF+ XML (reliable, transient '
         'local, depth 1); each message reloads the model unless robot_description is set.', True),
-    'gravity': (
-        [0.0, 0.0, -9.81], 'Gravity acceleration in the root link frame, m/s^2 (x, y, z).', False),
-    'stream.mode': (
-        'bias', "Effort of ~/computed_torques: 'bias' (gravity + Coriolis and centrifugal "
-        "compensation) or 'gravity' (gravity only).", False),
-    'stream.enabled': (
-        True, 'Publish ~/computed_torques for every joint_states message.', False),
-    'odometry_topic': (
+    'gravity': Spec(
+        [0.0, 0.0, -9.81], 'Gravity acceleration in the root link frame, m/s^2 (x, y, z); '
+        'integers are accepted.', extras=(('dynamic_typing', True),
+                                          ('additional_constraints', '3 finite numbers'))),
+    'stream.mode': Spec(
+        'bias', "Effort of the stream: 'bias' (gravity + Coriolis and centrifugal "
+        "compensation) or 'gravity' (gravity only).",
+        extras=(('additional_constraints', 'one of ' + ', '.join(STREAM_MODES)),)),
+    'stream.enabled': Spec(
+        True, 'Answer every joint_states message on the output topics.'),
+    'stream.max_age': Spec(
+        0.1, 'Inputs whose header stamp is older than this (s, by the node clock) are dropped '
+        'and counted as stale; 0 disables the check; a zero stamp is never stale.',
+        extras=tuple(_range(0.0, 3600.0).items())),
+    'stream.expected_rate': Spec(
+        0.0, 'Rate of joint_states the robot publishes, Hz (0: unknown). /diagnostics warns when '
+        'the measured rate falls below 90 % of it and counts gaps in the stamps as lost inputs.',
+        extras=tuple(_range(0.0, 100000.0).items())),
+    'stream.output_joints': Spec(
+        [], 'Order of ~/effort_commands: independent joint names (empty: all of them, in the '
+        "model's order).", extras=(('dynamic_typing', True),
+                                   ('additional_constraints', 'independent joints of the model'))),
+    'odometry_topic': Spec(
         '', 'nav_msgs/Odometry topic with the floating-base pose (world frame) and twist (base '
         'frame) for the stream; empty: the base rests at the identity pose.', True),
-    'forward_dynamics.method': (
+    'forward_dynamics.method': Spec(
         'auto', "Method of ~/forward_dynamics when a request leaves it empty: 'auto', 'aba' or "
-        "'lcaba'.", False),
-    'diagnostics_period': (
-        1.0, 'Period of the /diagnostics status, s.', True),
+        "'lcaba'.", extras=(('additional_constraints', 'one of auto, aba, lcaba'),)),
+    'diagnostics_period': Spec(
+        1.0, 'Period of the /diagnostics status, s (steady clock).', True,
+        tuple(_range(0.01, 3600.0).items())),
 }
-DIAGNOSTICS_PERIOD_RANGE = FloatingPointRange(from_value=0.01, to_value=3600.0, step=0.0)
+
+
+def clip(text, limit=MESSAGE_LIMIT):
+    """text cut to limit characters (a reason may quote a whole input)."""
+    text = str(text)
+    return text if len(text) <= limit else text[:limit - 3] + '...'
+
+
+def quoted(text):
+    """repr of at most QUOTE characters of an input."""
+    return repr(text[:QUOTE]) + ('...' if len(text) > QUOTE else '')
 
 
 def check_parameter(name, value):
-    """Raise ValueError (ModelError) with the reason a parameter value is unusable."""
+    """Raise ModelError with the reason a parameter value is unusable."""
     if name == 'gravity':
-        if len(value) != 3 or not np.all(np.isfinite(value)):
-            raise ModelError(f'gravity must be 3 finite numbers (x, y, z in m/s^2), got '
-                             f'{list(value)}')
+        numbers = list(value) if isinstance(value, (list, tuple, array)) else value
+        if not isinstance(numbers, list) or len(numbers) != 3 or \
+                not all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in numbers):
+            raise ModelError(f'gravity must be 3 numbers (x, y, z in m/s^2), got '
+                             f'{clip(numbers, QUOTE)}')
+        if not np.all(np.isfinite(np.asarray(numbers, dtype=float))):
+            raise ModelError(f'gravity must be finite, got {numbers}')
     elif name == 'stream.mode' and value not in STREAM_MODES:
-        raise ModelError(f'stream.mode {value!r} is unknown; expected one of {list(STREAM_MODES)}')
+        raise ModelError(f'stream.mode {quoted(value)} is unknown; expected one of '
+                         f'{list(STREAM_MODES)}')
+    elif name == 'stream.output_joints':
+        if not isinstance(value, (list, tuple)) or not all(isinstance(x, str) for x in value):
+            raise ModelError(f'stream.output_joints must be a list of joint names, got '
+                             f'{clip(value, QUOTE)}')
+    elif name in ('stream.max_age', 'stream.expected_rate') and \
+            not (isinstance(value, float) and 0.0 <= value < math.inf):
+        raise ModelError(f'{name} must be a finite number >= 0, got {clip(value, QUOTE)}')
     elif name == 'forward_dynamics.method':
         check_method(value)
     elif name == 'closures_file' and value and not os.path.isfile(value):
-        raise ModelError(f'closures_file {value!r} is not a file')
+        raise ModelError(f'closures_file {quoted(value)} is not a file')
 
 
 def description_file(value):
@@ -109,8 +189,28 @@ def description_file(value):
         return value
     if value in bundled_models():
         return bundled_model(value)
-    raise ModelError(f'robot_description_file {value!r} is neither a file nor a bundled robot; '
-                     f'bundled robots are {bundled_models()}')
+    raise ModelError(f'robot_description_file {quoted(value)} is neither a file nor a bundled '
+                     f'robot; bundled robots are {bundled_models()}')
+
+
+def description_xml(text, label):
+    """text, which must be URDF+ XML (the parameter and the topic never carry a path)."""
+    if not text.lstrip().startswith('<'):
+        raise ModelError(f'{label} is not XML (starts with {quoted(text.lstrip())}); it carries '
+                         'the URDF+ document itself, a path goes to robot_description_file')
+    return text
+
+
+def output_order(layout, names):
+    """Indices into layout.independent_names of stream.output_joints (all if empty)."""
+    if not names:
+        return np.arange(len(layout.independent_names))
+    known = {n: i for i, n in enumerate(layout.independent_names)}
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        raise ModelError(f'stream.output_joints names {clip(unknown, QUOTE)}, not independent '
+                         f'joints of {layout.model.name!r}; they are {list(known)}')
+    return np.array([known[n] for n in names], dtype=int)
 
 
 @dataclass(frozen=True)
@@ -120,16 +220,19 @@ class Loaded:
     model: Model
     layout: conv.JointLayout
     stream: conv.StreamInput     # stream state, updated by the joint_states callback
-    output: JointState           # preallocated ~/computed_torques message
+    output_index: np.ndarray     # ~/effort_commands entries in layout.independent_names
     source: str                  # where the description came from
+    output: JointState           # ~/computed_torques message, its names set once
 
 
 class StreamStats:
     """Counters of the stream and the last error; the diagnostics timer reads them and resets
-    the compute-time window."""
+    the compute-time window. Written by the stream thread, read by the main one."""
 
     def __init__(self):
         self.received = self.published = self.dropped = self.rejected = 0
+        self.stale = self.lost_events = self.gaps = 0
+        self.last_stamp = None            # ns of the last stamped input
         self.last_error = ''
         self._count, self._total, self._max = 0, 0.0, 0.0
 
@@ -141,12 +244,20 @@ class StreamStats:
 
     def drop(self, reason):
         self.dropped += 1
-        self.last_error = reason
+        self.last_error = clip(reason)
 
     def reject(self, reason):
         """A service request answered with success=false, or a rejected description."""
         self.rejected += 1
-        self.last_error = reason
+        self.last_error = clip(reason)
+
+    def arrive(self, stamp, expected_rate):
+        """Count gaps before an input stamped stamp (ns, 0: unstamped) at expected_rate Hz."""
+        if stamp == 0:
+            return
+        last, self.last_stamp = self.last_stamp, stamp
+        if expected_rate > 0.0 and last is not None and stamp > last:
+            self.gaps += max(0, round((stamp - last) * 1e-9 * expected_rate) - 1)
 
     def take(self):
         """(received, published, dropped, compute mean s, compute max s); resets the window."""
@@ -162,21 +273,23 @@ class DynamicsNode(Node):
     def __init__(self, **kwargs):
         super().__init__('dynamics_node', **kwargs)
         self._loaded = None              # Loaded, swapped atomically
+        self._generation = 0             # incremented by every swap (the first load yields)
+        self._loading = ''               # label of the description the first load works on
         self._topic_description = ''     # last description received on the topic
         self._base_state = None          # (pose[7], twist[6]) from odometry
         self._stats = StreamStats()
         self._declare_parameters()
         self._settings = {name: self.get_parameter(name).value for name in PARAMETERS}
         self._create_services()
-        self._create_stream()
+        self.stream_node = self._create_stream()
         self._diagnostics = self.create_publisher(DiagnosticArray, '/diagnostics', 10)
         self._last_report = (time.monotonic(), 0, 0, 0)   # time, received, published, dropped
-        self.create_timer(self._settings['diagnostics_period'], self._publish_diagnostics)
+        self.create_timer(self._settings['diagnostics_period'], self._publish_diagnostics,
+                          clock=Clock(clock_type=ClockType.STEADY_TIME))
         self.create_subscription(
             String, self._settings['robot_description_topic'], self._on_description,
             QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
                        durability=DurabilityPolicy.TRANSIENT_LOCAL))
-        self._load_initial_description()
         self.add_on_set_parameters_callback(self._on_set_parameters)
 
     # ---- parameters and the robot description ----
@@ -184,14 +297,12 @@ class DynamicsNode(Node):
     def _declare_parameters(self):
         """Declare PARAMETERS, then check the initial values (SystemExit with the reason)."""
         try:
-            for name, (default, description, read_only) in PARAMETERS.items():
-                ranges = ({'floating_point_range': [DIAGNOSTICS_PERIOD_RANGE]}
-                          if name == 'diagnostics_period' else {})
-                self.declare_parameter(name, default, ParameterDescriptor(
-                    description=description, read_only=read_only, **ranges))
+            for name, spec in PARAMETERS.items():
+                self.declare_parameter(name, spec.default, ParameterDescriptor(
+                    description=spec.description, read_only=spec.read_only, **dict(spec.extras)))
                 check_parameter(name, self.get_parameter(name).value)
         except (ModelError, ParameterException) as error:
-            self.get_logger().fatal(f'invalid parameter: {error}')
+            self.get_logger().fatal(f'invalid parameter: {clip(error)}')
             raise SystemExit(1) from None
 
     def _on_set_parameters(self, parameters):
@@ -200,112 +311,167 @@ class DynamicsNode(Node):
         try:
             for name, value in changes.items():
                 check_parameter(name, value)
-            loaded = self._reload(changes)
+            settings = {**self._settings, **changes}
+            loaded, note = self._reload(changes, settings)
+            if loaded is None and self._loaded is not None and \
+                    'stream.output_joints' in changes:
+                loaded = self._with_outputs(self._loaded, settings['stream.output_joints'])
         except ModelError as error:
-            self._stats.reject(str(error))
-            self.get_logger().error(f'rejected parameters {sorted(changes)}: {error}')
-            return SetParametersResult(successful=False, reason=str(error))
+            reason = clip(error)
+            self._stats.reject(reason)
+            self.get_logger().error(f'rejected parameters {clip(sorted(changes))}: {reason}')
+            return SetParametersResult(successful=False, reason=reason)
         except Exception as error:  # noqa: B902 - nothing may raise into the executor
-            self._stats.reject(f'internal error: {error!r}')
+            reason = clip(f'internal error: {error!r}')
+            self._stats.reject(reason)
             self._log_internal('parameters', error)
-            return SetParametersResult(successful=False, reason=f'internal error: {error!r}')
+            return SetParametersResult(successful=False, reason=reason)
         self._settings.update((name, changes[name]) for name in PARAMETERS if name in changes)
         if loaded is not None:
             self._swap(loaded)
         elif 'gravity' in changes and self._loaded is not None:
             self._loaded.model.gravity = changes['gravity']
-        return SetParametersResult(successful=True)
+        if note:
+            self.get_logger().warning(note)
+        return SetParametersResult(successful=True, reason=note)
 
-    def _reload(self, changes):
-        """The Loaded model of the description in effect after changes, or None if the
-        description parameters are not among them (or all of them are empty)."""
+    def _reload(self, changes, settings):
+        """(Loaded model of the description in effect after changes or None, note): None when
+        no description parameter changed or the changed one is not the one served; the note
+        then explains which source takes precedence."""
         if not set(DESCRIPTION_PARAMETERS) & set(changes):
-            return None
-        settings = {**self._settings, **changes}
+            return None, ''
         selected = self._select_description(settings)
         if selected is None:
-            self.get_logger().warning('every description source is empty: keeping the served '
-                                      'model')
-            return None
-        return self._build(*selected, settings['gravity'])
+            return None, 'every description source is empty: keeping the served model'
+        label = selected[0]
+        changed = set(DESCRIPTION_PARAMETERS) & set(changes)
+        if not changed & SERVED_FROM[label.split()[0]]:
+            return None, (f'{", ".join(sorted(changed))} stored but not applied: {label} takes '
+                          'precedence (robot_description, then the topic, then '
+                          'robot_description_file; closures_file does not apply to the topic)')
+        return self._build(*selected, settings), ''
 
     def _select_description(self, settings):
         """(source label, XML or path, closures path or None) in effect for settings, or None if
         there is none. closures_file applies to the parameter and the file, not to the topic."""
         if settings['robot_description'].strip():
-            label, source = 'parameter robot_description', settings['robot_description']
+            label, source = 'parameter robot_description', description_xml(
+                settings['robot_description'], 'robot_description')
         elif self._topic_description:
             return f"topic {settings['robot_description_topic']}", self._topic_description, None
         elif settings['robot_description_file']:
             value = settings['robot_description_file']
-            label, source = f'robot_description_file {value!r}', description_file(value)
+            label, source = f'robot_description_file {quoted(value)}', description_file(value)
         else:
             return None
         closures = settings['closures_file']
         if not closures:
             return label, source, None
-        return f'{label} with closures_file {closures!r}', source, closures
+        return f'{label} with closures_file {quoted(closures)}', source, closures
 
-    def _build(self, label, source, closures, gravity):
+    def _build(self, label, source, closures, settings):
         """Parse a description (with Extended URDF closures, if any) into a Loaded model, its
         compiled algorithms ready (numba compiles them on a process's first model unless its
         on-disk cache has them); raises ModelError."""
         self.get_logger().info(f'loading the robot description from {label}')
         model = load_model(source, closures=closures)
-        model.gravity = gravity
-        model.warm_up()
+        model.gravity = settings['gravity']
+        notice = threading.Timer(COMPILE_NOTICE_AFTER, self.get_logger().warning, (
+            'numba is compiling the dynamics kernels (not in its on-disk cache: once after an '
+            'install or a change of dynamics_node/compiled.py, 30 s to 2 min); `make setup` or '
+            'the colcon install fills the cache',))
+        notice.daemon = True
+        notice.start()
+        try:
+            model.warm_up()
+        finally:
+            notice.cancel()
         layout = conv.JointLayout(model)
-        output = JointState(name=list(layout.independent_names),
-                            effort=conv.float64_array(np.zeros(len(layout.independent_names))))
-        return Loaded(model, layout, conv.StreamInput(layout), output, label)
+        return Loaded(model, layout, conv.StreamInput(layout),
+                      output_order(layout, settings['stream.output_joints']), label,
+                      JointState(name=list(layout.independent_names)))
+
+    @staticmethod
+    def _with_outputs(loaded, names):
+        return Loaded(loaded.model, loaded.layout, loaded.stream,
+                      output_order(loaded.layout, names), loaded.source, loaded.output)
 
     def _swap(self, loaded):
         self._loaded = loaded
+        self._generation += 1
         model = loaded.model
         self.get_logger().info(
             f'serving {model.name!r} from {loaded.source}: {len(model.clusters)} clusters, '
             f'nq {model.nq}, nv {model.nv}, ny {model.ny}'
             f'{", floating base" if model.floating_base else ""}')
         for warning in model.warnings:
-            self.get_logger().warning(f'{model.name!r}: {warning}')
+            self.get_logger().warning(f'{model.name!r}: {clip(warning)}')
 
-    def _load_initial_description(self):
+    def start_loading(self):
+        """Load the initial description on a thread of its own (numba may compile for minutes,
+        during which the node must still answer signals); returns the thread or None."""
         try:
             selected = self._select_description(self._settings)
-            if selected is None:
-                self.get_logger().warning(
-                    'no robot description yet: set robot_description or robot_description_file, '
-                    f"or publish on {self._settings['robot_description_topic']!r}")
-            else:
-                self._swap(self._build(*selected, self._settings['gravity']))
         except ModelError as error:
             self._stats.reject(str(error))
-            self.get_logger().error(f'cannot load the robot description: {error}')
+            self.get_logger().error(f'cannot load the robot description: {clip(error)}')
+            return None
+        if selected is None:
+            self.get_logger().error(
+                'no robot description: set robot_description or robot_description_file, or '
+                f"publish on {self._settings['robot_description_topic']!r}; nothing is served "
+                'until one arrives')
+            return None
+        self._loading = selected[0]
+        generation = self._generation
+        thread = threading.Thread(target=self._load_initial, args=(selected, generation),
+                                  name='initial description', daemon=True)
+        thread.start()
+        return thread
+
+    def _load_initial(self, selected, generation):
+        try:
+            loaded = self._build(*selected, self._settings)
+            if self._generation == generation:     # no description arrived in the meantime
+                self._swap(loaded)
+        except ModelError as error:
+            self._stats.reject(str(error))
+            self.get_logger().error(f'cannot load the robot description: {clip(error)}')
+        except Exception as error:  # noqa: B902 - report, the node keeps running
+            self._stats.reject(clip(f'internal error: {error!r}'))
+            self._log_internal('initial description', error)
+        finally:
+            self._loading = ''
 
     def _on_description(self, msg):
         """A description on the topic: reload unless the robot_description parameter rules."""
         try:
+            topic = self._settings['robot_description_topic']
+            xml = description_xml(msg.data, f'the description on topic {topic!r}')
             if self._settings['robot_description'].strip():
-                self._topic_description = msg.data
+                self._topic_description = xml
                 self.get_logger().info('description received on the topic; the '
                                        'robot_description parameter takes precedence')
                 return
-            loaded = self._build(f"topic {self._settings['robot_description_topic']}", msg.data, None,
-                                 self._settings['gravity'])
-            self._topic_description = msg.data
+            loaded = self._build(f'topic {topic}', xml, None, self._settings)
+            self._topic_description = xml
             self._swap(loaded)
         except ModelError as error:
             self._stats.reject(str(error))
             self.get_logger().error(f'description on the topic rejected, keeping the served '
-                                    f'model: {error}')
+                                    f'model: {clip(error)}')
         except Exception as error:  # noqa: B902 - nothing may raise into the executor
-            self._stats.reject(f'internal error: {error!r}')
+            self._stats.reject(clip(f'internal error: {error!r}'))
             self._log_internal('robot_description topic', error)
 
     def _current(self):
         """The served Loaded model; raises ModelError before the first description."""
         loaded = self._loaded
         if loaded is None:
+            if self._loading:
+                raise ModelError(f'no robot model loaded yet: still loading the description from '
+                                 f'{self._loading}')
             raise ModelError('no robot model loaded yet: set the robot_description or '
                              'robot_description_file parameter, or publish the description on '
                              f"{self._settings['robot_description_topic']!r}")
@@ -336,11 +502,11 @@ class DynamicsNode(Node):
                 response.success = True
                 return response
             except ModelError as error:
-                reason = str(error)
+                reason = clip(error)
                 self._stats.reject(f'{name}: {reason}')
                 self.get_logger().warning(f'{name}: {reason}', throttle_duration_sec=1.0)
             except Exception as error:  # noqa: B902 - nothing may raise into the executor
-                reason = f'internal error: {error!r}'
+                reason = clip(f'internal error: {error!r}')
                 self._stats.reject(f'{name}: {reason}')
                 self._log_internal(name, error)
             return type(response)(success=False, message=reason)
@@ -372,6 +538,7 @@ class DynamicsNode(Node):
         info = loaded.model.forward_dynamics(
             q, v, tau, conv.link_wrenches_to_dict(request.external_wrenches), method=method,
             info=True)
+        conv.finite(info.acceleration, 'forward dynamics result: acceleration')
         joints, base = layout.split_spanning(info.acceleration)
         response.name = list(layout.joint_names)
         response.acceleration = conv.float64_array(joints)
@@ -391,6 +558,7 @@ class DynamicsNode(Node):
             conv.accel_to_array(request.base_acceleration) if layout.floating else None)
         tau = loaded.model.inverse_dynamics(
             q, v, a, conv.link_wrenches_to_dict(request.external_wrenches))
+        conv.finite(tau, 'inverse dynamics result: effort')
         joints, base = layout.split_independent(tau)
         response.name = list(layout.independent_names)
         response.effort = conv.float64_array(joints)
@@ -399,6 +567,7 @@ class DynamicsNode(Node):
     def _inverse_osim(self, loaded, request, response):
         _, q = self._positions(loaded.layout, request)
         matrix = loaded.model.inverse_osim(q, list(request.links))
+        conv.finite(matrix, 'inverse operational-space inertia result')
         response.rows = matrix.shape[0]
         response.matrix = conv.float64_array(matrix.reshape(-1))
 
@@ -426,59 +595,99 @@ class DynamicsNode(Node):
                 for c in model.clusters]
             return response
         except Exception as error:  # noqa: B902 - nothing may raise into the executor
-            self._stats.reject(f'describe_model: internal error: {error!r}')
+            self._stats.reject(clip(f'describe_model: internal error: {error!r}'))
             self._log_internal('describe_model', error)
             return DescribeModel.Response()
 
-    # ---- torque stream ----
+    # ---- torque stream (on the stream node, spun by its own thread) ----
 
     def _create_stream(self):
-        self._torques = self.create_publisher(
-            JointState, '~/computed_torques',
-            QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE),
-            qos_overriding_options=QoSOverridingOptions.with_default_policies())
-        self.create_subscription(
-            JointState, 'joint_states', self._on_joint_state, JOINT_STATES_QOS,
-            qos_overriding_options=QoSOverridingOptions.with_default_policies())
+        """The node of the stream's entities: ``<name>_stream`` in this node's namespace (the
+        local __node remap wins over a global one); outputs under this node's private names."""
+        stream = Node(f'{self.get_name()}_stream', context=self.context,
+                      cli_args=['--ros-args', '-r', f'__node:={self.get_name()}_stream'],
+                      start_parameter_services=False)
+        private = self.get_fully_qualified_name()
+        self._torques = stream.create_publisher(JointState, f'{private}/computed_torques',
+                                                OUTPUT_QOS)
+        self._efforts = stream.create_publisher(Float64MultiArray, f'{private}/effort_commands',
+                                                OUTPUT_QOS)
+        self._completed = stream.create_publisher(
+            JointState, f'{private}/completed_joint_states', OUTPUT_QOS)
+        try:
+            stream.create_subscription(
+                JointState, 'joint_states', self._on_joint_state, JOINT_STATES_QOS,
+                event_callbacks=SubscriptionEventCallbacks(message_lost=self._on_message_lost))
+            self._lost_reported = True
+        except UnsupportedEventTypeError:
+            stream.create_subscription(JointState, 'joint_states', self._on_joint_state,
+                                       JOINT_STATES_QOS)
+            self._lost_reported = False
         if self._settings['odometry_topic']:
-            self.create_subscription(Odometry, self._settings['odometry_topic'],
-                                     self._on_odometry, qos_profile_sensor_data)
+            stream.create_subscription(Odometry, self._settings['odometry_topic'],
+                                       self._on_odometry, qos_profile_sensor_data)
+        return stream
+
+    def _on_message_lost(self, info):
+        self._stats.lost_events += info.total_count_change
 
     def _on_joint_state(self, msg):
-        if not self._settings['stream.enabled']:
+        settings = self._settings
+        if not settings['stream.enabled']:
             return
-        self._stats.received += 1
+        stats = self._stats
+        stats.received += 1
         start = time.perf_counter()
+        stamp = msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec
+        stats.arrive(stamp, settings['stream.expected_rate'])
+        max_age = settings['stream.max_age']
+        if stamp and max_age > 0.0:
+            age = (self.get_clock().now().nanoseconds - stamp) * 1e-9
+            if age > max_age:
+                stats.stale += 1
+                stats.last_error = f'stale joint_states: {age:.3f} s old (stream.max_age ' \
+                                   f'{max_age:g} s)'
+                return
         try:
-            self._publish_torques(msg)
+            self._publish_stream(msg, settings['stream.mode'])
         except ModelError as error:
             self._drop(str(error))
         except Exception as error:  # noqa: B902 - nothing may raise into the executor
             self._drop(f'internal error: {error!r}')
             self._log_internal('joint_states', error)
         else:
-            self._stats.publish(time.perf_counter() - start)
+            stats.publish(time.perf_counter() - start)
 
-    def _publish_torques(self, msg):
-        """Merge msg into the stream state, compute the efforts, publish with msg's stamp."""
+    def _publish_stream(self, msg, mode):
+        """Merge msg into the stream state, compute the efforts, publish them (and the completed
+        state if anyone listens) with msg's stamp; the state is kept only if all succeeded."""
         loaded = self._current()
-        model = loaded.model
-        base = self._base_state if loaded.layout.floating else None
+        model, layout = loaded.model, loaded.layout
+        base = self._base_state if layout.floating else None
         positions, velocities = loaded.stream.stage(msg.name, msg.position, msg.velocity, base)
         q = model.complete_positions(positions)
-        if self._settings['stream.mode'] == 'bias':
-            tau = model.bias_forces(q, velocities)
-        else:
-            tau = model.gravity_forces(q)
+        tau = model.bias_forces(q, velocities) if mode == 'bias' else model.gravity_forces(q)
+        joints = layout.split_independent(tau)[0]
+        if not np.all(np.isfinite(joints)):
+            raise ModelError(f'the {mode} forces overflow at this state (largest |position| '
+                             f'{np.max(np.abs(positions)):.3g}, |velocity| '
+                             f'{np.max(np.abs(velocities), initial=0.0):.3g})')
+        completed = None
+        if self._completed.get_subscription_count() > 0:
+            completed = JointState(header=msg.header)
+            layout.fill_joint_state(completed, q, model.spanning_velocities(q, velocities))
         loaded.stream.commit()
         output = loaded.output
-        output.header = msg.header
-        np.frombuffer(output.effort, dtype=float)[:] = loaded.layout.split_independent(tau)[0]
+        output.header, output.effort = msg.header, conv.float64_array(joints)
         self._torques.publish(output)
+        self._efforts.publish(Float64MultiArray(
+            data=conv.float64_array(joints[loaded.output_index])))
+        if completed is not None:
+            self._completed.publish(completed)
 
     def _drop(self, reason, topic='joint_states'):
         self._stats.drop(reason)
-        self.get_logger().warning(f'{topic} message dropped: {reason}',
+        self.get_logger().warning(f'{topic} message dropped: {clip(reason)}',
                                   throttle_duration_sec=5.0)
 
     def _on_odometry(self, msg):
@@ -503,44 +712,96 @@ class DynamicsNode(Node):
             self._log_internal('diagnostics', error)
 
     def _status(self):
-        """DiagnosticStatus with the model, stream rates, compute times and errors."""
-        received, published, dropped, mean, peak = self._stats.take()
+        """DiagnosticStatus with the model, stream rates and losses, compute times and errors."""
+        stats = self._stats
+        received, published, dropped, mean, peak = stats.take()
         now = time.monotonic()
-        then, received_before, published_before, dropped_before = self._last_report
-        self._last_report = (now, received, published, dropped)
+        then, received_before, published_before, problems_before = self._last_report
+        problems = dropped + stats.stale + stats.gaps + stats.lost_events
+        self._last_report = (now, received, published, problems)
         elapsed = max(now - then, 1e-9)
-        dropped_now = dropped - dropped_before
+        input_rate = (received - received_before) / elapsed
+        expected_rate = self._settings['stream.expected_rate']
+        age = ('' if stats.last_stamp is None else
+               f'{(self.get_clock().now().nanoseconds - stats.last_stamp) * 1e-6:.1f}')
         values = {
-            'input_rate_hz': f'{(received - received_before) / elapsed:.1f}',
+            'expected_input_rate_hz': f'{expected_rate:g}' if expected_rate else 'unknown',
+            'input_rate_hz': f'{input_rate:.1f}',
             'output_rate_hz': f'{(published - published_before) / elapsed:.1f}',
+            'last_input_age_ms': age,
+            'stale_inputs': str(stats.stale),
+            'lost_before_node': str(stats.lost_events + stats.gaps),
+            'lost_events': str(stats.lost_events) if self._lost_reported else 'not reported',
+            'stamp_gaps': str(stats.gaps) if expected_rate else 'unchecked',
             'compute_time_mean_ms': f'{mean * 1e3:.3f}',
             'compute_time_max_ms': f'{peak * 1e3:.3f}',
             'received': str(received), 'published': str(published), 'dropped': str(dropped),
-            'rejected': str(self._stats.rejected), 'last_error': self._stats.last_error,
+            'rejected': str(stats.rejected), 'last_error': stats.last_error,
             'stream_mode': self._settings['stream.mode'],
         }
         loaded = self._loaded
         status = DiagnosticStatus(name=f'{self.get_fully_qualified_name()}: dynamics',
                                   hardware_id=loaded.model.name if loaded else '')
         if loaded is None:
-            status.level, status.message = DiagnosticStatus.ERROR, 'no robot model loaded'
+            status.level = DiagnosticStatus.ERROR
+            status.message = (f'loading the robot description from {self._loading}'
+                              if self._loading else 'no robot description: nothing is served')
+            values = {'source': 'none', **values}
         else:
             model = loaded.model
             values = {'model': model.name, 'source': loaded.source,
                       'clusters': str(len(model.clusters)), 'nq': str(model.nq),
                       'nv': str(model.nv), 'ny': str(model.ny), **values}
-            values.update((f'model_warning_{i}', w) for i, w in enumerate(model.warnings))
-            status.level = DiagnosticStatus.WARN if dropped_now > 0 else DiagnosticStatus.OK
-            status.message = (f'{dropped_now} joint_states messages dropped'
-                              if dropped_now > 0 else 'ok')
+            values.update((f'model_warning_{i}', clip(w)) for i, w in enumerate(model.warnings))
+            issues = []
+            if problems > problems_before:
+                issues.append(f'{problems - problems_before} inputs dropped, stale or lost')
+            if expected_rate and input_rate < 0.9 * expected_rate:
+                issues.append(f'input rate {input_rate:.1f} Hz below the expected '
+                              f'{expected_rate:g} Hz')
+            status.level = DiagnosticStatus.WARN if issues else DiagnosticStatus.OK
+            status.message = '; '.join(issues) or 'ok'
         status.values = [KeyValue(key=k, value=v) for k, v in values.items()]
         return status
 
 
-def main(args=None):
-    """Run the node until Ctrl-C or an external shutdown."""
+def _spin_stream(executor):
+    """Body of the stream thread: spin until the context shuts down."""
     try:
-        with rclpy.init(args=args):
-            rclpy.spin(DynamicsNode())
+        executor.spin()
+    except (ExternalShutdownException, KeyboardInterrupt):
+        pass
+
+
+def main(args=None):
+    """Run the node until Ctrl-C, SIGTERM or an external shutdown, then end the process."""
+    sys.setswitchinterval(STREAM_GIL_SWITCH)
+    rclpy.init(args=args)
+    node = stream_executor = None
+    code = 0
+    try:
+        node = DynamicsNode()
+        stream_executor = SingleThreadedExecutor()
+        stream_executor.add_node(node.stream_node)
+        threading.Thread(target=_spin_stream, args=(stream_executor,), name='stream',
+                         daemon=True).start()
+        node.start_loading()
+        executor = SingleThreadedExecutor()
+        executor.add_node(node)
+        executor.spin()
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
+    except SystemExit as error:
+        code = error.code
+    finally:
+        rclpy.try_shutdown()
+        if stream_executor is not None:
+            stream_executor.shutdown(timeout_sec=0.5)
+        if node is not None:
+            node.stream_node.destroy_node()
+            node.destroy_node()
+    # The interpreter's own finalization (numba, llvmlite) takes ~0.7 s, and would wait for a
+    # compilation in progress: skip it, so that a signal ends the node well within 1 s.
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)

@@ -76,10 +76,18 @@ def _fill_vector3(vector, values):
 
 
 def array_to_accel(values, accel):
-    """Fill geometry_msgs/Accel from [linear; angular] (6); returns accel."""
+    """Fill geometry_msgs/Accel (or Twist) from [linear; angular] (6); returns accel."""
     _fill_vector3(accel.linear, values[:3])
     _fill_vector3(accel.angular, values[3:6])
     return accel
+
+
+def array_to_pose(values, pose):
+    """Fill geometry_msgs/Pose from [x y z qx qy qz qw]; returns pose."""
+    _fill_vector3(pose.position, values[:3])
+    o = pose.orientation
+    o.x, o.y, o.z, o.w = (float(v) for v in values[3:7])
+    return pose
 
 
 def array_to_wrench(values, wrench):
@@ -153,6 +161,7 @@ class JointLayout:
             self.qi_index[n], self.y_index[n] = qi, y
             qi, y = qi + model.nq_body[body[n]], y + model.nv_body[body[n]]
         self.nqi = independent_position_size(model)
+        self._joints_q = np.array([self.q_index[n] for n in self.joint_names], dtype=int)
         self._joints_v = np.array([self.v_index[n] for n in self.joint_names], dtype=int)
         self._independent_y = np.array([self.y_index[n] for n in self.independent_names],
                                        dtype=int)
@@ -236,6 +245,14 @@ class JointLayout:
             start = index[self.base_joint]
             out[start:start + len(values)] = values
 
+    def fill_joint_state(self, msg, q, v):
+        """Fill a JointState's name, position and velocity with every joint (but the floating
+        one) from spanning q and v; returns msg."""
+        msg.name = list(self.joint_names)
+        msg.position = float64_array(q[self._joints_q])
+        msg.velocity = float64_array(v[self._joints_v])
+        return msg
+
     def split_spanning(self, qdd):
         """Spanning accelerations (nv) -> (values of joint_names, floating joint's 6)."""
         return qdd[self._joints_v], self._base_part(qdd, self.v_index)
@@ -265,10 +282,11 @@ def _entries(values, field, names, required, names_field='state.name'):
 class StreamInput:
     """The latest independent state assembled from joint_states messages.
 
-    Each message updates the joints it names (independent ones; dependent ones are ignored, the
-    constraints complete them); the others keep their last value (initially zero). Updates are
-    staged in a second buffer and kept only by ``commit``, so a message whose computation fails
-    leaves the state unchanged. Name lists are mapped once per distinct tuple.
+    Each message updates the independent joints it names; names of dependent joints (the
+    constraints complete them) and of joints the model does not have (a gripper, a wheel) are
+    ignored, and so are their values, NaN included. The others keep their last value (initially
+    zero). Updates are staged in a second buffer and kept only by ``commit``, so a message whose
+    computation fails leaves the state unchanged. Name lists are mapped once per distinct tuple.
     """
 
     def __init__(self, layout):
@@ -288,18 +306,19 @@ class StreamInput:
             base: (pose[7], twist[6]) of a floating base, or None to keep it.
 
         Raises:
-            ModelError: unknown or repeated names, a length mismatch, a non-finite value.
+            ModelError: a repeated joint of the model, a length mismatch, a non-finite value of
+                an independent joint.
         """
-        mask, position_index, velocity_index = self._map(tuple(names))
-        p = _entries(positions, 'position', names, False, 'name')
-        v = _entries(velocities, 'velocity', names, False, 'name')
+        mask, used, position_index, velocity_index = self._map(tuple(names))
+        p = _used_entries(positions, 'position', names, mask, used)
+        v = _used_entries(velocities, 'velocity', names, mask, used)
         qi, y = self._staged
         np.copyto(qi, self.positions)
         np.copyto(y, self.velocities)
         if p is not None:
-            qi[position_index] = p[mask]
+            qi[position_index] = p
         if v is not None:
-            y[velocity_index] = v[mask]
+            y[velocity_index] = v
         if base is not None:
             self.layout.set_base_pose(qi, self.layout.qi_index, base[0])
             self.layout.set_base_motion(y, self.layout.y_index, base[1])
@@ -321,11 +340,26 @@ class StreamInput:
         return entry
 
     def _mapping(self, names):
+        """(mask of the independent joints among names, their names, their entries in the
+        independent positions and in y)."""
         layout = self.layout
-        _check_names(list(names), set(layout.joint_names), 'name',
-                     f'the joints are {list(layout.joint_names)}' +
-                     (' (the base state comes from odometry)' if layout.floating else ''))
+        known = [n for n in names if n in layout.q_index]
+        if len(set(known)) != len(known):
+            repeated = sorted({n for n in known if known.count(n) > 1})
+            raise ModelError(f'name lists {repeated} more than once')
         mask = np.array([n in layout.y_index for n in names], dtype=bool)
-        independent = [n for n in names if n in layout.y_index]
-        return (mask, np.array([layout.qi_index[n] for n in independent], dtype=int),
-                np.array([layout.y_index[n] for n in independent], dtype=int))
+        used = [n for n in names if n in layout.y_index]
+        return (mask, used, np.array([layout.qi_index[n] for n in used], dtype=int),
+                np.array([layout.y_index[n] for n in used], dtype=int))
+
+
+def _used_entries(values, field, names, mask, used):
+    """The entries of a JointState array at mask (checked finite), or None when it is empty."""
+    if len(values) == 0:
+        return None
+    if len(values) != len(names):
+        raise ModelError(f'{field} has {len(values)} entries; expected {len(names)} (one per '
+                         'name) or none')
+    x = np.frombuffer(values, dtype=float) if isinstance(values, array) else \
+        np.asarray(values, dtype=float)
+    return finite(x[mask], field, used)

@@ -102,7 +102,8 @@ class RobotSpec:
 
 
 def read_urdf(source, strict=False):
-    """Parse a URDF+ file path or XML string into a RobotSpec; ModelError names the bad element.
+    """Parse a URDF+ file path, XML string or parsed element into a RobotSpec; ModelError names the bad
+    element.
     With strict, the warnings (e.g. an inertia breaking the triangle inequality) are errors."""
     root = robot_element(source)
     read = [_read_link(e) for e in root.findall('link')]
@@ -122,7 +123,7 @@ def read_urdf(source, strict=False):
 
 
 def robot_element(source):
-    """The <robot> element of a URDF(+) file path or XML string."""
+    """The <robot> element of a URDF(+) file path, XML string or parsed element."""
     root = _parse_xml(source)
     if root.tag != 'robot':
         raise ModelError(f'the document root is <{cut(root.tag)}>, expected <robot>')
@@ -130,6 +131,8 @@ def robot_element(source):
 
 
 def _parse_xml(source):
+    if isinstance(source, etree._Element):
+        return source
     text = os.fspath(source) if isinstance(source, os.PathLike) else source
     if not isinstance(text, (str, bytes)):
         raise ModelError(f'expected a URDF path or XML string, got {type(source).__name__}')

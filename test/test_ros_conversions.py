@@ -197,8 +197,18 @@ def test_stream_merges_partial_reordered_messages():
     assert_close(positions, [0.5, 0.2], 'staged positions start from the committed state')
 
 
+def test_stream_ignores_unknown_joints_and_values_not_needed():
+    """A gripper's joint and NaN or inf in a dependent joint change nothing."""
+    stream = StreamInput(JointLayout(robot('linkage_leg')))
+    positions, velocities = stream.stage(
+        ['gripper', 'crank_joint', 'shank_joint', 'gripper', 'ankle_joint'],
+        [np.nan, 0.1, np.nan, 1.0, 0.2], [np.inf, 1.0, np.inf, np.nan, 2.0])
+    assert_close(positions, [0.1, 0.2], 'positions')
+    assert_close(velocities, [1.0, 2.0], 'velocities')
+
+
 @pytest.mark.parametrize('names, positions, velocities, message', [
-    (['crank_joint', 'knee'], [0, 0], [], r"unknown joint\(s\) \['knee'\] in name"),
+    (['crank_joint', 'knee'], [0, np.nan], [1, 2, 3], r'velocity has 3 entries; expected 2'),
     (['crank_joint'], [0, 1], [], r'position has 2 entries; expected 1 \(one per name\) or none'),
     (['crank_joint'], [0], [np.inf], r'velocity\[crank_joint\] is inf'),
     (['ankle_joint', 'ankle_joint'], [0, 0], [], r"name lists \['ankle_joint'\] more than once"),
