@@ -18,10 +18,10 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(__file__))
 
 from conftest import assert_close, random_state, SEED  # noqa: E402
-from dynamics_node import bundled_model, load_model, ModelError, ProximalSettings  # noqa: E402
+from dynamics_node import bundled_model, bundled_models, load_model, ModelError, ProximalSettings  # noqa: E402
 
 SLOW = 1.0                     # seconds: no call may take longer
-BASES = ('four_bar', 'six_bar', 'linkage_leg', 'belt_leg', 'geared_chain', 'quadruped_rotors', 'humanoid_belts')
+BASES = tuple(bundled_models())
 # Attribute values an attacker or a broken exporter could write.
 VALUES = ('1e308', '-1e308', '1e-320', 'nan', 'inf', '-inf', '-1', '0', '', '   ', 'garbage', '1 2', '1 2 3 4',
           '\u00e9\u4e2d\u202e', '1e154 1e154 1e154', '1e308 1e308 0', '1e-300 0 0', '5e-324 0 0', 'x' * 100000,
@@ -141,13 +141,21 @@ def exercise(model, rng, outcomes, label):
 def fuzz_descriptions(count, seed, outcomes):
     rng = np.random.default_rng(seed)
     load_model(bundled_model('four_bar')).warm_up()     # compiling the kernels is no call's time
-    texts = {name: open(bundled_model(name)).read() for name in BASES}
+    texts = {name: _text(bundled_model(name)) for name in BASES}
     for case in range(count):
-        name = BASES[min(int(rng.exponential(2.0)), len(BASES) - 1)]   # mostly the small robots
+        name = BASES[rng.integers(len(BASES))]
         source = mutate(texts[name], rng)
         model = outcomes.run(f'description {case} ({name})', lambda: load_model(source), success='loaded')
         if model is not None:
             exercise(model, rng, outcomes, f'description {case} ({name})')
+
+
+def _text(source):
+    """The XML of a bundled robot (a path, or the URDF+ converted from an Extended URDF)."""
+    if source.lstrip().startswith('<'):
+        return source
+    with open(source) as file:
+        return file.read()
 
 
 def hostile_vector(rng, n):
