@@ -103,7 +103,7 @@ class FastPath:
                              float(settings.tolerance), int(settings.max_iterations))
         if status:
             joint = self.model.joint_names[int(w.info[0]) - 1]
-            raise ModelError(f'joint {joint!r}: D = S^T H S is not positive definite; does its body have mass?')
+            raise ModelError(f'joint {quote(joint)}: D = S^T H S is not positive definite; does its body have mass?')
         iterations, residual, converged = w.result
         return LcabaResult(w.qdd.copy(), int(iterations), float(residual), bool(converged),
                            self.plan.multipliers(w.lam) if multipliers else {})
