@@ -88,8 +88,9 @@ class Outcomes(collections.Counter):
         super().__init__()
         self.failures = []
 
-    def run(self, label, call, success='finite'):
-        """The outcome of call(): its result, or None after a ModelError."""
+    def run(self, label, call, load=False):
+        """The outcome of call() (a load_model with load), counted as 'load ...' or 'call ...': its
+        result, or None after a ModelError."""
         start = time.perf_counter()
         try:
             result = call()
@@ -99,14 +100,15 @@ class Outcomes(collections.Counter):
             outcome, result = 'other', None
             self.failures.append(f'{label}: {type(error).__name__}: {str(error)[:200]}')
         else:
-            outcome = success
-            if success == 'finite' and not all(np.isfinite(np.asarray(x, dtype=float)).all() for x in _arrays(result)):
+            outcome = 'loaded' if load else 'finite'
+            if not load and not all(np.isfinite(np.asarray(x, dtype=float)).all() for x in _arrays(result)):
                 outcome = 'non-finite'
                 self.failures.append(f'{label}: non-finite result')
         elapsed = time.perf_counter() - start
-        self[outcome] += 1
+        kind = 'load' if load else 'call'
+        self[f'{kind} {outcome}'] += 1
         if elapsed > SLOW:
-            self['over 1 s'] += 1
+            self[f'{kind} over 1 s'] += 1
             self.failures.append(f'{label}: {elapsed:.2f} s')
         return result
 
@@ -145,7 +147,7 @@ def fuzz_descriptions(count, seed, outcomes):
     for case in range(count):
         name = BASES[rng.integers(len(BASES))]
         source = mutate(texts[name], rng)
-        model = outcomes.run(f'description {case} ({name})', lambda: load_model(source), success='loaded')
+        model = outcomes.run(f'description {case} ({name})', lambda: load_model(source), load=True)
         if model is not None:
             exercise(model, rng, outcomes, f'description {case} ({name})')
 
@@ -265,14 +267,15 @@ def test_fuzzed_descriptions_follow_the_rule():
     outcomes = Outcomes()
     fuzz_descriptions(400, SEED, outcomes)
     assert not outcomes.failures, '\n'.join(outcomes.failures[:20])
-    assert outcomes["loaded"] > 50 and outcomes["ModelError"] > 100, dict(outcomes)
+    assert outcomes['load loaded'] > 50 and outcomes['load ModelError'] > 100, dict(outcomes)
+    assert outcomes['call finite'] > 200 and outcomes['call ModelError'] > 50, dict(outcomes)
 
 
 def test_hostile_calls_follow_the_rule_and_leave_no_trace():
     outcomes = Outcomes()
     fuzz_calls(400, SEED, outcomes)
     assert not outcomes.failures, '\n'.join(outcomes.failures[:20])
-    assert outcomes["ModelError"] > 300, dict(outcomes)
+    assert outcomes['call ModelError'] > 300, dict(outcomes)
 
 
 if __name__ == '__main__':
