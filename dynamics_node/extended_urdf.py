@@ -23,7 +23,7 @@ import os
 from lxml import etree
 import yaml
 
-from .errors import ModelError, quote
+from .errors import cut, ModelError, quote
 from .topology import SpanningTree
 from .urdf import read_urdf, robot_element
 
@@ -119,7 +119,7 @@ def _load_yaml(source):
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as error:
-        raise ModelError(f'closures: malformed YAML: {quote(str(error).replace(chr(10), " "))}') from None
+        raise ModelError(f'closures: malformed YAML: {cut(error)}') from None
     if not isinstance(data, Mapping):
         raise ModelError(f'closures: the YAML is {quote(data)}; expected a mapping with the keys '
                          f'{list(KEYS)}')
