@@ -17,7 +17,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(__file__))
 
-from conftest import assert_close, random_state, SEED  # noqa: E402
+from conftest import assert_close, random_independent_positions, random_state, SEED  # noqa: E402
 from dynamics_node import bundled_model, bundled_models, load_model, ModelError, ProximalSettings  # noqa: E402
 
 SLOW = 1.0                     # seconds: no call may take longer
@@ -122,10 +122,7 @@ def _arrays(result):
 
 def exercise(model, rng, outcomes, label):
     """The public calls on a loaded (maybe odd) model at a random state."""
-    n = len(model.independent_joint_names) + (6 if model.floating_base else 0)
-    q_ind = rng.uniform(-0.6, 0.6, n)
-    if model.floating_base:
-        q_ind[3:7] = (0.0, 0.0, 0.0, 1.0)           # the root's floating joint comes first
+    q_ind = random_independent_positions(model, rng)
     q = outcomes.run(f'{label} complete_positions', lambda: model.complete_positions(q_ind))
     if q is None:
         q = np.zeros(model.nq)                         # may violate the loops: ModelError is the answer
@@ -189,7 +186,7 @@ def hostile_call(model, state, rng):
     def pick(kind):
         return hostile[kind][rng.integers(len(hostile[kind]))]
 
-    n_ind = len(model.independent_joint_names) + (6 if model.floating_base else 0)
+    q_ind = _independent_positions(model, q)
     calls = [
         ('forward_dynamics q', lambda: model.forward_dynamics(hostile_vector(rng, model.nq), yd, yd)),
         ('forward_dynamics v', lambda: model.forward_dynamics(q, hostile_vector(rng, model.ny), yd)),
@@ -208,9 +205,8 @@ def hostile_call(model, state, rng):
         ('inverse_osim links', lambda: model.inverse_osim(q, pick('links'))),
         ('link_pose link', lambda: model.link_pose(q, pick('links'))),
         ('link_jacobian link', lambda: model.link_jacobian(q, pick('links'))),
-        ('complete_positions', lambda: model.complete_positions(hostile_vector(rng, n_ind))),
-        ('complete_positions budget', lambda: model.complete_positions(q[:0] if n_ind == 0 else np.zeros(n_ind),
-                                                                       budget_ms=hostile_vector(rng, 1))),
+        ('complete_positions', lambda: model.complete_positions(hostile_vector(rng, q_ind.size))),
+        ('complete_positions budget', lambda: model.complete_positions(q_ind, budget_ms=hostile_vector(rng, 1))),
         ('spanning_velocities', lambda: model.spanning_velocities(q, hostile_vector(rng, model.ny))),
         ('gravity', lambda: _set_gravity(model, hostile_vector(rng, 3))),
     ]
