@@ -36,10 +36,9 @@ def oracle(name):
     return reference
 
 
-def random_state(model, rng):
-    """Consistent random state: independent positions in [-0.6, 0.6] rad (unit quaternions for floating and
-    spherical joints, planar x y theta in [-0.6, 0.6]) completed by the library, independent velocities,
-    torques and a wrench on every 3rd link."""
+def random_independent_positions(model, rng):
+    """Independent positions in [-0.6, 0.6] rad (unit quaternions for floating and spherical joints,
+    planar x y theta in [-0.6, 0.6])."""
     q_ind = []
     for name in model.independent_joint_names:
         if name in model.split_joint_names:
@@ -51,7 +50,13 @@ def random_state(model, rng):
             q_ind.extend(np.concatenate((position, quat / np.linalg.norm(quat))))
         else:
             q_ind.extend(rng.uniform(-0.6, 0.6, 3 if kind == 'planar' else 1))
-    q = model.complete_positions(q_ind, budget_ms=COMPLETION_BUDGET_MS)
+    return np.array(q_ind)
+
+
+def random_state(model, rng):
+    """Consistent random state: random independent positions completed by the library, independent
+    velocities, torques and a wrench on every 3rd link."""
+    q = model.complete_positions(random_independent_positions(model, rng), budget_ms=COMPLETION_BUDGET_MS)
     yd = rng.normal(size=model.ny)
     wrenches = {link: (rng.normal(size=3), rng.normal(size=3)) for link in model.links[1::3]}
     return q, yd, wrenches
