@@ -765,12 +765,29 @@ class DynamicsNode(Node):
         return status
 
 
-def _spin_stream(executor):
-    """Body of the stream thread: spin until the context shuts down."""
+def _executor(node):
+    """An executor of node alone: rclpy's EventsExecutor where it exists (Jazzy, Kilted; about
+    0.3 ms less per service call than the SingleThreadedExecutor), else the latter (Humble)."""
     try:
-        executor.spin()
-    except (ExternalShutdownException, KeyboardInterrupt):
-        pass
+        from rclpy.experimental import EventsExecutor
+    except ImportError:
+        executor = SingleThreadedExecutor()
+    else:
+        executor = EventsExecutor()
+    executor.add_node(node)
+    return executor
+
+
+def _spin(executor, logger):
+    """Spin until the context shuts down. A loop of spin_once: EventsExecutor.spin() (rclpy
+    9.1.2) leaves services unanswered. An error of the executor itself is logged, not fatal."""
+    while rclpy.ok():
+        try:
+            executor.spin_once(timeout_sec=0.1)
+        except (ExternalShutdownException, KeyboardInterrupt):
+            return
+        except Exception as error:  # noqa: B902 - the executor must keep running
+            logger.error(f'executor error: {error!r}', throttle_duration_sec=1.0)
 
 
 def main(args=None):
@@ -781,14 +798,11 @@ def main(args=None):
     code = 0
     try:
         node = DynamicsNode()
-        stream_executor = SingleThreadedExecutor()
-        stream_executor.add_node(node.stream_node)
-        threading.Thread(target=_spin_stream, args=(stream_executor,), name='stream',
+        stream_executor = _executor(node.stream_node)
+        threading.Thread(target=_spin, args=(stream_executor, node.get_logger()), name='stream',
                          daemon=True).start()
         node.start_loading()
-        executor = SingleThreadedExecutor()
-        executor.add_node(node)
-        executor.spin()
+        _spin(_executor(node), node.get_logger())
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
     except SystemExit as error:

@@ -959,7 +959,7 @@ def test_poisoned_joint_states_then_good_ones_and_services(ros, nodes, rng):
             all_outputs = list(received)
     finally:
         ros.node.destroy_publisher(publisher)
-    assert good is not None, 'no answer to the good message after the poisoned ones'
+    assert good is not None, f'no answer after the poisoned ones; node log:\n{process.output()}'
     assert all(np.all(np.isfinite(m.effort)) for m in all_outputs)
     assert all(answer(all_outputs, 80_000 + i) is None for i in range(2))
     base = np.array([0, 0, 0, 0, 0, 0, 1.0])
