@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from .errors import SingularConfigurationError
+from .errors import quote, SingularConfigurationError
 from .kinematics import add_to_parent, body_inertias, forward_pass
 from .spatial import cross_force
 
@@ -66,12 +66,12 @@ def _cholesky(D, name):
         L = np.linalg.cholesky(D)
     except np.linalg.LinAlgError:
         raise SingularConfigurationError(
-            f'cluster {name!r}: its articulated inertia D = S^T I^A S is not positive definite '
+            f'cluster {quote(name)}: its articulated inertia D = S^T I^A S is not positive definite '
             '(singular configuration); use method="lcaba"') from None
     diagonal = np.diag(L)
     if diagonal.min() ** 2 <= D_CONDITION_LIMIT * diagonal.max() ** 2:
         raise SingularConfigurationError(
-            f'cluster {name!r}: D = S^T I^A S is ill-conditioned (singular configuration); use method="lcaba"')
+            f'cluster {quote(name)}: D = S^T I^A S is ill-conditioned (singular configuration); use method="lcaba"')
     return L
 
 

@@ -11,8 +11,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from .constraints import CouplingConstraint, LoopConstraint
-from .errors import ModelError
-from .joints import joint_transform, KIND, motion_subspace, NV
+from .errors import ModelError, quote
+from .joints import joint_transform, KIND, motion_subspace, NV, random_position
 from .spatial import pose_transform
 
 RANK_TOLERANCE = 1e-9          # relative singular-value threshold of the rank-revealing steps
@@ -43,26 +43,31 @@ def build_constraints(spec, tree):
     """Loop and coupling constraints with the two digraph edges each one adds (seed 002, Alg. 3)."""
     constraints = []
     for loop in spec.loops:
-        where = f'loop {loop.name!r}'
+        where = f'loop {quote(loop.name)}'
         A = tree.body_of(loop.predecessor, f'{where} <predecessor>')
         B = tree.body_of(loop.successor, f'{where} <successor>')
         nca = tree.nearest_common_ancestor(A, B)
         pred_path, succ_path = tree.path_from(nca, A), tree.path_from(nca, B)
         if not pred_path and not succ_path:
-            raise ModelError(f'{where} joins links {loop.predecessor!r} and {loop.successor!r}, which are '
+            raise ModelError(f'{where} joins links {quote(loop.predecessor)} and {quote(loop.successor)}, which are '
                              'rigidly connected: it constrains no joint')
+        floating = [tree.bodies[b].joint.name for b in pred_path + succ_path if tree.bodies[b].joint.type == 'floating']
+        if floating:
+            raise ModelError(f'{where} closes through floating joint {quote(floating[0])}; only 1-DoF joints can '
+                             'be part of a loop')
         pose_A = tree.link_frame[loop.predecessor][1] * loop.predecessor_origin
         pose_B = tree.link_frame[loop.successor][1] * loop.successor_origin
         constraint = LoopConstraint(loop.name, loop.type, loop.axis, nca, pred_path, succ_path,
-                                    pose_transform(pose_A.R, pose_A.p), pose_transform(pose_B.R, pose_B.p))
+                                    pose_transform(pose_A.R, pose_A.p), pose_transform(pose_B.R, pose_B.p),
+                                    loop.axis2)
         constraints.append((constraint, _edges(A, B, pred_path, succ_path)))
     for coupling in spec.couplings:
-        where = f'coupling {coupling.name!r}'
+        where = f'coupling {quote(coupling.name)}'
         A = tree.body_of(coupling.predecessor, f'{where} <predecessor>')
         B = tree.body_of(coupling.successor, f'{where} <successor>')
         nca = tree.nearest_common_ancestor(A, B)
         if nca in (A, B):
-            raise ModelError(f'{where}: links {coupling.predecessor!r} and {coupling.successor!r} lie on one '
+            raise ModelError(f'{where}: links {quote(coupling.predecessor)} and {quote(coupling.successor)} lie on one '
                              'branch; a coupling relates the joints of two branches below their nearest '
                              'common ancestor')
         pred_path, succ_path = tree.path_from(nca, A), tree.path_from(nca, B)
@@ -78,12 +83,12 @@ def build_constraints(spec, tree):
     for joint in spec.joints:
         if joint.mimic is None:
             continue
-        where = f'joint {joint.name!r} <mimic>'
+        where = f'joint {quote(joint.name)} <mimic>'
         leader = joint.mimic.joint
         if leader in fixed or joint.name in fixed:
-            raise ModelError(f'{where}: a fixed joint cannot mimic or be mimicked ({leader!r})')
+            raise ModelError(f'{where}: a fixed joint cannot mimic or be mimicked ({quote(leader)})')
         if leader not in joint_body:
-            raise ModelError(f'{where} names unknown joint {leader!r}')
+            raise ModelError(f'{where} names unknown joint {quote(leader)}')
         J, K = joint_body[leader], joint_body[joint.name]
         coefficients = {J: joint.mimic.multiplier, K: -1.0}
         _same_kind(where, tree, coefficients)
@@ -106,11 +111,12 @@ def _same_kind(where, tree, coefficients):
     for body in coefficients:
         joint = tree.bodies[body].joint
         kinds.setdefault(KIND[joint.type], []).append(joint.name)
-    if 'floating' in kinds:
-        raise ModelError(f'{where} involves floating joint {kinds["floating"][0]!r}; only 1-DoF joints '
-                         'can be coupled')
+    for kind in ('floating', 'spherical', 'planar'):
+        if kind in kinds:
+            raise ModelError(f'{where} involves {kind} joint {quote(kinds[kind][0])}; only 1-DoF joints can be '
+                             'coupled')
     if len(kinds) > 1:
-        detail = '; '.join(f'{kind}: {names}' for kind, names in kinds.items())
+        detail = '; '.join(f'{kind}: {quote(names)}' for kind, names in kinds.items())
         raise ModelError(f'{where} couples joints of different kinds ({detail}); a coupling relates '
                          'joints of one kind')
 
@@ -187,7 +193,7 @@ def build_clusters(spec, tree):
             output[b] = o
         parents = {int(cluster_of[o]) for o in output.values()}
         if len(parents) != 1:
-            raise ModelError(f'the cluster of links {[tree.bodies[b].link for b in bodies]} hangs from '
+            raise ModelError(f'the cluster of links {quote([tree.bodies[b].link for b in bodies])} hangs from '
                              'bodies of several clusters; merge its constraints into one mechanism')
         col, n = {}, 0
         for b in bodies:
@@ -228,7 +234,8 @@ def _split_coordinates(cluster, tree, rng):
         for b in bodies:
             joint = tree.bodies[b].joint
             span = np.pi if KIND[joint.type] == 'rotational' else 0.3
-            Xup[b] = joint_transform(joint.type, joint.axis, rng.uniform(-span, span, 1)) @ tree.bodies[b].X_tree
+            Xup[b] = joint_transform(joint.type, joint.axis, random_position(joint.type, rng, span)) @ \
+                tree.bodies[b].X_tree
         samples.append(constraint_jacobian(cluster, Xup, S, np.zeros(cluster.n))[0])
     scale = max(1.0, max(np.abs(K).max() for K in samples))
     active = np.flatnonzero(np.max([np.abs(K).max(axis=1) for K in samples], axis=0) > RANK_TOLERANCE * scale)
@@ -238,31 +245,44 @@ def _split_coordinates(cluster, tree, rng):
     K = samples[int(np.argmax(ranks))]
     joints = [tree.bodies[b].joint for b in bodies]
     names = [j.name for j in joints]
-    marked = [cluster.col[b] for b, j in zip(bodies, joints) if j.independent is False]
-    describe = f'cluster {cluster.name!r} (joints {names}, constraints {[c.name for c in cluster.constraints]})'
+    # a multi-DoF joint (spherical, planar) is dependent or independent as a whole: its position
+    # cannot be split; column_name[c] names the joint of local column c
+    columns = [list(range(cluster.col[b], cluster.col[b] + NV[j.type])) for b, j in zip(bodies, joints)]
+    column_name = [j.name for j, cols in zip(joints, columns) for _ in cols]
+    marked = [c for j, cols in zip(joints, columns) if j.independent is False for c in cols]
+    describe = (f'cluster {quote(cluster.name)} (joints {quote(names)}, constraints '
+                f'{quote([c.name for c in cluster.constraints])})')
     if marked:
         if len(marked) != rank:
             raise ModelError(f'{describe} has constraint rank {rank}, so it needs {rank} dependent joints, '
-                             f'but {len(marked)} are marked independent="false": {[names[c] for c in marked]}')
+                             f'but {len(marked)} are marked independent="false": '
+                             f'{_joint_list(column_name, marked)}')
         dependent = marked
     else:
         dependent = []
-        for c in reversed(range(cluster.n)):
-            if joints[c].independent is None and _rank(K[:, dependent + [c]]) > len(dependent):
-                dependent.append(c)
+        for j, cols in zip(reversed(joints), reversed(columns)):
+            if j.independent is None and len(dependent) + len(cols) <= rank and \
+                    _rank(K[:, dependent + cols]) == len(dependent) + len(cols):
+                dependent.extend(cols)
             if len(dependent) == rank:
                 break
         dependent.sort()
         if len(dependent) != rank:
-            raise ModelError(f'{describe} has constraint rank {rank} but only {len(dependent)} joints that '
-                             'are not marked independent="true" can be solved from it')
+            raise ModelError(f'{describe} has constraint rank {rank} but only {len(dependent)} coordinates of '
+                             'joints not marked independent="true" can be solved from it (a spherical or '
+                             'planar joint only as a whole)')
     if _rank(K[:, dependent]) < rank:
-        raise ModelError(f'{describe}: the dependent joints {[names[c] for c in dependent]} cannot be '
+        raise ModelError(f'{describe}: the dependent joints {_joint_list(column_name, dependent)} cannot be '
                          'solved from the constraints (their Jacobian columns are rank deficient); '
                          'mark other joints independent="false"')
     cluster.dependent = np.array(dependent, dtype=int)
     cluster.independent = np.array([c for c in range(cluster.n) if c not in dependent], dtype=int)
     cluster.active_rows = active
+
+
+def _joint_list(column_name, columns):
+    """The joints of local columns, each once (a spherical joint has three columns)."""
+    return list(dict.fromkeys(column_name[c] for c in columns))
 
 
 def _rank(K):

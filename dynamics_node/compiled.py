@@ -21,7 +21,7 @@ import math
 
 from numba import njit
 
-REVOLUTE, PRISMATIC, FLOATING = 0, 1, 2          # joint codes (continuous joints are revolute)
+REVOLUTE, PRISMATIC, FLOATING, SPHERICAL, PLANAR = 0, 1, 2, 3, 4   # joint codes (continuous = revolute)
 SINGLE, COUPLED, LOOP = 0, 1, 2                  # cluster kinds: one body (G = 1); constant G, g = 0; G(q)
 OK, SINGULAR_SPLIT, D_NOT_POSITIVE, D_ILL_CONDITIONED = 0, 1, 2, 3
 
@@ -235,14 +235,22 @@ def qr_solve(A, rows, cols, beta, b):
 
 @njit
 def joint_nv(code):
-    return 6 if code == FLOATING else 1
+    return 6 if code == FLOATING else 3 if code == SPHERICAL or code == PLANAR else 1
 
 
 @njit
-def joint_motion(code, axis, x, ix):
-    """S_i x[ix:ix + nv] as a 6-tuple (a floating joint's velocity is [linear; angular])."""
+def joint_motion(code, axes, x, ix):
+    """S_i x[ix:ix + nv] as a 6-tuple; axes = rows (e1, e2, axis) of the joint's axis frame (a floating
+    joint's velocity is [linear; angular]; a planar one's e1, e2 linear and axis angular)."""
     if code == FLOATING:
         return x[ix + 3], x[ix + 4], x[ix + 5], x[ix], x[ix + 1], x[ix + 2]
+    if code == SPHERICAL:
+        return x[ix], x[ix + 1], x[ix + 2], 0.0, 0.0, 0.0
+    e1, e2, axis = axes[0], axes[1], axes[2]
+    if code == PLANAR:
+        u, w, t = x[ix], x[ix + 1], x[ix + 2]
+        return (axis[0] * t, axis[1] * t, axis[2] * t, e1[0] * u + e2[0] * w, e1[1] * u + e2[1] * w,
+                e1[2] * u + e2[2] * w)
     s = x[ix]
     if code == PRISMATIC:
         return 0.0, 0.0, 0.0, axis[0] * s, axis[1] * s, axis[2] * s
@@ -250,53 +258,78 @@ def joint_motion(code, axis, x, ix):
 
 
 @njit
-def joint_column(code, axis, j):
+def joint_column(code, axes, j):
     """Column j of S_i as a 6-tuple."""
-    if code == FLOATING:                      # [linear; angular] velocity -> [angular; linear] motion
+    if code == FLOATING or code == SPHERICAL:  # [linear; angular] (floating) -> [angular; linear] motion
         e = (1.0 if j % 3 == 0 else 0.0, 1.0 if j % 3 == 1 else 0.0, 1.0 if j % 3 == 2 else 0.0)
-        return (e[0], e[1], e[2], 0.0, 0.0, 0.0) if j >= 3 else (0.0, 0.0, 0.0, e[0], e[1], e[2])
+        angular = j >= 3 if code == FLOATING else True
+        return (e[0], e[1], e[2], 0.0, 0.0, 0.0) if angular else (0.0, 0.0, 0.0, e[0], e[1], e[2])
+    axis = axes[2]
+    if code == PLANAR:
+        if j == 2:
+            return axis[0], axis[1], axis[2], 0.0, 0.0, 0.0
+        return 0.0, 0.0, 0.0, axes[j, 0], axes[j, 1], axes[j, 2]
     if code == PRISMATIC:
         return 0.0, 0.0, 0.0, axis[0], axis[1], axis[2]
     return axis[0], axis[1], axis[2], 0.0, 0.0, 0.0
 
 
 @njit
-def joint_transform(code, axis, q, iq, EJ):
-    """E_J of X_J(q) into EJ; returns its translation r_J."""
+def axis_rotation(axis, angle, EJ):
+    """EJ = R(axis, angle)^T = 1 - sin K + (1 - cos) K^2, K = axis x."""
+    s, t = math.sin(angle), 1.0 - math.cos(angle)
+    x, y, z = axis[0], axis[1], axis[2]
+    n2 = x * x + y * y + z * z
+    for a in range(3):
+        for b in range(3):
+            EJ[a, b] = t * axis[a] * axis[b]
+        EJ[a, a] += 1.0 - t * n2
+    EJ[0, 1] += s * z
+    EJ[1, 0] -= s * z
+    EJ[0, 2] -= s * y
+    EJ[2, 0] += s * y
+    EJ[1, 2] += s * x
+    EJ[2, 1] -= s * x
+
+
+@njit
+def quaternion_rotation(q, at, EJ):
+    """EJ = R(q[at:at + 4])^T for a unit quaternion qx qy qz qw."""
+    qx, qy, qz, qw = q[at], q[at + 1], q[at + 2], q[at + 3]
+    EJ[0, 0], EJ[1, 0], EJ[2, 0] = 1 - 2 * (qy * qy + qz * qz), 2 * (qx * qy - qz * qw), 2 * (qx * qz + qy * qw)
+    EJ[0, 1], EJ[1, 1], EJ[2, 1] = 2 * (qx * qy + qz * qw), 1 - 2 * (qx * qx + qz * qz), 2 * (qy * qz - qx * qw)
+    EJ[0, 2], EJ[1, 2], EJ[2, 2] = 2 * (qx * qz - qy * qw), 2 * (qy * qz + qx * qw), 1 - 2 * (qx * qx + qy * qy)
+
+
+@njit
+def joint_transform(code, axes, q, iq, EJ):
+    """E_J of X_J(q) into EJ; returns its translation r_J (joints.py)."""
     if code == REVOLUTE:
-        s, t = math.sin(q[iq]), 1.0 - math.cos(q[iq])
-        x, y, z = axis[0], axis[1], axis[2]
-        n2 = x * x + y * y + z * z
-        for a in range(3):
-            for b in range(3):
-                EJ[a, b] = t * axis[a] * axis[b]
-            EJ[a, a] += 1.0 - t * n2
-        EJ[0, 1] += s * z                 # E_J = R^T = 1 - sin K + (1 - cos) K^2, K = axis x
-        EJ[1, 0] -= s * z
-        EJ[0, 2] -= s * y
-        EJ[2, 0] += s * y
-        EJ[1, 2] += s * x
-        EJ[2, 1] -= s * x
+        axis_rotation(axes[2], q[iq], EJ)
         return 0.0, 0.0, 0.0
     if code == PRISMATIC:
         for a in range(3):
             for b in range(3):
                 EJ[a, b] = 1.0 if a == b else 0.0
-        return q[iq] * axis[0], q[iq] * axis[1], q[iq] * axis[2]
-    qx, qy, qz, qw = q[iq + 3], q[iq + 4], q[iq + 5], q[iq + 6]      # E_J = R(quaternion)^T
-    EJ[0, 0], EJ[1, 0], EJ[2, 0] = 1 - 2 * (qy * qy + qz * qz), 2 * (qx * qy - qz * qw), 2 * (qx * qz + qy * qw)
-    EJ[0, 1], EJ[1, 1], EJ[2, 1] = 2 * (qx * qy + qz * qw), 1 - 2 * (qx * qx + qz * qz), 2 * (qy * qz - qx * qw)
-    EJ[0, 2], EJ[1, 2], EJ[2, 2] = 2 * (qx * qz - qy * qw), 2 * (qy * qz + qx * qw), 1 - 2 * (qx * qx + qy * qy)
+        return q[iq] * axes[2, 0], q[iq] * axes[2, 1], q[iq] * axes[2, 2]
+    if code == PLANAR:
+        axis_rotation(axes[2], q[iq + 2], EJ)
+        x, y = q[iq], q[iq + 1]
+        return x * axes[0, 0] + y * axes[1, 0], x * axes[0, 1] + y * axes[1, 1], x * axes[0, 2] + y * axes[1, 2]
+    if code == SPHERICAL:
+        quaternion_rotation(q, iq, EJ)
+        return 0.0, 0.0, 0.0
+    quaternion_rotation(q, iq + 3, EJ)
     return q[iq], q[iq + 1], q[iq + 2]
 
 
 @njit
 def update_transforms(m, d, q):
     """Xup[i] = X_J(q_i) X_tree(i): E = E_J E_T, r = r_T + E_T^T r_J (kinematics.py)."""
-    joint, axis, idx_q, tree_E, tree_r = m.joint, m.axis, m.idx_q, m.tree_E, m.tree_r
+    joint, axes, idx_q, tree_E, tree_r = m.joint, m.axes, m.idx_q, m.tree_E, m.tree_r
     Xup_E, Xup_r, EJ = d.Xup_E, d.Xup_r, d.E3
     for i in range(1, len(joint)):
-        rJ = joint_transform(joint[i], axis[i], q, idx_q[i], EJ)
+        rJ = joint_transform(joint[i], axes[i], q, idx_q[i], EJ)
         compose(EJ, rJ, tree_E[i], tree_r[i], Xup_E[i], Xup_r[i])
 
 
@@ -306,7 +339,7 @@ def update_transforms(m, d, q):
 def loop_jacobian(m, d, lp):
     """Rows of loop lp in d.K: Psi^T (J_S - J_P), joint columns and Psi in NCA coordinates
     (constraints.py LoopConstraint.evaluate)."""
-    joint, axis, col, path, path_len = m.joint, m.axis, m.col, m.loop_path[lp], m.loop_path_len[lp]
+    joint, axes, col, path, path_len = m.joint, m.axes, m.col, m.loop_path[lp], m.loop_path_len[lp]
     Xup_E, Xup_r, path_E, path_r, path_s = d.Xup_E, d.Xup_r, d.path_E[lp], d.path_r[lp], d.path_s[lp]
     for side in range(2):
         for p in range(path_len[side]):
@@ -317,7 +350,7 @@ def loop_jacobian(m, d, lp):
                 compose(Xup_E[body], Xup_r[body], path_E[side, p - 1], path_r[side, p - 1],
                         path_E[side, p], path_r[side, p])
             for j in range(joint_nv(joint[body])):
-                inverse_motion(path_E[side, p], path_r[side, p], joint_column(joint[body], axis[body], j),
+                inverse_motion(path_E[side, p], path_r[side, p], joint_column(joint[body], axes[body], j),
                                path_s[side, p, j])
     last = path_len[0] - 1
     if last < 0:                                                     # ^PX_NCA = ^PX_pred ^predX_NCA
@@ -327,6 +360,8 @@ def loop_jacobian(m, d, lp):
     Psi, rows, row0 = d.Psi_nca[lp], m.loop_rows[lp], m.loop_row[lp]
     for j in range(rows):
         transform_force(d.E3, d.r3, m.loop_Psi[lp, j], Psi[j], False)  # force-like: ^PX_NCA^T Psi
+    if m.loop_universal[lp]:
+        universal_row(m, d, lp)
     for side in range(2):
         sign = -1.0 if side == 0 else 1.0
         for p in range(path_len[side]):
@@ -334,6 +369,33 @@ def loop_jacobian(m, d, lp):
             for j in range(joint_nv(joint[body])):
                 for row in range(rows):
                     d.K[row0 + row, col[body] + j] += sign * dot6(Psi[row], path_s[side, p, j])
+
+
+@njit
+def universal_row(m, d, lp):
+    """A universal loop's rotation row n = a1 x a2 (NCA coordinates, Psi_nca[lp, 0]) with a1 fixed in P
+    (^PX_NCA in d.E3) and a2 fixed in S (^SX_NCA = ^SX_succ ^succX_NCA); a1, a2 into d.loop_a for
+    loop_bias (constraints.py LoopConstraint.directions)."""
+    last = m.loop_path_len[lp, 1] - 1
+    E = d.X66[0, :3, :3]
+    if last < 0:
+        for a in range(3):
+            for b in range(3):
+                E[a, b] = m.loop_S_E[lp, a, b]
+    else:
+        for a in range(3):
+            for b in range(3):
+                E[a, b] = (m.loop_S_E[lp, a, 0] * d.path_E[lp, 1, last, 0, b]
+                           + m.loop_S_E[lp, a, 1] * d.path_E[lp, 1, last, 1, b]
+                           + m.loop_S_E[lp, a, 2] * d.path_E[lp, 1, last, 2, b])
+    a1, a2 = d.loop_a[lp, 0], d.loop_a[lp, 1]
+    for a in range(3):
+        a1[a] = d.E3[0, a] * m.loop_axes[lp, 0, 0] + d.E3[1, a] * m.loop_axes[lp, 0, 1] \
+            + d.E3[2, a] * m.loop_axes[lp, 0, 2]
+        a2[a] = E[0, a] * m.loop_axes[lp, 1, 0] + E[1, a] * m.loop_axes[lp, 1, 1] + E[2, a] * m.loop_axes[lp, 1, 2]
+    n = d.Psi_nca[lp, 0]
+    n[0], n[1], n[2] = a1[1] * a2[2] - a1[2] * a2[1], a1[2] * a2[0] - a1[0] * a2[2], a1[0] * a2[1] - a1[1] * a2[0]
+    n[3] = n[4] = n[5] = 0.0
 
 
 @njit
@@ -362,6 +424,11 @@ def loop_bias(m, d, lp, v0):
         w[e] = x[e] - branch[1, 1, e] + branch[0, 1, e]
     for row in range(m.loop_rows[lp]):
         d.bias[m.loop_row[lp] + row] = dot6(d.Psi_nca[lp, row], w)
+    if m.loop_universal[lp]:                     # n turns with S too: + (a1.w_r)(a2.w_r) - (a1.a2)|w_r|^2
+        a1, a2, vP, vS = d.loop_a[lp, 0], d.loop_a[lp, 1], branch[0, 0], branch[1, 0]
+        w0, w1, w2 = vS[0] - vP[0], vS[1] - vP[1], vS[2] - vP[2]
+        d.bias[m.loop_row[lp]] += (a1[0] * w0 + a1[1] * w1 + a1[2] * w2) * (a2[0] * w0 + a2[1] * w1 + a2[2] * w2) \
+            - (a1[0] * a2[0] + a1[1] * a2[1] + a1[2] * a2[2]) * (w0 * w0 + w1 * w1 + w2 * w2)
 
 
 @njit
@@ -439,7 +506,7 @@ def cluster_motion(m, d, k, velocities):
     """Xo, S_k = Omega blkdiag(S_i) G_k (eq. 24) and, with velocities, v (eq. 33) and
     c_k = Omega (blkdiag(S_i) g_k + stack(v_i x S_i qd_i)) (digest 1.8); Omega is applied recursively
     along the in-cluster parents."""
-    parent, joint, axis, col = m.parent, m.joint, m.axis, m.col
+    parent, joint, axes, col = m.parent, m.joint, m.axes, m.col
     Xup_E, Xup_r, Xo_E, Xo_r, S, Gk = d.Xup_E, d.Xup_r, d.Xo_E, d.Xo_r, d.S, d.G[k]
     v, c, qd, g = d.v, d.c, d.qd, d.g
     b0, b1, v0, mk = m.body_range[k, 0], m.body_range[k, 1], m.v_range[k, 0], m.y_range[k, 1] - m.y_range[k, 0]
@@ -452,19 +519,19 @@ def cluster_motion(m, d, k, velocities):
         else:
             copy_transform(E, r, Xo_E[i], Xo_r[i])
         for j in range(mk):                                          # S_i G_k, G_k = 1 for one body
-            x = joint_column(joint[i], axis[i], j) if single else joint_motion(joint[i], axis[i], Gk[j], col[i])
+            x = joint_column(joint[i], axes[i], j) if single else joint_motion(joint[i], axes[i], Gk[j], col[i])
             if inside:
                 transform_motion(E, r, S[p, j], S[i, j])
             for e in range(6):
                 S[i, j, e] = x[e] + S[i, j, e] if inside else x[e]
         if not velocities:
             continue
-        vJ = joint_motion(joint[i], axis[i], qd, v0 + col[i])
+        vJ = joint_motion(joint[i], axes[i], qd, v0 + col[i])
         transform_motion(E, r, v[p], v[i])
         for e in range(6):
             v[i, e] += vJ[e]
         x = cross_motion(v[i], vJ)
-        gJ = joint_motion(joint[i], axis[i], g, v0 + col[i])
+        gJ = joint_motion(joint[i], axes[i], g, v0 + col[i])
         if inside:
             transform_motion(E, r, c[p], c[i])
         for e in range(6):

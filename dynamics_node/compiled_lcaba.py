@@ -96,7 +96,7 @@ def first_forward_sweep(m, d, p, w, qd, f_ext):
         v[0, e] = 0.0
     for i in range(1, len(m.parent)):
         E, r = d.Xup_E[i], d.Xup_r[i]
-        vJ = joint_motion(m.joint[i], m.axis[i], qd, p.idx_v[i])
+        vJ = joint_motion(m.joint[i], m.axes[i], qd, p.idx_v[i])
         transform_motion(E, r, v[m.parent[i]], v[i])
         for e in range(6):
             v[i, e] += vJ[e]
@@ -137,7 +137,7 @@ def cut_rows(m, d, p, w, con):
         x = w.x[0]
         for t in range(p.con_terms[con, 0], p.con_terms[con, 1]):
             j, coefficient = p.term_body[t], p.term_coefficient[t]
-            s = joint_column(m.joint[j], m.axis[j], 0)
+            s = joint_column(m.joint[j], m.axes[j], 0)
             transform_force(d.Xup_E[j], d.Xup_r[j], s, x, False)
             for c in range(6):
                 K[p.term_entry[t, 0], 0, c] += coefficient * s[c]
@@ -193,17 +193,17 @@ def add_penalty(p, w, con, mu, a0):
 @njit
 def eliminate(m, d, p, w, i, tau, a0):
     """Eliminate body i (seed 004 Alg. 1 lines 11-23, eqs. 29-30, 34-35): Z_i, Y_ij, ubar_i stored."""
-    joint, axis, slot = m.joint, m.axis, p.slot
+    joint, axes, slot = m.joint, m.axes, p.slot
     n, parent, E, r = joint_nv(joint[i]), m.parent[i], d.Xup_E[i], d.Xup_r[i]
     Hii, L, Z, Y, ub, Ha, C, M, x = w.H[slot[i, i]], w.L[i], w.Z[i], w.Y[i], w.ubar[i], w.Ha, w.C, w.M[0], w.x[0]
     for j in range(n):                                               # Z rows: U^T = S^T H_ii
-        s = joint_column(joint[i], axis[i], j)
+        s = joint_column(joint[i], axes[i], j)
         for c in range(6):
             Z[j, c] = 0.0
             for e in range(6):
                 Z[j, c] += s[e] * Hii[e, c]
     for a in range(n):                                               # D = S^T H_ii S
-        sa = joint_column(joint[i], axis[i], a)
+        sa = joint_column(joint[i], axes[i], a)
         for b in range(a + 1):
             L[a, b] = dot6(Z[b], sa)
         ub[a] = tau[p.idx_v[i] + a] + dot6(sa, w.f[i])              # u = tau_i + S^T f_i
@@ -216,7 +216,7 @@ def eliminate(m, d, p, w, i, tau, a0):
     for q in range(nN):                                              # Y_j rows: L^-1 S^T H_ij
         get_block(p, w, i, p.neighbours[i, q], C)
         for a in range(n):
-            s = joint_column(joint[i], axis[i], a)
+            s = joint_column(joint[i], axes[i], a)
             for c in range(6):
                 Y[q, a, c] = 0.0
                 for e in range(6):
@@ -288,7 +288,7 @@ def rollout(m, d, p, w, c, a, qdd):
         backward_solve(w.L[i], n, z)
         for j in range(n):
             qdd[p.idx_v[i] + j] = z[j]
-            s_j = joint_column(m.joint[i], m.axis[i], j)
+            s_j = joint_column(m.joint[i], m.axes[i], j)
             for e in range(6):
                 a[i, e] += s_j[e] * z[j]
 
@@ -302,7 +302,7 @@ def reduced_sweeps(m, d, p, w, df, dtau):
         i = p.order[s]
         n, parent = joint_nv(m.joint[i]), m.parent[i]
         for j in range(n):
-            w.ubar[i, j] = dtau[p.idx_v[i] + j] + dot6(joint_column(m.joint[i], m.axis[i], j), df[i])
+            w.ubar[i, j] = dtau[p.idx_v[i] + j] + dot6(joint_column(m.joint[i], m.axes[i], j), df[i])
         forward_solve(w.L[i], n, w.ubar[i])
         if parent > 0:
             for e in range(6):

@@ -1,38 +1,56 @@
 """State completion: spanning positions from independent ones (seed 003 Sec. 1.2).
 
 Coupling-only clusters are linear and solved explicitly (couplings.py); loops are solved by Newton's method on
-phi(q) = 0 over the dependent joints, warm-started from the previous solution. A start on a singular
-pose (e.g. all links of a four-bar aligned at q = 0) can stall Newton, so a failed solve is retried
-from a few fixed, seeded restarts before the loop is reported as unreachable.
+phi(q) = 0 over the dependent joints. Steps are taken in velocity coordinates and mapped onto each joint's
+position manifold (joints.retract: q <- q * exp(step), renormalized, for a spherical joint).
+
+To stay on the assembly branch of the previous solution (the neutral position at first), a cluster's
+independent joints move there from their previous values in continuation steps of at most
+CONTINUATION_STEP, each closed by Newton from the last. A start on a singular pose (e.g. all links of
+a four-bar aligned at q = 0) can stall Newton, so a failed solve is retried from the neutral position
+and from seeded restarts until a time budget is spent; then the loop is reported as unreachable. A
+solve stops early once a step no longer reduces |phi| (a least-squares minimum with |phi| > 0: the pose
+is out of reach from there), so an unreachable pose costs milliseconds.
 """
+
+import time
 
 import numpy as np
 
 from .clusters import constraint_jacobian
-from .errors import ModelError
+from .errors import ModelError, quote
+from .joints import QUATERNION_AT, random_position, retract
 from .kinematics import update_transforms
 
 TOLERANCE = 1e-12              # max |phi| of a solved cluster, m or rad
-MAX_ITERATIONS = 50
-RESTARTS = 8                   # extra starts: dependent joints uniform in [-pi, pi], seeded
+MAX_ITERATIONS = 50            # Newton iterations per start
+CONTINUATION_STEP = 0.1        # largest change of an independent coordinate per Newton solve, rad or m
+MAX_CONTINUATION_STEPS = 100   # farther jumps (over 10 rad or m) start from the neutral position instead
+RESTARTS = 8                   # extra starts at most: dependent angles uniform in [-pi, pi], random quaternions
+SLOW_RATIO, SLOW_STEPS = 0.9, 3    # a start crawling this slowly is abandoned (see _newton)
+# Default time budget of one completion, checked between Newton iterations (a 0.6 rad jump of the
+# delta robot takes ~20 ms on the NumPy path).
+BUDGET_MS = 200.0
+MAX_BUDGET_MS = 1e4            # budget_ms accepted up to 10 s
 
 
-def complete_positions(model, data, q_independent):
-    """Spanning q (nq) whose independent joints take q_independent and whose loops are closed."""
-    q = np.zeros(model.nq) if data.q_last is None else data.q_last.copy()
+def complete_positions(model, data, q_independent, budget_ms=BUDGET_MS):
+    """Spanning q (nq) whose independent joints take q_independent and whose loops are closed. Starts
+    from data.q_last, which the caller updates once the whole call has succeeded."""
+    deadline = time.perf_counter() + 1e-3 * budget_ms
+    previous = (model.q_neutral if data.q_last is None else data.q_last).copy()
+    q = previous.copy()
     independent = set(model.independent_joint_names)
-    q_ind = np.asarray(q_independent, dtype=float).reshape(-1)
     cursor = 0
     for i in range(1, model.nb):
         if model.joint_names[i - 1] in independent:
             n = model.nq_body[i]
-            q[model.idx_q[i]:model.idx_q[i] + n] = q_ind[cursor:cursor + n]
+            q[model.idx_q[i]:model.idx_q[i] + n] = q_independent[cursor:cursor + n]
             cursor += n
     model.couplings.complete(q)
     for cluster in model.cluster_list:
         if not cluster.linear:
-            _solve_cluster(model, data, cluster, q)
-    data.q_last = q.copy()
+            _solve_cluster(model, data, cluster, q, previous, deadline, budget_ms)
     return q
 
 
@@ -42,37 +60,106 @@ def independent_position_size(model):
     return sum(model.nq_body[i] for i in range(1, model.nb) if model.joint_names[i - 1] in names)
 
 
-def _solve_cluster(model, data, cluster, q):
-    dependent = [model.idx_q[b] for b in cluster.bodies if cluster.col[b] in set(cluster.dependent)]
-    restarts = np.random.default_rng(cluster.index).uniform(-np.pi, np.pi, (RESTARTS, len(dependent)))
-    residual = _newton(model, data, cluster, q, dependent)
-    for start in restarts:
+def _solve_cluster(model, data, cluster, q, previous, deadline, budget_ms):
+    """Close the loops of cluster in q, whose independent joints hold their targets and whose dependent
+    joints start from previous (by continuation, then directly); then from the neutral position and seeded
+    restarts while the budget lasts."""
+    dependent = [b for b in cluster.bodies if cluster.col[b] in set(cluster.dependent)]
+    target = q.copy()
+    if _continuation(model, data, cluster, q, previous, target, dependent, deadline):
+        return
+    q[:] = target                 # the independent joints back at their targets
+    rng = np.random.default_rng(cluster.index)
+    residual, solves = np.inf, 1
+    for restart in range(RESTARTS + 2):
+        if time.perf_counter() > deadline:
+            break
+        for b in dependent:       # straight from the previous pose, from the neutral one, then random
+            start = previous if restart == 0 else model.q_neutral if restart == 1 else None
+            q[_positions(model, b)] = random_position(model.joint_type[b], rng, np.pi) if start is None else \
+                start[_positions(model, b)]
+        residual = _newton(model, data, cluster, q, dependent, deadline)
+        solves += 1
         if residual <= TOLERANCE:
             return
-        q[dependent] = start
-        residual = _newton(model, data, cluster, q, dependent)
-    if residual > TOLERANCE:
-        raise ModelError(f'could not close the constraints {[c.name for c in cluster.constraints]} of cluster '
-                         f'{cluster.name!r}: residual {residual:.3g} after {RESTARTS + 1} Newton solves; the '
-                         'independent positions may be out of the mechanism\'s reach')
+    raise ModelError(f'could not close the constraints {quote([c.name for c in cluster.constraints])} of '
+                     f'cluster {quote(cluster.name)}: residual {residual:.3g} after {solves} Newton solves '
+                     f'(budget {budget_ms:g} ms); the independent positions may be out of the '
+                     "mechanism's reach")
 
 
-def _newton(model, data, cluster, q, dependent):
+def _continuation(model, data, cluster, q, previous, target, dependent, deadline):
+    """Move the independent joints from previous to target in equal steps of at most CONTINUATION_STEP
+    (quaternions by normalized interpolation), closing the loops after each; False if a solve fails."""
+    independent = [(b, _positions(model, b), model.joint_type[b]) for b in cluster.bodies if b not in dependent]
+    jump = max([_distance(kind, previous[s], target[s]) for _, s, kind in independent], default=0.0)
+    steps = max(1, int(np.ceil(jump / CONTINUATION_STEP)))
+    if steps > MAX_CONTINUATION_STEPS:
+        return False              # a jump this far is no continuation of the previous pose: restarts
+    for b in dependent:
+        q[_positions(model, b)] = previous[_positions(model, b)]
+    for t in np.arange(1, steps + 1) / steps:
+        for _, s, kind in independent:
+            q[s] = _interpolate(kind, previous[s], target[s], t)
+        if _newton(model, data, cluster, q, dependent, deadline) > TOLERANCE or time.perf_counter() > deadline:
+            return False
+    return True
+
+
+def _distance(kind, a, b):
+    """Largest change of a coordinate from position a to b (a quaternion's by its rotation angle)."""
+    if kind not in QUATERNION_AT:
+        return np.max(np.abs(b - a))
+    at = QUATERNION_AT[kind]
+    turn = 2.0 * np.arccos(min(1.0, abs(a[at:at + 4] @ b[at:at + 4])))
+    return max(turn, np.max(np.abs(b[:at] - a[:at]), initial=0.0))
+
+
+def _interpolate(kind, a, b, t):
+    """The position a fraction t of the way from a to b."""
+    x = (1.0 - t) * a + t * b
+    if kind in QUATERNION_AT:
+        at = QUATERNION_AT[kind]
+        side = 1.0 if a[at:at + 4] @ b[at:at + 4] >= 0.0 else -1.0      # the nearer of b and -b
+        turned = (1.0 - t) * a[at:at + 4] + t * side * b[at:at + 4]
+        x[at:at + 4] = turned / np.linalg.norm(turned)
+    return x
+
+
+def _positions(model, body):
+    return slice(model.idx_q[body], model.idx_q[body] + model.nq_body[body])
+
+
+def _newton(model, data, cluster, q, dependent, deadline):
     """Damped Newton on the dependent joints (full steps near the solution, halved while a step does
-    not reduce |phi|); returns the final max |phi|."""
+    not reduce |phi|); returns the final max |phi|. A start is abandoned once it stalls: no decrease
+    down to a 1/1000 step, or SLOW_STEPS steps in a row that cut |phi| by less than SLOW_RATIO (Newton
+    converges quadratically near a closed loop; crawling means a least-squares minimum with phi != 0,
+    i.e. out of reach from here), or past the deadline."""
     phi = _residual(model, data, cluster, q)
+    slow = 0
     for _ in range(MAX_ITERATIONS):
-        if np.max(np.abs(phi)) <= TOLERANCE:
+        if np.max(np.abs(phi)) <= TOLERANCE or slow == SLOW_STEPS or time.perf_counter() > deadline:
             break
         K, _ = constraint_jacobian(cluster, data.Xup, model.S, np.zeros(cluster.n))
         step = np.linalg.lstsq(K[cluster.active_rows][:, cluster.dependent], phi, rcond=None)[0]
-        start, scale = q[dependent].copy(), 1.0
+        start, scale = [q[_positions(model, b)].copy() for b in dependent], 1.0
         while True:
-            q[dependent] = start - scale * step
+            column = 0
+            for b, q_b in zip(dependent, start):
+                nv = model.nv_body[b]
+                q[_positions(model, b)] = retract(model.joint_type[b], model.axis[b], q_b,
+                                                  -scale * step[column:column + nv])
+                column += nv
             trial = _residual(model, data, cluster, q)
-            if np.linalg.norm(trial) < np.linalg.norm(phi) or scale < 1e-3:
+            if np.linalg.norm(trial) < np.linalg.norm(phi):
                 break
+            if scale < 1e-3:
+                for b, q_b in zip(dependent, start):
+                    q[_positions(model, b)] = q_b
+                return np.max(np.abs(phi))
             scale *= 0.5
+        slow = slow + 1 if np.linalg.norm(trial) > SLOW_RATIO * np.linalg.norm(phi) else 0
         phi = trial
     return np.max(np.abs(phi))
 

@@ -7,19 +7,24 @@ only restricts the relative motion of its two branches.
 Loop rows (seed 002, eq. 6, with Psi the constrained directions of the loop joint in the predecessor
 loop frame P): K = Psi^T (J_S - J_P) and, differentiating Psi (which moves with P),
 k = Psi^T (v_P x v_S - (a_S - a_P)) where a are the bias accelerations (qdd = 0) of both branches.
+
+A universal loop keeps the origins together (3 rows) and its axis a1 (fixed in P) perpendicular to
+its axis2 a2 (fixed in S): phi = -a1 . a2, K row n^T (w_S - w_P) with n = a1 x a2. As n also turns
+with S, dn/dt = w_P x n + a1 x (w_r x a2) (w_r = w_S - w_P), which adds
+-(a1 x (w_r x a2)) . w_r = (a1 . w_r)(a2 . w_r) - (a1 . a2)|w_r|^2 to k.
 """
 
 import numpy as np
 
+from .joints import plane_frame
 from .spatial import cross_motion, inverse_transform, rotation_log
 
-
-def _axis_frame(axis):
-    """Orthonormal (e1, e2, axis) as the columns of a rotation matrix, e1 x e2 = axis."""
-    helper = np.array([1.0, 0.0, 0.0]) if abs(axis[0]) < 0.9 else np.array([0.0, 1.0, 0.0])
-    e1 = np.cross(axis, helper)
-    e1 /= np.linalg.norm(e1)
-    return np.column_stack((e1, np.cross(axis, e1), axis))
+# Constrained directions of each loop type in the predecessor loop frame (axis frame (e1, e2, axis)):
+# (rotation directions, position directions); a universal loop's rotation row moves with both frames.
+ROTATION_ROWS = {'revolute': 'e1 e2', 'continuous': 'e1 e2', 'prismatic': 'all', 'fixed': 'all',
+                 'spherical': '', 'planar': 'e1 e2', 'universal': 'a1 x a2'}
+POSITION_ROWS = {'revolute': 'all', 'continuous': 'all', 'prismatic': 'e1 e2', 'fixed': 'all',
+                 'spherical': 'all', 'planar': 'axis', 'universal': 'all'}
 
 
 def translation_of(X):
@@ -37,14 +42,17 @@ def chain_transform(path, Xup):
 
 
 class LoopConstraint:
-    """A <loop> closing a revolute, prismatic or fixed joint between two links of a cluster.
+    """A <loop> closing a revolute, continuous, prismatic, fixed, spherical, planar or universal joint
+    between two links of a cluster.
 
-    Psi (constrained directions in the predecessor loop frame P): revolute keeps the 3 position rows and
-    the 2 rotation rows perpendicular to the axis; prismatic the 2 position rows perpendicular to the
-    axis and the 3 rotation rows; fixed all 6.
+    Psi (constrained directions in the predecessor loop frame P, ROTATION_ROWS and POSITION_ROWS):
+    revolute keeps the 3 position rows and the 2 rotation rows perpendicular to the axis; prismatic the
+    2 position rows perpendicular to the axis and the 3 rotation rows; fixed all 6; spherical the 3
+    position rows; planar the position row along the axis and the 2 rotation rows perpendicular to it;
+    universal the 3 position rows and one rotation row along a1 x a2 (set at each evaluation).
     """
 
-    def __init__(self, name, kind, axis, nca, pred_path, succ_path, X_P_pred, X_S_succ):
+    def __init__(self, name, kind, axis, nca, pred_path, succ_path, X_P_pred, X_S_succ, axis2=None):
         self.name = name
         self.kind = kind
         self.nca = nca                  # body index of the nearest common ancestor
@@ -52,16 +60,39 @@ class LoopConstraint:
         self.succ_path = succ_path
         self.X_P_pred = X_P_pred        # loop frame P from predecessor-body coordinates
         self.X_S_succ = X_S_succ        # loop frame S from successor-body coordinates
-        self.frame = _axis_frame(axis)
-        rotational = kind in ('revolute', 'continuous')
-        self.rot_dirs = self.frame[:, :2] if rotational else np.eye(3)
-        self.pos_dirs = self.frame[:, :2] if kind == 'prismatic' else np.eye(3)
+        self.frame = plane_frame(axis)
+        self.axis2 = axis2              # universal: a2 in S coordinates
+        directions = {'all': np.eye(3), 'e1 e2': self.frame[:, :2], 'axis': self.frame[:, 2:],
+                      '': np.zeros((3, 0)), 'a1 x a2': np.zeros((3, 1))}
+        self.rot_dirs = directions[ROTATION_ROWS[kind]]
+        self.pos_dirs = directions[POSITION_ROWS[kind]]
         nr, npos = self.rot_dirs.shape[1], self.pos_dirs.shape[1]
-        self.Psi = np.zeros((6, nr + npos))
+        self.Psi = np.zeros((6, nr + npos))       # a universal loop's first column is set by directions()
         self.Psi[:3, :nr] = self.rot_dirs
         self.Psi[3:, nr:] = self.pos_dirs
         self.rows = nr + npos
         self.bodies = tuple(pred_path) + tuple(succ_path)
+
+    def relative_rotation(self, XA, XB):
+        """Rotation of S in P from the branch transforms ^AX_NCA and ^BX_NCA."""
+        return ((self.X_S_succ @ XB) @ inverse_transform(self.X_P_pred @ XA))[:3, :3].T
+
+    def directions(self, R_rel):
+        """Psi (6 x rows) in P at the relative rotation R_rel of S in P."""
+        if self.kind != 'universal':
+            return self.Psi
+        Psi = self.Psi.copy()
+        Psi[:3, 0] = np.cross(self.frame[:, 2], R_rel @ self.axis2)
+        return Psi
+
+    def turning_bias(self, R_rel, w_r):
+        """The universal row's extra bias -(a1 x (w_r x a2)) . w_r (module docstring), w_r = w_S - w_P in
+        P coordinates; zeros for the other loop types, whose Psi is fixed in P."""
+        k = np.zeros(self.rows)
+        if self.kind == 'universal':
+            a1, a2 = self.frame[:, 2], R_rel @ self.axis2
+            k[0] = (a1 @ w_r) * (a2 @ w_r) - (a1 @ a2) * (w_r @ w_r)
+        return k
 
     @staticmethod
     def _branch(path, Xup, S, col, qd):
@@ -83,14 +114,16 @@ class LoopConstraint:
     def evaluate(self, Xup, S, col, n, qd):
         """K (rows x n) over the cluster's spanning velocities and k, at velocities qd."""
         XA, cols_p, vA, aA = self._branch(self.pred_path, Xup, S, col, qd)
-        _, cols_s, vB, aB = self._branch(self.succ_path, Xup, S, col, qd)
-        Psi = (self.X_P_pred @ XA).T @ self.Psi     # force-like, so it maps with X^T to NCA coordinates
+        XB, cols_s, vB, aB = self._branch(self.succ_path, Xup, S, col, qd)
+        X_P_nca = self.X_P_pred @ XA
+        R_rel = self.relative_rotation(XA, XB)
+        Psi = X_P_nca.T @ self.directions(R_rel)    # force-like, so it maps with X^T to NCA coordinates
         K = np.zeros((self.rows, n))
         for sign, columns in ((-1.0, cols_p), (1.0, cols_s)):
             for c, s in columns:
                 K[:, c:c + s.shape[1]] += sign * (Psi.T @ s)
         k = Psi.T @ (cross_motion(vA, vB) - (aB - aA))
-        return K, k
+        return K, k + self.turning_bias(R_rel, X_P_nca[:3, :3] @ (vB[:3] - vA[:3]))
 
     def residual(self, Xup, q_of_body):
         """phi: rotation error and the position of S's origin in P, along the constrained directions.
@@ -99,10 +132,12 @@ class LoopConstraint:
         XB = chain_transform(self.succ_path, Xup)
         X_S_P = (self.X_S_succ @ XB) @ inverse_transform(self.X_P_pred @ XA)
         R_rel = X_S_P[:3, :3].T
-        if self.kind in ('revolute', 'continuous'):
+        if self.kind in ('revolute', 'continuous', 'planar'):
             e1, e2, axis = self.frame.T
             turned = R_rel @ axis
             rotation = np.array([-e2 @ turned, e1 @ turned])
+        elif self.kind == 'universal':
+            rotation = np.array([-self.frame[:, 2] @ R_rel @ self.axis2])
         else:
             rotation = self.rot_dirs.T @ rotation_log(R_rel)
         return np.concatenate((rotation, self.pos_dirs.T @ translation_of(X_S_P)))

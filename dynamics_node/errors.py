@@ -1,4 +1,13 @@
-"""The one exception type the library raises for bad descriptions, bad inputs and failed solves."""
+"""The one exception type the library raises for bad descriptions, bad inputs and failed solves, and
+the helper that keeps the input echoed in its messages short."""
+
+import reprlib
+
+QUOTE_LIMIT = 80               # characters of any input echoed in a message
+
+_REPR = reprlib.Repr()         # bounded repr: never formats more of a container than it shows
+_REPR.maxstring = _REPR.maxother = QUOTE_LIMIT
+_REPR.maxlist = _REPR.maxtuple = _REPR.maxset = _REPR.maxdict = 8
 
 
 class ModelError(ValueError):
@@ -7,3 +16,19 @@ class ModelError(ValueError):
 
 class SingularConfigurationError(ModelError):
     """A cluster's constraint split or articulated inertia is singular at the given configuration."""
+
+
+def cut(text):
+    """text (any input, as written) on one line, cut to QUOTE_LIMIT characters for a message."""
+    text = ' '.join(str(text).split())
+    if len(text) <= QUOTE_LIMIT:
+        return text
+    return f'{text[:QUOTE_LIMIT]}... ({len(text)} characters)'
+
+
+def quote(value):
+    """repr(value) on one line, cut to QUOTE_LIMIT characters: names and values echoed in messages."""
+    if isinstance(value, str):
+        shown = repr(value[:QUOTE_LIMIT])
+        return shown if len(value) <= QUOTE_LIMIT else f'{shown}... ({len(value)} characters)'
+    return cut(_REPR.repr(value))

@@ -11,8 +11,9 @@ YAML keys (each a list; a single string counts as a one-entry list; every key ma
   name_mot      actuated joints -> independent="true"; the other joints stay unmarked, so the
                 independent coordinates they lack are chosen automatically (clusters.py)
   joint_name    joints to replace, with joint_type per entry: SPHERICAL, FIXED (locked at q = 0) or
-  joint_type    UJOINT_ab (a, b in X/Y/Z): <joint>_a revolute about a, then <joint>_b about b, both at
-                the joint's placement, with the massless link <joint>_cross between them
+  joint_type    UJOINT_ab (a, b in X/Y/Z): <joint>_a about a, then <joint>_b about b (continuous: revolute
+                without limits), both at the joint's placement, with the massless link <joint>_cross
+                between them
 """
 
 from collections.abc import Mapping
@@ -23,7 +24,8 @@ from lxml import etree
 import yaml
 
 from .errors import ModelError
-from .urdf import robot_element
+from .topology import SpanningTree
+from .urdf import read_urdf, robot_element
 
 KEYS = ('closed_loop', 'type', 'name_mot', 'joint_name', 'joint_type')
 CLOSURE_LOOP_TYPES = {'6D': 'fixed', '3D': 'spherical'}
@@ -34,22 +36,24 @@ QUOTE_LIMIT = 80               # characters of the input quoted in a message
 def to_urdf_plus(urdf, closures):
     """URDF+ XML (str) of a URDF (path or XML) and its closures (YAML path or text, or a mapping)."""
     spec = read_closures(closures)
-    root = copy.deepcopy(robot_element(urdf))
+    original = robot_element(urdf)
+    SpanningTree(read_urdf(original))      # the URDF itself first, with the reader's messages
+    root = copy.deepcopy(original)
     joints = {j.get('name'): j for j in root.findall('joint')}
     links = {link.get('name') for link in root.findall('link')}
     frames = {name: _child(j) for name, j in joints.items()}
-    replaced = {}                  # UJOINT-replaced joint -> its joint_type
+    split = {}                     # joint split in two by UJOINT_ab -> its joint_type
     for name, kind in spec['replacements']:
         if name not in joints:
             raise ModelError(f'closures: joint_name names unknown joint {_quote(name)}')
         added = _replace(root, joints, links, name, kind)
         if added:
-            replaced[name] = kind
+            split[name] = kind
         frames.update(added)
     for name in spec['actuated']:
-        if name in replaced:
+        if name in split:
             raise ModelError(f'closures: name_mot names joint {name!r}, which joint_type replaces by '
-                             f'{replaced[name]}; name {name}_a or {name}_b')
+                             f'{split[name]}; name {name}_a or {name}_b')
         if name not in joints:
             raise ModelError(f'closures: name_mot names unknown joint {_quote(name)}; joints are '
                              f'{_quote(sorted(joints))}')
@@ -78,14 +82,14 @@ def read_closures(source):
             raise ModelError(f'closures: closed_loop entry {i} is {_quote(pair)}; expected a pair [A, B] '
                              'of frame names')
         pairs.append(tuple(pair))
-    types = _entries(data, 'type', str) if 'type' in data else ['6D'] * len(pairs)
+    types = _entries(data, 'type', '3D or 6D') if 'type' in data else ['6D'] * len(pairs)
     if len(types) != len(pairs):
         raise ModelError(f'closures: type has {len(types)} entries for {len(pairs)} closed_loop pairs; '
                          'give one per pair (or none: 6D)')
     for i, kind in enumerate(types):
         if kind.upper() not in CLOSURE_LOOP_TYPES:
             raise ModelError(f'closures: type entry {i} is {_quote(kind)}; expected 3D or 6D')
-    names, kinds = _entries(data, 'joint_name', str), _entries(data, 'joint_type', str)
+    names, kinds = _entries(data, 'joint_name', 'a joint name'), _entries(data, 'joint_type', 'a joint type')
     if len(names) != len(kinds):
         raise ModelError(f'closures: joint_name has {len(names)} entries but joint_type has {len(kinds)}; '
                          'give one type per joint')
@@ -93,7 +97,7 @@ def read_closures(source):
         twice = next(name for name in names if names.count(name) > 1)
         raise ModelError(f'closures: joint_name lists joint {_quote(twice)} twice')
     return {'pairs': pairs, 'types': [CLOSURE_LOOP_TYPES[kind.upper()] for kind in types],
-            'actuated': list(dict.fromkeys(_entries(data, 'name_mot', str))),
+            'actuated': list(dict.fromkeys(_entries(data, 'name_mot', 'a joint name'))),
             'replacements': list(zip(names, kinds))}
 
 
@@ -105,8 +109,12 @@ def _load_yaml(source):
     if not isinstance(text, str):
         raise ModelError(f'closures: expected a YAML path or YAML text, got {type(source).__name__}')
     if os.path.isfile(text):
-        with open(text, encoding='utf-8') as file:
-            text = file.read()
+        try:
+            with open(text, encoding='utf-8') as file:
+                text = file.read()
+        except (OSError, UnicodeDecodeError) as error:
+            reason = error.strerror if isinstance(error, OSError) else 'not UTF-8 text'
+            raise ModelError(f'closures file {_quote(text)} cannot be read: {reason}') from None
     elif '\n' not in text and ':' not in text:
         raise ModelError(f'closures file not found: {_quote(text)}')
     try:
@@ -119,13 +127,14 @@ def _load_yaml(source):
     return data
 
 
-def _entries(data, key, kind=None):
-    """The list under key ([] when absent, [x] for a scalar), each entry of the given type."""
+def _entries(data, key, expected=None):
+    """The list under key ([] when absent, [x] for a scalar); with expected (its description), every
+    entry must be a string."""
     value = data.get(key)
     entries = [] if value is None else list(value) if isinstance(value, (list, tuple)) else [value]
     for i, entry in enumerate(entries):
-        if kind is not None and not isinstance(entry, kind):
-            raise ModelError(f'closures: {key} entry {i} is {_quote(entry)}; expected a name')
+        if expected is not None and not isinstance(entry, str):
+            raise ModelError(f'closures: {key} entry {i} is {_quote(entry)}; expected {expected}')
     return entries
 
 

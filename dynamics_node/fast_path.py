@@ -18,7 +18,7 @@ import numpy as np
 from numba import typeof, types
 
 from . import compiled, compiled_lcaba
-from .errors import ModelError, SingularConfigurationError
+from .errors import ModelError, quote, SingularConfigurationError
 from .flat import FlatModel
 from .flat_lcaba import lcaba_plan
 from .lcaba import LcabaResult
@@ -114,10 +114,7 @@ class FastPath:
         start = time.perf_counter()
         frames = self._frame_set((self.model.root_link,))
         self._use(_compile_kernels(self._m, self._d, self._p, self._w, frames))
-        q = np.zeros(self.model.nq)
-        for i in range(1, self.model.nb):
-            if self.model.joint_type[i] == 'floating':
-                q[self.model.idx_q[i] + 6] = 1.0                    # identity quaternion
+        q = self.model.q_neutral
         y, f = self.data.zero_y, self.data.zero_f
         self._aba(self._m, self._d, q, y, y, f)                      # statuses ignored: q may be singular
         self._rnea(self._m, self._d, q, y, y, f)
@@ -154,15 +151,15 @@ class FastPath:
         cluster = self.model.cluster_list[int(self.data.info[0])]
         if status == compiled.SINGULAR_SPLIT:
             raise SingularConfigurationError(
-                f'cluster {cluster.name!r} is at a singular configuration: its constraints '
-                f'{[con.name for con in cluster.constraints]} do not determine the dependent joints '
+                f'cluster {quote(cluster.name)} is at a singular configuration: its constraints '
+                f'{quote([con.name for con in cluster.constraints])} do not determine the dependent joints '
                 f'(conditioning {self.data.info[1]:.1e}); use method="lcaba"')
         if status == compiled.D_NOT_POSITIVE:
             raise SingularConfigurationError(
-                f'cluster {cluster.name!r}: its articulated inertia D = S^T I^A S is not positive definite '
+                f'cluster {quote(cluster.name)}: its articulated inertia D = S^T I^A S is not positive definite '
                 '(singular configuration); use method="lcaba"')
         raise SingularConfigurationError(
-            f'cluster {cluster.name!r}: D = S^T I^A S is ill-conditioned (singular configuration); '
+            f'cluster {quote(cluster.name)}: D = S^T I^A S is ill-conditioned (singular configuration); '
             'use method="lcaba"')
 
 

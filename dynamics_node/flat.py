@@ -19,12 +19,14 @@ from numba.core import types
 from numba.experimental import structref
 
 from .aba import D_CONDITION_LIMIT
-from .compiled import COUPLED, FLOATING, LOOP, PRISMATIC, REVOLUTE, SINGLE
+from .compiled import COUPLED, FLOATING, LOOP, PLANAR, PRISMATIC, REVOLUTE, SINGLE, SPHERICAL
 from .constraints import CouplingConstraint
-from .errors import ModelError
+from .errors import ModelError, quote
+from .joints import plane_frame
 from .kinematics import SINGULARITY_THRESHOLD
 
-JOINT_CODE = {'revolute': REVOLUTE, 'continuous': REVOLUTE, 'prismatic': PRISMATIC, 'floating': FLOATING}
+JOINT_CODE = {'revolute': REVOLUTE, 'continuous': REVOLUTE, 'prismatic': PRISMATIC, 'floating': FLOATING,
+              'spherical': SPHERICAL, 'planar': PLANAR}
 
 MODEL_FIELDS = {   # name: meaning, shape (nb bodies with 0 the ground, nc clusters, nl loops)
     'joint': 'joint code of body i, -1 for the ground (nb)',
@@ -32,7 +34,7 @@ MODEL_FIELDS = {   # name: meaning, shape (nb bodies with 0 the ground, nc clust
     'cluster': 'cluster of body i, -1 for the ground (nb)',
     'idx_q': 'first position index of the joint of body i (nb)',
     'col': 'first column of the joint of body i within its cluster velocities (nb)',
-    'axis': 'joint axis, body coordinates (nb, 3)',
+    'axes': 'rows e1, e2, axis of the joint axis frame (joints.plane_frame), body coordinates (nb, 3, 3)',
     'tree_E': 'rotation of X_tree, ^jointX_parent (nb, 3, 3)',
     'tree_r': 'translation of X_tree, parent coordinates (nb, 3)',
     'inertia': 'spatial inertia, body coordinates (nb, 6, 6)',
@@ -55,6 +57,9 @@ MODEL_FIELDS = {   # name: meaning, shape (nb bodies with 0 the ground, nc clust
     'loop_rows': 'number of rows of loop l (nl)',
     'loop_E': 'rotation of ^PX_pred, the loop frame P on the predecessor body (nl, 3, 3)',
     'loop_r': 'translation of ^PX_pred (nl, 3)',
+    'loop_universal': '1 for a universal loop, whose first row turns with both frames, else 0 (nl)',
+    'loop_S_E': 'rotation of ^SX_succ, the loop frame S on the successor body (nl, 3, 3)',
+    'loop_axes': 'universal loop: axis a1 in P [0] and axis2 a2 in S [1] (nl, 2, 3)',
     'loop_path': 'bodies below the NCA to the predecessor [0] and successor [1] (nl, 2, P)',
     'loop_path_len': 'lengths of the two paths (nl, 2)',
     'gravity': 'gravity acceleration in the root frame, m/s^2, the only writable field (3)',
@@ -97,6 +102,7 @@ DATA_FIELDS = {    # name: meaning, shape
     'path_r': 'translation of ^bodyX_NCA (nl, 2, P, 3)',
     'path_s': 'path_s[l, side, p, j]: joint column j of path body p, NCA coordinates (nl, 2, P, 6, 6)',
     'Psi_nca': 'Psi_nca[l, j]: constrained direction j of loop l, NCA coordinates (nl, 6, 6)',
+    'loop_a': 'universal loop l: a1 [0] and a2 [1] in NCA coordinates (nl, 2, 3)',
     'branch': 'velocity, bias acceleration and joint velocity of the two branches of a loop (2, 3, 6)',
     'r3': 'scratch translation (3)',
     'w6': 'scratch spatial vector (6)',
@@ -177,7 +183,8 @@ class FlatData:
             'L': (nc, M, M), 'V': (nc, M, 6), 'u': (flat.ny,), 'z': (M,), 'F': (M, 6), 'E3': (3, 3),
             'tau': (flat.ny,), 'ydd': (flat.ny,), 'H': (flat.ny, flat.ny), 'K': (R, N),
             'QR': (R, N), 'beta': (N,), 'bias': (R,), 'rhs': (R,), 'path_E': (nl, 2, P, 3, 3),
-            'path_r': (nl, 2, P, 3), 'path_s': (nl, 2, P, 6, 6), 'Psi_nca': (nl, 6, 6), 'branch': (2, 3, 6),
+            'path_r': (nl, 2, P, 3), 'path_s': (nl, 2, P, 6, 6), 'Psi_nca': (nl, 6, 6), 'loop_a': (nl, 2, 3),
+            'branch': (2, 3, 6),
             'r3': (3,), 'w6': (6,), 'X66': (2, 6, 6), 'info': (2,), 'zero_y': (flat.ny,), 'zero_f': (nb, 6),
         }
         fields = {name: np.zeros(shapes[name]) for name in DATA_FIELDS}
@@ -196,7 +203,8 @@ def _body_fields(model):
     tree = [_plucker_parts(X) for X in model.X_tree]
     return {
         'joint': joint.astype(np.int64), 'parent': _ints(model.parent), 'cluster': _ints(model.cluster_of),
-        'idx_q': _ints(model.idx_q), 'col': col, 'axis': np.array(model.axis, dtype=float),
+        'idx_q': _ints(model.idx_q), 'col': col,
+        'axes': np.array([np.eye(3)] + [plane_frame(a).T for a in model.axis[1:]], dtype=float),
         'tree_E': np.array([E for E, _ in tree]), 'tree_r': np.array([r for _, r in tree]),
         'inertia': np.array(model.inertia, dtype=float),
     }
@@ -219,7 +227,7 @@ def _cluster_fields(model):
     for k, c in enumerate(clusters):
         outputs = set(c.output.values())
         if len(outputs) != 1:
-            raise ModelError(f'cluster {c.name!r} hangs from several bodies {sorted(outputs)}; the compiled '
+            raise ModelError(f'cluster {quote(c.name)} hangs from several bodies {sorted(outputs)}; the compiled '
                              'algorithms need one output body per cluster')
         fields['output'][k] = outputs.pop()
         fields['kind'][k] = SINGLE if not c.constraints else COUPLED if c.linear else LOOP
@@ -262,12 +270,18 @@ def _loop_fields(model):
         'loop_range': ranges, 'loop_row': np.zeros(nl, dtype=np.int64), 'loop_Psi': np.zeros((nl, 6, 6)),
         'loop_rows': np.zeros(nl, dtype=np.int64), 'loop_E': np.zeros((nl, 3, 3)), 'loop_r': np.zeros((nl, 3)),
         'loop_path': np.zeros((nl, 2, P), dtype=np.int64), 'loop_path_len': np.zeros((nl, 2), dtype=np.int64),
+        'loop_universal': np.zeros(nl, dtype=np.int64), 'loop_S_E': np.zeros((nl, 3, 3)),
+        'loop_axes': np.zeros((nl, 2, 3)),
     }
     for index, (row, con) in enumerate(loops):
         fields['loop_row'][index] = row
         fields['loop_rows'][index] = con.rows
         fields['loop_Psi'][index, :con.rows] = con.Psi.T
         fields['loop_E'][index], fields['loop_r'][index] = _plucker_parts(con.X_P_pred)
+        fields['loop_S_E'][index] = con.X_S_succ[:3, :3]
+        if con.kind == 'universal':
+            fields['loop_universal'][index] = 1
+            fields['loop_axes'][index] = con.frame[:, 2], con.axis2
         for side, path in enumerate((con.pred_path, con.succ_path)):
             fields['loop_path'][index, side, :len(path)] = path
             fields['loop_path_len'][index, side] = len(path)

@@ -5,8 +5,9 @@ import weakref
 
 import numpy as np
 
+from . import bounds
 from .clusters import constraint_jacobian
-from .errors import ModelError, SingularConfigurationError
+from .errors import ModelError, quote, SingularConfigurationError
 from .lcaba import ProximalSettings
 from .state import independent_velocities, vector
 
@@ -32,8 +33,13 @@ class ForwardDynamicsInfo:
 
 
 def check_method(method):
-    if method not in METHODS:
-        raise ModelError(f'forward dynamics method {method!r} is unknown; expected one of {list(METHODS)}')
+    if not isinstance(method, str) or method not in METHODS:
+        raise ModelError(f'forward dynamics method {quote(method)} is unknown; expected one of {list(METHODS)}')
+
+
+def check_settings(settings):
+    if settings is not None and not isinstance(settings, ProximalSettings):
+        raise ModelError(f'settings must be a ProximalSettings or None, got {quote(settings)}')
 
 
 def lcaba_is_cheaper(model):
@@ -60,8 +66,9 @@ def aba_info(model, data, q, yd, qdd):
 def lcaba_info(model, data, q, v, tau, settings=None, fallback_reason='', multipliers=True):
     """LCABA (seed 004) from the public inputs; data.Xup at q and data.f_ext set beforehand."""
     qd = _spanning_velocities(model, data, q, v)
-    result = data.engine.lcaba(q, qd, _spanning_forces(model, tau), data.f_ext, settings or ProximalSettings(),
-                               multipliers)
+    with np.errstate(over='ignore', invalid='ignore'):     # an overflow is reported by the caller's check
+        result = data.engine.lcaba(q, qd, _spanning_forces(model, tau), data.f_ext,
+                                   settings or ProximalSettings(), multipliers)
     return ForwardDynamicsInfo(result.qdd, 'lcaba', fallback_reason, result.residual, result.iterations,
                                result.multipliers)
 
@@ -83,7 +90,7 @@ def _spanning_velocities(model, data, q, v):
 def _spanning_forces(model, tau):
     """Spanning tau (nv) as given; independent forces (ny) act on the independent joints alone, which
     gives the same G^T tau because the independent rows of G are the identity."""
-    x = vector(tau, 'tau', {model.nv: 'spanning', model.ny: 'independent'})
+    x = vector(tau, 'tau', {model.nv: 'spanning', model.ny: 'independent'}, bounds.FORCE)
     if x.size == model.nv:
         return x
     spanning = np.zeros(model.nv)

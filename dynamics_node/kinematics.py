@@ -11,7 +11,7 @@ For cluster k with bodies i and output bodies o(i):
 import numpy as np
 
 from .clusters import constraint_jacobian
-from .errors import SingularConfigurationError
+from .errors import quote, SingularConfigurationError
 from .joints import joint_transform
 from .spatial import cross_motion
 
@@ -40,8 +40,8 @@ def explicit_constraint(model, data, k, yd):
     diagonal = np.abs(np.diag(R))
     if diagonal.min() <= SINGULARITY_THRESHOLD * max(diagonal.max(), 1.0):
         raise SingularConfigurationError(
-            f'cluster {c.name!r} is at a singular configuration: its constraints '
-            f'{[con.name for con in c.constraints]} do not determine the dependent joints '
+            f'cluster {quote(c.name)} is at a singular configuration: its constraints '
+            f'{quote([con.name for con in c.constraints])} do not determine the dependent joints '
             f'(conditioning {diagonal.min() / diagonal.max():.1e}); use method="lcaba"')
     G = np.zeros((c.n, c.m))
     G[c.independent] = np.eye(c.m)

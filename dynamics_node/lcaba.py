@@ -25,9 +25,13 @@ import weakref
 import numpy as np
 
 from .constraints import chain_transform, CouplingConstraint
-from .errors import ModelError
+from .errors import ModelError, quote
 from .kinematics import update_transforms
 from .spatial import cross_force, cross_motion, inverse_transform
+
+
+MAX_MU = 1e9
+MAX_ITERATIONS = 200
 
 
 @dataclass(frozen=True)
@@ -37,6 +41,8 @@ class ProximalSettings:
     mu is the paper's penalty (eq. 20); seed 004 Sec. VI recommends 1e5..1e7. Pinocchio's
     ``ProximalSettings.mu`` is its inverse (1e-6 there is mu = 1e6 here). Iterations stop when
     min(||qdd^k - qdd^(k-1)||_inf, ||K qdd - k||_inf) < tolerance or after max_iterations.
+    Bounds: tolerance <= 1, mu <= MAX_MU (above, round-off in the penalised articulated inertias makes them
+    indefinite) and max_iterations <= MAX_ITERATIONS (a call stays well below a second).
     """
 
     mu: float = 1e6
@@ -44,13 +50,14 @@ class ProximalSettings:
     max_iterations: int = 50
 
     def __post_init__(self):
-        for name in ('mu', 'tolerance'):
+        for name, bound in (('mu', MAX_MU), ('tolerance', 1.0)):
             value = getattr(self, name)
-            if not (isinstance(value, numbers.Real) and np.isfinite(value) and value > 0):
-                raise ModelError(f'ProximalSettings.{name} is {value!r}; expected a finite number > 0')
-        if not isinstance(self.max_iterations, numbers.Integral) or self.max_iterations < 1:
-            raise ModelError(f'ProximalSettings.max_iterations is {self.max_iterations!r}; expected an '
-                             'integer >= 1')
+            if not (isinstance(value, numbers.Real) and 0 < value <= bound):
+                raise ModelError(f'ProximalSettings.{name} is {quote(value)}; expected a finite number in '
+                                 f'(0, {bound:g}]')
+        if not (isinstance(self.max_iterations, numbers.Integral) and 1 <= self.max_iterations <= MAX_ITERATIONS):
+            raise ModelError(f'ProximalSettings.max_iterations is {quote(self.max_iterations)}; expected an '
+                             f'integer in [1, {MAX_ITERATIONS}]')
 
 
 @dataclass(frozen=True)
@@ -135,8 +142,12 @@ def cut_rows(model, data, con):
     A, B = _end(con.pred_path, con.nca), _end(con.succ_path, con.nca)
     X_A_nca, X_B_nca = chain_transform(con.pred_path, data.Xup), chain_transform(con.succ_path, data.Xup)
     X_A_B = X_A_nca @ inverse_transform(X_B_nca)
-    PsiT = con.Psi.T @ con.X_P_pred                          # rows in A coordinates (module docstring)
-    return {A: -PsiT, B: PsiT @ X_A_B}, PsiT @ cross_motion(data.v[A], X_A_B @ data.v[B])
+    R_rel = con.relative_rotation(X_A_nca, X_B_nca)
+    PsiT = con.directions(R_rel).T @ con.X_P_pred            # rows in A coordinates (module docstring)
+    v_B = X_A_B @ data.v[B]
+    w_r = (con.X_P_pred @ (v_B - data.v[A]))[:3]
+    k = PsiT @ cross_motion(data.v[A], v_B) + con.turning_bias(R_rel, w_r)
+    return {A: -PsiT, B: PsiT @ X_A_B}, k
 
 
 def lcaba(model, data, q, qd, tau, settings=ProximalSettings()):
@@ -249,7 +260,7 @@ def _backward_sweep(model, data, plan, H, f, c, tau, a0):
         try:
             np.linalg.cholesky(D)
         except np.linalg.LinAlgError:
-            raise ModelError(f'joint {model.joint_names[i - 1]!r}: D = S^T H S is not positive definite; '
+            raise ModelError(f'joint {quote(model.joint_names[i - 1])}: D = S^T H S is not positive definite; '
                              'does its body have mass?') from None
         Dinv = np.linalg.inv(D)
         u = tau[model.idx_v[i]:model.idx_v[i] + model.nv_body[i]] + S.T @ f[i]

@@ -10,18 +10,19 @@ import threading
 
 import numpy as np
 
+from . import bounds
 from .clusters import build_clusters
-from .completion import complete_positions, independent_position_size
+from .completion import BUDGET_MS, complete_positions, independent_position_size, MAX_BUDGET_MS
 from .couplings import LinearConstraints
-from .errors import ModelError, SingularConfigurationError
+from .errors import ModelError, quote, SingularConfigurationError
 from .extended_urdf import to_urdf_plus
-from .forward_dynamics import aba_info, check_method, lcaba_info, lcaba_is_cheaper
+from .forward_dynamics import aba_info, check_method, check_settings, lcaba_info, lcaba_is_cheaper
 from .frames import link_pose as pose_of, link_transforms, positions_jacobians
-from .joints import motion_subspace, NQ, NV
+from .joints import motion_subspace, neutral_position, NQ, NV
 from .kinematics import update_transforms
 from .reference import ReferencePath
 from .spatial import pose_transform, SWAP_LINEAR_ANGULAR
-from .state import external_forces, independent_velocities, positions, vector, VELOCITY_TOLERANCE
+from .state import check_finite, external_forces, independent_velocities, positions, vector, VELOCITY_TOLERANCE
 from .topology import SpanningTree
 from .urdf import read_urdf
 
@@ -75,6 +76,7 @@ class Model:
         self.idx_v = _frozen(np.cumsum([0] + nv[:-1]))     # first velocity index of each body's joint
         self.nq_body, self.nv_body = tuple(nq), tuple(nv)
         self.nq, self.nv = int(sum(nq)), int(sum(nv))
+        self.q_neutral = _frozen(np.concatenate([np.zeros(0)] + [neutral_position(t) for t in self.joint_type[1:]]))
         self.cluster_list = tuple(clusters)
         self.cluster_of = np.zeros(self.nb, dtype=int) - 1
         y0 = 0
@@ -110,9 +112,7 @@ class Model:
 
     @gravity.setter
     def gravity(self, value):
-        g = np.asarray(value, dtype=float).reshape(-1)
-        if g.size != 3 or not np.all(np.isfinite(g)):
-            raise ModelError(f'gravity must be 3 finite numbers, got {value!r}')
+        g = vector(value, 'gravity', {3: 'x y z, m/s^2'}, bounds.GRAVITY)
         self._gravity = g
         if self._flat is not None:
             self._flat.gravity[:] = g
@@ -179,21 +179,28 @@ class Model:
                 residual, iterations, multipliers) instead of the acceleration alone.
         """
         check_method(method)
+        check_settings(settings)
         data = self._workspace()
         q = positions(self, data, q)
+        v = vector(v, 'v', {self.nv: 'spanning', self.ny: 'independent'}, bounds.VELOCITY)
+        tau = vector(tau, 'tau', {self.nv: 'spanning', self.ny: 'independent'}, bounds.FORCE)
         external_forces(self, data, wrenches)
+        inputs = [('q', q, bounds.POSITION), ('v', v, bounds.VELOCITY), ('tau', tau, bounds.FORCE),
+                  ('gravity', self._gravity, bounds.GRAVITY)]
         fallback_reason = ''
         if method == 'aba' or (method == 'auto' and not lcaba_is_cheaper(self)):
             try:
                 yd = independent_velocities(self, data, v)
-                tau = vector(tau, 'tau', {self.nv: 'spanning', self.ny: 'independent'})
                 qdd = data.engine.forward_dynamics(q, yd, tau, data.f_ext, spanning=True)
+                check_finite(self, 'accelerations', inputs, qdd)
                 return aba_info(self, data, q, yd, qdd) if info else qdd
             except SingularConfigurationError as error:
                 if method == 'aba':
                     raise
                 fallback_reason = str(error)
         result = lcaba_info(self, data, q, v, tau, settings, fallback_reason, multipliers=info)
+        check_finite(self, 'accelerations and constraint forces', inputs, result.acceleration,
+                     *result.multipliers.values())
         return result if info else result.acceleration
 
     def inverse_dynamics(self, q, v, a, wrenches=None):
@@ -204,13 +211,19 @@ class Model:
             v, a: spanning (nv, consistent) or independent (ny) velocities and accelerations.
             wrenches: {link: (force, torque)} in the link frame at its origin.
         """
+        return self._inverse_dynamics(q, v, a, wrenches, 'generalized forces')
+
+    def _inverse_dynamics(self, q, v, a, wrenches, what):
         data = self._workspace()
         q = positions(self, data, q)
+        v = vector(v, 'v', {self.nv: 'spanning', self.ny: 'independent'}, bounds.VELOCITY)
         yd = independent_velocities(self, data, v)
-        x = vector(a, 'a', {self.nv: 'spanning', self.ny: 'independent'})
+        x = vector(a, 'a', {self.nv: 'spanning', self.ny: 'independent'}, bounds.ACCELERATION)
         ydd = x if x.size == self.ny and self.ny != self.nv else x[self.independent_v]
         external_forces(self, data, wrenches)
         tau = data.engine.inverse_dynamics(q, yd, ydd, data.f_ext)
+        check_finite(self, what, [('q', q, bounds.POSITION), ('v', v, bounds.VELOCITY),
+                                  ('a', x, bounds.ACCELERATION), ('gravity', self._gravity, bounds.GRAVITY)], tau)
         if x.size == self.nv:
             mismatch = np.max(np.abs(x - data.engine.spanning(q, yd, ydd)), initial=0.0)
             if mismatch > VELOCITY_TOLERANCE * max(1.0, np.max(np.abs(x))):
@@ -222,30 +235,35 @@ class Model:
     def mass_matrix(self, q):
         """H_y = G^T H G (ny x ny), from the cluster CRBA."""
         data = self._workspace()
-        return data.engine.mass_matrix(positions(self, data, q))
+        q = positions(self, data, q)
+        H = data.engine.mass_matrix(q)
+        check_finite(self, 'mass matrix entries', [('q', q, bounds.POSITION)], H)
+        return H
 
     def bias_forces(self, q, v, wrenches=None):
         """Gravity + Coriolis/centrifugal forces C_y (ny): inverse dynamics at zero acceleration."""
-        return self.inverse_dynamics(q, v, np.zeros(self.ny), wrenches)
+        return self._inverse_dynamics(q, v, np.zeros(self.ny), wrenches, 'bias forces')
 
     def gravity_forces(self, q):
         """Gravity compensation forces (ny): inverse dynamics at rest."""
-        return self.inverse_dynamics(q, np.zeros(self.ny), np.zeros(self.ny))
+        return self._inverse_dynamics(q, np.zeros(self.ny), np.zeros(self.ny), None, 'gravity forces')
 
     def inverse_osim(self, q, links):
         """Lambda^-1 = J_y H_y^-1 J_y^T (6k x 6k) for k links, from the cluster EFPA (seed 003 Sec. VIII);
         blocks [linear; angular] in each link's own frame at its origin."""
         data = self._workspace()
         q = positions(self, data, q)
-        links = [links] if isinstance(links, str) else list(links)
-        self._frames(links)
-        return data.engine.inverse_osim(q, links)
+        links = self._link_list(links)
+        Lambda_inv = data.engine.inverse_osim(q, links)
+        check_finite(self, 'inverse operational-space inertia entries', [('q', q, bounds.POSITION)], Lambda_inv)
+        return Lambda_inv
 
     def link_jacobian(self, q, link):
         """J (6 x ny): [linear; angular] velocity of the link frame, in that frame, from yd."""
         data = self._workspace()
         q = positions(self, data, q)
-        (J,) = positions_jacobians(self, data, q, self._frames([link]))
+        (J,) = positions_jacobians(self, data, q, [self.link_frame[self._link(link)]])
+        check_finite(self, 'Jacobian entries', [('q', q, bounds.POSITION)], J)
         return SWAP_LINEAR_ANGULAR @ J
 
     def link_pose(self, q, link):
@@ -253,36 +271,57 @@ class Model:
         data = self._workspace()
         q = positions(self, data, q, check=False)
         update_transforms(self, data, q)
-        body, X_link_body = self._frames([link])[0]
-        return pose_of(X_link_body @ link_transforms(self, data)[body])
+        body, X_link_body = self.link_frame[self._link(link)]
+        R, p = pose_of(X_link_body @ link_transforms(self, data)[body])
+        check_finite(self, 'pose entries', [('q', q, bounds.POSITION)], R, p)
+        return R, p
 
-    def complete_positions(self, q_independent):
+    def complete_positions(self, q_independent, budget_ms=BUDGET_MS):
         """Spanning q (nq) from the independent joints' positions (in independent_joint_names order,
         7 entries for a floating joint): couplings solved directly, loops by Newton's method
-        warm-started from the previous solution."""
+        warm-started from the previous solution, with restarts until budget_ms milliseconds are spent
+        (then the positions count as out of the mechanism's reach)."""
         q_ind = vector(q_independent, 'q_independent',
-                       {independent_position_size(self): 'independent positions'})
+                       {independent_position_size(self): 'independent positions'}, bounds.POSITION)
+        budget = vector(budget_ms, 'budget_ms', {1: 'milliseconds'}, MAX_BUDGET_MS)[0]
+        if budget <= 0.0:
+            raise ModelError(f'budget_ms is {budget:g}; expected a time budget > 0 ms')
         data = self._workspace()
-        return positions(self, data, complete_positions(self, data, q_ind), check=False)
+        q = complete_positions(self, data, q_ind, budget)
+        check_finite(self, 'completed positions', [('q_independent', q_ind, bounds.POSITION)], q)
+        q = positions(self, data, q, check=False)
+        data.q_last = q.copy()                         # the next warm start, once everything succeeded
+        return q
 
     def spanning_velocities(self, q, yd):
         """qd = G yd (nv) at positions q."""
         data = self._workspace()
         q = positions(self, data, q)
-        yd = vector(yd, 'yd', {self.ny: 'independent velocities'})
-        return data.engine.spanning(q, np.zeros(self.ny), yd)      # G yd: g vanishes at zero velocity
+        yd = vector(yd, 'yd', {self.ny: 'independent velocities'}, bounds.VELOCITY)
+        qd = data.engine.spanning(q, np.zeros(self.ny), yd)        # G yd: g vanishes at zero velocity
+        check_finite(self, 'spanning velocities', [('q', q, bounds.POSITION), ('yd', yd, bounds.VELOCITY)], qd)
+        return qd
 
-    def _frames(self, links):
+    def _link(self, link):
+        """A link name of this model."""
+        if not isinstance(link, str) or link not in self.link_frame:
+            raise ModelError(f'unknown link {quote(link)}; links are {quote(sorted(self.link_frame))}')
+        return link
+
+    def _link_list(self, links):
+        """Distinct link names of this model (a name alone is a list of one)."""
         if isinstance(links, str):
-            links = [links]
-        frames = []
-        for link in links:
-            if link not in self.link_frame:
-                raise ModelError(f'unknown link {link!r}; links are {sorted(self.link_frame)}')
-            frames.append(self.link_frame[link])
-        if not frames:
+            return [self._link(links)]
+        try:
+            links = [self._link(link) for link in links]
+        except TypeError:
+            raise ModelError(f'links must be a link name or a list of them, got {quote(links)}') from None
+        if not links:
             raise ModelError('links is empty; name at least one link')
-        return frames
+        if len(set(links)) < len(links):
+            duplicate = next(link for link in links if links.count(link) > 1)
+            raise ModelError(f'link {quote(duplicate)} is named twice in links; name each link once')
+        return links
 
 
 class Data:

@@ -1,15 +1,18 @@
 """Spanning tree of a URDF+ description: root, bodies, fixed-joint merging, link frames.
 
 A body is the child link of a moving joint together with every link fixed to it; the root link and
-the links fixed to it form the ground (body 0). Bodies are numbered depth-first in document order, so
-a parent always precedes its children (regular numbering, seed 001).
+the links fixed to it form the ground (body 0). A universal joint ``u`` is two revolute joints through
+one point, ``u_1`` about its <axis> and ``u_2`` about its <axis2>, with a massless cross body between
+them that carries no link (``universal_halves``), so that every motion subspace stays constant in its
+body frame. Bodies are numbered depth-first in document order, so a parent always precedes its
+children (regular numbering, seed 001).
 """
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
-from .errors import ModelError
+from .errors import ModelError, quote
 from .spatial import pose_transform, spatial_inertia
 from .urdf import Pose
 
@@ -24,6 +27,16 @@ class TreeBody:
     links: list                # the link itself and the links merged into it
 
 
+def universal_halves(joint):
+    """The revolute joints u_1 (parent -> cross, at the joint's origin, about <axis>) and u_2 (cross ->
+    child, about <axis2>) of a universal joint u: X_J = X_2(q_2) X_1(q_1), as Pinocchio's
+    JointModelUniversal."""
+    first = replace(joint, name=f'{joint.name}_1', type='revolute', axis2=None)
+    second = replace(joint, name=f'{joint.name}_2', type='revolute', origin=Pose.identity(), axis=joint.axis2,
+                     axis2=None)
+    return first, second
+
+
 class SpanningTree:
     """The spanning tree (connectivity without loops) with fixed joints merged."""
 
@@ -33,16 +46,17 @@ class SpanningTree:
         for joint in spec.joints:
             for end in (joint.parent, joint.child):
                 if end not in links:
-                    raise ModelError(f'joint {joint.name!r} refers to unknown link {end!r}')
+                    raise ModelError(f'joint {quote(joint.name)} refers to unknown link {quote(end)}')
             if joint.child in parent_joint:
-                raise ModelError(f'link {joint.child!r} has two parents: joints '
-                                 f'{parent_joint[joint.child].name!r} and {joint.name!r}')
+                raise ModelError(f'link {quote(joint.child)} has two parents: joints '
+                                 f'{quote(parent_joint[joint.child].name)} and {quote(joint.name)}')
             if joint.parent == joint.child:
-                raise ModelError(f'joint {joint.name!r} connects link {joint.child!r} to itself')
+                raise ModelError(f'joint {quote(joint.name)} connects link {quote(joint.child)} to itself')
             parent_joint[joint.child] = joint
         roots = [name for name in links if name not in parent_joint]
         if len(roots) != 1:
-            detail = ', '.join(repr(r) for r in roots) if roots else 'none (the joints form a cycle)'
+            detail = (', '.join(map(quote, roots[:4])) + (', ...' if len(roots) > 4 else '') if roots
+                      else 'none (the joints form a cycle)')
             raise ModelError(f'a URDF tree needs exactly one root link, found {detail}')
         children = {name: [] for name in links}
         for joint in spec.joints:
@@ -54,8 +68,15 @@ class SpanningTree:
         self._merge(0, self.root_link, Pose.identity(), links, children)
         unreachable = sorted(set(links) - set(self.link_frame))
         if unreachable:
-            raise ModelError(f'links {unreachable} are not connected to the root {self.root_link!r}: '
+            raise ModelError(f'links {quote(unreachable)} are not connected to the root {quote(self.root_link)}: '
                              'their joints form a cycle; close loops with <loop>, not <joint>')
+        names = [b.joint.name for b in self.bodies[1:]] + [j.name for j in spec.joints if j.type == 'fixed']
+        clash = sorted({name for name in names if names.count(name) > 1})
+        if clash:
+            raise ModelError(f'joint names {quote(clash)} are used twice (a universal joint u adds joints u_1 and u_2)')
+        if len(self.bodies) == 1:
+            raise ModelError('the robot has no moving joint (revolute, continuous, prismatic, floating, spherical, '
+                             'planar or universal): it has no dynamics to compute')
         self.parent = np.array([b.parent for b in self.bodies])
         self.depth = np.zeros(len(self.bodies), dtype=int)
         for i in range(1, len(self.bodies)):
@@ -68,6 +89,11 @@ class SpanningTree:
         while stack:
             body, link, pose, joint = stack.pop()
             if joint is not None:
+                if joint.type == 'universal':
+                    cross, joint = universal_halves(joint)
+                    self.bodies.append(TreeBody(link, cross, body, pose_transform(pose.R, pose.p),
+                                                np.zeros((6, 6)), []))
+                    body, pose = len(self.bodies) - 1, Pose.identity()
                 self.bodies.append(TreeBody(link, joint, body, pose_transform(pose.R, pose.p),
                                             np.zeros((6, 6)), []))
                 body, pose = len(self.bodies) - 1, Pose.identity()
@@ -83,7 +109,7 @@ class SpanningTree:
 
     def body_of(self, link, where):
         if link not in self.link_frame:
-            raise ModelError(f'{where} refers to unknown link {link!r}')
+            raise ModelError(f'{where} refers to unknown link {quote(link)}')
         return self.link_frame[link][0]
 
     def ancestors(self, body):

@@ -11,11 +11,14 @@ import os
 from lxml import etree
 import numpy as np
 
-from .errors import ModelError
+from . import bounds
+from .errors import cut, ModelError, quote
 from .spatial import rpy_matrix
 
-JOINT_TYPES = ('revolute', 'continuous', 'prismatic', 'fixed', 'floating')
-LOOP_TYPES = ('revolute', 'continuous', 'prismatic', 'fixed')
+JOINT_TYPES = ('revolute', 'continuous', 'prismatic', 'fixed', 'floating', 'spherical', 'planar', 'universal')
+LOOP_TYPES = ('revolute', 'continuous', 'prismatic', 'fixed', 'spherical', 'planar', 'universal')
+# A universal joint's or loop's two axes must be perpendicular to within this |cos|.
+PERPENDICULAR_TOLERANCE = 1e-6
 # Relative tolerance on principal moments: -tol counts as zero (round-off of CAD exports).
 INERTIA_TOLERANCE = 1e-9
 
@@ -65,6 +68,7 @@ class JointSpec:
     axis: np.ndarray           # unit axis in the joint frame
     independent: object        # True, False, or None when the attribute is absent
     mimic: object              # MimicSpec or None
+    axis2: object = None       # universal: second unit axis, joint frame at zero position
 
 
 @dataclass(frozen=True)
@@ -76,6 +80,7 @@ class LoopSpec:
     successor: str
     successor_origin: Pose
     axis: np.ndarray           # unit axis in the predecessor loop frame
+    axis2: object = None       # universal: second unit axis, in the successor loop frame
 
 
 @dataclass(frozen=True)
@@ -97,7 +102,8 @@ class RobotSpec:
 
 
 def read_urdf(source, strict=False):
-    """Parse a URDF+ file path or XML string into a RobotSpec; ModelError names the bad element.
+    """Parse a URDF+ file path, XML string or parsed element into a RobotSpec; ModelError names the bad
+    element.
     With strict, the warnings (e.g. an inertia breaking the triangle inequality) are errors."""
     root = robot_element(source)
     read = [_read_link(e) for e in root.findall('link')]
@@ -117,14 +123,16 @@ def read_urdf(source, strict=False):
 
 
 def robot_element(source):
-    """The <robot> element of a URDF(+) file path or XML string."""
+    """The <robot> element of a URDF(+) file path, XML string or parsed element."""
     root = _parse_xml(source)
     if root.tag != 'robot':
-        raise ModelError(f'the document root is <{root.tag}>, expected <robot>')
+        raise ModelError(f'the document root is <{cut(root.tag)}>, expected <robot>')
     return root
 
 
 def _parse_xml(source):
+    if isinstance(source, etree._Element):
+        return source
     text = os.fspath(source) if isinstance(source, os.PathLike) else source
     if not isinstance(text, (str, bytes)):
         raise ModelError(f'expected a URDF path or XML string, got {type(source).__name__}')
@@ -135,17 +143,23 @@ def _parse_xml(source):
             data = text.encode() if isinstance(text, str) else text
             return etree.fromstring(data, parser)
         if not os.path.isfile(text):
-            raise ModelError(f'robot description file not found: {text!r}')
-        return etree.parse(text, parser).getroot()
+            raise ModelError(f'robot description file not found: {quote(text)}')
+        with open(text, 'rb') as file:          # its bytes then go where bytes given directly go
+            return etree.fromstring(file.read(), parser)
     except etree.XMLSyntaxError as err:
-        raise ModelError(f'malformed XML: {err}') from None
+        raise ModelError(f'malformed XML: {cut(err)}') from None
+    except UnicodeEncodeError as err:       # a lone surrogate: not Unicode text, so not XML
+        raise ModelError(f'the description holds {quote(err.object[err.start:err.end])} at character '
+                         f'{err.start}, which is not Unicode text') from None
+    except OSError as err:
+        raise ModelError(f'cannot read robot description file {quote(text)}: {cut(err.strerror)}') from None
 
 
 def _unique(kind, names):
     seen = set()
     for name in names:
         if name in seen:
-            raise ModelError(f'duplicate {kind} name {name!r}')
+            raise ModelError(f'duplicate {kind} name {quote(name)}')
         seen.add(name)
 
 
@@ -156,7 +170,8 @@ def _name(element, what):
     return name
 
 
-def _numbers(element, attribute, count, where, default=None):
+def _numbers(element, attribute, count, where, bound, default=None):
+    """count finite numbers of magnitude at most bound (bounds.py) from an attribute."""
     text = element.get(attribute) if element is not None else None
     if text is None:
         if default is None:
@@ -165,9 +180,11 @@ def _numbers(element, attribute, count, where, default=None):
     try:
         values = np.array([float(x) for x in text.split()])
     except ValueError:
-        raise ModelError(f'{where}: {attribute}="{text}" is not {count} numbers') from None
+        raise ModelError(f'{where}: {attribute}="{cut(text)}" is not {count} numbers') from None
     if values.size != count or not np.all(np.isfinite(values)):
-        raise ModelError(f'{where}: {attribute}="{text}" must be {count} finite numbers')
+        raise ModelError(f'{where}: {attribute}="{cut(text)}" must be {count} finite numbers')
+    if np.max(np.abs(values)) > bound:
+        raise ModelError(f'{where}: {attribute}="{cut(text)}" exceeds the bound {bound:g} in magnitude')
     return values
 
 
@@ -175,29 +192,46 @@ def _origin(element, where):
     origin = element.find('origin') if element is not None else None
     if origin is None:
         return Pose.identity()
-    xyz = _numbers(origin, 'xyz', 3, f'{where} <origin>', default=(0.0, 0.0, 0.0))
-    rpy = _numbers(origin, 'rpy', 3, f'{where} <origin>', default=(0.0, 0.0, 0.0))
+    xyz = _numbers(origin, 'xyz', 3, f'{where} <origin>', bounds.LENGTH, default=(0.0, 0.0, 0.0))
+    rpy = _numbers(origin, 'rpy', 3, f'{where} <origin>', bounds.ANGLE, default=(0.0, 0.0, 0.0))
     return Pose(rpy_matrix(rpy), xyz)
 
 
-def _axis(element, where):
-    axis = _numbers(element.find('axis'), 'xyz', 3, f'{where} <axis>', default=(1.0, 0.0, 0.0))
-    norm = np.linalg.norm(axis)
-    if norm < 1e-9:
-        raise ModelError(f'{where}: <axis xyz> is zero; expected a unit vector')
-    return axis / norm
+def _axis(element, where, tag='axis', default=(1.0, 0.0, 0.0)):
+    """The unit axis; any finite non-zero direction is normalized (scaled first: |1e308 1e308 0|
+    would overflow)."""
+    axis = _numbers(element.find(tag), 'xyz', 3, f'{where} <{tag}>', np.inf, default=default)
+    scale = np.max(np.abs(axis))
+    if scale == 0.0:
+        raise ModelError(f'{where}: <{tag} xyz> is zero; expected a unit vector')
+    axis = axis / scale
+    return axis / np.linalg.norm(axis)
+
+
+def _second_axis(element, where, kind, first):
+    """<axis2 xyz> of a universal joint or loop (default 0 1 0); for a joint it must be perpendicular
+    to the first axis (both in the joint frame at the zero position)."""
+    if kind != 'universal':
+        if element.find('axis2') is not None:
+            raise ModelError(f'{where}: <axis2> is only used by type="universal", not "{kind}"')
+        return None
+    axis2 = _axis(element, where, 'axis2', (0.0, 1.0, 0.0))
+    if element.tag == 'joint' and abs(first @ axis2) > PERPENDICULAR_TOLERANCE:
+        raise ModelError(f'{where}: <axis> {np.round(first, 6).tolist()} and <axis2> '
+                         f'{np.round(axis2, 6).tolist()} must be perpendicular')
+    return axis2
 
 
 def _read_link(element):
     name = _name(element, 'link')
-    where = f'link {name!r}'
+    where = f'link {quote(name)}'
     inertial = element.find('inertial')
     if inertial is None:
         return LinkSpec(name, Inertial(0.0, np.zeros(3), np.zeros((3, 3)))), None
     mass_element = inertial.find('mass')
     if mass_element is None:
         raise ModelError(f'{where}: <inertial> has no <mass>')
-    mass = float(_numbers(mass_element, 'value', 1, f'{where} <mass>')[0])
+    mass = float(_numbers(mass_element, 'value', 1, f'{where} <mass>', bounds.MASS)[0])
     if mass < 0.0:
         raise ModelError(f'{where}: <mass value> is {mass}; expected a non-negative mass')
     pose = _origin(inertial, f'{where} <inertial>')
@@ -206,7 +240,7 @@ def _read_link(element):
         raise ModelError(f'{where}: <inertial> has no <inertia>')
     entries = {}
     for key in ('ixx', 'ixy', 'ixz', 'iyy', 'iyz', 'izz'):
-        entries[key] = float(_numbers(tensor, key, 1, f'{where} <inertia>')[0])
+        entries[key] = float(_numbers(tensor, key, 1, f'{where} <inertia>', bounds.INERTIA)[0])
     I = np.array([[entries['ixx'], entries['ixy'], entries['ixz']],
                   [entries['ixy'], entries['iyy'], entries['iyz']],
                   [entries['ixz'], entries['iyz'], entries['izz']]])
@@ -255,15 +289,15 @@ def _independent(element, where):
         return True
     if text.strip().lower() in ('false', '0'):
         return False
-    raise ModelError(f'{where}: independent="{text}"; expected "true" or "false"')
+    raise ModelError(f'{where}: independent="{cut(text)}"; expected "true" or "false"')
 
 
 def _read_joint(element):
     name = _name(element, 'joint')
-    where = f'joint {name!r}'
+    where = f'joint {quote(name)}'
     kind = element.get('type')
     if kind not in JOINT_TYPES:
-        raise ModelError(f'{where}: type="{kind}" is not supported; expected one of {", ".join(JOINT_TYPES)}')
+        raise ModelError(f'{where}: type="{cut(kind)}" is not supported; expected one of {", ".join(JOINT_TYPES)}')
     parent = _link_reference(element.find('parent'), f'{where} <parent>')
     child = _link_reference(element.find('child'), f'{where} <child>')
     mimic = None
@@ -272,33 +306,47 @@ def _read_joint(element):
         leader = mimic_element.get('joint')
         if not leader:
             raise ModelError(f'{where}: <mimic> has no joint attribute')
-        multiplier = float(_numbers(mimic_element, 'multiplier', 1, f'{where} <mimic>', default=(1.0,))[0])
-        offset = float(_numbers(mimic_element, 'offset', 1, f'{where} <mimic>', default=(0.0,))[0])
+        multiplier = _ratio(mimic_element, 'multiplier', f'{where} <mimic>', default=(1.0,))
+        offset = float(_numbers(mimic_element, 'offset', 1, f'{where} <mimic>', bounds.POSITION, default=(0.0,))[0])
         mimic = MimicSpec(leader, multiplier, offset)
-    return JointSpec(name, kind, parent, child, _origin(element, where), _axis(element, where),
-                     _independent(element, where), mimic)
+        if kind == 'universal':
+            raise ModelError(f'{where}: a universal joint cannot <mimic>; only 1-DoF joints can')
+    axis = _axis(element, where)
+    return JointSpec(name, kind, parent, child, _origin(element, where), axis,
+                     _independent(element, where), mimic, _second_axis(element, where, kind, axis))
 
 
 def _read_loop(element):
     name = _name(element, 'loop')
-    where = f'loop {name!r}'
+    where = f'loop {quote(name)}'
     kind = element.get('type')
     if kind not in LOOP_TYPES:
-        raise ModelError(f'{where}: type="{kind}" is not supported; expected one of {", ".join(LOOP_TYPES)}')
+        raise ModelError(f'{where}: type="{cut(kind)}" is not supported; expected one of {", ".join(LOOP_TYPES)}')
     pred = element.find('predecessor')
     succ = element.find('successor')
+    axis = _axis(element, where)
     return LoopSpec(name, kind,
                     _link_reference(pred, f'{where} <predecessor>'), _origin(pred, f'{where} <predecessor>'),
                     _link_reference(succ, f'{where} <successor>'), _origin(succ, f'{where} <successor>'),
-                    _axis(element, where))
+                    axis, _second_axis(element, where, kind, axis))
 
 
 def _read_coupling(element):
     name = _name(element, 'coupling')
-    where = f'coupling {name!r}'
+    where = f'coupling {quote(name)}'
     ratio_element = element.find('ratio')
     if ratio_element is None:
         raise ModelError(f'{where}: <ratio value> is missing')
-    ratio = float(_numbers(ratio_element, 'value', 1, f'{where} <ratio>')[0])
+    ratio = _ratio(ratio_element, 'value', f'{where} <ratio>')
     return CouplingSpec(name, _link_reference(element.find('predecessor'), f'{where} <predecessor>'),
                         _link_reference(element.find('successor'), f'{where} <successor>'), ratio)
+
+
+def _ratio(element, attribute, where, default=None):
+    """A gear ratio or mimic multiplier: 1/RATIO <= |ratio| <= RATIO (its inverse is a ratio too: the
+    dependent joint may be either end)."""
+    ratio = float(_numbers(element, attribute, 1, where, bounds.RATIO, default)[0])
+    if abs(ratio) < 1.0 / bounds.RATIO:
+        raise ModelError(f'{where}: {attribute}="{cut(element.get(attribute))}" is below {1.0 / bounds.RATIO:g} in '
+                         'magnitude; a ratio relates two moving joints')
+    return ratio

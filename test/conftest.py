@@ -33,15 +33,18 @@ def oracle(name):
 
 
 def random_state(model, rng):
-    """Consistent random state: independent positions in [-0.6, 0.6] rad (unit quaternion for a floating
-    base) completed by the library, independent velocities, torques and a wrench on every 3rd link."""
+    """Consistent random state: independent positions in [-0.6, 0.6] rad (unit quaternions for floating and
+    spherical joints, planar x y theta in [-0.6, 0.6]) completed by the library, independent velocities,
+    torques and a wrench on every 3rd link."""
     q_ind = []
     for name in model.independent_joint_names:
-        if model.joint_type[model.joint_names.index(name) + 1] == 'floating':
+        kind = model.joint_type[model.joint_names.index(name) + 1]
+        if kind in ('floating', 'spherical'):
             quat = rng.normal(size=4)
-            q_ind.extend(np.concatenate((rng.uniform(-1, 1, 3), quat / np.linalg.norm(quat))))
+            position = rng.uniform(-1, 1, 3) if kind == 'floating' else []
+            q_ind.extend(np.concatenate((position, quat / np.linalg.norm(quat))))
         else:
-            q_ind.append(rng.uniform(-0.6, 0.6))
+            q_ind.extend(rng.uniform(-0.6, 0.6, 3 if kind == 'planar' else 1))
     q = model.complete_positions(q_ind)
     yd = rng.normal(size=model.ny)
     wrenches = {link: (rng.normal(size=3), rng.normal(size=3)) for link in model.links[1::3]}

@@ -9,9 +9,15 @@ Pinocchio, stacked constraint Jacobians, and a dense rank-revealing
 (SVD null-space) solve of the KKT system.
 
 Conventions (see the cluster spec):
-  * q: 7 per floating joint (x y z qx qy qz qw), 1 per other joint
-    (continuous joints are a plain angle here; Pinocchio uses cos/sin).
-  * v: 6 per floating joint ([linear; angular] in the child frame), 1 otherwise.
+  * q: 7 per floating joint (x y z qx qy qz qw), 4 per spherical joint
+    (qx qy qz qw), 3 per planar joint (x y theta in the plane basis e1 e2 of
+    the documented convention; Pinocchio: x y cos sin in its own XY plane),
+    1 per other joint (continuous joints are a plain angle here; Pinocchio
+    uses cos/sin).  A universal joint u (Pinocchio's JointModelUniversal) is
+    the two coordinates u_1, u_2 of the library's layout.
+  * v: 6 per floating joint ([linear; angular] in the child frame), 3 per
+    spherical (angular, child frame) or planar (e1, e2 linear and axis
+    angular, child frame) joint, 1 otherwise.
   * vector order: ``set_layout(joint_names)`` (default: Pinocchio's order).
   * wrenches: {link: (force[3], torque[3])} in the link frame at the link
     origin, acting ON the body: H qdd + C - J^T f = tau.
@@ -22,7 +28,11 @@ Constraint rows (K qdd = k, k = -Kdot v):
     Relative spatial velocity of S w.r.t. P, expressed in P (at P's origin):
     v_rel = Ad(pMs) v_S - v_P, then rows selected by the loop type
     (revolute/continuous: 3 linear + 2 angular perpendicular to the axis;
-    fixed: 6; prismatic: 2 linear perpendicular to the axis + 3 angular).
+    fixed: 6; prismatic: 2 linear perpendicular to the axis + 3 angular;
+    spherical: 3 linear; planar: 1 linear along the axis + 2 angular
+    perpendicular to it; universal: 3 linear + 1 angular along n = a1 x a2,
+    a1 = <axis> in P, a2 = <axis2> in S, whose bias also carries the
+    turning of n with S: d/dt n = a1 x (w_rel x a2) in P).
     Time derivative: d/dt v_rel = Ad(pMs) a_S - a_P - v_P x v_rel
     (a_* = body-frame spatial accelerations), hence k = -T (that at qdd = 0).
   * <coupling> (pred A, succ B, ratio r): r * sum(v on NCA->A) - sum(v on NCA->B).
@@ -84,6 +94,15 @@ def _perp_basis(axis: np.ndarray) -> np.ndarray:
     return np.column_stack([b1, b2])
 
 
+def _plane_frame(axis: np.ndarray) -> np.ndarray:
+    """The library's documented plane basis of a planar joint: e1 = axis x (1, 0, 0) normalized
+    (axis x (0, 1, 0) when |axis_x| >= 0.9), e2 = axis x e1; columns (e1, e2, axis)."""
+    h = np.array([1.0, 0.0, 0.0]) if abs(axis[0]) < 0.9 else np.array([0.0, 1.0, 0.0])
+    e1 = np.cross(axis, h)
+    e1 /= np.linalg.norm(e1)
+    return np.column_stack([e1, np.cross(axis, e1), axis])
+
+
 def _is_true(text, default=True):
     if text is None:
         return default
@@ -129,7 +148,11 @@ class KKTOracle:
             jtype = j.get("type")
             parent = j.find("parent").get("link")
             child = j.find("child").get("link")
-            self._urdf_joints[name] = dict(type=jtype, parent=parent, child=child)
+            ax, ax2 = j.find("axis"), j.find("axis2")
+            axis = _floats(ax.get("xyz") if ax is not None else None, 3, [1, 0, 0])
+            axis2 = _floats(ax2.get("xyz") if ax2 is not None else None, 3, [0, 1, 0])
+            self._urdf_joints[name] = dict(type=jtype, parent=parent, child=child, origin=_origin(j),
+                                           axis=axis / np.linalg.norm(axis), axis2=axis2 / np.linalg.norm(axis2))
             if child in self._link_parent:
                 raise ValueError(f"link {child} has two parent joints")
             self._link_parent[child] = (name, parent)
@@ -156,16 +179,19 @@ class KKTOracle:
                 continue
             if el.tag == "loop":
                 ltype = el.get("type")
-                if ltype not in ("revolute", "continuous", "prismatic", "fixed"):
+                if ltype not in ("revolute", "continuous", "prismatic", "fixed", "spherical", "planar",
+                                 "universal"):
                     raise ValueError(f"unsupported loop type {ltype}")
                 pe, se = el.find("predecessor"), el.find("successor")
-                ax = el.find("axis")
+                ax, ax2 = el.find("axis"), el.find("axis2")
                 axis = _floats(ax.get("xyz") if ax is not None else None, 3, [1, 0, 0])
                 axis = axis / np.linalg.norm(axis)
+                axis2 = _floats(ax2.get("xyz") if ax2 is not None else None, 3, [0, 1, 0])
                 self.constraints.append(dict(
                     kind="loop", name=el.get("name"), type=ltype,
                     pred=_link_of(pe), pred_origin=_origin(pe),
-                    succ=_link_of(se), succ_origin=_origin(se), axis=axis))
+                    succ=_link_of(se), succ_origin=_origin(se), axis=axis,
+                    axis2=axis2 / np.linalg.norm(axis2)))
             elif el.tag == "coupling":
                 ratio = float(el.find("ratio").get("value"))
                 self.constraints.append(dict(
@@ -174,23 +200,8 @@ class KKTOracle:
                     succ=_link_of(el.find("successor")), ratio=ratio))
         self.constraints.extend(mimics)
 
-        # ---- clean plain URDF for Pinocchio (spanning tree only) -----------
-        clean = etree.fromstring(raw, etree.XMLParser(remove_comments=True))
-        for tag in ("loop", "coupling"):
-            for el in clean.findall(tag):
-                clean.remove(el)
-        for j in clean.findall("joint"):
-            for mm in j.findall("mimic"):
-                j.remove(mm)
-            if "independent" in j.attrib:
-                del j.attrib["independent"]
-        self.model = pin.buildModelFromXML(etree.tostring(clean).decode("utf-8"))
-        # urdfdom only prints (does not raise) on a bad <inertial>: cross-check the masses
-        urdf_mass = sum(float(l.find("inertial/mass").get("value"))
-                        for l in root.findall("link") if l.find("inertial/mass") is not None)
-        pin_mass = sum(I.mass for I in self.model.inertias)
-        if abs(urdf_mass - pin_mass) > 1e-12 * max(1.0, urdf_mass):
-            raise ValueError(f"Pinocchio lost mass while parsing ({pin_mass} vs {urdf_mass})")
+        # ---- Pinocchio model of the spanning tree, joint by joint -----------
+        self.model = self._build_tree(root)
 
         # ---- frames for the loop joints ------------------------------------
         for c in self.constraints:
@@ -206,30 +217,74 @@ class KKTOracle:
         self.data = self.model.createData()
 
         # ---- joint bookkeeping ---------------------------------------------
-        self._pj = {}  # name -> dict(kind, idx_q, nq, idx_v, nv)
+        self._pj = {}  # our joint name -> dict(kind, idx_q, nq, idx_v, nv)
         pin_order = []
         for jid in range(1, self.model.njoints):
             jm = self.model.joints[jid]
             name = self.model.names[jid]
-            short = jm.shortname()
-            if short == "JointModelFreeFlyer":
-                kind = "floating"
-            elif jm.nq == 2 and jm.nv == 1:  # RUBX/RUBY/RUBZ/RevoluteUnboundedUnaligned
-                kind = "continuous"
-            elif jm.nq == 1 and jm.nv == 1:
-                kind = "scalar"
-            else:
-                raise ValueError(f"unsupported Pinocchio joint {short} for {name}")
             utype = self._urdf_joints[name]["type"]
-            expect = {"floating": "floating", "continuous": "continuous",
-                      "revolute": "scalar", "prismatic": "scalar"}.get(utype)
-            if expect != kind:
-                raise ValueError(f"joint {name}: URDF type {utype} but Pinocchio {short}")
-            self._pj[name] = dict(kind=kind, idx_q=jm.idx_q, nq=jm.nq,
-                                  idx_v=jm.idx_v, nv=jm.nv, jid=jid)
+            kind = "scalar" if utype in ("revolute", "continuous", "prismatic") else utype
+            if utype == "universal":  # the library's two coordinates u_1, u_2
+                for h in (0, 1):
+                    self._pj[f"{name}_{h + 1}"] = dict(kind="scalar", idx_q=jm.idx_q + h, nq=1,
+                                                       idx_v=jm.idx_v + h, nv=1, jid=jid)
+                    pin_order.append(f"{name}_{h + 1}")
+                continue
+            self._pj[name] = dict(kind=kind, idx_q=jm.idx_q, nq=jm.nq, idx_v=jm.idx_v, nv=jm.nv, jid=jid)
             pin_order.append(name)
         self.pinocchio_joint_names = list(pin_order)
         self.set_layout(pin_order)
+
+    # ------------------------------------------------------------- the tree
+    @staticmethod
+    def _inertia(link_elem):
+        """pin.Inertia of a <link> about its frame origin, link axes."""
+        inertial = link_elem.find("inertial")
+        if inertial is None:
+            return pin.Inertia.Zero()
+        mass = float(inertial.find("mass").get("value"))
+        o = _origin(inertial)
+        t = inertial.find("inertia")
+        e = {k: float(t.get(k)) for k in ("ixx", "ixy", "ixz", "iyy", "iyz", "izz")}
+        I = np.array([[e["ixx"], e["ixy"], e["ixz"]], [e["ixy"], e["iyy"], e["iyz"]],
+                      [e["ixz"], e["iyz"], e["izz"]]])
+        return pin.Inertia(mass, o.translation, o.rotation @ I @ o.rotation.T)
+
+    def _build_tree(self, root):
+        """pin.Model of the spanning tree: one Pinocchio joint per moving URDF joint (a universal joint
+        is one JointModelUniversal), fixed joints merged, a BODY frame per link.  A planar joint is
+        Pinocchio's JointModelPlanar (XY plane, z rotation) in the joint frame turned by F = [e1 e2
+        axis]: its child frame is then ours turned by F, so everything it carries is placed through
+        F^T."""
+        links = {l.get("name"): l for l in root.findall("link")}
+        children = {name: [] for name in links}
+        for name, j in self._urdf_joints.items():
+            children[j["parent"]].append(name)
+        roots = [l for l in links if l not in self._link_parent]
+        model = pin.Model()
+        model.name = root.get("name", "")
+        stack = [(roots[0], 0, pin.SE3.Identity(), None)]
+        while stack:  # depth first, a joint added when its child is visited: subtrees stay contiguous
+            link, jid, M, name = stack.pop()  # M: pose of the link (or joint) frame in joint jid's frame
+            if name is not None:
+                j = self._urdf_joints[name]
+                placement, M = M, pin.SE3.Identity()
+                if j["type"] == "planar":
+                    F = _plane_frame(j["axis"])
+                    placement, M = placement * pin.SE3(F, np.zeros(3)), pin.SE3(F.T, np.zeros(3))
+                jm = {"revolute": lambda: pin.JointModelRevoluteUnaligned(j["axis"]),
+                      "continuous": lambda: pin.JointModelRevoluteUnaligned(j["axis"]),  # same dynamics
+                      "prismatic": lambda: pin.JointModelPrismaticUnaligned(j["axis"]),
+                      "floating": pin.JointModelFreeFlyer, "spherical": pin.JointModelSpherical,
+                      "planar": pin.JointModelPlanar,
+                      "universal": lambda: pin.JointModelUniversal(j["axis"], j["axis2"])}[j["type"]]()
+                jid = model.addJoint(jid, jm, placement, name)
+            model.appendBodyToJoint(jid, self._inertia(links[link]), M)
+            model.addFrame(pin.Frame(link, jid, 0, M, pin.FrameType.BODY))
+            for child in reversed(children[link]):
+                j = self._urdf_joints[child]
+                stack.append((j["child"], jid, M * j["origin"], None if j["type"] == "fixed" else child))
+        return model
 
     # ------------------------------------------------------------------ layout
     def set_layout(self, joint_names):
@@ -243,7 +298,7 @@ class KKTOracle:
         iq = iv = 0
         for n in names:
             info = self._pj[n]
-            nq = 7 if info["kind"] == "floating" else 1
+            nq = {"floating": 7, "spherical": 4, "planar": 3}.get(info["kind"], 1)
             nv = info["nv"]
             self._q_slices[n] = slice(iq, iq + nq)
             self._v_slices[n] = slice(iv, iv + nv)
@@ -285,12 +340,14 @@ class KKTOracle:
         for n, info in self._pj.items():
             qs = q[self._q_slices[n]]
             a = info["idx_q"]
-            if info["kind"] == "continuous":
-                qp[a:a + 2] = [np.cos(qs[0]), np.sin(qs[0])]
-            elif info["kind"] == "floating":
+            if info["kind"] == "floating":
                 quat = qs[3:7]
                 qp[a:a + 3] = qs[:3]
                 qp[a + 3:a + 7] = quat / np.linalg.norm(quat)
+            elif info["kind"] == "spherical":
+                qp[a:a + 4] = qs / np.linalg.norm(qs)
+            elif info["kind"] == "planar":
+                qp[a:a + 4] = [qs[0], qs[1], np.cos(qs[2]), np.sin(qs[2])]
             else:
                 qp[a] = qs[0]
         return qp
@@ -300,8 +357,8 @@ class KKTOracle:
         q = np.zeros(self.nq)
         for n, info in self._pj.items():
             a = info["idx_q"]
-            if info["kind"] == "continuous":
-                q[self._q_slices[n]] = np.arctan2(qp[a + 1], qp[a])
+            if info["kind"] == "planar":
+                q[self._q_slices[n]] = [qp[a], qp[a + 1], np.arctan2(qp[a + 3], qp[a + 2])]
             else:
                 q[self._q_slices[n]] = qp[a:a + info["nq"]]
         return q
@@ -332,6 +389,11 @@ class KKTOracle:
             if info["kind"] == "floating":
                 quat = rng.normal(size=4)
                 q[s] = np.concatenate([rng.uniform(-scale, scale, 3), quat / np.linalg.norm(quat)])
+            elif info["kind"] == "spherical":
+                quat = rng.normal(size=4)
+                q[s] = quat / np.linalg.norm(quat)
+            elif info["kind"] == "planar":
+                q[s] = rng.uniform(-scale, scale, 3)
             else:
                 q[s] = rng.uniform(-scale, scale)
         return q
@@ -411,11 +473,26 @@ class KKTOracle:
 
     # ------------------------------------------------------------ constraints
     @staticmethod
-    def _selector(c):
+    def _selector(c, pMs=None):
+        """Rows of the relative motion (Pinocchio [linear; angular], in P) that a loop constrains; a
+        universal loop's angular row n = a1 x (R a2) needs the relative pose pMs (zero without)."""
         t = c["type"]
         if t == "fixed":
             return np.eye(6)
         B = _perp_basis(c["axis"])
+        if t == "spherical":
+            return np.eye(6)[:3]
+        if t == "universal":
+            T = np.zeros((4, 6))
+            T[:3, :3] = np.eye(3)
+            if pMs is not None:
+                T[3, 3:] = np.cross(c["axis"], pMs.rotation @ c["axis2"])
+            return T
+        if t == "planar":
+            T = np.zeros((3, 6))
+            T[0, :3] = c["axis"]
+            T[1:, 3:] = B.T
+            return T
         T = np.zeros((5, 6))
         if t in ("revolute", "continuous"):
             T[:3, :3] = np.eye(3)
@@ -438,7 +515,9 @@ class KKTOracle:
             jt = self._urdf_joints[jname]["type"]
             if jt == "floating":
                 raise ValueError(f"coupling path crosses floating joint {jname}")
-            if jt != "fixed":
+            if jt == "universal":
+                out.extend([f"{jname}_2", f"{jname}_1"])
+            elif jt != "fixed":
                 out.append(jname)
             cur = parent
         return out[::-1]
@@ -509,7 +588,7 @@ class KKTOracle:
                 Jp = pin.getFrameJacobian(self.model, self.data, fp, pin.ReferenceFrame.LOCAL)
                 Js = pin.getFrameJacobian(self.model, self.data, fs, pin.ReferenceFrame.LOCAL)
                 Jrel = pMs.action @ Js - Jp
-                rows.append(self._selector(c) @ self.cols_from_pin(Jrel))
+                rows.append(self._selector(c, pMs) @ self.cols_from_pin(Jrel))
             else:
                 rows.append(self._coupling_row(c)[None, :])
         if not rows:
@@ -532,7 +611,11 @@ class KKTOracle:
                 aS = pin.getFrameAcceleration(self.model, self.data, fs, LOCAL)
                 vrel = pMs.act(vS) - vP
                 drel = pMs.act(aS) - aP - vP.cross(vrel)
-                out.append(-self._selector(c) @ drel.vector)
+                k = -self._selector(c, pMs) @ drel.vector
+                if c["type"] == "universal":  # d/dt n = a1 x (w_rel x R a2) in P
+                    w = np.array(vrel.angular)
+                    k[3] -= np.cross(c["axis"], np.cross(w, pMs.rotation @ c["axis2"])) @ w
+                out.append(k)
             else:
                 out.append(np.zeros(1))
         if not out:
@@ -551,6 +634,12 @@ class KKTOracle:
                 t = c["type"]
                 if t == "fixed":
                     out.append(np.concatenate([p, r]))
+                elif t == "spherical":
+                    out.append(p)
+                elif t == "universal":
+                    out.append(np.concatenate([p, [-c["axis"] @ pMs.rotation @ c["axis2"]]]))
+                elif t == "planar":
+                    out.append(np.concatenate([[c["axis"] @ p], _perp_basis(c["axis"]).T @ r]))
                 else:
                     B = _perp_basis(c["axis"])
                     if t in ("revolute", "continuous"):
@@ -626,7 +715,7 @@ class KKTOracle:
                 raise ValueError("dependent velocities not determined by K (bad independent set)")
             G[d, :] = -np.linalg.lstsq(Kd, K[:, y], rcond=None)[0]
         res = np.abs(K @ G).max() if K.size else 0.0
-        if res > 1e-8 * max(1.0, np.abs(K).max()):
+        if res > 1e-8 * max(1.0, np.abs(K).max(initial=0.0)):
             raise ValueError(f"independent set incompatible with constraints (|K G| = {res:g})")
         return G
 

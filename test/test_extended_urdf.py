@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from conftest import assert_close, random_state
-from dynamics_node import bundled_extended_urdf, bundled_model, load_model, ModelError
+from dynamics_node import bundled_extended_urdf, bundled_model, bundled_models, load_model, ModelError
 from dynamics_node.extended_urdf import main, to_urdf_plus
 from oracle import KKTOracle
 
@@ -36,15 +36,25 @@ def yaml_with(**changes):
     return yaml.safe_dump(data)
 
 
-def independent_oracle():
-    """A URDF+ of the pair built without the library: the joint replacements by hand, each closure frame
-    resolved by Pinocchio's URDF frames (frame -> parent joint's child link + placement)."""
-    closures = yaml.safe_load(TEXT)
+def independent_oracle(text=TEXT):
+    """A URDF+ of the pair built without the library: each closure frame resolved by Pinocchio's frames
+    of the original URDF (frame -> parent joint's child link + placement), the joint replacements by hand."""
+    closures = yaml.safe_load(text)
     root = etree.parse(URDF, etree.XMLParser(remove_comments=True)).getroot()
+    tree = pin.buildModelFromXML(etree.tostring(root).decode())
+    child_link = {j.get('name'): j.find('child').get('link') for j in root.findall('joint')}
+    for (a, b), kind in zip(closures['closed_loop'], closures['type']):
+        loop = etree.SubElement(root, 'loop', name=f'{a}-{b}', type={'6D': 'fixed', '3D': 'spherical'}[kind.upper()])
+        for tag, name in (('predecessor', a), ('successor', b)):
+            frame = tree.frames[tree.getFrameId(name)]
+            side = etree.SubElement(loop, tag, link=child_link[tree.names[frame.parentJoint]])
+            rpy = ' '.join(f'{x:.17g}' for x in pin.rpy.matrixToRpy(frame.placement.rotation))
+            xyz = ' '.join(f'{x:.17g}' for x in frame.placement.translation)
+            etree.SubElement(side, 'origin', xyz=xyz, rpy=rpy)
     for name, kind in zip(closures['joint_name'], closures['joint_type']):
         joint = root.find(f"joint[@name='{name}']")
-        if kind == 'FIXED':
-            joint.set('type', 'fixed')
+        if kind in ('FIXED', 'SPHERICAL'):
+            joint.set('type', kind.lower())
             continue
         assert kind == 'UJOINT_YX'
         child = joint.find('child').get('link')
@@ -56,18 +66,25 @@ def independent_oracle():
         root.append(etree.fromstring(
             f'<joint name="{name}_b" type="continuous"><parent link="{name}_cross"/><child link="{child}"/>'
             '<axis xyz="1 0 0"/></joint>'))
-    tree = pin.buildModelFromXML(etree.tostring(root).decode())
-    child_link = {j.get('name'): j.find('child').get('link') for j in root.findall('joint')}
-    for a, b in closures['closed_loop']:
-        loop = etree.SubElement(root, 'loop', name=f'{a}-{b}', type='fixed')
-        for tag, name in (('predecessor', a), ('successor', b)):
-            frame = tree.frames[tree.getFrameId(name)]
-            link = child_link[tree.names[frame.parentJoint]]
-            side = etree.SubElement(loop, tag, link=link)
-            rpy = ' '.join(f'{x:.17g}' for x in pin.rpy.matrixToRpy(frame.placement.rotation))
-            xyz = ' '.join(f'{x:.17g}' for x in frame.placement.translation)
-            etree.SubElement(side, 'origin', xyz=xyz, rpy=rpy)
     return KKTOracle(etree.tostring(root).decode())
+
+
+def assert_matches_oracle(model, reference, rng, links=('foot', 'rod', 'closure_b')):
+    """FD, ID, H_y and Lambda^-1 against the KKT oracle at random closed states (1e-9)."""
+    for _ in range(STATES):
+        q, yd, wrenches = random_state(model, rng)
+        assert np.max(np.abs(reference.loop_residual(q))) < 1e-10, 'the loop is closed'
+        G = reference.null_space_G(q, model.independent_joint_names)
+        v = G @ yd
+        tau = rng.normal(size=model.nv)
+        assert_close(model.forward_dynamics(q, yd, tau, wrenches), reference.forward_dynamics(q, v, tau, wrenches),
+                     'qdd')
+        ydd = rng.normal(size=model.ny)
+        qdd = G @ ydd + reference.explicit_bias_g(q, v, model.independent_joint_names)
+        assert_close(model.inverse_dynamics(q, yd, ydd, wrenches),
+                     reference.inverse_dynamics_projected(q, v, qdd, G, wrenches), 'tau_y')
+        assert_close(model.mass_matrix(q), G.T @ reference.mass_matrix(q) @ G, 'H_y')
+        assert_close(model.inverse_osim(q, list(links)), reference.osim_inverse(q, G, list(links)), 'Lambda^-1')
 
 
 @pytest.fixture(scope='module')
@@ -94,6 +111,13 @@ def test_conversion_is_the_urdf_plus_loaded_plainly(tmp_path, rng):
                                   plain.forward_dynamics(q, yd, tau, wrenches))
             assert np.array_equal(model.inverse_dynamics(q, yd, tau), plain.inverse_dynamics(q, yd, tau))
             assert np.array_equal(model.mass_matrix(q), plain.mass_matrix(q))
+
+
+def test_bundled_in_the_extended_urdf_format():
+    assert 'rod_knee_leg' in bundled_models()
+    assert load_model(bundled_model('rod_knee_leg')).name == 'rod_knee_leg'
+    with pytest.raises(ModelError, match=r"no bundled robot 'four_bar_pair'; bundled robots are \["):
+        bundled_extended_urdf('four_bar_pair')
 
 
 def test_structure_of_the_converted_robot():
@@ -133,24 +157,10 @@ def test_redundant_weld_rows_are_reduced(rng):
 
 @pytest.mark.parametrize('compiled', [True, False], ids=['compiled', 'reference'])
 def test_against_independent_oracle(reference, compiled, rng):
-    """FD, ID, H_y and Lambda^-1 against the KKT oracle of the independently converted robot (1e-9)."""
     model = extended(compiled=compiled)
-    links = ['foot', 'rod', 'closure_b']
-    for _ in range(STATES):
-        q, yd, wrenches = random_state(model, rng)
-        assert np.max(np.abs(reference.loop_residual(q))) < 1e-10, 'the loop is closed'
-        G = reference.null_space_G(q, model.independent_joint_names)
-        v = G @ yd
-        tau = rng.normal(size=model.nv)
-        assert_close(model.forward_dynamics(q, yd, tau, wrenches), reference.forward_dynamics(q, v, tau, wrenches),
-                     'qdd')
-        ydd = rng.normal(size=model.ny)
-        qdd = G @ ydd + reference.explicit_bias_g(q, v, model.independent_joint_names)
-        assert_close(model.inverse_dynamics(q, yd, ydd, wrenches),
-                     reference.inverse_dynamics_projected(q, v, qdd, G, wrenches), 'tau_y')
-        assert_close(model.mass_matrix(q), G.T @ reference.mass_matrix(q) @ G, 'H_y')
-        assert_close(model.inverse_osim(q, links), reference.osim_inverse(q, G, links), 'Lambda^-1')
-        assert np.array_equal(model.inverse_osim(q, ['hip_housing']), np.zeros((6, 6))), 'a ground frame'
+    assert_matches_oracle(model, reference, rng)
+    q, _, _ = random_state(model, rng)
+    assert np.array_equal(model.inverse_osim(q, ['hip_housing']), np.zeros((6, 6))), 'a ground frame'
 
 
 def test_complete_positions_from_the_actuated_joints(reference):
@@ -159,6 +169,19 @@ def test_complete_positions_from_the_actuated_joints(reference):
         q = model.complete_positions([hip, knee_motor, 0.1, -0.2])
         assert q[0] == hip and q[1] == knee_motor
         assert np.max(np.abs(reference.loop_residual(q))) < 1e-12
+
+
+def test_name_mot_decides_the_independent_joints(reference, rng):
+    """Actuating the knee instead of knee_motor makes the knee the loop's independent joint."""
+    model = extended(yaml_with(name_mot=['hip_pitch', 'knee']))
+    loop = next(c for c in model.clusters if c.constraints)
+    assert loop.independent_joints == ('knee',)
+    assert model.independent_joint_names == ('hip_pitch', 'knee', 'ankle_a', 'ankle_b')
+    q = model.complete_positions([0.3, -0.5, 0.2, 0.1])
+    assert q[model.joint_names.index('knee')] == -0.5
+    assert np.max(np.abs(reference.loop_residual(q))) < 1e-12
+    G = reference.null_space_G(q, model.independent_joint_names)
+    assert_close(model.mass_matrix(q), G.T @ reference.mass_matrix(q) @ G, 'H_y')
 
 
 def test_fewer_actuated_joints_than_degrees_of_freedom():
@@ -202,7 +225,10 @@ def test_three_d_closures_become_spherical_loops():
     (yaml_with(name_mot=['hip_pitch', 'elbow']), r"name_mot names unknown joint 'elbow'"),
     (yaml_with(name_mot=['hip_roll']), r"name_mot names joint 'hip_roll', which is fixed"),
     (yaml_with(name_mot=['ankle']), r"name_mot names joint 'ankle', which joint_type replaces by UJOINT_YX"),
-    (yaml_with(name_mot=[3]), r'name_mot entry 0 is 3; expected a name'),
+    (yaml_with(name_mot=['hip_pitch', 'knee_motor', 'knee']),
+     r"cluster 'crank' .* has constraint rank 3 but only 2 .*not marked independent=\"true\""),
+    (yaml_with(name_mot=[3]), r'name_mot entry 0 is 3; expected a joint name'),
+    (yaml_with(type=[6]), r'type entry 0 is 6; expected 3D or 6D'),
     (yaml_with(joint_type=['FIXED', 'UJOINT_XX']),
      r"joint_type 'UJOINT_XX' of joint 'ankle': expected SPHERICAL, FIXED or UJOINT_ab with a, b two "
      r'different axes among X, Y, Z'),
@@ -217,6 +243,17 @@ def test_three_d_closures_become_spherical_loops():
 def test_yaml_errors_name_the_entry(closures, message):
     with pytest.raises(ModelError, match=message):
         load_model(URDF, closures=closures)
+
+
+def test_the_urdf_is_checked_first(tmp_path):
+    """The URDF's own errors come with the URDF+ reader's messages; an unreadable closures file is named."""
+    urdf = Path(URDF).read_text().replace('<child link="foot"/>', '<child link="toe"/>')
+    with pytest.raises(ModelError, match=r"joint 'ankle' refers to unknown link 'toe'"):
+        load_model(urdf, closures=TEXT)
+    binary = tmp_path / 'closures.yaml'
+    binary.write_bytes(b'\xff\xfe\x00')
+    with pytest.raises(ModelError, match=r"closures file '.*closures.yaml' cannot be read: not UTF-8 text"):
+        load_model(URDF, closures=str(binary))
 
 
 def test_ujoint_names_must_be_free():

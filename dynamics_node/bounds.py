@@ -1,0 +1,21 @@
+"""Bounds on every number a description or a call may carry (SI units).
+
+Each bound lies far beyond any robot and far below overflow, so that every product the algorithms form
+(gear ratio^2 x rotor inertia x velocity^2, mass x length^2 x acceleration, ...) stays finite with many
+orders of magnitude to spare (the largest such product is below 1e60; doubles overflow at 1.8e308).
+"""
+
+# Description (URDF+ attributes)
+MASS = 1e6                 # kg: <mass value>, per link (a loaded mining truck is 6e5 kg)
+INERTIA = 1e9              # kg m^2: each <inertia> entry (30 m, 1e5 kg crane boom: 3e7)
+LENGTH = 1e3               # m: every <origin xyz> (joint, inertial, loop frames)
+ANGLE = 1e3                # rad: every <origin rpy>
+RATIO = 1e4                # <ratio value> and <mimic multiplier> magnitude (gearboxes: up to a few 1000)
+
+# State and requests
+POSITION = 1e8             # rad or m: joint positions (a continuous joint's accumulated angle times a gear
+#                            ratio; sin/cos of 1e8 rad are still exact to 1e-8) and <mimic offset>
+VELOCITY = 1e6             # rad/s or m/s: a rotor at ratio 1e4 behind a link at 100 rad/s
+ACCELERATION = 1e8         # rad/s^2 or m/s^2
+FORCE = 1e9                # N or N m: generalized forces and wrench entries
+GRAVITY = 1e3              # m/s^2: each gravity component (100 g)

@@ -1,0 +1,214 @@
+"""Spherical, planar and universal joints (in the tree and inside clusters) and spherical, planar and
+universal loops against the independent oracle (Pinocchio's JointModelSpherical, JointModelPlanar and
+JointModelUniversal, own loop rows, dense KKT), on both engines; LCABA and completion on them."""
+
+import functools
+
+import numpy as np
+import pytest
+
+from conftest import assert_close, random_state
+from dynamics_node import load_model, ModelError
+from oracle import KKTOracle
+
+STATES = 3
+
+
+def inertial(mass, com, moments, products=(0.0, 0.0, 0.0)):
+    (ixx, iyy, izz), (ixy, ixz, iyz) = moments, products
+    return (f'<inertial><origin xyz="{com}"/><mass value="{mass}"/><inertia ixx="{ixx}" ixy="{ixy}" '
+            f'ixz="{ixz}" iyy="{iyy}" iyz="{iyz}" izz="{izz}"/></inertial>')
+
+
+def link(name, mass=1.0, com='0.05 0.02 -0.03', moments=(0.012, 0.015, 0.009), products=(0.001, -0.002, 0.0005)):
+    return f'<link name="{name}">{inertial(mass, com, moments, products) if mass else ""}</link>'
+
+
+def joint(name, kind, parent, child, origin='0 0 0', rpy='0 0 0', axis='0 0 1', extra=''):
+    return (f'<joint name="{name}" type="{kind}"><parent link="{parent}"/><child link="{child}"/>'
+            f'<origin xyz="{origin}" rpy="{rpy}"/><axis xyz="{axis}"/>{extra}</joint>')
+
+
+def loop(name, kind, pred, pred_origin, succ, succ_origin, axis='0 0 1', extra=''):
+    return (f'<loop name="{name}" type="{kind}"><predecessor link="{pred}"><origin xyz="{pred_origin}"/>'
+            f'</predecessor><successor link="{succ}"><origin xyz="{succ_origin}"/></successor>'
+            f'<axis xyz="{axis}"/>{extra}</loop>')
+
+
+def robot(name, *elements):
+    return f'<robot name="{name}">' + ''.join(elements) + '</robot>'
+
+
+MODELS = {
+    # spherical, universal and planar joints (tilted plane) in a tree, with a fixed tip frame
+    'tree': robot('tree', link('base', 0), link('upper'), link('lower', 0.8), link('puck', 0.5), link('tip', 0.2),
+                  joint('ball', 'spherical', 'base', 'upper', '0 0 0.3', '0.2 -0.1 0.3'),
+                  joint('cardan', 'universal', 'upper', 'lower', '0.1 0.05 -0.4', '0 0.3 0', '0 0 1',
+                        '<axis2 xyz="1 0 0"/>'),
+                  joint('slide', 'planar', 'lower', 'puck', '0 0.2 -0.3', '0.1 0 0', '0.6 0 0.8'),
+                  joint('tip_fix', 'fixed', 'puck', 'tip', '0.1 0 0.05', '0.3 0.2 0.1')),
+    # crank - rod on a universal joint - rocker, closed by a spherical loop (RUSR)
+    'rusr': robot('rusr', link('base', 0), link('crank'), link('rod', 0.4), link('rocker'),
+                  joint('crank_joint', 'revolute', 'base', 'crank'),
+                  joint('rod_cardan', 'universal', 'crank', 'rod', '0.2 0 0', extra='<axis2 xyz="0 1 0"/>'),
+                  joint('rocker_joint', 'revolute', 'base', 'rocker', '0.6 0.2 0', axis='1 0 0'),
+                  loop('ball_end', 'spherical', 'rod', '0.4 0.2 0.3', 'rocker', '0 0 0.3')),
+    # crank - rod on a spherical joint (dependent) - rocker, closed by a universal loop (RSUR)
+    'rsur': robot('rsur', link('base', 0), link('crank'), link('rod', 0.4), link('rocker'),
+                  joint('crank_joint', 'revolute', 'base', 'crank'),
+                  joint('rod_ball', 'spherical', 'crank', 'rod', '0.2 0 0'),
+                  joint('rocker_joint', 'revolute', 'base', 'rocker', '0.6 0.2 0', axis='1 0 0'),
+                  loop('cardan_end', 'universal', 'rod', '0.4 0.2 0.3', 'rocker', '0 0 0.3', '0 0 1',
+                       '<axis2 xyz="1 0 0"/>')),
+    # a block on a planar joint (dependent) welded to a two-link arm moving in the same tilted plane
+    'planar_block': robot('planar_block', link('base', 0), link('crank'), link('coupler'), link('block', 0.6),
+                          joint('crank_joint', 'revolute', 'base', 'crank', axis='0 0.6 0.8'),
+                          joint('coupler_joint', 'revolute', 'crank', 'coupler', '0.3 0 0', axis='0 0.6 0.8'),
+                          joint('block_plane', 'planar', 'base', 'block', '0.7 0 0', axis='0 0.6 0.8'),
+                          loop('weld', 'fixed', 'coupler', '0.4 0 0', 'block', '0 0 0')),
+    # a leg whose foot slides flat on the floor: a planar loop with a redundant row (3 rows, rank 2)
+    'planar_foot': robot('planar_foot', link('base', 0), link('hip'), link('thigh'), link('shank'), link('foot', 0.3),
+                         joint('yaw', 'revolute', 'base', 'hip'),
+                         joint('thigh_joint', 'revolute', 'hip', 'thigh', '0 0 0.4', axis='0 1 0'),
+                         joint('knee', 'revolute', 'thigh', 'shank', '0.2 0 0', axis='0 1 0'),
+                         joint('ankle', 'revolute', 'shank', 'foot', '0.4 0 -0.4', axis='0 1 0'),
+                         loop('floor', 'planar', 'base', '0 0 0', 'foot', '0 0 0')),
+}
+NAMES = list(MODELS)
+ENGINES = pytest.mark.parametrize('compiled', [True, False], ids=['compiled', 'reference'])
+
+
+@functools.lru_cache(maxsize=None)
+def model_of(name, compiled=True):
+    return load_model(MODELS[name], compiled=compiled)
+
+
+@functools.lru_cache(maxsize=None)
+def oracle_of(name):
+    reference = KKTOracle(MODELS[name])
+    reference.set_layout(model_of(name).joint_names)
+    return reference
+
+
+def test_layouts():
+    tree = model_of('tree')
+    assert tree.joint_names == ('ball', 'cardan_1', 'cardan_2', 'slide')
+    assert (tree.nq, tree.nv, tree.ny) == (4 + 2 + 3, 3 + 2 + 3, 8)
+    assert 'upper' in tree.links and not any('cardan' in link for link in tree.links)
+    assert_close(tree.q_neutral, [0, 0, 0, 1, 0, 0, 0, 0, 0], 'neutral q')
+    rsur = model_of('rsur')
+    assert rsur.clusters[0].dependent_joints == ('rod_ball', 'rocker_joint')
+    foot = model_of('planar_foot')
+    assert foot.clusters[0].dependent_joints == ('knee', 'ankle')
+    assert model_of('planar_block').clusters[0].dependent_joints == ('block_plane',)
+
+
+@ENGINES
+@pytest.mark.parametrize('name', NAMES)
+def test_dynamics_match_kkt(name, compiled, rng):
+    """FD, ID, H_y and Lambda^-1 against the oracle at random closed states (as test_dynamics.py)."""
+    model, reference = model_of(name, compiled), oracle_of(name)
+    links = list(model.links[-2:])
+    for _ in range(STATES):
+        q, yd, wrenches = random_state(model, rng)
+        assert np.max(np.abs(reference.loop_residual(q)), initial=0.0) < 1e-10, 'oracle: loops closed'
+        G = reference.null_space_G(q, model.independent_joint_names)
+        v = model.spanning_velocities(q, yd)
+        assert_close(v, G @ yd, 'qd = G yd')
+        tau = rng.normal(size=model.nv)
+        expected = reference.forward_dynamics(q, v, tau, wrenches)
+        assert_close(model.forward_dynamics(q, yd, tau, wrenches, method='aba'), expected, 'qdd')
+        ydd = rng.normal(size=model.ny)
+        qdd = G @ ydd + reference.explicit_bias_g(q, v, model.independent_joint_names)
+        assert_close(model.inverse_dynamics(q, yd, ydd, wrenches),
+                     reference.inverse_dynamics_projected(q, v, qdd, G, wrenches), 'tau_y')
+        assert_close(model.mass_matrix(q), G.T @ reference.mass_matrix(q) @ G, 'H_y')
+        assert_close(model.inverse_osim(q, links), reference.osim_inverse(q, G, links), 'Lambda^-1')
+
+
+@pytest.mark.parametrize('name', NAMES)
+def test_link_kinematics(name, rng):
+    model, reference = model_of(name), oracle_of(name)
+    q, _, _ = random_state(model, rng)
+    G = reference.null_space_G(q, model.independent_joint_names)
+    for link_name in model.links:
+        R, p = model.link_pose(q, link_name)
+        pose = reference.link_placement(q, link_name)
+        assert_close(R, pose.rotation, f'R of {link_name}')
+        assert_close(p, pose.translation, f'p of {link_name}')
+        assert_close(model.link_jacobian(q, link_name), reference.frame_jacobian(q, link_name) @ G,
+                     f'J of {link_name}')
+
+
+@pytest.mark.parametrize('name', NAMES[1:])
+def test_lcaba_matches_cluster_aba(name, rng):
+    model = model_of(name)
+    for _ in range(STATES):
+        q, yd, wrenches = random_state(model, rng)
+        tau = rng.normal(size=model.nv)
+        result = model.forward_dynamics(q, yd, tau, wrenches, method='lcaba', info=True)
+        assert result.method_used == 'lcaba' and result.constraint_residual < 1e-9
+        assert_close(result.acceleration, model.forward_dynamics(q, yd, tau, wrenches, method='aba'), 'qdd',
+                     rtol=1e-8)
+
+
+@pytest.mark.parametrize('name', NAMES[1:])
+def test_completion_from_far_starts(name, rng):
+    """complete_positions closes the loops from the previous solution and after a jump; the result is
+    the same from a fresh model (neutral start)."""
+    model = load_model(MODELS[name])
+    reference = oracle_of(name)
+    for scale in (0.1, 0.6, 0.3):
+        q_ind = []
+        for joint_name in model.independent_joint_names:
+            q_ind.append(rng.uniform(-scale, scale))
+        q = model.complete_positions(q_ind)
+        assert np.max(np.abs(reference.loop_residual(q))) < 1e-11
+        quaternions = [q[i:i + 4] for i, kind in zip(model.idx_q[1:], model.joint_type[1:]) if kind == 'spherical']
+        for quaternion in quaternions:
+            assert abs(np.linalg.norm(quaternion) - 1.0) < 1e-14
+
+
+def test_state_checks_of_new_joints():
+    model = model_of('rsur')
+    q = model.complete_positions([0.2])
+    bad = q.copy()
+    bad[1:5] *= 1.1                                           # the rod's quaternion
+    with pytest.raises(ModelError, match=r"spherical joint 'rod_ball': quaternion \(qx qy qz qw\) has norm 1.1"):
+        model.mass_matrix(bad)
+    tree = model_of('tree')
+    with pytest.raises(ModelError, match=r'q has 8 entries; expected 9 \(spanning positions\)'):
+        tree.mass_matrix(np.zeros(8))
+
+
+@pytest.mark.parametrize('xml, message', [
+    (robot('x', link('base', 0), link('a'), joint('u', 'universal', 'base', 'a', extra='<axis2 xyz="0 0.6 0.8"/>')),
+     r"joint 'u': <axis> \[0.0, 0.0, 1.0\] and <axis2> \[0.0, 0.6, 0.8\] must be perpendicular"),
+    (robot('x', link('base', 0), link('a'), joint('j', 'revolute', 'base', 'a', extra='<axis2 xyz="0 1 0"/>')),
+     r"joint 'j': <axis2> is only used by type=\"universal\", not \"revolute\""),
+    (robot('x', link('base', 0), link('a'), link('b'), joint('u', 'universal', 'base', 'a'),
+           joint('u_1', 'revolute', 'a', 'b')),
+     r"joint names \['u_1'\] are used twice \(a universal joint u adds joints u_1 and u_2\)"),
+    (robot('x', link('base', 0), link('a'), link('b'), joint('s', 'spherical', 'base', 'a'),
+           joint('j', 'revolute', 'base', 'b', extra='<mimic joint="s"/>')),
+     r"joint 'j' <mimic> involves spherical joint 's'; only 1-DoF joints can be coupled"),
+    (robot('x', link('base', 0), link('a'), link('b'), joint('u', 'universal', 'base', 'a'),
+           joint('j', 'revolute', 'base', 'b', extra='<mimic joint="u"/>')),
+     r"joint 'j' <mimic> names unknown joint 'u'"),
+    (MODELS['rusr'].replace('type="spherical"', 'type="ball"'),
+     r"loop 'ball_end': type=\"ball\" is not supported; expected one of revolute, continuous, prismatic, fixed, "
+     r"spherical, planar, universal"),
+])
+def test_errors_name_the_element(xml, message):
+    with pytest.raises(ModelError, match=message):
+        load_model(xml)
+
+
+def test_spherical_joint_is_dependent_only_as_a_whole():
+    """A rod with ball joints at both ends spins idly: its spherical joint cannot be dependent as a
+    whole, and the message says so (Extended URDF's idle spins are another issue)."""
+    xml = MODELS['rusr'].replace('type="universal"', 'type="spherical"').replace('<axis2 xyz="0 1 0"/>', '')
+    with pytest.raises(ModelError, match=r'has constraint rank 3 but only 2 coordinates of joints not marked '
+                                         r'independent="true" can be solved from it \(a spherical or planar joint '
+                                         r'only as a whole\)'):
+        load_model(xml)
