@@ -378,9 +378,9 @@ class DynamicsNode(Node):
         model = load_model(source, closures=closures)
         model.gravity = settings['gravity']
         notice = threading.Timer(COMPILE_NOTICE_AFTER, self.get_logger().warning, (
-            'numba is compiling the dynamics kernels (not in its on-disk cache: once after an '
-            'install or a change of dynamics_node/compiled.py, 30 s to 2 min); `make setup` or '
-            'the colcon install fills the cache',))
+            f'loading takes over {COMPILE_NOTICE_AFTER:g} s: numba is compiling the dynamics '
+            'kernels unless its on-disk cache has them (once after an install or a change of '
+            'the kernels, 30 s to 2 min; `make setup` or the colcon install fills the cache)',))
         notice.daemon = True
         notice.start()
         try:

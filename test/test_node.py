@@ -950,9 +950,10 @@ def test_poisoned_joint_states_then_good_ones_and_services(ros, nodes, rng):
         with collect(ros, f'{process.name}/computed_torques', JointState, torques_qos()) as received:
             prime(ros, publisher, received)
             poisons = [joint_state(names[:1], [1e308]), joint_state(names[:1], [0.0], [1e200])]
-            for i, msg in enumerate(poisons):
+            for i, msg in enumerate(poisons):      # one at a time: each is taken
                 msg.header.stamp = stamp_of(80_000 + i)
                 publisher.publish(msg)
+                ros.spin_for(0.2)
             positions, velocities = rng.uniform(-0.5, 0.5, len(names)), rng.normal(size=len(names))
             good = exchange(ros, publisher, received, joint_state(names, positions, velocities),
                             80_010)
