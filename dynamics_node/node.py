@@ -333,12 +333,12 @@ class DynamicsNode(Node):
             self._loaded.model.gravity = changes['gravity']
         if note:
             self.get_logger().warning(note)
-        return SetParametersResult(successful=True, reason=note)
+        return SetParametersResult(successful=True)
 
     def _reload(self, changes, settings):
         """(Loaded model of the description in effect after changes or None, note): None when
-        no description parameter changed or the changed one is not the one served; the note
-        then explains which source takes precedence."""
+        no description parameter changed, or none is left (the note says so); raises ModelError
+        when the changed parameters are not those of the source served (precedence)."""
         if not set(DESCRIPTION_PARAMETERS) & set(changes):
             return None, ''
         selected = self._select_description(settings)
@@ -347,9 +347,10 @@ class DynamicsNode(Node):
         label = selected[0]
         changed = set(DESCRIPTION_PARAMETERS) & set(changes)
         if not changed & SERVED_FROM[label.split()[0]]:
-            return None, (f'{", ".join(sorted(changed))} stored but not applied: {label} takes '
-                          'precedence (robot_description, then the topic, then '
-                          'robot_description_file; closures_file does not apply to the topic)')
+            # Rejected rather than stored: rclpy passes on the reason of a failure only.
+            raise ModelError(f'{", ".join(sorted(changed))} not applied: {label} takes '
+                             'precedence (robot_description, then the topic, then '
+                             'robot_description_file; closures_file does not apply to the topic)')
         return self._build(*selected, settings), ''
 
     def _select_description(self, settings):

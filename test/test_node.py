@@ -27,7 +27,7 @@ import time
 from cluster_dynamics.msg import LinkWrench
 from cluster_dynamics.srv import (DescribeModel, ForwardDynamics, InverseDynamics,
                                   InverseOperationalSpaceInertia)
-from diagnostic_msgs.msg import DiagnosticArray
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
 from nav_msgs.msg import Odometry
 import numpy as np
 import pytest
@@ -172,7 +172,7 @@ def nodes(ros):
                'loop': NodeProcess('loop', robot_description_file='linkage_leg'),
                'floating': NodeProcess('floating', robot_description_file='quadruped_rotors',
                                        odometry_topic='odom'),
-               'reload': NodeProcess('reload')}
+               'reload': NodeProcess('reload', use_sim_time='true')}
     try:
         for ns, process in started.items():
             def ready():
@@ -496,10 +496,19 @@ def test_bad_parameters_are_rejected(ros, nodes, values, reason):
 # ---- hot reload ----
 
 def test_no_model_then_hot_reload_good_bad_good(ros, nodes):
-    """'reload' starts without a description; then topic good -> parameter bad -> parameter good
-    -> parameter cleared (back to the topic's) -> topic bad -> topic good."""
+    """'reload' starts without a description (and with use_sim_time, no /clock): ERROR on
+    /diagnostics, which keeps coming (steady timer); then topic: a file path (not XML) -> good ->
+    parameter bad -> robot_description_file while the topic rules (rejected: precedence) ->
+    parameter good -> parameter cleared (back to the topic's) -> topic bad -> topic good."""
     process = nodes['reload']
     describe = service(nodes, 'reload', 'describe_model')
+    with collect(ros, '/diagnostics', DiagnosticArray, 100) as diagnostics:
+        assert ros.spin_until(lambda: node_status(diagnostics, process.name), timeout=5.0)
+    status = node_status(diagnostics, process.name)
+    assert status.level == DiagnosticStatus.ERROR, status
+    assert status.message == 'no robot description: nothing is served', status.message
+    assert 'no robot description: set robot_description or robot_description_file' in \
+        process.output()
     response = ros.call(ForwardDynamics, service(nodes, 'reload', 'forward_dynamics'),
                         _loop_request(ForwardDynamics))
     assert not response.success
@@ -515,8 +524,19 @@ def test_no_model_then_hot_reload_good_bad_good(ros, nodes):
         def robot_name_becomes(name):
             return ros.spin_until(lambda: ros.call(DescribeModel, describe).robot_name == name)
 
+        publisher.publish(String(data=bundled_model('four_bar')))      # a path, not the XML
+        assert ros.spin_until(lambda: 'is not XML' in process.output(), timeout=5.0)
+        assert not ros.call(DescribeModel, describe).success
+        assert f"the description on topic 'robot_description' is not XML (starts with " \
+            f"{bundled_model('four_bar')[:80]!r}" in process.output()
         publisher.publish(String(data=text(bundled_model('four_bar'))))
         assert robot_name_becomes('four_bar'), process.output()
+
+        result = set_parameters(ros, process.name, robot_description_file='six_bar')
+        assert not result.successful
+        assert result.reason.startswith('robot_description_file not applied: topic '
+                                        'robot_description takes precedence'), result.reason
+        assert ros.call(DescribeModel, describe).robot_name == 'four_bar'
 
         with pytest.raises(ModelError) as parse_error:
             load_model(BAD_URDF)
