@@ -1178,3 +1178,20 @@ def test_client_raises_model_error_with_the_reason(ros, nodes):
         matrix = dynamics.inverse_osim(['crank_joint', 'ankle_joint'], [0.8, 0.1], ['foot'])
     assert_close(matrix, robot('linkage_leg').inverse_osim(completed('linkage_leg', [0.8, 0.1]),
                                                            ['foot']), 'Lambda^-1', RTOL)
+
+
+def test_messages_quote_at_most_80_characters_of_an_input(ros, nodes):
+    """Issue 9: a huge input never comes back whole in a reason or in /diagnostics."""
+    process = nodes['loop']
+    huge = 'x' * 1_000_000
+    result = set_parameters(ros, process.name, robot_description=huge)
+    assert not result.successful
+    assert result.reason.startswith('robot_description is not XML') and len(result.reason) < 500
+    assert 'x' * 81 not in result.reason
+    request = _loop_request(ForwardDynamics, state_name=['crank_joint', huge],
+                            state_position=[0.8, 0.1])
+    response = ros.call(ForwardDynamics, service(nodes, 'loop', 'forward_dynamics'), request)
+    assert not response.success and len(response.message) <= 400, len(response.message)
+    with collect(ros, '/diagnostics', DiagnosticArray, 10) as diagnostics:
+        assert ros.spin_until(lambda: node_values(diagnostics, process.name), timeout=5.0)
+    assert all(len(v) <= 400 for v in node_values(diagnostics, process.name).values())
