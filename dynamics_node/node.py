@@ -62,7 +62,7 @@ except ImportError:                       # Humble
     from rclpy.qos_event import SubscriptionEventCallbacks, UnsupportedEventTypeError
 
 from . import ros_conversions as conv
-from .errors import ModelError
+from .errors import ModelError, quote
 from .forward_dynamics import check_method
 from .model import load_model, Model
 from .models import bundled_model, bundled_models
@@ -80,8 +80,7 @@ SERVED_FROM = {'parameter': {'robot_description', 'closures_file'}, 'topic': {'r
                'robot_description_file': set(DESCRIPTION_PARAMETERS)}
 STREAM_GIL_SWITCH = 5e-5     # s, interpreter switch interval (Python's default is 5 ms)
 COMPILE_NOTICE_AFTER = 1.0   # s of loading after which the node says numba is compiling
-QUOTE = 80                   # characters of an input quoted in a message
-MESSAGE_LIMIT = 400          # characters of a reason in a response, a log line or diagnostics
+MESSAGE_LIMIT = 400          # characters of a whole reason (inputs in it are quoted shorter)
 
 
 def _range(low, high):
@@ -152,11 +151,6 @@ def clip(text, limit=MESSAGE_LIMIT):
     return text if len(text) <= limit else text[:limit - 3] + '...'
 
 
-def quoted(text):
-    """repr of at most QUOTE characters of an input."""
-    return repr(text[:QUOTE]) + ('...' if len(text) > QUOTE else '')
-
-
 def check_parameter(name, value):
     """Raise ModelError with the reason a parameter value is unusable."""
     if name == 'gravity':
@@ -164,23 +158,23 @@ def check_parameter(name, value):
         if not isinstance(numbers, list) or len(numbers) != 3 or \
                 not all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in numbers):
             raise ModelError(f'gravity must be 3 numbers (x, y, z in m/s^2), got '
-                             f'{clip(numbers, QUOTE)}')
+                             f'{quote(numbers)}')
         if not np.all(np.isfinite(np.asarray(numbers, dtype=float))):
             raise ModelError(f'gravity must be finite, got {numbers}')
     elif name == 'stream.mode' and value not in STREAM_MODES:
-        raise ModelError(f'stream.mode {quoted(value)} is unknown; expected one of '
+        raise ModelError(f'stream.mode {quote(value)} is unknown; expected one of '
                          f'{list(STREAM_MODES)}')
     elif name == 'stream.output_joints':
         if not isinstance(value, (list, tuple)) or not all(isinstance(x, str) for x in value):
             raise ModelError(f'stream.output_joints must be a list of joint names, got '
-                             f'{clip(value, QUOTE)}')
+                             f'{quote(value)}')
     elif name in ('stream.max_age', 'stream.expected_rate') and \
             not (isinstance(value, float) and 0.0 <= value < math.inf):
-        raise ModelError(f'{name} must be a finite number >= 0, got {clip(value, QUOTE)}')
+        raise ModelError(f'{name} must be a finite number >= 0, got {quote(value)}')
     elif name == 'forward_dynamics.method':
         check_method(value)
     elif name == 'closures_file' and value and not os.path.isfile(value):
-        raise ModelError(f'closures_file {quoted(value)} is not a file')
+        raise ModelError(f'closures_file {quote(value)} is not a file')
 
 
 def description_file(value):
@@ -189,14 +183,14 @@ def description_file(value):
         return value
     if value in bundled_models():
         return bundled_model(value)
-    raise ModelError(f'robot_description_file {quoted(value)} is neither a file nor a bundled '
+    raise ModelError(f'robot_description_file {quote(value)} is neither a file nor a bundled '
                      f'robot; bundled robots are {bundled_models()}')
 
 
 def description_xml(text, label):
     """text, which must be URDF+ XML (the parameter and the topic never carry a path)."""
     if not text.lstrip().startswith('<'):
-        raise ModelError(f'{label} is not XML (starts with {quoted(text.lstrip())}); it carries '
+        raise ModelError(f'{label} is not XML (starts with {quote(text.lstrip())}); it carries '
                          'the URDF+ document itself, a path goes to robot_description_file')
     return text
 
@@ -208,7 +202,7 @@ def output_order(layout, names):
     known = {n: i for i, n in enumerate(layout.independent_names)}
     unknown = [n for n in names if n not in known]
     if unknown:
-        raise ModelError(f'stream.output_joints names {clip(unknown, QUOTE)}, not independent '
+        raise ModelError(f'stream.output_joints names {quote(unknown)}, not independent '
                          f'joints of {layout.model.name!r}; they are {list(known)}')
     return np.array([known[n] for n in names], dtype=int)
 
@@ -363,13 +357,13 @@ class DynamicsNode(Node):
             return f"topic {settings['robot_description_topic']}", self._topic_description, None
         elif settings['robot_description_file']:
             value = settings['robot_description_file']
-            label, source = f'robot_description_file {quoted(value)}', description_file(value)
+            label, source = f'robot_description_file {quote(value)}', description_file(value)
         else:
             return None
         closures = settings['closures_file']
         if not closures:
             return label, source, None
-        return f'{label} with closures_file {quoted(closures)}', source, closures
+        return f'{label} with closures_file {quote(closures)}', source, closures
 
     def _build(self, label, source, closures, settings):
         """Parse a description (with Extended URDF closures, if any) into a Loaded model, its
