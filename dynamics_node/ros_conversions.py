@@ -31,10 +31,10 @@ def float64_array(values):
 def finite(values, field, labels=None):
     """values as a float vector; raises ModelError naming the first non-finite entry."""
     x = np.asarray(values, dtype=float).reshape(-1)
-    bad = np.flatnonzero(~np.isfinite(x))
-    if bad.size:
-        where = labels[bad[0]] if labels is not None else bad[0]
-        raise ModelError(f'{field}[{where}] is {x[bad[0]]}; expected finite numbers')
+    if not np.isfinite(x).all():
+        bad = np.flatnonzero(~np.isfinite(x))[0]
+        where = labels[bad] if labels is not None else bad
+        raise ModelError(f'{field}[{where}] is {x[bad]}; expected finite numbers')
     return x
 
 
