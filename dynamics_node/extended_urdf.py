@@ -23,14 +23,13 @@ import os
 from lxml import etree
 import yaml
 
-from .errors import ModelError
+from .errors import cut, ModelError, quote
 from .topology import SpanningTree
 from .urdf import read_urdf, robot_element
 
 KEYS = ('closed_loop', 'type', 'name_mot', 'joint_name', 'joint_type')
 CLOSURE_LOOP_TYPES = {'6D': 'fixed', '3D': 'spherical'}
 AXES = {'X': '1 0 0', 'Y': '0 1 0', 'Z': '0 0 1'}
-QUOTE_LIMIT = 80               # characters of the input quoted in a message
 
 
 def to_urdf_plus(urdf, closures):
@@ -45,20 +44,20 @@ def to_urdf_plus(urdf, closures):
     split = {}                     # joint split in two by UJOINT_ab -> its joint_type
     for name, kind in spec['replacements']:
         if name not in joints:
-            raise ModelError(f'closures: joint_name names unknown joint {_quote(name)}')
+            raise ModelError(f'closures: joint_name names unknown joint {quote(name)}')
         added = _replace(root, joints, links, name, kind)
         if added:
             split[name] = kind
         frames.update(added)
     for name in spec['actuated']:
         if name in split:
-            raise ModelError(f'closures: name_mot names joint {name!r}, which joint_type replaces by '
+            raise ModelError(f'closures: name_mot names joint {quote(name)}, which joint_type replaces by '
                              f'{split[name]}; name {name}_a or {name}_b')
         if name not in joints:
-            raise ModelError(f'closures: name_mot names unknown joint {_quote(name)}; joints are '
-                             f'{_quote(sorted(joints))}')
+            raise ModelError(f'closures: name_mot names unknown joint {quote(name)}; joints are '
+                             f'{quote(sorted(joints))}')
         if joints[name].get('type') == 'fixed':
-            raise ModelError(f'closures: name_mot names joint {name!r}, which is fixed (or replaced by '
+            raise ModelError(f'closures: name_mot names joint {quote(name)}, which is fixed (or replaced by '
                              'FIXED); an actuated joint must move')
         joints[name].set('independent', 'true')
     for index, ((a, b), kind) in enumerate(zip(spec['pairs'], spec['types'])):
@@ -75,11 +74,11 @@ def read_closures(source):
     data = _load_yaml(source)
     unknown = [key for key in data if key not in KEYS]
     if unknown:
-        raise ModelError(f'closures: unknown key {_quote(unknown[0])}; expected keys {list(KEYS)}')
+        raise ModelError(f'closures: unknown key {quote(unknown[0])}; expected keys {list(KEYS)}')
     pairs = []
     for i, pair in enumerate(_entries(data, 'closed_loop')):
         if not (isinstance(pair, (list, tuple)) and len(pair) == 2 and all(isinstance(x, str) for x in pair)):
-            raise ModelError(f'closures: closed_loop entry {i} is {_quote(pair)}; expected a pair [A, B] '
+            raise ModelError(f'closures: closed_loop entry {i} is {quote(pair)}; expected a pair [A, B] '
                              'of frame names')
         pairs.append(tuple(pair))
     types = _entries(data, 'type', '3D or 6D') if 'type' in data else ['6D'] * len(pairs)
@@ -88,14 +87,14 @@ def read_closures(source):
                          'give one per pair (or none: 6D)')
     for i, kind in enumerate(types):
         if kind.upper() not in CLOSURE_LOOP_TYPES:
-            raise ModelError(f'closures: type entry {i} is {_quote(kind)}; expected 3D or 6D')
+            raise ModelError(f'closures: type entry {i} is {quote(kind)}; expected 3D or 6D')
     names, kinds = _entries(data, 'joint_name', 'a joint name'), _entries(data, 'joint_type', 'a joint type')
     if len(names) != len(kinds):
         raise ModelError(f'closures: joint_name has {len(names)} entries but joint_type has {len(kinds)}; '
                          'give one type per joint')
     if len(set(names)) != len(names):
         twice = next(name for name in names if names.count(name) > 1)
-        raise ModelError(f'closures: joint_name lists joint {_quote(twice)} twice')
+        raise ModelError(f'closures: joint_name lists joint {quote(twice)} twice')
     return {'pairs': pairs, 'types': [CLOSURE_LOOP_TYPES[kind.upper()] for kind in types],
             'actuated': list(dict.fromkeys(_entries(data, 'name_mot', 'a joint name'))),
             'replacements': list(zip(names, kinds))}
@@ -114,15 +113,15 @@ def _load_yaml(source):
                 text = file.read()
         except (OSError, UnicodeDecodeError) as error:
             reason = error.strerror if isinstance(error, OSError) else 'not UTF-8 text'
-            raise ModelError(f'closures file {_quote(text)} cannot be read: {reason}') from None
+            raise ModelError(f'closures file {quote(text)} cannot be read: {reason}') from None
     elif '\n' not in text and ':' not in text:
-        raise ModelError(f'closures file not found: {_quote(text)}')
+        raise ModelError(f'closures file not found: {quote(text)}')
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as error:
-        raise ModelError(f'closures: malformed YAML: {_quote(str(error).replace(chr(10), " "))}') from None
+        raise ModelError(f'closures: malformed YAML: {cut(error)}') from None
     if not isinstance(data, Mapping):
-        raise ModelError(f'closures: the YAML is {_quote(data)}; expected a mapping with the keys '
+        raise ModelError(f'closures: the YAML is {quote(data)}; expected a mapping with the keys '
                          f'{list(KEYS)}')
     return data
 
@@ -134,7 +133,7 @@ def _entries(data, key, expected=None):
     entries = [] if value is None else list(value) if isinstance(value, (list, tuple)) else [value]
     for i, entry in enumerate(entries):
         if expected is not None and not isinstance(entry, str):
-            raise ModelError(f'closures: {key} entry {i} is {_quote(entry)}; expected {expected}')
+            raise ModelError(f'closures: {key} entry {i} is {quote(entry)}; expected {expected}')
     return entries
 
 
@@ -150,13 +149,13 @@ def _replace(root, joints, links, name, kind):
         return {}
     axes = upper[len('UJOINT_'):] if upper.startswith('UJOINT_') else ''
     if not (len(axes) == 2 and axes[0] in AXES and axes[1] in AXES and axes[0] != axes[1]):
-        raise ModelError(f'closures: joint_type {_quote(kind)} of joint {name!r}: expected SPHERICAL, '
+        raise ModelError(f'closures: joint_type {quote(kind)} of joint {quote(name)}: expected SPHERICAL, '
                          'FIXED or UJOINT_ab with a, b two different axes among X, Y, Z')
     a, b = axes
     first, second, cross = f'{name}_a', f'{name}_b', f'{name}_cross'
     for new, existing in ((first, joints), (second, joints), (cross, links)):
         if new in existing:
-            raise ModelError(f'closures: UJOINT of joint {name!r} needs the name {new!r}, which the '
+            raise ModelError(f'closures: UJOINT of joint {quote(name)} needs the name {quote(new)}, which the '
                              'URDF already uses')
     # <joint>_a keeps the placement and parent; <joint>_b turns the child about b in the cross's frame.
     child = _child(joint)
@@ -189,14 +188,8 @@ def _frame_link(frame, links, frames, index):
         return frame
     if frame in frames:
         return frames[frame]
-    raise ModelError(f'closures: closed_loop entry {index} names unknown frame {_quote(frame)}; expected '
+    raise ModelError(f'closures: closed_loop entry {index} names unknown frame {quote(frame)}; expected '
                      'a link or joint name')
-
-
-def _quote(value):
-    """repr of a value, cut to QUOTE_LIMIT characters."""
-    text = repr(value)
-    return text if len(text) <= QUOTE_LIMIT else text[:QUOTE_LIMIT - 3] + '...'
 
 
 def main(argv=None):

@@ -30,6 +30,7 @@ _DISPATCHERS = {kernel.__name__: kernel for kernel in
                 (compiled.aba, compiled.rnea, compiled.crba, compiled.efpa, compiled.spanning, compiled_lcaba.lcaba,
                  compiled_checks.accept_positions, compiled_checks.velocity_violation)}
 _ENTRY_POINTS = {}              # name -> compiled entry point, filled by the first warm_up()
+FRAME_SETS = 64                 # link lists whose Lambda^-1 buffers are kept
 
 
 class FastPath:
@@ -119,7 +120,7 @@ class FastPath:
                              float(settings.tolerance), int(settings.max_iterations))
         if status:
             joint = self.model.joint_names[int(w.info[0]) - 1]
-            raise ModelError(f'joint {joint!r}: D = S^T H S is not positive definite; does its body have mass?')
+            raise ModelError(f'joint {quote(joint)}: D = S^T H S is not positive definite; does its body have mass?')
         iterations, residual, converged = w.result
         return LcabaResult(w.qdd.copy(), int(iterations), float(residual), bool(converged),
                            self.plan.multipliers(w.lam) if multipliers else {})
@@ -156,9 +157,12 @@ class FastPath:
         self._accept_positions, self._velocity_violation = kernels['accept_positions'], kernels['velocity_violation']
 
     def _frame_set(self, links):
-        """Frame bodies, ^frameX_body, the T buffer and the output of a tuple of links (cached)."""
+        """Frame bodies, ^frameX_body, the T buffer and the output of a tuple of links (cached; the
+        FRAME_SETS most recently built, so that requests for ever new link lists cannot exhaust memory)."""
         frames = self._frame_sets.get(links)
         if frames is None:
+            if len(self._frame_sets) == FRAME_SETS:
+                del self._frame_sets[next(iter(self._frame_sets))]       # the oldest
             n = len(links)
             body = np.array([self.model.link_frame[link][0] for link in links], dtype=np.int64)
             X = np.array([self.model.link_frame[link][1] for link in links], dtype=float)

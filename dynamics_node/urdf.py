@@ -17,6 +17,7 @@ from .spatial import rpy_matrix
 
 JOINT_TYPES = ('revolute', 'continuous', 'prismatic', 'fixed', 'floating', 'spherical', 'planar', 'universal')
 LOOP_TYPES = ('revolute', 'continuous', 'prismatic', 'fixed', 'spherical', 'planar', 'universal')
+AXIS_FREE_JOINTS = ('fixed', 'floating', 'spherical')
 # A universal joint's or loop's two axes must be perpendicular to within this |cos|.
 PERPENDICULAR_TOLERANCE = 1e-6
 # Relative tolerance on principal moments: -tol counts as zero (round-off of CAD exports).
@@ -311,7 +312,8 @@ def _read_joint(element):
         mimic = MimicSpec(leader, multiplier, offset)
         if kind == 'universal':
             raise ModelError(f'{where}: a universal joint cannot <mimic>; only 1-DoF joints can')
-    axis = _axis(element, where)
+    # joints without an axis ignore <axis>, as urdfdom does (CAD exports write xyz="0 0 0" on fixed joints)
+    axis = np.array([1.0, 0.0, 0.0]) if kind in AXIS_FREE_JOINTS else _axis(element, where)
     return JointSpec(name, kind, parent, child, _origin(element, where), axis,
                      _independent(element, where), mimic, _second_axis(element, where, kind, axis))
 

@@ -204,13 +204,31 @@ def test_joint_frames_name_the_same_closure():
     assert np.array_equal(by_joint.mass_matrix(q), by_link.mass_matrix(q))
 
 
-def test_three_d_closures_become_spherical_loops():
-    xml = to_urdf_plus(URDF, yaml_with(type=['3d']))
-    (loop,) = etree.fromstring(xml).findall('loop')
-    assert loop.get('type') == 'spherical'
-    xml = to_urdf_plus(URDF, yaml_with(type=None, joint_name=['ankle'], joint_type=['SPHERICAL']))
-    assert etree.fromstring(xml).find("loop").get('type') == 'fixed'
-    assert etree.fromstring(xml).find("joint[@name='ankle']").get('type') == 'spherical'
+@pytest.mark.parametrize('compiled', [True, False], ids=['compiled', 'reference'])
+def test_three_d_closure_leaves_the_idle_spin_independent(compiled, rng):
+    """type 3D keeps only the pin's point together (a spherical loop, 3 rows of rank 2 on this planar
+    linkage): the clevis spin about the pin becomes free, and is chosen as an independent coordinate."""
+    text = yaml_with(type=['3d'])
+    model = extended(text, compiled)
+    loop = next(c for c in model.clusters if c.constraints)
+    assert loop.independent_joints == ('knee_motor', 'rod_bottom')
+    assert model.ny == 5
+    assert etree.fromstring(to_urdf_plus(URDF, text)).find('loop').get('type') == 'spherical'
+    reference = independent_oracle(text)
+    reference.set_layout(model.joint_names)
+    assert_matches_oracle(model, reference, rng)
+
+
+@pytest.mark.parametrize('compiled', [True, False], ids=['compiled', 'reference'])
+def test_spherical_replacement(compiled, rng):
+    """joint_type SPHERICAL turns the ankle into a ball joint (quaternion q, 3 velocities)."""
+    text = yaml_with(joint_type=['FIXED', 'SPHERICAL'])
+    model = extended(text, compiled)
+    assert model.joint_type[model.joint_names.index('ankle') + 1] == 'spherical'
+    assert (model.nq, model.nv, model.ny) == (9, 8, 5)
+    reference = independent_oracle(text)
+    reference.set_layout(model.joint_names)
+    assert_matches_oracle(model, reference, rng)
 
 
 @pytest.mark.parametrize('closures, message', [
@@ -254,6 +272,32 @@ def test_the_urdf_is_checked_first(tmp_path):
     binary.write_bytes(b'\xff\xfe\x00')
     with pytest.raises(ModelError, match=r"closures file '.*closures.yaml' cannot be read: not UTF-8 text"):
         load_model(URDF, closures=str(binary))
+
+
+def test_idle_rod_spin_is_an_independent_direction(rng):
+    """A rod with a SPHERICAL end and a 3D closure at the other spins idly about its axis: the loop fixes
+    two directions of its spherical joint, the third is an independent velocity (a split joint)."""
+    closures = yaml_with(type=['3D'], name_mot=['hip_pitch', 'knee_motor'], joint_name=['rod_top'],
+                         joint_type=['SPHERICAL'])
+    model = load_model(URDF, closures=closures)
+    assert model.split_joint_names == ('rod_top',)
+    crank = next(c for c in model.clusters if 'rod_top' in c.joints)
+    assert set(crank.dependent_joints) == {'rod_top', 'knee'} and 'rod_top' in crank.independent_joints
+    q, yd, wrenches = random_state(model, rng)
+    tau = rng.normal(size=model.nv)
+    assert_close(model.forward_dynamics(q, yd, tau, wrenches, method='lcaba'),
+                 model.forward_dynamics(q, yd, tau, wrenches, method='aba'), 'qdd', rtol=1e-8)
+
+
+def test_fixed_joints_with_a_zero_axis_load():
+    """CAD exports (e.g. onshape-to-robot, as in the published Extended URDF robots) write
+    <axis xyz="0 0 0"/> on fixed joints; like urdfdom, the axis of a joint without one is ignored."""
+    urdf = Path(URDF).read_text().replace('<origin xyz="0 0 0" rpy="0.4 0 0.25"/>',
+                                          '<origin xyz="0 0 0" rpy="0.4 0 0.25"/><axis xyz="0 0 0"/>')
+    assert urdf.count('<axis xyz="0 0 0"/>') == 1
+    model = load_model(urdf, closures=TEXT)
+    q = model.complete_positions([0.2, 0.3, 0.0, 0.0])
+    assert np.array_equal(model.mass_matrix(q), extended().mass_matrix(q))
 
 
 def test_ujoint_names_must_be_free():
