@@ -67,9 +67,8 @@ def aba_info(model, data, q, yd, qdd):
 def lcaba_info(model, data, q, v, tau, settings=None, fallback_reason='', multipliers=True):
     """LCABA (seed 004) from the public inputs; data.Xup at q and data.f_ext set beforehand."""
     qd = _spanning_velocities(model, data, q, v)
-    with np.errstate(over='ignore', invalid='ignore'):     # an overflow is reported by the caller's check
-        result = data.engine.lcaba(q, qd, _spanning_forces(model, tau), data.f_ext, settings or DEFAULT_SETTINGS,
-                                   multipliers)
+    result = data.engine.lcaba(q, qd, _spanning_forces(model, tau), data.f_ext, settings or DEFAULT_SETTINGS,
+                               multipliers)
     return ForwardDynamicsInfo(result.qdd, 'lcaba', fallback_reason, result.residual, result.iterations,
                                result.multipliers)
 
