@@ -116,7 +116,7 @@ class Model:
     @gravity.setter
     def gravity(self, value):
         g = vector(value, 'gravity', {3: 'x y z, m/s^2'}, bounds.GRAVITY)
-        self._gravity = g
+        self._gravity = g.copy()                        # not a view of the caller's array
         if self._flat is not None:
             self._flat.gravity[:] = g
 

@@ -45,6 +45,8 @@ def _within_check():
 def _real_array(value, name):
     """(x, given): value as a flat float vector, and its entries as given when they were Python objects
     (integers beyond float range turn into inf in x). Complex numbers and text are refused, not cut."""
+    if type(value) is np.ndarray and value.dtype == np.float64:
+        return value.reshape(-1), None                 # the common case, without a copy
     try:
         array = np.asarray(value)
     except (TypeError, ValueError, OverflowError):
@@ -94,10 +96,9 @@ def positions(model, data, q, check=True):
     return q
 
 
-def independent_velocities(model, data, v, name='v'):
-    """yd from spanning (nv) or independent (ny) velocities; spanning ones must satisfy K v = 0
-    (checked with the loop clusters' transforms of positions(check=True) at the current q)."""
-    x = vector(v, name, {model.nv: 'spanning', model.ny: 'independent'}, bounds.VELOCITY)
+def independent_velocities(model, data, x, name='v'):
+    """yd from spanning (nv) or independent (ny) velocities x (validated by vector()); spanning ones must
+    satisfy K v = 0 (checked with the loop clusters' transforms of positions(check=True) at the current q)."""
     if x.size == model.ny and model.ny != model.nv:
         return x
     violation, cluster, scale = data.engine.velocity_violation(x)
