@@ -16,7 +16,7 @@ from numba import njit
 from numba.experimental import structref
 
 from .constraints import CouplingConstraint
-from .flat import _plucker_parts, _StructType
+from .flat import _plucker_parts, _StructType, borrowed
 from .lcaba import elimination_plan
 
 PLAN_FIELDS = {    # name: meaning, shape (nb bodies, ncon constraints, ne entries, nl loops, nt terms)
@@ -99,12 +99,12 @@ structref.define_proxy(LcabaDataRef, LcabaDataType, list(DATA_FIELDS))
 
 @njit(cache=True)
 def _new_plan_ref(*fields):
-    return LcabaPlanRef(*fields)
+    return LcabaPlanRef(*borrowed(fields))
 
 
 @njit(cache=True)
 def _new_data_ref(*fields):
-    return LcabaDataRef(*fields)
+    return LcabaDataRef(*borrowed(fields))
 
 
 _PLANS = weakref.WeakKeyDictionary()
