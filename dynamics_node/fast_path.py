@@ -46,7 +46,7 @@ class FastPath:
         self.lcaba_data = self.plan.create_data()
         self._p, self._w = self.plan.ref, self.lcaba_data.ref
         self.checks = check_plan(model)                  # the state checks' data (flat_checks.py)
-        self._c, self._worst = self.checks.create_ref()
+        self._c, self._check_scratch = self.checks.create_ref()
         self._frame_sets = {}
         self._use(_ENTRY_POINTS or {name: self._warm_up_then(name) for name in _DISPATCHERS})
 
@@ -109,7 +109,7 @@ class FastPath:
         """(max |K v|, its cluster's name, max |v|) of spanning velocities at the positions of the last
         accept_positions(q, closure=True)."""
         self._velocity_violation(self._m, self._d, self._c, v)
-        worst, cluster, scale = self._worst
+        worst, cluster, scale = self._check_scratch['worst']
         return float(worst), self.model.cluster_list[int(cluster)].name if cluster >= 0 else '', float(scale)
 
     def lcaba(self, q, qd, tau, f_ext, settings, multipliers=True):

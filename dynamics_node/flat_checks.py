@@ -15,7 +15,7 @@ from numba.experimental import structref
 
 from .compiled_checks import ACROSS_AXIS, ALL, ALONG_AXIS, AXES_PERPENDICULAR, LOG, NONE, TURNED_AXIS
 from .constraints import CouplingConstraint, POSITION_ROWS, ROTATION_ROWS
-from .flat import _plucker_parts, _StructType
+from .flat import _plucker_parts, _StructType, borrowed
 
 # LoopConstraint.residual's rows by the loop type's constrained directions (constraints.py)
 ROTATION_MODE = {'e1 e2': TURNED_AXIS, 'all': LOG, '': NONE, 'a1 x a2': AXES_PERPENDICULAR}
@@ -61,7 +61,7 @@ structref.define_proxy(CheckPlanRef, CheckPlanType, list(CHECK_FIELDS) + list(SC
 
 @njit(cache=True)
 def _new_check_ref(*fields):
-    return CheckPlanRef(*fields)
+    return CheckPlanRef(*borrowed(fields))
 
 
 _PLANS = weakref.WeakKeyDictionary()
@@ -106,10 +106,11 @@ class CheckPlan:
         self.__dict__.update(fields)
 
     def create_ref(self):
-        """The kernels' view with a fresh scratch workspace (one per thread), and its 'worst' output."""
+        """The kernels' view with a fresh scratch workspace (one per thread), and that workspace (its
+        'worst' is the output of velocity_violation), which the caller keeps as long as the view."""
         scratch = {'E': np.zeros((4, 3, 3)), 'r': np.zeros((4, 3)), 'worst': np.zeros(3)}
         fields = [self.fields[name] for name in CHECK_FIELDS] + [scratch[name] for name in SCRATCH_FIELDS]
-        return _new_check_ref(*fields), scratch['worst']
+        return _new_check_ref(*fields), scratch
 
 
 def _sparse_rows(A):

@@ -341,6 +341,7 @@ class Data:
         self.a = np.zeros((nb, 6))             # body accelerations
         self.f = np.zeros((nb, 6))             # body forces (RNEA), articulated bias (ABA)
         self.f_ext = np.zeros((nb, 6))         # external forces on the bodies, body coordinates
+        self.f_ext_set = False                 # whether f_ext may hold non-zero entries
         self.S = [None] * nc                   # cluster motion subspaces S_k (6 nb_k x m_k)
         self.G = [None] * nc                   # explicit constraint Jacobians G_k (n_k x m_k)
         self.g = [None] * nc                   # explicit constraint biases g_k (n_k)

@@ -85,3 +85,4 @@ class ReferencePath:
     def _external_forces(self, f_ext):
         if f_ext is not self.data.f_ext:
             self.data.f_ext[:] = 0.0 if f_ext is None else f_ext
+            self.data.f_ext_set = f_ext is not None

@@ -27,6 +27,8 @@ def test_forward_dynamics_matches_kkt(name, compiled, rng):
         expected = reference.forward_dynamics(q, v, tau, wrenches)
         assert_close(model.forward_dynamics(q, yd, tau, wrenches), expected, 'qdd (independent inputs)')
         assert_close(model.forward_dynamics(q, v, tau, wrenches), expected, 'qdd (spanning inputs)')
+        assert_close(model.forward_dynamics(q, yd, tau), reference.forward_dynamics(q, v, tau, {}),
+                     'qdd without the previous call\'s wrenches')
 
 
 @ENGINES
