@@ -245,8 +245,7 @@ def _split_coordinates(cluster, tree, rng):
     K = samples[int(np.argmax(ranks))]
     joints = [tree.bodies[b].joint for b in bodies]
     names = [j.name for j in joints]
-    # a multi-DoF joint (spherical, planar) is dependent or independent as a whole: its position
-    # cannot be split; column_name[c] names the joint of local column c
+    # columns[i]: the local columns of joint i; column_name[c] names the joint of local column c
     columns = [list(range(cluster.col[b], cluster.col[b] + NV[j.type])) for b, j in zip(bodies, joints)]
     column_name = [j.name for j, cols in zip(joints, columns) for _ in cols]
     marked = [c for j, cols in zip(joints, columns) if j.independent is False for c in cols]
@@ -259,18 +258,11 @@ def _split_coordinates(cluster, tree, rng):
                              f'{_joint_list(column_name, marked)}')
         dependent = marked
     else:
-        dependent = []
-        for j, cols in zip(reversed(joints), reversed(columns)):
-            if j.independent is None and len(dependent) + len(cols) <= rank and \
-                    _rank(K[:, dependent + cols]) == len(dependent) + len(cols):
-                dependent.extend(cols)
-            if len(dependent) == rank:
-                break
-        dependent.sort()
+        dependent = _choose_dependent(K, rank, [cols for j, cols in zip(reversed(joints), reversed(columns))
+                                                if j.independent is None])
         if len(dependent) != rank:
             raise ModelError(f'{describe} has constraint rank {rank} but only {len(dependent)} coordinates of '
-                             'joints not marked independent="true" can be solved from it (a spherical or '
-                             'planar joint only as a whole)')
+                             'joints not marked independent="true" can be solved from it')
     if _rank(K[:, dependent]) < rank:
         raise ModelError(f'{describe}: the dependent joints {_joint_list(column_name, dependent)} cannot be '
                          'solved from the constraints (their Jacobian columns are rank deficient); '
@@ -278,6 +270,37 @@ def _split_coordinates(cluster, tree, rng):
     cluster.dependent = np.array(dependent, dtype=int)
     cluster.independent = np.array([c for c in range(cluster.n) if c not in dependent], dtype=int)
     cluster.active_rows = active
+
+
+def _choose_dependent(K, rank, candidates):
+    """Greedy rank-revealing choice of rank dependent columns among the candidates' (the unmarked joints'
+    columns, leaves first): whole joints where that reaches the rank; else each joint whole or, a
+    multi-DoF joint with an idle direction (a rod with ball joints at both ends, whose spin about its
+    own line moves nothing constrained), by as many of its columns as add rank, the one farthest from
+    the span of the chosen ones first (column pivoting). The rest, the spin, stays independent."""
+    whole = _greedy(K, rank, candidates, split=False)
+    return whole if len(whole) == rank else _greedy(K, rank, candidates, split=True)
+
+
+def _greedy(K, rank, candidates, split):
+    dependent = []
+
+    def take(cols):
+        if len(dependent) + len(cols) <= rank and _rank(K[:, dependent + cols]) == len(dependent) + len(cols):
+            dependent.extend(cols)
+            return True
+        return False
+
+    for cols in candidates:
+        if not take(cols) and split:
+            left = list(cols) if len(cols) > 1 else []
+            while left and len(dependent) < rank:
+                Q = np.linalg.qr(K[:, dependent])[0] if dependent else np.zeros((K.shape[0], 0))
+                residual = K[:, left] - Q @ (Q.T @ K[:, left])
+                take([left.pop(int(np.argmax(np.linalg.norm(residual, axis=0))))])
+        if len(dependent) == rank:
+            break
+    return sorted(dependent)
 
 
 def _joint_list(column_name, columns):

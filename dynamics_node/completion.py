@@ -1,8 +1,10 @@
 """State completion: spanning positions from independent ones (seed 003 Sec. 1.2).
 
 Coupling-only clusters are linear and solved explicitly (couplings.py); loops are solved by Newton's method on
-phi(q) = 0 over the dependent joints. Steps are taken in velocity coordinates and mapped onto each joint's
-position manifold (joints.retract: q <- q * exp(step), renormalized, for a spherical joint).
+phi(q) = 0 over the dependent joints, the split ones included (some velocity columns independent: a rod with
+ball joints at both ends, whose idle spin is no position input and keeps its previous value). Steps are taken
+in velocity coordinates and mapped onto each joint's position manifold (joints.retract: q <- q * exp(step),
+renormalized, for a spherical joint).
 
 To stay on the assembly branch of the previous solution (the neutral position at first), a cluster's
 independent joints move there from their previous values in continuation steps of at most
@@ -40,7 +42,7 @@ def complete_positions(model, data, q_independent, budget_ms=BUDGET_MS):
     deadline = time.perf_counter() + 1e-3 * budget_ms
     previous = (model.q_neutral if data.q_last is None else data.q_last).copy()
     q = previous.copy()
-    independent = set(model.independent_joint_names)
+    independent = set(independent_position_names(model))
     cursor = 0
     for i in range(1, model.nb):
         if model.joint_names[i - 1] in independent:
@@ -54,9 +56,16 @@ def complete_positions(model, data, q_independent, budget_ms=BUDGET_MS):
     return q
 
 
+def independent_position_names(model):
+    """The joints whose positions are independent: those of independent_joint_names but the split ones,
+    whose positions are solved with the dependent joints."""
+    return tuple(n for n in model.independent_joint_names if n not in model.split_joint_names)
+
+
 def independent_position_size(model):
-    """Length of the independent position vector (7 for a floating joint, 1 for the others)."""
-    names = set(model.independent_joint_names)
+    """Length of the independent position vector (7 for a floating joint, 4 for a spherical one, 3 for a
+    planar one, 1 for the others)."""
+    names = set(independent_position_names(model))
     return sum(model.nq_body[i] for i in range(1, model.nb) if model.joint_names[i - 1] in names)
 
 
@@ -64,7 +73,8 @@ def _solve_cluster(model, data, cluster, q, previous, deadline, budget_ms):
     """Close the loops of cluster in q, whose independent joints hold their targets and whose dependent
     joints start from previous (by continuation, then directly); then from the neutral position and seeded
     restarts while the budget lasts."""
-    dependent = [b for b in cluster.bodies if cluster.col[b] in set(cluster.dependent)]
+    positioned = set(independent_position_names(model))
+    dependent = [b for b in cluster.bodies if model.joint_names[b - 1] not in positioned]
     target = q.copy()
     if _continuation(model, data, cluster, q, previous, target, dependent, deadline):
         return
@@ -131,18 +141,21 @@ def _positions(model, body):
 
 
 def _newton(model, data, cluster, q, dependent, deadline):
-    """Damped Newton on the dependent joints (full steps near the solution, halved while a step does
-    not reduce |phi|); returns the final max |phi|. A start is abandoned once it stalls: no decrease
-    down to a 1/1000 step, or SLOW_STEPS steps in a row that cut |phi| by less than SLOW_RATIO (Newton
-    converges quadratically near a closed loop; crawling means a least-squares minimum with phi != 0,
-    i.e. out of reach from here), or past the deadline."""
+    """Damped Newton on the dependent joints, all columns of each (full steps near the solution, halved
+    while a step does not reduce |phi|); returns the final max |phi|. The step is lstsq's minimum-norm
+    one: a split joint is never turned about its idle direction, so a rod's spin stays near its start
+    value. A start is abandoned once it stalls: no decrease down to a 1/1000 step, or SLOW_STEPS steps
+    in a row that cut |phi| by less than SLOW_RATIO (Newton converges quadratically near a closed loop;
+    crawling means a least-squares minimum with phi != 0, i.e. out of reach from here), or past the
+    deadline."""
     phi = _residual(model, data, cluster, q)
+    columns = [cluster.col[b] + i for b in dependent for i in range(model.nv_body[b])]
     slow = 0
     for _ in range(MAX_ITERATIONS):
         if np.max(np.abs(phi)) <= TOLERANCE or slow == SLOW_STEPS or time.perf_counter() > deadline:
             break
         K, _ = constraint_jacobian(cluster, data.Xup, model.S, np.zeros(cluster.n))
-        step = np.linalg.lstsq(K[cluster.active_rows][:, cluster.dependent], phi, rcond=None)[0]
+        step = np.linalg.lstsq(K[cluster.active_rows][:, columns], phi, rcond=None)[0]
         start, scale = [q[_positions(model, b)].copy() for b in dependent], 1.0
         while True:
             column = 0

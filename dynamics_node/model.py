@@ -38,12 +38,15 @@ class ClusterInfo:
     independent_joints: tuple
     dependent_joints: tuple
     constraints: tuple             # names of its <loop>/<coupling>/<mimic> constraints
+    split_joints: tuple = ()       # joints in both lists: some velocity columns independent (an idle spin)
 
     def __str__(self):
         text = f'{self.name}: joints {list(self.joints)}'
         if self.constraints:
             text += (f', constraints {list(self.constraints)}, independent {list(self.independent_joints)}'
                      f', dependent {list(self.dependent_joints)}')
+        if self.split_joints:
+            text += f', split {list(self.split_joints)}'
         return text
 
 
@@ -92,8 +95,14 @@ class Model:
         self.ny = y0
         self.independent_v = _frozen(np.concatenate(
             [v0 + c.independent for (v0, _), c in zip(self.v_range, clusters)]).astype(int))
-        self.independent_joint_names = tuple(
-            self.joint_names[b - 1] for c in clusters for b in c.bodies if c.col[b] in set(c.independent))
+        # y holds every joint with an independent column, with those columns only; a split joint (some
+        # columns independent, some dependent: the idle spin of a rod with ball joints at both ends) has
+        # no independent positions: completion solves all its columns with the dependent ones
+        self.independent_joint_names = tuple(self.joint_names[b - 1] for c in clusters for b in c.bodies
+                                             if self._columns(c, b) & set(c.independent))
+        self.split_joint_names = tuple(self.joint_names[b - 1] for c in clusters for b in c.bodies
+                                       if self._columns(c, b) & set(c.independent)
+                                       and self._columns(c, b) & set(c.dependent))
         self.Sbar = tuple(_frozen(_block_diagonal([self.S[b] for b in c.bodies])) for c in clusters)
         self.floating_base = any(t == 'floating' for t in self.joint_type[1:])
         self.clusters = tuple(self._describe(c, tree) for c in clusters)
@@ -136,14 +145,18 @@ class Model:
         """Every link name (frames of bodies and of the links fixed to them)."""
         return tuple(self.link_frame)
 
+    def _columns(self, c, b):
+        """The local columns of body b's joint in cluster c."""
+        return set(range(c.col[b], c.col[b] + self.nv_body[b]))
+
     def _describe(self, c, tree):
         joints = tuple(self.joint_names[b - 1] for b in c.bodies)
-        dependent = {c.col[b] for b in c.bodies} & set(c.dependent)
         return ClusterInfo(c.name, self.cluster_list[c.parent].name if c.parent >= 0 else '',
                            tuple(link for b in c.bodies for link in self.body_links[b]), joints,
-                           tuple(self.joint_names[b - 1] for b in c.bodies if c.col[b] not in dependent),
-                           tuple(self.joint_names[b - 1] for b in c.bodies if c.col[b] in dependent),
-                           tuple(con.name for con in c.constraints))
+                           tuple(self.joint_names[b - 1] for b in c.bodies if self._columns(c, b) & set(c.independent)),
+                           tuple(self.joint_names[b - 1] for b in c.bodies if self._columns(c, b) & set(c.dependent)),
+                           tuple(con.name for con in c.constraints),
+                           tuple(n for n in joints if n in self.split_joint_names))
 
     def create_data(self):
         """A fresh workspace for the algorithms (one per thread)."""

@@ -4,7 +4,9 @@ Library layouts (see model.py): q and v follow ``model.joint_names``, y (indepen
 accelerations and forces) follows ``model.independent_joint_names``; a floating joint takes 7
 position entries (x y z qx qy qz qw) and 6 velocity-like entries ([linear; angular] in the base
 frame). ROS messages carry the floating joint apart from the JointState: ``base_pose``,
-``base_twist``, ``base_acceleration`` ([linear; angular]) and ``base_wrench`` ([force; torque]).
+``base_twist``, ``base_acceleration`` ([linear; angular]) and ``base_wrench`` ([force; torque]). A
+split joint (``model.split_joint_names``: a rod's idle spin) is an independent joint whose one
+independent velocity column is its y entry; its position is completed, never read.
 
 The functions read and fill message objects by their field names only, so this module imports no
 ROS package. Bad input raises ModelError with the offending field and value.
@@ -14,7 +16,7 @@ from array import array
 
 import numpy as np
 
-from .completion import independent_position_size
+from .completion import independent_position_names, independent_position_size
 from .errors import ModelError
 
 IDENTITY_POSE = np.array([0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0])   # x y z qx qy qz qw
@@ -125,12 +127,14 @@ class Selection:
 
     Attributes:
         independent: the names are the independent joints (y layouts), else all spanning joints.
-        position_index: per name, its entry in q (spanning) or in the independent positions.
+        positioned: per name, whether its position is used (not for a split joint's: it is completed).
+        position_index: per used position, its entry in q (spanning) or in the independent positions.
         velocity_index: per name, its entry in v (spanning) or in y (independent).
     """
 
-    def __init__(self, independent, position_index, velocity_index):
+    def __init__(self, independent, positioned, position_index, velocity_index):
         self.independent = independent
+        self.positioned = np.asarray(positioned, dtype=bool)
         self.position_index = np.asarray(position_index, dtype=int)
         self.velocity_index = np.asarray(velocity_index, dtype=int)
 
@@ -156,10 +160,18 @@ class JointLayout:
         self.q_index = {n: int(model.idx_q[body[n]]) for n in model.joint_names}
         self.v_index = {n: int(model.idx_v[body[n]]) for n in model.joint_names}
         self.qi_index, self.y_index = {}, {}
-        qi = y = 0
+        qi = 0
+        for n in independent_position_names(model):
+            self.qi_index[n] = qi
+            qi += model.nq_body[body[n]]
+        y_of = {int(v): y for y, v in enumerate(model.independent_v)}
         for n in model.independent_joint_names:
-            self.qi_index[n], self.y_index[n] = qi, y
-            qi, y = qi + model.nq_body[body[n]], y + model.nv_body[body[n]]
+            v0 = int(model.idx_v[body[n]])
+            columns = [y_of[v] for v in range(v0, v0 + model.nv_body[body[n]]) if v in y_of]
+            self.y_index[n] = columns[0]
+            if n in model.split_joint_names and len(columns) != 1:
+                raise ModelError(f'joint {n!r} is split into {len(columns)} independent velocity columns and '
+                                 'dependent ones; a JointState carries one value per joint')
         self.nqi = independent_position_size(model)
         self._joints_q = np.array([self.q_index[n] for n in self.joint_names], dtype=int)
         self._joints_v = np.array([self.v_index[n] for n in self.joint_names], dtype=int)
@@ -189,10 +201,11 @@ class JointLayout:
                  if self.floating else ''))
         _check_names(list(names), set(self.joint_names), 'state.name', hint)
         if set(names) == set(self.joint_names):
-            return Selection(False, [self.q_index[n] for n in names],
+            return Selection(False, [True] * len(names), [self.q_index[n] for n in names],
                              [self.v_index[n] for n in names])
         if set(names) == set(self.independent_names):
-            return Selection(True, [self.qi_index[n] for n in names],
+            return Selection(True, [n in self.qi_index for n in names],
+                             [self.qi_index[n] for n in names if n in self.qi_index],
                              [self.y_index[n] for n in names])
         missing = [n for n in self.joint_names if n not in names]
         raise ModelError(f'state.name lists {len(names)} joints but misses {missing}: list all '
@@ -214,7 +227,7 @@ class JointLayout:
         self.set_base_pose(out, self.qi_index if selection.independent else self.q_index,
                            base_pose)
         if x is not None:
-            out[selection.position_index] = x
+            out[selection.position_index] = x[selection.positioned]
         return self.model.complete_positions(out) if selection.independent else out
 
     def velocity_like(self, selection, values, field, names, base=None):
@@ -284,9 +297,10 @@ class StreamInput:
 
     Each message updates the independent joints it names; names of dependent joints (the
     constraints complete them) and of joints the model does not have (a gripper, a wheel) are
-    ignored, and so are their values, NaN included. The others keep their last value (initially
-    zero). Updates are staged in a second buffer and kept only by ``commit``, so a message whose
-    computation fails leaves the state unchanged. Name lists are mapped once per distinct tuple.
+    ignored, and so are their values, NaN included, as is the position of a split joint. The
+    others keep their last value (initially zero). Updates are staged in a second buffer and kept
+    only by ``commit``, so a message whose computation fails leaves the state unchanged. Name lists
+    are mapped once per distinct tuple.
     """
 
     def __init__(self, layout):
@@ -309,8 +323,8 @@ class StreamInput:
             ModelError: a repeated joint of the model, a length mismatch, a non-finite value of
                 an independent joint.
         """
-        mask, used, position_index, velocity_index = self._map(tuple(names))
-        p = _used_entries(positions, 'position', names, mask, used)
+        (mask, used), (position_mask, positioned), position_index, velocity_index = self._map(tuple(names))
+        p = _used_entries(positions, 'position', names, position_mask, positioned)
         v = _used_entries(velocities, 'velocity', names, mask, used)
         qi, y = self._staged
         np.copyto(qi, self.positions)
@@ -340,16 +354,19 @@ class StreamInput:
         return entry
 
     def _mapping(self, names):
-        """(mask of the independent joints among names, their names, their entries in the
-        independent positions and in y)."""
+        """((mask, names) of the independent joints among names, (mask, names) of those with
+        independent positions (not the split joints), their entries in the independent positions,
+        the former's entries in y)."""
         layout = self.layout
         known = [n for n in names if n in layout.q_index]
         if len(set(known)) != len(known):
             repeated = sorted({n for n in known if known.count(n) > 1})
             raise ModelError(f'name lists {repeated} more than once')
-        mask = np.array([n in layout.y_index for n in names], dtype=bool)
         used = [n for n in names if n in layout.y_index]
-        return (mask, used, np.array([layout.qi_index[n] for n in used], dtype=int),
+        positioned = [n for n in names if n in layout.qi_index]
+        return ((np.array([n in layout.y_index for n in names], dtype=bool), used),
+                (np.array([n in layout.qi_index for n in names], dtype=bool), positioned),
+                np.array([layout.qi_index[n] for n in positioned], dtype=int),
                 np.array([layout.y_index[n] for n in used], dtype=int))
 
 

@@ -10,6 +10,7 @@ import pytest
 sys.path.insert(0, os.path.dirname(__file__))
 
 from dynamics_node import bundled_model, bundled_models, load_model  # noqa: E402
+from dynamics_node.completion import independent_position_names  # noqa: E402
 from oracle import KKTOracle  # noqa: E402
 
 ROBOTS = bundled_models()
@@ -34,10 +35,10 @@ def oracle(name):
 
 def random_state(model, rng):
     """Consistent random state: independent positions in [-0.6, 0.6] rad (unit quaternions for floating and
-    spherical joints, planar x y theta in [-0.6, 0.6]) completed by the library, independent velocities,
-    torques and a wrench on every 3rd link."""
+    spherical joints, planar x y theta in [-0.6, 0.6]; none for split joints) completed by the library,
+    independent velocities, torques and a wrench on every 3rd link."""
     q_ind = []
-    for name in model.independent_joint_names:
+    for name in independent_position_names(model):
         kind = model.joint_type[model.joint_names.index(name) + 1]
         if kind in ('floating', 'spherical'):
             quat = rng.normal(size=4)

@@ -9,6 +9,7 @@ import pytest
 
 from conftest import assert_close, random_state
 from dynamics_node import load_model, ModelError
+from dynamics_node.completion import independent_position_size
 from oracle import KKTOracle
 
 STATES = 3
@@ -60,6 +61,13 @@ MODELS = {
                   joint('rocker_joint', 'revolute', 'base', 'rocker', '0.6 0.2 0', axis='1 0 0'),
                   loop('cardan_end', 'universal', 'rod', '0.4 0.2 0.3', 'rocker', '0 0 0.3', '0 0 1',
                        '<axis2 xyz="1 0 0"/>')),
+    # crank - rod with ball joints at both ends - rocker (RSSR): the rod spins idly about its line, so one
+    # column of rod_ball stays independent (a split joint)
+    'rssr': robot('rssr', link('base', 0), link('crank'), link('rod', 0.4), link('rocker'),
+                  joint('crank_joint', 'revolute', 'base', 'crank'),
+                  joint('rod_ball', 'spherical', 'crank', 'rod', '0.2 0 0'),
+                  joint('rocker_joint', 'revolute', 'base', 'rocker', '0.6 0.2 0', axis='1 0 0'),
+                  loop('ball_end', 'spherical', 'rod', '0.4 0.2 0.3', 'rocker', '0 0 0.3')),
     # a block on a planar joint (dependent) welded to a two-link arm moving in the same tilted plane
     'planar_block': robot('planar_block', link('base', 0), link('crank'), link('coupler'), link('block', 0.6),
                           joint('crank_joint', 'revolute', 'base', 'crank', axis='0 0.6 0.8'),
@@ -112,14 +120,14 @@ def test_dynamics_match_kkt(name, compiled, rng):
     for _ in range(STATES):
         q, yd, wrenches = random_state(model, rng)
         assert np.max(np.abs(reference.loop_residual(q)), initial=0.0) < 1e-10, 'oracle: loops closed'
-        G = reference.null_space_G(q, model.independent_joint_names)
+        G = reference.null_space_G(q, model.independent_v)
         v = model.spanning_velocities(q, yd)
         assert_close(v, G @ yd, 'qd = G yd')
         tau = rng.normal(size=model.nv)
         expected = reference.forward_dynamics(q, v, tau, wrenches)
         assert_close(model.forward_dynamics(q, yd, tau, wrenches, method='aba'), expected, 'qdd')
         ydd = rng.normal(size=model.ny)
-        qdd = G @ ydd + reference.explicit_bias_g(q, v, model.independent_joint_names)
+        qdd = G @ ydd + reference.explicit_bias_g(q, v, model.independent_v)
         assert_close(model.inverse_dynamics(q, yd, ydd, wrenches),
                      reference.inverse_dynamics_projected(q, v, qdd, G, wrenches), 'tau_y')
         assert_close(model.mass_matrix(q), G.T @ reference.mass_matrix(q) @ G, 'H_y')
@@ -130,7 +138,7 @@ def test_dynamics_match_kkt(name, compiled, rng):
 def test_link_kinematics(name, rng):
     model, reference = model_of(name), oracle_of(name)
     q, _, _ = random_state(model, rng)
-    G = reference.null_space_G(q, model.independent_joint_names)
+    G = reference.null_space_G(q, model.independent_v)
     for link_name in model.links:
         R, p = model.link_pose(q, link_name)
         pose = reference.link_placement(q, link_name)
@@ -159,9 +167,7 @@ def test_completion_from_far_starts(name, rng):
     model = load_model(MODELS[name])
     reference = oracle_of(name)
     for scale in (0.1, 0.6, 0.3):
-        q_ind = []
-        for joint_name in model.independent_joint_names:
-            q_ind.append(rng.uniform(-scale, scale))
+        q_ind = rng.uniform(-scale, scale, independent_position_size(model))
         q = model.complete_positions(q_ind)
         assert np.max(np.abs(reference.loop_residual(q))) < 1e-11
         quaternions = [q[i:i + 4] for i, kind in zip(model.idx_q[1:], model.joint_type[1:]) if kind == 'spherical']
@@ -204,11 +210,17 @@ def test_errors_name_the_element(xml, message):
         load_model(xml)
 
 
-def test_spherical_joint_is_dependent_only_as_a_whole():
-    """A rod with ball joints at both ends spins idly: its spherical joint cannot be dependent as a
-    whole, and the message says so (Extended URDF's idle spins are another issue)."""
-    xml = MODELS['rusr'].replace('type="universal"', 'type="spherical"').replace('<axis2 xyz="0 1 0"/>', '')
-    with pytest.raises(ModelError, match=r'has constraint rank 3 but only 2 coordinates of joints not marked '
-                                         r'independent="true" can be solved from it \(a spherical or planar joint '
-                                         r'only as a whole\)'):
-        load_model(xml)
+def test_rod_with_ball_joints_at_both_ends_is_split():
+    """RSSR: rank 3, but the rod's ball cannot be dependent as a whole (its spin about the line through
+    both balls moves nothing constrained): two of its columns are dependent with the rocker, the third
+    (the spin) independent. In y with that column, it takes no independent position."""
+    model = model_of('rssr')
+    assert model.clusters[0].independent_joints == ('crank_joint', 'rod_ball')
+    assert model.clusters[0].dependent_joints == ('rod_ball', 'rocker_joint')
+    assert model.split_joint_names == ('rod_ball',) and model.ny == 2 and independent_position_size(model) == 1
+    reference = oracle_of('rssr')
+    q = model.complete_positions([0.3])
+    assert np.max(np.abs(reference.loop_residual(q))) < 1e-12
+    spin = model.spanning_velocities(q, [0.0, 1.0])
+    assert_close(reference.constraint_jacobian(q) @ spin, np.zeros(3), 'the spin is idle')
+    assert_close(spin[[0, 4]], np.zeros(2), 'and moves neither the crank nor the rocker')
