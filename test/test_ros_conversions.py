@@ -13,10 +13,11 @@ import numpy as np
 import pytest
 
 from conftest import assert_close, random_state, robot
-from dynamics_node import ModelError
+from dynamics_node import load_model, ModelError
 from dynamics_node.ros_conversions import (
     accel_to_array, array_to_accel, array_to_wrench, float64_array, JointLayout,
     link_wrenches_to_dict, normalized_pose, pose_to_array, StreamInput, twist_to_array)
+from test_joint_types import MODELS
 
 # The crank-rocker closed configuration of four_bar.urdf's comment (closed[crank1]).
 FOUR_BAR_CLOSED = {'crank_joint': 1.0, 'coupler_joint': -0.507353802871532,
@@ -237,3 +238,26 @@ def test_stream_floating_base_starts_at_rest_at_identity():
     assert_close(velocities[:6], base[1], 'base twist from odometry')
     y = model.independent_joint_names.index('FL_knee_joint') + 5    # 6 base entries, not 1
     assert (positions[y + 1], velocities[y]) == (0.5, 0.25)         # 7 base positions
+
+
+# ---- split joints (a rod's idle spin) ----
+
+def test_split_joint_carries_its_spin_velocity_and_no_position():
+    """rssr-like rod_ball: in the independent names with its one independent column (the spin rate, y) and
+    no independent position (the value given is ignored: completion keeps the spin)."""
+    model = load_model(MODELS['rssr'])
+    layout = JointLayout(model)
+    assert layout.independent_names == ('crank_joint', 'rod_ball') and layout.nqi == 1
+    names = ['rod_ball', 'crank_joint']
+    selection = layout.select(names)
+    assert selection.independent
+    q = layout.positions(selection, [123.0, 0.3], names)
+    assert_close(q, model.complete_positions([0.3]), 'q completed from the crank alone')
+    y = layout.velocity_like(selection, [2.0, 1.0], 'state.velocity', names)
+    assert_close(y, [1.0, 2.0], 'y: crank rate, spin rate')
+    assert_close(layout.split_independent(model.inverse_dynamics(q, y, np.zeros(2)))[0],
+                 model.inverse_dynamics(q, y, np.zeros(2)), 'one effort per independent name')
+    stream = StreamInput(layout)
+    positions, velocities = stream.stage(names, [np.nan, 0.4], [3.0, 1.5])
+    assert_close(positions, [0.4], 'the spin has no position entry (NaN ignored)')
+    assert_close(velocities, [1.5, 3.0], 'velocities')
