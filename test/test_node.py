@@ -1129,6 +1129,34 @@ def test_extended_urdf_through_closures_file(ros, nodes):
     assert ros.call(DescribeModel, describe).robot_name == 'linkage_leg'
 
 
+def test_idle_rod_spins_are_served(ros, nodes, rng):
+    """The Digit-like ankle of two rods with ball joints at both ends (test/models): each rod's top ball
+    is split, an independent name whose velocity is the spin rate and whose position is ignored."""
+    ankle = ROOT / 'test' / 'models' / 'ball_rod_ankle_leg'
+    urdf, closures = str(ankle.with_suffix('.urdf')), str(ankle.with_suffix('.yaml'))
+    model = load_model(urdf, closures=closures)
+    process = nodes['loop']
+    try:
+        result = set_parameters(ros, process.name, robot_description_file=urdf, closures_file=closures)
+        assert result.successful, result.reason
+        response = ros.call(DescribeModel, service(nodes, 'loop', 'describe_model'))
+        assert tuple(response.independent_joint_names) == model.independent_joint_names
+        assert [tuple(c.independent_joints) for c in response.clusters] == [c.independent_joints
+                                                                            for c in model.clusters]
+        names = model.independent_joint_names                 # rod_l_top and rod_r_top: the spins
+        positions = [0.2, -0.7, 0.4, 99.0, -0.3, 99.0]        # the split joints' positions are ignored
+        y, ydd = rng.normal(size=model.ny), rng.normal(size=model.ny)
+        request = InverseDynamics.Request(state=joint_state(names, positions, y), acceleration=list(ydd))
+        response = ros.call(InverseDynamics, service(nodes, 'loop', 'inverse_dynamics'), request)
+        assert response.success, response.message
+        q = model.complete_positions([0.2, -0.7, 0.4, -0.3])      # a fresh model, as the node's
+        assert tuple(response.name) == names
+        assert_close(response.effort, model.inverse_dynamics(q, y, ydd), 'tau_y', RTOL)
+    finally:
+        restored = set_parameters(ros, process.name, robot_description_file='linkage_leg', closures_file='')
+    assert restored.successful, restored.reason
+
+
 def test_readme_client_example_runs(nodes):
     """The README's Python client example, run as written against the 'loop' node."""
     readme = (ROOT / 'README.md').read_text()
