@@ -217,8 +217,9 @@ def _check_dependent_flags(tree, components, owned):
                          '<coupling> constrains them')
 
 
-def constraint_jacobian(cluster, Xup, S, qd):
-    """Stacked K and k of a cluster's constraints (all rows) at the given transforms and velocities."""
+def constraint_jacobian(cluster, Xup, S, qd=None):
+    """Stacked K and k of a cluster's constraints (all rows) at the given transforms and velocities
+    (K alone, k = 0, without qd)."""
     blocks = [c.evaluate(Xup, S, cluster.col, cluster.n, qd) for c in cluster.constraints]
     return np.vstack([K for K, _ in blocks]), np.concatenate([k for _, k in blocks])
 
@@ -236,7 +237,7 @@ def _split_coordinates(cluster, tree, rng):
             span = np.pi if KIND[joint.type] == 'rotational' else 0.3
             Xup[b] = joint_transform(joint.type, joint.axis, random_position(joint.type, rng, span)) @ \
                 tree.bodies[b].X_tree
-        samples.append(constraint_jacobian(cluster, Xup, S, np.zeros(cluster.n))[0])
+        samples.append(constraint_jacobian(cluster, Xup, S)[0])
     scale = max(1.0, max(np.abs(K).max() for K in samples))
     active = np.flatnonzero(np.max([np.abs(K).max(axis=1) for K in samples], axis=0) > RANK_TOLERANCE * scale)
     samples = [K[active] for K in samples]
@@ -245,7 +246,9 @@ def _split_coordinates(cluster, tree, rng):
     K = samples[int(np.argmax(ranks))]
     joints = [tree.bodies[b].joint for b in bodies]
     names = [j.name for j in joints]
-    # columns[i]: the local columns of joint i; column_name[c] names the joint of local column c
+    # a multi-DoF joint (spherical, planar) is dependent as a whole where the rank allows, else in the
+    # directions the loops fix (a rod with ball joints at both ends keeps its idle spin independent);
+    # column_name[c] names the joint of local column c
     columns = [list(range(cluster.col[b], cluster.col[b] + NV[j.type])) for b, j in zip(bodies, joints)]
     column_name = [j.name for j, cols in zip(joints, columns) for _ in cols]
     marked = [c for j, cols in zip(joints, columns) if j.independent is False for c in cols]
@@ -258,8 +261,19 @@ def _split_coordinates(cluster, tree, rng):
                              f'{_joint_list(column_name, marked)}')
         dependent = marked
     else:
-        dependent = _choose_dependent(K, rank, [cols for j, cols in zip(reversed(joints), reversed(columns))
-                                                if j.independent is None])
+        dependent = []
+        for j, cols in zip(reversed(joints), reversed(columns)):
+            if j.independent is not None:
+                continue
+            if len(dependent) + len(cols) <= rank and _rank(K[:, dependent + cols]) == len(dependent) + len(cols):
+                dependent.extend(cols)                       # the whole joint
+            else:                                            # the directions the loops fix (an idle spin stays)
+                for c in cols:
+                    if len(dependent) < rank and _rank(K[:, dependent + [c]]) > len(dependent):
+                        dependent.append(c)
+            if len(dependent) == rank:
+                break
+        dependent.sort()
         if len(dependent) != rank:
             raise ModelError(f'{describe} has constraint rank {rank} but only {len(dependent)} coordinates of '
                              'joints not marked independent="true" can be solved from it')
@@ -270,37 +284,6 @@ def _split_coordinates(cluster, tree, rng):
     cluster.dependent = np.array(dependent, dtype=int)
     cluster.independent = np.array([c for c in range(cluster.n) if c not in dependent], dtype=int)
     cluster.active_rows = active
-
-
-def _choose_dependent(K, rank, candidates):
-    """Greedy rank-revealing choice of rank dependent columns among the candidates' (the unmarked joints'
-    columns, leaves first): whole joints where that reaches the rank; else each joint whole or, a
-    multi-DoF joint with an idle direction (a rod with ball joints at both ends, whose spin about its
-    own line moves nothing constrained), by as many of its columns as add rank, the one farthest from
-    the span of the chosen ones first (column pivoting). The rest, the spin, stays independent."""
-    whole = _greedy(K, rank, candidates, split=False)
-    return whole if len(whole) == rank else _greedy(K, rank, candidates, split=True)
-
-
-def _greedy(K, rank, candidates, split):
-    dependent = []
-
-    def take(cols):
-        if len(dependent) + len(cols) <= rank and _rank(K[:, dependent + cols]) == len(dependent) + len(cols):
-            dependent.extend(cols)
-            return True
-        return False
-
-    for cols in candidates:
-        if not take(cols) and split:
-            left = list(cols) if len(cols) > 1 else []
-            while left and len(dependent) < rank:
-                Q = np.linalg.qr(K[:, dependent])[0] if dependent else np.zeros((K.shape[0], 0))
-                residual = K[:, left] - Q @ (Q.T @ K[:, left])
-                take([left.pop(int(np.argmax(np.linalg.norm(residual, axis=0))))])
-        if len(dependent) == rank:
-            break
-    return sorted(dependent)
 
 
 def _joint_list(column_name, columns):

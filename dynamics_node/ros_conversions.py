@@ -4,9 +4,7 @@ Library layouts (see model.py): q and v follow ``model.joint_names``, y (indepen
 accelerations and forces) follows ``model.independent_joint_names``; a floating joint takes 7
 position entries (x y z qx qy qz qw) and 6 velocity-like entries ([linear; angular] in the base
 frame). ROS messages carry the floating joint apart from the JointState: ``base_pose``,
-``base_twist``, ``base_acceleration`` ([linear; angular]) and ``base_wrench`` ([force; torque]). A
-split joint (``model.split_joint_names``: a rod's idle spin) is an independent joint whose one
-independent velocity column is its y entry; its position is completed, never read.
+``base_twist``, ``base_acceleration`` ([linear; angular]) and ``base_wrench`` ([force; torque]).
 
 The functions read and fill message objects by their field names only, so this module imports no
 ROS package. Bad input raises ModelError with the offending field and value.
@@ -16,7 +14,7 @@ from array import array
 
 import numpy as np
 
-from .completion import independent_position_names, independent_position_size
+from .completion import independent_position_size
 from .errors import ModelError
 
 IDENTITY_POSE = np.array([0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0])   # x y z qx qy qz qw
@@ -33,10 +31,10 @@ def float64_array(values):
 def finite(values, field, labels=None):
     """values as a float vector; raises ModelError naming the first non-finite entry."""
     x = np.asarray(values, dtype=float).reshape(-1)
-    bad = np.flatnonzero(~np.isfinite(x))
-    if bad.size:
-        where = labels[bad[0]] if labels is not None else bad[0]
-        raise ModelError(f'{field}[{where}] is {x[bad[0]]}; expected finite numbers')
+    if not np.isfinite(x).all():
+        bad = np.flatnonzero(~np.isfinite(x))[0]
+        where = labels[bad] if labels is not None else bad
+        raise ModelError(f'{field}[{where}] is {x[bad]}; expected finite numbers')
     return x
 
 
@@ -127,14 +125,12 @@ class Selection:
 
     Attributes:
         independent: the names are the independent joints (y layouts), else all spanning joints.
-        positioned: per name, whether its position is used (not for a split joint's: it is completed).
-        position_index: per used position, its entry in q (spanning) or in the independent positions.
+        position_index: per name, its entry in q (spanning) or in the independent positions.
         velocity_index: per name, its entry in v (spanning) or in y (independent).
     """
 
-    def __init__(self, independent, positioned, position_index, velocity_index):
+    def __init__(self, independent, position_index, velocity_index):
         self.independent = independent
-        self.positioned = np.asarray(positioned, dtype=bool)
         self.position_index = np.asarray(position_index, dtype=int)
         self.velocity_index = np.asarray(velocity_index, dtype=int)
 
@@ -154,27 +150,30 @@ class JointLayout:
             raise ModelError(f'the model has {len(floating)} floating joints {floating}; the node '
                              'supports one floating base')
         self.base_joint = floating[0] if floating else None
-        self.joint_names = tuple(n for n in model.joint_names if n != self.base_joint)
+        # spherical and planar joints take several values, a JointState one per joint: the node takes
+        # them only as dependent joints of loops, which it completes
+        completed = [n for n in model.joint_names if model.joint_type[body[n]] in ('spherical', 'planar')]
+        free = [n for n in completed if n in model.independent_joint_names]
+        if free:
+            raise ModelError(f'{model.joint_type[body[free[0]]]} joint {free[0]!r} has independent '
+                             'coordinates: a JointState carries one value per joint, so the node takes '
+                             'spherical and planar joints only as dependent joints of loops')
+        self.completed = tuple(completed)
+        self.joint_names = tuple(n for n in model.joint_names if n != self.base_joint and n not in completed)
         self.independent_names = tuple(n for n in model.independent_joint_names
                                        if n != self.base_joint)
         self.q_index = {n: int(model.idx_q[body[n]]) for n in model.joint_names}
         self.v_index = {n: int(model.idx_v[body[n]]) for n in model.joint_names}
         self.qi_index, self.y_index = {}, {}
-        qi = 0
-        for n in independent_position_names(model):
-            self.qi_index[n] = qi
-            qi += model.nq_body[body[n]]
-        y_of = {int(v): y for y, v in enumerate(model.independent_v)}
+        qi = y = 0
         for n in model.independent_joint_names:
-            v0 = int(model.idx_v[body[n]])
-            columns = [y_of[v] for v in range(v0, v0 + model.nv_body[body[n]]) if v in y_of]
-            self.y_index[n] = columns[0]
-            if n in model.split_joint_names and len(columns) != 1:
-                raise ModelError(f'joint {n!r} is split into {len(columns)} independent velocity columns and '
-                                 'dependent ones; a JointState carries one value per joint')
+            self.qi_index[n], self.y_index[n] = qi, y
+            qi, y = qi + model.nq_body[body[n]], y + model.nv_body[body[n]]
         self.nqi = independent_position_size(model)
         self._joints_q = np.array([self.q_index[n] for n in self.joint_names], dtype=int)
         self._joints_v = np.array([self.v_index[n] for n in self.joint_names], dtype=int)
+        self._independent_q = np.array([self.q_index[n] + k for n in model.independent_joint_names
+                                        for k in range(model.nq_body[body[n]])], dtype=int)
         self._independent_y = np.array([self.y_index[n] for n in self.independent_names],
                                        dtype=int)
         self._selections = {}
@@ -201,11 +200,10 @@ class JointLayout:
                  if self.floating else ''))
         _check_names(list(names), set(self.joint_names), 'state.name', hint)
         if set(names) == set(self.joint_names):
-            return Selection(False, [True] * len(names), [self.q_index[n] for n in names],
+            return Selection(False, [self.q_index[n] for n in names],
                              [self.v_index[n] for n in names])
         if set(names) == set(self.independent_names):
-            return Selection(True, [n in self.qi_index for n in names],
-                             [self.qi_index[n] for n in names if n in self.qi_index],
+            return Selection(True, [self.qi_index[n] for n in names],
                              [self.y_index[n] for n in names])
         missing = [n for n in self.joint_names if n not in names]
         raise ModelError(f'state.name lists {len(names)} joints but misses {missing}: list all '
@@ -227,13 +225,22 @@ class JointLayout:
         self.set_base_pose(out, self.qi_index if selection.independent else self.q_index,
                            base_pose)
         if x is not None:
-            out[selection.position_index] = x[selection.positioned]
-        return self.model.complete_positions(out) if selection.independent else out
+            out[selection.position_index] = x
+        if selection.independent:
+            return self.model.complete_positions(out)
+        if self.completed:          # the spherical and planar joints from the loops; the library then
+            q = self.model.complete_positions(out[self._independent_q])     # checks the given ones
+            q[selection.position_index] = x
+            return q
+        return out
 
-    def velocity_like(self, selection, values, field, names, base=None):
+    def velocity_like(self, selection, values, field, names, base=None, forces=False):
         """v (nv) or y (ny) from a velocity, acceleration or effort array of the selection.
 
         Empty values mean zero for the joints; base (6) fills the floating joint (zero if None).
+        With completed (spherical, planar) joints, spanning velocities and accelerations are taken by
+        their independent entries (the others follow from the loops); spanning efforts stay spanning,
+        zero on the completed joints.
         """
         x = _entries(values, field, names, required=False)
         out = np.zeros(self.model.ny if selection.independent else self.model.nv)
@@ -241,6 +248,8 @@ class JointLayout:
         self.set_base_motion(out, index, base)
         if x is not None:
             out[selection.velocity_index] = x
+        if self.completed and not selection.independent and not forces:
+            return out[self.model.independent_v]
         return out
 
     def set_base_pose(self, out, index, pose=None):
@@ -297,10 +306,9 @@ class StreamInput:
 
     Each message updates the independent joints it names; names of dependent joints (the
     constraints complete them) and of joints the model does not have (a gripper, a wheel) are
-    ignored, and so are their values, NaN included, as is the position of a split joint. The
-    others keep their last value (initially zero). Updates are staged in a second buffer and kept
-    only by ``commit``, so a message whose computation fails leaves the state unchanged. Name lists
-    are mapped once per distinct tuple.
+    ignored, and so are their values, NaN included. The others keep their last value (initially
+    zero). Updates are staged in a second buffer and kept only by ``commit``, so a message whose
+    computation fails leaves the state unchanged. Name lists are mapped once per distinct tuple.
     """
 
     def __init__(self, layout):
@@ -323,8 +331,8 @@ class StreamInput:
             ModelError: a repeated joint of the model, a length mismatch, a non-finite value of
                 an independent joint.
         """
-        (mask, used), (position_mask, positioned), position_index, velocity_index = self._map(tuple(names))
-        p = _used_entries(positions, 'position', names, position_mask, positioned)
+        mask, used, position_index, velocity_index = self._map(tuple(names))
+        p = _used_entries(positions, 'position', names, mask, used)
         v = _used_entries(velocities, 'velocity', names, mask, used)
         qi, y = self._staged
         np.copyto(qi, self.positions)
@@ -354,19 +362,16 @@ class StreamInput:
         return entry
 
     def _mapping(self, names):
-        """((mask, names) of the independent joints among names, (mask, names) of those with
-        independent positions (not the split joints), their entries in the independent positions,
-        the former's entries in y)."""
+        """(mask of the independent joints among names, their names, their entries in the
+        independent positions and in y)."""
         layout = self.layout
         known = [n for n in names if n in layout.q_index]
         if len(set(known)) != len(known):
             repeated = sorted({n for n in known if known.count(n) > 1})
             raise ModelError(f'name lists {repeated} more than once')
+        mask = np.array([n in layout.y_index for n in names], dtype=bool)
         used = [n for n in names if n in layout.y_index]
-        positioned = [n for n in names if n in layout.qi_index]
-        return ((np.array([n in layout.y_index for n in names], dtype=bool), used),
-                (np.array([n in layout.qi_index for n in names], dtype=bool), positioned),
-                np.array([layout.qi_index[n] for n in positioned], dtype=int),
+        return (mask, used, np.array([layout.qi_index[n] for n in used], dtype=int),
                 np.array([layout.y_index[n] for n in used], dtype=int))
 
 

@@ -698,16 +698,16 @@ class KKTOracle:
         C = self.bias(q, v, wrenches)
         return G.T @ (H @ np.asarray(qdd, dtype=float) + C)
 
-    def _split(self, independent):
-        """(y, d): our velocity indices of the independent coordinates, given as joint names (all their
-        columns) or as velocity indices (e.g. one column of a spherical joint), and of the others."""
-        independent = list(independent)
-        y = self.v_index(independent) if isinstance(independent[0], str) else np.array(independent, dtype=int)
+    def _split(self, independent_names):
+        """(independent, dependent) velocity indices; independent_names are joint names (all their
+        velocities) or velocity indices (a joint may then be split)."""
+        names = list(independent_names)
+        y = self.v_index(names) if names and isinstance(names[0], str) else np.array(names, dtype=int)
         d = np.array([i for i in range(self.nv) if i not in set(y.tolist())], dtype=int)
         return y, d
 
     def null_space_G(self, q, independent_names):
-        """G (nv x ny) with v = G y, y = velocities of independent_names (in that order; see _split)."""
+        """G (nv x ny) with v = G y, y = velocities of independent_names (in that order)."""
         K = self.constraint_jacobian(q)
         y, d = self._split(independent_names)
         G = np.zeros((self.nv, y.size))
