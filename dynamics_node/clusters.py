@@ -268,9 +268,7 @@ def _split_coordinates(cluster, tree, rng):
             if len(dependent) + len(cols) <= rank and _rank(K[:, dependent + cols]) == len(dependent) + len(cols):
                 dependent.extend(cols)                       # the whole joint
             else:                                            # the directions the loops fix (an idle spin stays)
-                for c in cols:
-                    if len(dependent) < rank and _rank(K[:, dependent + [c]]) > len(dependent):
-                        dependent.append(c)
+                dependent.extend(_fixed_directions(K, dependent, cols, rank))
             if len(dependent) == rank:
                 break
         dependent.sort()
@@ -284,6 +282,21 @@ def _split_coordinates(cluster, tree, rng):
     cluster.dependent = np.array(dependent, dtype=int)
     cluster.independent = np.array([c for c in range(cluster.n) if c not in dependent], dtype=int)
     cluster.active_rows = active
+
+
+def _fixed_directions(K, dependent, cols, rank):
+    """The columns of a multi-DoF joint that the loops fix, by column pivoting: the column farthest from
+    the span of the chosen ones first, while it adds rank. The free direction (a rod's spin about its own
+    line) is then the column most aligned with it, so K_d stays well conditioned also for a rod lying
+    nearly, not exactly, along a frame axis (in order, its almost idle column would be taken)."""
+    chosen, left = [], list(cols)
+    while left and len(dependent) + len(chosen) < rank:
+        Q = np.linalg.qr(K[:, dependent + chosen])[0]
+        residual = np.linalg.norm(K[:, left] - Q @ (Q.T @ K[:, left]), axis=0)
+        c = left.pop(int(np.argmax(residual)))
+        if _rank(K[:, dependent + chosen + [c]]) == len(dependent) + len(chosen) + 1:
+            chosen.append(c)
+    return chosen
 
 
 def _joint_list(column_name, columns):
