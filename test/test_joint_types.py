@@ -242,6 +242,24 @@ def test_idle_spin_of_a_ball_jointed_rod_stays_independent():
     assert_close(model.complete_positions([0.2]), q, 'the same q again')
 
 
+def test_marked_ball_joint_of_an_idle_rod_is_split():
+    """independent="false" on the rod's ball joint (and the rocker) of RSSR: 4 marked coordinates for rank
+    3, so the marked ball joint is dependent in the directions the loop fixes, as in the automatic choice.
+    Marking the crank too leaves a marked joint the loop does not determine: the count error."""
+    def marked(*names):
+        xml = MODELS['rssr']
+        for name in names:
+            xml = xml.replace(f'<joint name="{name}" ', f'<joint name="{name}" independent="false" ')
+        return xml
+    model = load_model(marked('rod_ball', 'rocker_joint'))
+    assert model.clusters == model_of('rssr').clusters and model.split_joint_names == ('rod_ball',)
+    assert np.array_equal(model.independent_v, model_of('rssr').independent_v)
+    with pytest.raises(ModelError, match=r"has constraint rank 3, so it needs 3 dependent joints, but 5 are "
+                                         r"marked independent=\"false\": "
+                                         r"\['crank_joint', 'rod_ball', 'rocker_joint'\]"):
+        load_model(marked('crank_joint', 'rod_ball', 'rocker_joint'))
+
+
 @ENGINES
 @pytest.mark.parametrize('tilt', [1e-4, 1e-7])
 def test_idle_spin_of_a_rod_nearly_along_a_frame_axis(tilt, compiled, rng):
