@@ -88,9 +88,9 @@ class Outcomes(collections.Counter):
         super().__init__()
         self.failures = []
 
-    def run(self, label, call, load=False):
-        """The outcome of call() (a load_model with load), counted as 'load ...' or 'call ...': its
-        result, or None after a ModelError."""
+    def run(self, label, call, kind='call'):
+        """The outcome of call(), counted as '<kind> <outcome>' (kind 'load' for load_model, 'call' for
+        a call under test, 'good call' for the calls between them): its result, or None after a ModelError."""
         start = time.perf_counter()
         try:
             result = call()
@@ -100,12 +100,11 @@ class Outcomes(collections.Counter):
             outcome, result = 'other', None
             self.failures.append(f'{label}: {type(error).__name__}: {str(error)[:200]}')
         else:
-            outcome = 'loaded' if load else 'finite'
-            if not load and not all(np.isfinite(np.asarray(x, dtype=float)).all() for x in _arrays(result)):
+            outcome = 'loaded' if kind == 'load' else 'finite'
+            if kind != 'load' and not all(np.isfinite(np.asarray(x, dtype=float)).all() for x in _arrays(result)):
                 outcome = 'non-finite'
                 self.failures.append(f'{label}: non-finite result')
         elapsed = time.perf_counter() - start
-        kind = 'load' if load else 'call'
         self[f'{kind} {outcome}'] += 1
         if elapsed > SLOW:
             self[f'{kind} over 1 s'] += 1
@@ -144,7 +143,7 @@ def fuzz_descriptions(count, seed, outcomes):
     for case in range(count):
         name = BASES[rng.integers(len(BASES))]
         source = mutate(texts[name], rng)
-        model = outcomes.run(f'description {case} ({name})', lambda: load_model(source), load=True)
+        model = outcomes.run(f'description {case} ({name})', lambda: load_model(source), kind='load')
         if model is not None:
             exercise(model, rng, outcomes, f'description {case} ({name})')
 
@@ -241,11 +240,14 @@ def fuzz_calls(count, seed, outcomes, names=BASES):
         model, fresh = models[name]
         state = random_state(fresh, np.random.default_rng(case))
         q_ind = _independent_positions(fresh, state[0])
-        before = model.complete_positions(q_ind)
+        # A good completion may fail where an earlier successful hostile one moved the warm start far away.
+        before = outcomes.run(f'call {case} ({name}) complete_positions', lambda: model.complete_positions(q_ind),
+                              kind='good call')
         label, call = hostile_call(model, state, rng)
         label = f'call {case} ({name}) {label}'
         if outcomes.run(label, call) is None:
-            assert_close(model.complete_positions(q_ind), before, f'{label}, then complete_positions', rtol=1e-12)
+            if before is not None:
+                assert_close(model.complete_positions(q_ind), before, f'{label}, then complete_positions', 1e-12)
             expected, actual = good_results(fresh, state), good_results(model, state)
             for key in expected:
                 assert_close(actual[key], expected[key], f'{label}, then {key}', rtol=1e-12)
@@ -271,7 +273,7 @@ def test_hostile_calls_follow_the_rule_and_leave_no_trace():
     outcomes = Outcomes()
     fuzz_calls(400, SEED, outcomes)
     assert not outcomes.failures, '\n'.join(outcomes.failures[:20])
-    assert outcomes['call ModelError'] > 300, dict(outcomes)
+    assert outcomes['call ModelError'] > 300 and outcomes['good call finite'] > 300, dict(outcomes)
 
 
 if __name__ == '__main__':
