@@ -43,10 +43,9 @@ def complete_positions(model, data, q_independent, budget_ms=BUDGET_MS):
     deadline = time.perf_counter() + 1e-3 * budget_ms
     previous = (model.q_neutral if data.q_last is None else data.q_last).copy()
     q = previous.copy()
-    independent = set(model.independent_joint_names)
     cursor = 0
     for i in range(1, model.nb):
-        if model.joint_names[i - 1] in independent:
+        if model.joint_role[i] == 'independent':       # a split joint's free spin keeps its value
             n = model.nq_body[i]
             q[model.idx_q[i]:model.idx_q[i] + n] = q_independent[cursor:cursor + n]
             cursor += n
@@ -58,16 +57,16 @@ def complete_positions(model, data, q_independent, budget_ms=BUDGET_MS):
 
 
 def independent_position_size(model):
-    """Length of the independent position vector (7 for a floating joint, 1 for the others)."""
-    names = set(model.independent_joint_names)
-    return sum(model.nq_body[i] for i in range(1, model.nb) if model.joint_names[i - 1] in names)
+    """Length of the independent position vector (7 for a floating joint, 4 for a spherical joint, 3 for
+    a planar joint, 1 for the others; none for a split joint)."""
+    return sum(model.nq_body[i] for i in range(1, model.nb) if model.joint_role[i] == 'independent')
 
 
 def _solve_cluster(model, data, cluster, q, previous, deadline, budget_ms):
     """Close the loops of cluster in q, whose independent joints hold their targets and whose dependent
     joints start from previous (by continuation, then directly) and from the neutral position, whatever
     the budget; then from seeded random restarts while the budget lasts."""
-    dependent = [b for b in cluster.bodies if cluster.col[b] in set(cluster.dependent)]
+    dependent = [b for b in cluster.bodies if model.joint_role[b] != 'independent']
     target = q.copy()
     residual = _continuation(model, data, cluster, q, previous, target, dependent, deadline)
     solves = 1
@@ -106,7 +105,7 @@ def _continuation(model, data, cluster, q, previous, target, dependent, deadline
             t = 1.0
         for _, s, kind in independent:
             q[s] = _interpolate(kind, previous[s], target[s], t)
-        residual = _newton(model, data, cluster, q, dependent)
+        residual = _newton(model, data, cluster, q, dependent, patient=True)
         if residual > TOLERANCE or t == 1.0:
             break
     return residual
@@ -136,27 +135,27 @@ def _positions(model, body):
     return slice(model.idx_q[body], model.idx_q[body] + model.nq_body[body])
 
 
-def _newton(model, data, cluster, q, dependent):
+def _newton(model, data, cluster, q, dependent, patient=False):
     """Damped Newton on the dependent joints (full steps near the solution, halved while a step does
     not reduce |phi|); returns the final max |phi|. A start is abandoned once it stalls: no decrease
-    down to a 1/1000 step, or SLOW_STEPS steps in a row that cut |phi| by less than SLOW_RATIO (Newton
-    converges quadratically near a closed loop; crawling means a least-squares minimum with phi != 0,
-    i.e. out of reach from here)."""
+    down to a 1/1000 step, or (unless patient: a continuation step, which starts next to a closed pose
+    and may need a few damped steps) SLOW_STEPS steps in a row that cut |phi| by less than SLOW_RATIO
+    (Newton converges quadratically near a closed loop; crawling means a least-squares minimum with
+    phi != 0, i.e. out of reach from here)."""
     phi = _residual(model, data, cluster, q)
     slow = 0
     for _ in range(MAX_ITERATIONS):
-        if np.max(np.abs(phi)) <= TOLERANCE or slow == SLOW_STEPS:
+        if np.max(np.abs(phi)) <= TOLERANCE or (slow == SLOW_STEPS and not patient):
             break
-        K, _ = constraint_jacobian(cluster, data.Xup, model.S, np.zeros(cluster.n))
-        step = np.linalg.lstsq(K[cluster.active_rows][:, cluster.dependent], phi, rcond=None)[0]
+        K, _ = constraint_jacobian(cluster, data.Xup, model.S)
+        step = np.zeros(cluster.n)                     # over the cluster's columns, zero on independent ones
+        step[cluster.dependent] = np.linalg.lstsq(K[cluster.active_rows][:, cluster.dependent], phi, rcond=None)[0]
         start, scale = [q[_positions(model, b)].copy() for b in dependent], 1.0
         while True:
-            column = 0
             for b, q_b in zip(dependent, start):
-                nv = model.nv_body[b]
+                c = cluster.col[b]
                 q[_positions(model, b)] = retract(model.joint_type[b], model.axis[b], q_b,
-                                                  -scale * step[column:column + nv])
-                column += nv
+                                                  -scale * step[c:c + model.nv_body[b]])
             trial = _residual(model, data, cluster, q)
             if np.linalg.norm(trial) < np.linalg.norm(phi):
                 break
