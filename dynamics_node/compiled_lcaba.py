@@ -19,7 +19,8 @@ import math
 from numba import njit
 
 from .compiled import (backward_solve, chain, cholesky, congruence_add, cross_force, cross_motion, dot6,
-                       forward_solve, forward_solve_rows, joint_column, joint_motion, joint_nv, mat6_vec, transform_force, transform_motion, update_transforms)
+                       forward_solve, forward_solve_rows, joint_column, joint_motion, joint_nv, mat6_vec,
+                       transform_force, transform_motion, update_transforms)
 from .kernel_cache import key_on_helpers
 
 OK, NOT_POSITIVE = 0, 1
