@@ -85,10 +85,13 @@ def loop_residual(m, d, c, lp):
 
 
 @njit(cache=True, nogil=True)
-def accept_positions(m, d, c, q, closure, tolerance):
-    """Unit quaternions normalized in place; with closure, every coupling and loop within tolerance
-    and, with loops, d.Xup left at q (for velocity_violation). True where state.positions would
-    accept q."""
+def accept_positions(m, d, c, q, closure, tolerance, bound):
+    """Every |q_i| <= bound (so finite), unit quaternions normalized in place; with closure, every
+    coupling and loop within tolerance and, with loops, d.Xup left at q (for velocity_violation).
+    True where state.positions would accept q."""
+    for value in q:
+        if not abs(value) <= bound:
+            return False
     unit = True
     for i in range(1, len(m.joint)):
         if m.joint[i] == FLOATING or m.joint[i] == SPHERICAL:

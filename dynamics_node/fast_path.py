@@ -100,10 +100,11 @@ class FastPath:
             self._raise(status)
         return self.data.qdd.copy()
 
-    def accept_positions(self, q, closure, tolerance):
-        """True where q passes state.positions' checks (closure: also couplings and loops within
-        tolerance); unit quaternions normalized in place. False: let the NumPy check name the error."""
-        return self._accept_positions(self._m, self._d, self._c, q, closure, tolerance)
+    def accept_positions(self, q, closure, tolerance, bound=np.inf):
+        """True where q passes state.positions' checks (|q_i| <= bound; closure: also couplings and
+        loops within tolerance); unit quaternions normalized in place. False: let the NumPy checks
+        name the error."""
+        return self._accept_positions(self._m, self._d, self._c, q, closure, tolerance, bound)
 
     def velocity_violation(self, v):
         """(max |K v|, its cluster's name, max |v|) of spanning velocities at the positions of the last
@@ -140,7 +141,7 @@ class FastPath:
         self._spanning(self._m, self._d, q, y, y)
         v = np.zeros(self.model.nv)
         self._lcaba(self._m, self._d, self._p, self._w, q, v, v, f, 1e6, 1e-10, 1)
-        self._accept_positions(self._m, self._d, self._c, q, True, 1e-6)
+        self._accept_positions(self._m, self._d, self._c, q.copy(), True, 1e-6, np.inf)
         self._velocity_violation(self._m, self._d, self._c, v)
         return time.perf_counter() - start
 
@@ -200,7 +201,7 @@ def _compile_kernels(m, d, p, w, c, frames):
             'lcaba': (model, data, typeof(p), typeof(w), _INPUT, _INPUT, _INPUT, _FORCES, types.float64,
                       types.float64, types.int64),
             'accept_positions': (model, data, typeof(c), types.Array(types.float64, 1, 'C'), types.boolean,
-                                 types.float64),
+                                 types.float64, types.float64),
             'velocity_violation': (model, data, typeof(c), _INPUT),
         }
         for name, signature in signatures.items():

@@ -48,7 +48,7 @@ class ReferencePath:
         P = np.kron(np.eye(len(frames)), SWAP_LINEAR_ANGULAR)
         return P @ efpa(self.model, self.data, q, frames) @ P
 
-    def accept_positions(self, q, closure, tolerance):
+    def accept_positions(self, q, closure, tolerance, bound=np.inf):
         """Refers every q to state.positions' NumPy checks (the compiled path accepts most of them)."""
         return False
 

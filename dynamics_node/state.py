@@ -68,9 +68,13 @@ def _float(number):
 
 def positions(model, data, q, check=True):
     """Spanning positions with unit quaternions; with check, the loops must be closed."""
-    q = vector(q, 'q', {model.nq: 'spanning positions'}, bounds.POSITION).copy()
-    if data.engine.accept_positions(q, check, POSITION_TOLERANCE):     # compiled; else the checks below
+    given_floats = type(q) is np.ndarray and q.dtype == np.float64 and q.size == model.nq
+    sizes = {model.nq: 'spanning positions'}
+    q = (q.reshape(-1) if given_floats else vector(q, 'q', sizes, bounds.POSITION)).copy()
+    if data.engine.accept_positions(q, check, POSITION_TOLERANCE, bounds.POSITION):   # compiled, bounds too
         return q
+    if given_floats:
+        vector(q, 'q', sizes, bounds.POSITION)            # raises the error naming an entry out of bounds
     for i in range(1, model.nb):
         kind = model.joint_type[i]
         if kind in QUATERNION_AT:
