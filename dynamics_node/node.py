@@ -30,7 +30,6 @@ steady Clock, SingleThreadedExecutor.spin, ExternalShutdownException, and the me
 event (rclpy.event_handler, rclpy.qos_event before Iron).
 """
 
-from array import array
 from dataclasses import dataclass
 import math
 import os
@@ -61,11 +60,12 @@ try:                                      # Iron and later
 except ImportError:                       # Humble
     from rclpy.qos_event import SubscriptionEventCallbacks, UnsupportedEventTypeError
 
-from . import ros_conversions as conv
+from . import bounds, ros_conversions as conv
 from .errors import ModelError, quote
 from .forward_dynamics import check_method
 from .model import load_model, Model
 from .models import bundled_model, bundled_models
+from .state import vector
 
 STREAM_MODES = ('bias', 'gravity')
 # Control-grade input: the newest state or nothing. Best effort and volatile match reliable and
@@ -154,13 +154,7 @@ def clip(text, limit=MESSAGE_LIMIT):
 def check_parameter(name, value):
     """Raise ModelError with the reason a parameter value is unusable."""
     if name == 'gravity':
-        numbers = list(value) if isinstance(value, (list, tuple, array)) else value
-        if not isinstance(numbers, list) or len(numbers) != 3 or \
-                not all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in numbers):
-            raise ModelError(f'gravity must be 3 numbers (x, y, z in m/s^2), got '
-                             f'{quote(numbers)}')
-        if not np.all(np.isfinite(np.asarray(numbers, dtype=float))):
-            raise ModelError(f'gravity must be finite, got {numbers}')
+        vector(value, 'gravity', {3: 'x y z, m/s^2'}, bounds.GRAVITY)     # the model's own check
     elif name == 'stream.mode' and value not in STREAM_MODES:
         raise ModelError(f'stream.mode {quote(value)} is unknown; expected one of '
                          f'{list(STREAM_MODES)}')
@@ -307,9 +301,9 @@ class DynamicsNode(Node):
                 check_parameter(name, value)
             settings = {**self._settings, **changes}
             loaded, note = self._reload(changes, settings)
-            if loaded is None and self._loaded is not None and \
-                    'stream.output_joints' in changes:
-                loaded = self._with_outputs(self._loaded, settings['stream.output_joints'])
+            current = self._loaded
+            if loaded is None and current is not None and 'stream.output_joints' in changes:
+                current = self._with_outputs(current, settings['stream.output_joints'])
         except ModelError as error:
             reason = clip(error)
             self._stats.reject(reason)
@@ -323,8 +317,10 @@ class DynamicsNode(Node):
         self._settings.update((name, changes[name]) for name in PARAMETERS if name in changes)
         if loaded is not None:
             self._swap(loaded)
-        elif 'gravity' in changes and self._loaded is not None:
-            self._loaded.model.gravity = changes['gravity']
+        elif current is not None:
+            if 'gravity' in changes:
+                current.model.gravity = changes['gravity']
+            self._loaded = current
         if note:
             self.get_logger().warning(note)
         return SetParametersResult(successful=True)

@@ -471,9 +471,11 @@ def test_bad_base_state(ros, nodes):
 
 
 @pytest.mark.parametrize('values, reason', [
-    ({'gravity': [0.0, -9.81]}, 'gravity must be 3 numbers (x, y, z in m/s^2), got '
-                                '[0.0, -9.81]'),
-    ({'gravity': [0.0, 0.0, 1e309]}, 'gravity must be finite, got [0.0, 0.0, inf]'),
+    ({'gravity': [0.0, -9.81]}, 'gravity has 2 entries; expected 3 (x y z, m/s^2)'),
+    ({'gravity': [0.0, 0.0, 1e309]}, 'gravity[2] is inf; expected finite numbers of magnitude at '
+                                     'most 1000'),
+    ({'gravity': ['0', '0', '-9.81']}, "gravity must be a vector of real numbers, got ['0', '0', "
+                                       "'-9.81']"),
     ({'robot_description': 'robots/leg.urdf'}, 'robot_description is not XML (starts with '
                                                "'robots/leg.urdf')"),
     ({'stream__output_joints': ['shank_joint']}, "stream.output_joints names ['shank_joint'], not "
