@@ -145,7 +145,7 @@ def compare(label, xml, q, rng):
         raise SystemExit(f'{label}: accelerations disagree (lcaba {agree_lcaba:.1e}, constraintDynamics '
                          f'{agree_cd:.1e}); not timing different problems')
 
-    calls = {'lcaba': lambda: fast.lcaba(q, v, tau, f_ext, settings),
+    calls = {'lcaba': lambda: fast.lcaba(q, v, tau, f_ext, settings, multipliers=False),
              'FD lcaba': lambda: model.forward_dynamics(q, v, tau, method='lcaba', settings=settings),
              'pin.lcaba': lambda: pinocchio.lcaba(qp, vp, taup, pin_settings),
              'pin.cD': lambda: pinocchio.constraint_dynamics(qp, vp, taup, pin_settings)}

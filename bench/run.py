@@ -1,14 +1,16 @@
-"""`make bench`: our compiled cluster algorithms next to Pinocchio's tree algorithms, in one process.
+"""`make bench`: our dynamics next to Pinocchio's, in one process, with ratios.
 
-For every bundled robot, the median time per call (microseconds, from Python) of
-- ours (FastPath, compiled with numba): FD = cluster ABA, ID = cluster RNEA, H = cluster CRBA and
-  Lambda^-1 = cluster EFPA for the robot's contact links;
-- Pinocchio on the same spanning tree (same bodies, loops and couplings ignored, test/oracle.py):
-  aba, rnea, crba and computeMinverse;
-- the readable NumPy reference (Model's algorithms), for context.
-Calls are timed in interleaved rounds of batches, so that a change of machine load hits every
-column alike. Then the first-run compile time and the cached warm-up, each from a fresh process
-sharing a temporary numba cache, and the node's end-to-end latency (bench/node_latency.py) if present.
+1. Tree-heavy robots (every bundled robot and bench/robots.py's 62-dof geared humanoid): median time per
+   call (microseconds, from Python) of our public methods (inputs checked) and of their compiled kernels
+   (FastPath) next to Pinocchio on the same spanning tree (loops and couplings ignored, test/oracle.py):
+   FD / aba, ID / rnea, H_y / crba, Lambda^-1 / computeMinverse (the robot's contact links).
+2. Loop mechanisms (bench/lcaba_vs_pinocchio.py): our compiled LCABA and cluster ABA, and the public
+   forward_dynamics, next to pinocchio.lcaba and constraintDynamics with the loops as 3D/6D constraints.
+3. FD time against depth and loop size on seed 003-style parallel chains (test/mechanisms.py), for ours
+   and the peers; a table and a PNG plot (bench/fd_scaling.png).
+Then the first-run compile time and the cached warm-up, each from a fresh process sharing a temporary
+numba cache, and the node's end-to-end latency (bench/node_latency.py).
+Calls are timed in interleaved rounds of batches (bench/timing.py).
 
 Usage: .venv/bin/python bench/run.py
 """
@@ -28,19 +30,16 @@ sys.path.insert(0, ROOT)
 sys.path.insert(0, os.path.join(ROOT, 'test'))
 
 from dynamics_node import bundled_model, bundled_models, load_model  # noqa: E402
-from dynamics_node.aba import aba  # noqa: E402
-from dynamics_node.crba import crba  # noqa: E402
-from dynamics_node.efpa import efpa  # noqa: E402
-from dynamics_node.fast_path import FastPath  # noqa: E402
-from dynamics_node.kinematics import forward_pass  # noqa: E402
-from dynamics_node.rnea import rnea  # noqa: E402
+from dynamics_node.lcaba import ProximalSettings  # noqa: E402
 from conftest import random_state  # noqa: E402  (test helper: consistent random state)
+from lcaba_vs_pinocchio import HEADER as LOOP_HEADER, loop_table, NOTE as LOOP_NOTE, PinocchioCase  # noqa: E402
+from mechanisms import parallel_chains  # noqa: E402  (test helper: seed 003-style parallel chains)
 from oracle import KKTOracle  # noqa: E402  (test-only Pinocchio model of the spanning tree)
+from robots import jvrc_like  # noqa: E402
 from timing import interleaved_medians, print_table  # noqa: E402
 
 FIRST = ['quadruped_rotors', 'humanoid_belts']          # the issue's two reference robots lead the table
-ROUNDS, BATCH = 200, 20                                  # compiled and Pinocchio calls: 4000 per function
-REFERENCE_ROUNDS = 15                                    # NumPy reference calls (milliseconds each)
+ROUNDS, BATCH = 100, 20                                  # 2000 calls per function
 COLD_START = """
 import json, time
 start = time.perf_counter()
@@ -58,42 +57,113 @@ def contact_links(model):
     return links or [model.links[-1]]
 
 
-def measure(name, rng):
-    """Median microseconds per call of ours, Pinocchio's and the NumPy reference's algorithms."""
-    model = load_model(bundled_model(name))
-    fast = FastPath(model)
-    fast.warm_up()
+def measure(label, xml, rng):
+    """Median microseconds per call of our public methods, our kernels and Pinocchio's tree algorithms."""
+    model = load_model(xml)
+    fast = model._workspace().engine
+    model.warm_up()
     q, yd, _ = random_state(model, rng)
     tau_y, ydd = rng.normal(size=model.ny), rng.normal(size=model.ny)
     links = contact_links(model)
-    fast_path = {'FD': lambda: fast.forward_dynamics(q, yd, tau_y),
-                 'ID': lambda: fast.inverse_dynamics(q, yd, ydd),
-                 'H': lambda: fast.mass_matrix(q),
-                 'Linv': lambda: fast.inverse_osim(q, links)}
+    calls = {'FD': lambda: model.forward_dynamics(q, yd, tau_y), 'ID': lambda: model.inverse_dynamics(q, yd, ydd),
+             'H': lambda: model.mass_matrix(q), 'Linv': lambda: model.inverse_osim(q, links),
+             'FD kernel': lambda: fast.forward_dynamics(q, yd, tau_y, spanning=True),
+             'ID kernel': lambda: fast.inverse_dynamics(q, yd, ydd), 'H kernel': lambda: fast.mass_matrix(q),
+             'Linv kernel': lambda: fast.inverse_osim(q, links)}
 
-    oracle = KKTOracle(bundled_model(name))
+    oracle = KKTOracle(xml)
     oracle.set_layout(model.joint_names)
     tree, data = oracle.model, oracle.model.createData()
     qp, vp = oracle.q_to_pin(q), oracle.v_to_pin(model.spanning_velocities(q, yd))
     taup, ap = rng.normal(size=tree.nv), rng.normal(size=tree.nv)
-    pinocchio = {'aba': lambda: pin.aba(tree, data, qp, vp, taup),
-                 'rnea': lambda: pin.rnea(tree, data, qp, vp, ap),
-                 'crba': lambda: pin.crba(tree, data, qp),
-                 'Minv': lambda: pin.computeMinverse(tree, data, qp)}
-    times = interleaved_medians({**fast_path, **pinocchio}, ROUNDS, BATCH)
+    calls.update({'aba': lambda: pin.aba(tree, data, qp, vp, taup),
+                  'rnea': lambda: pin.rnea(tree, data, qp, vp, ap),
+                  'crba': lambda: pin.crba(tree, data, qp),
+                  'Minv': lambda: pin.computeMinverse(tree, data, qp)})
+    return label, model, interleaved_medians(calls, ROUNDS, BATCH)
 
-    workspace = model.create_data()
-    frames = [model.link_frame[link] for link in links]
 
-    def reference_fd():
-        forward_pass(model, workspace, q, yd)
-        return aba(model, workspace, q, yd, tau_y)
+def robot_table(rng):
+    names = FIRST + [name for name in bundled_models() if name not in FIRST]
+    cases = [(name, bundled_model(name)) for name in names]             # a path or URDF+ text
+    cases.append(('jvrc_like (generated)', jvrc_like()))
+    results = [measure(label, xml, rng) for label, xml in cases]
+    pairs = (('FD', 'aba'), ('ID', 'rnea'), ('H', 'crba'), ('Linv', 'Minv'))
+    header = ('robot', 'nv/ny') + tuple(
+        cell for ours, theirs in pairs for cell in (f'{ours} us', 'kernel', f'pin.{theirs}', 'ratio'))
+    rows = []
+    for label, model, t in results:
+        row = [label, f'{model.nv}/{model.ny}']
+        for ours, theirs in pairs:
+            row += [f'{t[ours]:.1f}', f'{t[ours + " kernel"]:.1f}', f'{t[theirs]:.1f}', f'{t[ours] / t[theirs]:.2f}']
+        rows.append(row)
+    print('1. Tree-heavy robots: our public methods (kernel = the compiled algorithm alone) vs Pinocchio on the '
+          'same spanning tree;\n   median us per call, ratio = public / Pinocchio\n')
+    print_table(header, rows)
+    print('\nFD = cluster ABA (spanning qdd), ID = cluster RNEA, H = H_y (ny x ny), Linv = Lambda^-1 of the contact '
+          'links (6k x 6k);\nPinocchio works on all nv spanning coordinates, loops and couplings ignored.\n')
 
-    reference = {'FD': reference_fd, 'ID': lambda: rnea(model, workspace, q, yd, ydd),
-                 'H': lambda: crba(model, workspace, q), 'Linv': lambda: efpa(model, workspace, q, frames)}
-    times.update({f'numpy {key}': value for key, value in
-                  interleaved_medians(reference, REFERENCE_ROUNDS, 1).items()})
-    return model, len(links), times
+
+SCALING = [(depth, 4) for depth in (1, 2, 4, 8, 16)] + [(1, loop) for loop in (8, 12, 16, 24, 32)]
+SCALING_COLUMNS = ('FD auto', 'C-ABA', 'LCABA', 'pin.aba', 'pin.cD', 'pin.lcaba')
+
+
+def scaling_table(rng):
+    """FD times on parallel chains of growing depth and loop size; prints the table, saves the plot."""
+    settings = ProximalSettings()
+    pin_settings = pin.ProximalSettings(settings.tolerance, 1.0 / settings.mu, settings.max_iterations)
+    rows, times = [], {}
+    for depth, loop in SCALING:
+        xml, q = parallel_chains(depth, loop)
+        model = load_model(xml)
+        fast = model._workspace().engine
+        model.warm_up()
+        yd = rng.normal(size=model.ny)
+        v, tau, f_ext = model.spanning_velocities(q, yd), rng.normal(size=model.nv), np.zeros((model.nb, 6))
+        peer = PinocchioCase(xml, model.joint_names)
+        qp, vp, taup = (peer.reference.q_to_pin(q), peer.reference.v_to_pin(v), peer.reference.v_to_pin(tau))
+        tree_data = peer.model.createData()
+        qdd = model.forward_dynamics(q, v, tau)
+        error = np.max(np.abs(peer.reference.v_from_pin(peer.constraint_dynamics(qp, vp, taup, pin_settings)) - qdd))
+        assert error < 1e-6 * max(1.0, np.max(np.abs(qdd))), f'depth {depth} loop {loop}: cD differs by {error:.1e}'
+        t = times[depth, loop] = interleaved_medians({
+            'FD auto': lambda: model.forward_dynamics(q, v, tau),
+            'C-ABA': lambda: fast.forward_dynamics(q, yd, tau, spanning=True),
+            'LCABA': lambda: fast.lcaba(q, v, tau, f_ext, settings, multipliers=False),
+            'pin.aba': lambda: pin.aba(peer.model, tree_data, qp, vp, taup),
+            'pin.cD': lambda: peer.constraint_dynamics(qp, vp, taup, pin_settings),
+            'pin.lcaba': lambda: peer.lcaba(qp, vp, taup, pin_settings)}, 60, 10)
+        used = model.forward_dynamics(q, v, tau, info=True).method_used
+        rows.append([depth, loop, f'{model.nv}/{model.ny}', used] + [f'{t[c]:.1f}' for c in SCALING_COLUMNS]
+                    + [f'{t["FD auto"] / t["pin.cD"]:.2f}', f'{min(t["C-ABA"], t["LCABA"]) / t["pin.cD"]:.2f}'])
+    print('3. FD on seed 003-style parallel chains (test/mechanisms.py): depth nested planar closed chains of loop '
+          'links;\n   median us per call; auto = the method Model.forward_dynamics picks\n')
+    print_table(('depth', 'loop', 'nv/ny', 'auto') + tuple(f'{c} us' for c in SCALING_COLUMNS)
+                + ('auto/cD', 'kernel/cD'), rows)
+    plot_scaling(times, os.path.join(HERE, 'fd_scaling.png'))
+
+
+def plot_scaling(times, path):
+    import matplotlib
+    matplotlib.use('Agg')
+    from matplotlib import pyplot
+    figure, axes = pyplot.subplots(1, 2, figsize=(11, 4.2))
+    for ax, (index, fixed, label) in zip(axes, ((0, 4, 'depth (closed chains of 4 links)'),
+                                                (1, 1, 'loop size (links of one closed chain)'))):
+        keys = [key for key in SCALING if key[1 - index] == fixed]
+        x = [key[index] for key in keys]
+        for column in SCALING_COLUMNS:
+            ax.plot(x, [times[key][column] for key in keys], marker='o', label=column,
+                    linestyle='-' if column in ('FD auto', 'C-ABA', 'LCABA') else '--')
+        ax.set_xlabel(label)
+        ax.set_ylabel('forward dynamics, us per call')
+        ax.set_yscale('log')
+        ax.grid(alpha=0.3)
+    axes[0].legend()
+    figure.suptitle('cluster_dynamics (solid) vs Pinocchio (dashed), median of interleaved calls')
+    figure.tight_layout()
+    figure.savefig(path, dpi=110)
+    print(f'\nplot: {os.path.relpath(path, ROOT)}')
 
 
 def startup_times():
@@ -108,30 +178,12 @@ def startup_times():
 
 def main():
     rng = np.random.default_rng(0)
-    names = FIRST + [name for name in bundled_models() if name not in FIRST]
-    results = [(name, *measure(name, rng)) for name in names]
-
-    pairs = (('FD', 'aba'), ('ID', 'rnea'), ('H', 'crba'), ('Linv', 'Minv'))
-    header = ('robot', 'bodies', 'nv/ny') + tuple(
-        cell for ours, theirs in pairs for cell in (f'{ours} us', f'pin.{theirs} us', 'ratio'))
-    rows = []
-    for name, model, n_links, t in results:
-        row = [name, model.nb - 1, f'{model.nv}/{model.ny}']
-        for ours, theirs in pairs:
-            row += [f'{t[ours]:.2f}', f'{t[theirs]:.2f}', f'{t[ours] / t[theirs]:.2f}']
-        rows.append(row)
-    print('Ours (compiled) vs Pinocchio on the same spanning tree: median us per call, ratio ours/pin\n')
-    print_table(header, rows)
-    print('\nFD = cluster ABA (independent accelerations), ID = cluster RNEA, H = cluster CRBA (ny x ny), '
-          'Linv = cluster EFPA\nfor the contact links (6k x 6k); Pinocchio works on all nv spanning '
-          'coordinates, loops and couplings ignored.\n')
-
-    header = ('robot', 'Linv links') + tuple(cell for key, _ in pairs for cell in (f'numpy {key} us', 'speed-up'))
-    rows = [[name, n_links] + [cell for key, _ in pairs
-                               for cell in (f'{t["numpy " + key]:.0f}', f'{t["numpy " + key] / t[key]:.0f}x')]
-            for name, model, n_links, t in results]
-    print('The readable NumPy reference, for context (speed-up of the compiled path)\n')
-    print_table(header, rows)
+    robot_table(rng)
+    print('2. Loop mechanisms: our compiled LCABA and cluster ABA kernels, our public forward_dynamics, '
+          'pinocchio.lcaba and constraintDynamics\n')
+    print_table(LOOP_HEADER, loop_table(rng))
+    print('\n' + LOOP_NOTE + '\n')
+    scaling_table(rng)
 
     cold, cached = startup_times()
     print(f'\nCompilation (quadruped_rotors, fresh processes, empty numba cache): first run warm_up '

@@ -1,8 +1,9 @@
 """Bounds on every number a description or a call may carry (SI units).
 
-Each bound lies far beyond any robot and far below overflow, so that every product the algorithms form
-(gear ratio^2 x rotor inertia x velocity^2, mass x length^2 x acceleration, ...) stays finite with many
-orders of magnitude to spare (the largest such product is below 1e60; doubles overflow at 1.8e308).
+Each bound lies far beyond any robot and far below overflow, so that the products the algorithms form
+stay finite with many orders of magnitude to spare (e.g. ratio^2 x inertia x velocity^2 <= 1e29,
+mass x length x acceleration <= 1e17; doubles overflow at 1.8e308). Results are checked all the same
+(state.check_finite): a model in absurd units (1e-300 kg) can still overflow.
 """
 
 # Description (URDF+ attributes)

@@ -217,8 +217,9 @@ def _check_dependent_flags(tree, components, owned):
                          '<coupling> constrains them')
 
 
-def constraint_jacobian(cluster, Xup, S, qd):
-    """Stacked K and k of a cluster's constraints (all rows) at the given transforms and velocities."""
+def constraint_jacobian(cluster, Xup, S, qd=None):
+    """Stacked K and k of a cluster's constraints (all rows) at the given transforms and velocities
+    (K alone, k = 0, without qd)."""
     blocks = [c.evaluate(Xup, S, cluster.col, cluster.n, qd) for c in cluster.constraints]
     return np.vstack([K for K, _ in blocks]), np.concatenate([k for _, k in blocks])
 
@@ -236,7 +237,7 @@ def _split_coordinates(cluster, tree, rng):
             span = np.pi if KIND[joint.type] == 'rotational' else 0.3
             Xup[b] = joint_transform(joint.type, joint.axis, random_position(joint.type, rng, span)) @ \
                 tree.bodies[b].X_tree
-        samples.append(constraint_jacobian(cluster, Xup, S, np.zeros(cluster.n))[0])
+        samples.append(constraint_jacobian(cluster, Xup, S)[0])
     scale = max(1.0, max(np.abs(K).max() for K in samples))
     active = np.flatnonzero(np.max([np.abs(K).max(axis=1) for K in samples], axis=0) > RANK_TOLERANCE * scale)
     samples = [K[active] for K in samples]
@@ -245,8 +246,9 @@ def _split_coordinates(cluster, tree, rng):
     K = samples[int(np.argmax(ranks))]
     joints = [tree.bodies[b].joint for b in bodies]
     names = [j.name for j in joints]
-    # a multi-DoF joint (spherical, planar) is dependent or independent as a whole: its position
-    # cannot be split; column_name[c] names the joint of local column c
+    # a multi-DoF joint (spherical, planar) is dependent as a whole where the rank allows, else in the
+    # directions the loops fix (a rod with ball joints at both ends keeps its idle spin independent);
+    # column_name[c] names the joint of local column c
     columns = [list(range(cluster.col[b], cluster.col[b] + NV[j.type])) for b, j in zip(bodies, joints)]
     column_name = [j.name for j, cols in zip(joints, columns) for _ in cols]
     marked = [c for j, cols in zip(joints, columns) if j.independent is False for c in cols]
@@ -261,16 +263,20 @@ def _split_coordinates(cluster, tree, rng):
     else:
         dependent = []
         for j, cols in zip(reversed(joints), reversed(columns)):
-            if j.independent is None and len(dependent) + len(cols) <= rank and \
-                    _rank(K[:, dependent + cols]) == len(dependent) + len(cols):
-                dependent.extend(cols)
+            if j.independent is not None:
+                continue
+            if len(dependent) + len(cols) <= rank and _rank(K[:, dependent + cols]) == len(dependent) + len(cols):
+                dependent.extend(cols)                       # the whole joint
+            else:                                            # the directions the loops fix (an idle spin stays)
+                for c in cols:
+                    if len(dependent) < rank and _rank(K[:, dependent + [c]]) > len(dependent):
+                        dependent.append(c)
             if len(dependent) == rank:
                 break
         dependent.sort()
         if len(dependent) != rank:
             raise ModelError(f'{describe} has constraint rank {rank} but only {len(dependent)} coordinates of '
-                             'joints not marked independent="true" can be solved from it (a spherical or '
-                             'planar joint only as a whole)')
+                             'joints not marked independent="true" can be solved from it')
     if _rank(K[:, dependent]) < rank:
         raise ModelError(f'{describe}: the dependent joints {_joint_list(column_name, dependent)} cannot be '
                          'solved from the constraints (their Jacobian columns are rank deficient); '

@@ -432,6 +432,16 @@ def loop_bias(m, d, lp, v0):
 
 
 @njit
+def constraint_rows(m, d, k):
+    """K_k of the LOOP cluster k into d.K: its constant coupling rows and the rows of its loops."""
+    for r in range(m.n_rows[k]):
+        for c in range(m.v_range[k, 1] - m.v_range[k, 0]):
+            d.K[r, c] = m.K_const[k, r, c]
+    for lp in range(m.loop_range[k, 0], m.loop_range[k, 1]):
+        loop_jacobian(m, d, lp)
+
+
+@njit
 def loop_constraint(m, d, k, yd):
     """G_k = P [1; -K_d^+ K_i], g_k = P [0; K_d^+ k] and qd_k = G_k yd_k from a Householder QR of the
     active dependent columns of K_k (kinematics.py explicit_constraint, seed 000 Sec. 1.1)."""
@@ -440,11 +450,7 @@ def loop_constraint(m, d, k, yd):
     nd = n - mk
     active, dependent, independent = m.active[k], m.dependent[k], m.independent[k]
     K, A, b, G, qd = d.K, d.QR, d.rhs, d.G[k], d.qd
-    for r in range(rows):
-        for c in range(n):
-            K[r, c] = m.K_const[k, r, c]
-    for lp in range(m.loop_range[k, 0], m.loop_range[k, 1]):
-        loop_jacobian(m, d, lp)
+    constraint_rows(m, d, k)
     for r in range(na):
         for j in range(nd):
             A[r, j] = K[active[r], dependent[j]]

@@ -11,61 +11,39 @@ what differs:
 No kernel allocates. ``lcaba`` returns OK or NOT_POSITIVE (w.info: the body) instead of raising.
 
 The kernels reuse compiled.py's helpers, so numba's cache of this file is keyed on both files
-(``_stamp_both_files``): a change of compiled.py recompiles these kernels too.
+(kernel_cache.py): a change of compiled.py recompiles these kernels too.
 """
 
 import math
-import os
 
 from numba import njit
-from numba.core import caching
 
 from .compiled import (backward_solve, cholesky, compose, congruence_add, copy_transform, cross_force,
                        cross_motion, dot6, forward_solve, forward_solve_rows, joint_column, joint_motion,
                        joint_nv, mat6_vec, transform_force, transform_motion, update_transforms)
+from .kernel_cache import key_on_helpers
 
 OK, NOT_POSITIVE = 0, 1
 
 
-def _stamp_both_files():
-    """Make numba's cache of this file depend on compiled.py too (its source stamp is per file)."""
-    here = os.path.abspath(__file__)
-    helpers = os.path.join(os.path.dirname(here), 'compiled.py')
-
-    def stamped(base):
-        class Locator(base):
-            @classmethod
-            def from_function(cls, py_func, py_file):
-                return super().from_function(py_func, py_file) if os.path.abspath(py_file) == here else None
-
-            def get_source_stamp(self):
-                stat = os.stat(helpers)
-                return super().get_source_stamp(), caching._hash_source_file(helpers, stat.st_mtime, stat.st_size)
-        return Locator
-
-    locators = caching.CacheImpl._locator_classes
-    if not any(getattr(cls, '__module__', '') == __name__ for cls in locators):
-        locators[:0] = [stamped(caching.UserProvidedCacheLocator), stamped(caching.InTreeCacheLocator)]
-
-
-_stamp_both_files()
+key_on_helpers(__file__)
 
 
 # ---- blocks of the cost-to-go H (one per unordered pair, stored as H[min, max]) ----
 
 @njit
-def get_block(p, w, j, k, out):
-    """out = H[j, k]."""
-    B = w.H[p.slot[j, k]]
+def get_block(H, slot, j, k, out):
+    """out = H[j, k] (blocks H, their slots)."""
+    B = H[slot[j, k]]
     for r in range(6):
         for c in range(6):
             out[r, c] = B[r, c] if j <= k else B[c, r]
 
 
 @njit
-def add_block(p, w, j, k, M, scale, transpose):
+def add_block(H, slot, j, k, M, scale, transpose):
     """H[j, k] += scale M (or scale M^T); on the diagonal the caller keeps the block symmetric."""
-    B = w.H[p.slot[j, k]]
+    B = H[slot[j, k]]
     flip = (j > k) != transpose
     for r in range(6):
         for c in range(6):
@@ -106,7 +84,7 @@ def first_forward_sweep(m, d, p, w, qd, f_ext):
         for e in range(6):
             w.c[i, e] = c[e]
             w.f[i, e] = w.f_tree[i, e] = f_ext[i, e] - b[e]
-        add_block(p, w, i, i, m.inertia[i], 1.0, False)
+        add_block(w.H, p.slot, i, i, m.inertia[i], 1.0, False)
 
 
 @njit
@@ -152,14 +130,45 @@ def cut_rows(m, d, p, w, con):
         r[a] = 0.0
         for b in range(3):
             r[a] += EB[a, b] * (rA[b] - rB[b])
-    A, B, PsiT, vB = p.entry_body[e0], p.entry_body[e0 + 1], p.loop_PsiT[lp], w.x[0]
+    A, B, PsiT, vB = p.entry_body[e0], p.entry_body[e0 + 1], w.PsiT, w.x[0]
     transform_motion(E, r, d.v[B], vB)
+    for row in range(rows):
+        for c in range(6):
+            PsiT[row, c] = p.loop_PsiT[lp, row, c]
+    if p.loop_universal[lp]:
+        universal_row(d, p, w, lp, A, vB, k)
     vAxvB = cross_motion(d.v[A], vB)
     for row in range(rows):
         transform_force(E, r, PsiT[row], K[e0 + 1, row], False)      # Psi^T X_P_A X_A_B
         for c in range(6):
             K[e0, row, c] = -PsiT[row, c]
-        k[row] = dot6(PsiT[row], vAxvB)
+        k[row] += dot6(PsiT[row], vAxvB)
+
+
+@njit
+def universal_row(d, p, w, lp, A, vB, k):
+    """A universal loop's first row turns with both frames (LoopConstraint.directions, turning_bias):
+    with a2 = R_rel axis2 (R_rel = E_P X_A_B's rotation E_S^T, in P), PsiT[0] = ^PX_A^T [a1 x a2; 0] and
+    k[0] += (a1 . w_r)(a2 . w_r) - (a1 . a2)|w_r|^2, w_r = E_P (w_B - w_A) in P (vB: v_B in A)."""
+    EP, EAB, ES, a1 = p.loop_pred_E[lp], w.E[2], p.loop_succ_E[lp], p.loop_a1[lp]
+    x, a2, n = w.M[1, 0], w.M[1, 1], w.M[1, 2]
+    for a in range(3):                                       # E_S^T axis2, then X_A_B's rotation, then E_P
+        x[a] = ES[0, a] * p.loop_a2[lp, 0] + ES[1, a] * p.loop_a2[lp, 1] + ES[2, a] * p.loop_a2[lp, 2]
+    for a in range(3):
+        n[a] = EAB[a, 0] * x[0] + EAB[a, 1] * x[1] + EAB[a, 2] * x[2]
+    for a in range(3):
+        a2[a] = EP[a, 0] * n[0] + EP[a, 1] * n[1] + EP[a, 2] * n[2]
+    for a in range(3):                                       # w_r = E_P (w_B - w_A), P coordinates
+        x[a] = vB[a] - d.v[A, a]
+    wr = (EP[0, 0] * x[0] + EP[0, 1] * x[1] + EP[0, 2] * x[2], EP[1, 0] * x[0] + EP[1, 1] * x[1] + EP[1, 2] * x[2],
+          EP[2, 0] * x[0] + EP[2, 1] * x[1] + EP[2, 2] * x[2])
+    n[0], n[1], n[2] = a1[1] * a2[2] - a1[2] * a2[1], a1[2] * a2[0] - a1[0] * a2[2], a1[0] * a2[1] - a1[1] * a2[0]
+    n[3] = n[4] = n[5] = 0.0
+    transform_force(EP, p.loop_pred_r[lp], n, w.PsiT[0], False)
+    a1w = a1[0] * wr[0] + a1[1] * wr[1] + a1[2] * wr[2]
+    a2w = a2[0] * wr[0] + a2[1] * wr[1] + a2[2] * wr[2]
+    k[0] += a1w * a2w - (a1[0] * a2[0] + a1[1] * a2[1] + a1[2] * a2[2]) * (
+        wr[0] * wr[0] + wr[1] * wr[1] + wr[2] * wr[2])
 
 
 @njit
@@ -187,7 +196,7 @@ def add_penalty(p, w, con, mu, a0):
                     M[r, c] = 0.0
                     for row in range(rows):
                         M[r, c] += K[e, row, r] * K[e2, row, c]
-            add_block(p, w, b, b2, M, mu, False)
+            add_block(w.H, p.slot, b, b2, M, mu, False)
 
 
 @njit
@@ -214,7 +223,7 @@ def eliminate(m, d, p, w, i, tau, a0):
     forward_solve(L, n, ub)
     nN = p.n_neighbours[i]
     for q in range(nN):                                              # Y_j rows: L^-1 S^T H_ij
-        get_block(p, w, i, p.neighbours[i, q], C)
+        get_block(w.H, p.slot, i, p.neighbours[i, q], C)
         for a in range(n):
             s = joint_column(joint[i], axes[i], a)
             for c in range(6):
@@ -237,7 +246,7 @@ def eliminate(m, d, p, w, i, tau, a0):
         transform_force(E, r, x, w.f[parent], True)
     for q in range(nN):
         j = p.neighbours[i, q]
-        get_block(p, w, i, j, C)
+        get_block(w.H, p.slot, i, j, C)
         for r_ in range(6):                                          # C = P_i H_ij = H_ij - Z^T Y_j
             for c in range(6):
                 for a in range(n):
@@ -251,9 +260,9 @@ def eliminate(m, d, p, w, i, tau, a0):
             w.f[j, c] -= t
         if parent > 0:
             force_columns(E, r, C, M)                                # eq. 30c; with j = parent eq. 34
-            add_block(p, w, parent, j, M, 1.0, False)
+            add_block(w.H, p.slot, parent, j, M, 1.0, False)
             if j == parent:
-                add_block(p, w, parent, j, M, 1.0, True)
+                add_block(w.H, p.slot, parent, j, M, 1.0, True)
         else:
             transform_motion(E, r, a0, x)                            # eq. 35
             for c in range(6):
@@ -266,7 +275,7 @@ def eliminate(m, d, p, w, i, tau, a0):
                     M[r_, c] = 0.0
                     for a in range(n):
                         M[r_, c] += Y[q, a, r_] * Y[q2, a, c]
-            add_block(p, w, j, k, M, -1.0, False)
+            add_block(w.H, p.slot, j, k, M, -1.0, False)
     return OK
 
 

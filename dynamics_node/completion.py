@@ -7,10 +7,13 @@ position manifold (joints.retract: q <- q * exp(step), renormalized, for a spher
 To stay on the assembly branch of the previous solution (the neutral position at first), a cluster's
 independent joints move there from their previous values in continuation steps of at most
 CONTINUATION_STEP, each closed by Newton from the last. A start on a singular pose (e.g. all links of
-a four-bar aligned at q = 0) can stall Newton, so a failed solve is retried from the neutral position
-and from seeded restarts until a time budget is spent; then the loop is reported as unreachable. A
-solve stops early once a step no longer reduces |phi| (a least-squares minimum with |phi| > 0: the pose
-is out of reach from there), so an unreachable pose costs milliseconds.
+a four-bar aligned at q = 0) can stall Newton, so a failed solve is retried from the previous and the
+neutral positions and from seeded restarts until a time budget is spent (no restart begins after it,
+and the continuation takes its remaining distance in one step); then the loop is reported as
+unreachable. A solve is bounded (MAX_ITERATIONS) and stops early once it stalls (a least-squares
+minimum with |phi| > 0: the pose is out of reach from there), so an unreachable pose costs
+milliseconds. The budget never cuts a Newton solve short, so whether a pose near the previous one is
+reached does not depend on the machine's load.
 """
 
 import time
@@ -28,8 +31,8 @@ CONTINUATION_STEP = 0.1        # largest change of an independent coordinate per
 MAX_CONTINUATION_STEPS = 100   # farther jumps (over 10 rad or m) start from the neutral position instead
 RESTARTS = 8                   # extra starts at most: dependent angles uniform in [-pi, pi], random quaternions
 SLOW_RATIO, SLOW_STEPS = 0.9, 3    # a start crawling this slowly is abandoned (see _newton)
-# Default time budget of one completion, checked between Newton iterations (a 0.6 rad jump of the
-# delta robot takes ~20 ms on the NumPy path).
+# Default time budget of one completion, checked between Newton solves (a 0.6 rad jump of the delta
+# robot takes ~20 ms on the NumPy path).
 BUDGET_MS = 200.0
 MAX_BUDGET_MS = 1e4            # budget_ms accepted up to 10 s
 
@@ -40,10 +43,9 @@ def complete_positions(model, data, q_independent, budget_ms=BUDGET_MS):
     deadline = time.perf_counter() + 1e-3 * budget_ms
     previous = (model.q_neutral if data.q_last is None else data.q_last).copy()
     q = previous.copy()
-    independent = set(model.independent_joint_names)
     cursor = 0
     for i in range(1, model.nb):
-        if model.joint_names[i - 1] in independent:
+        if model.joint_role[i] == 'independent':       # a split joint's free spin keeps its value
             n = model.nq_body[i]
             q[model.idx_q[i]:model.idx_q[i] + n] = q_independent[cursor:cursor + n]
             cursor += n
@@ -55,55 +57,58 @@ def complete_positions(model, data, q_independent, budget_ms=BUDGET_MS):
 
 
 def independent_position_size(model):
-    """Length of the independent position vector (7 for a floating joint, 1 for the others)."""
-    names = set(model.independent_joint_names)
-    return sum(model.nq_body[i] for i in range(1, model.nb) if model.joint_names[i - 1] in names)
+    """Length of the independent position vector (7 for a floating joint, 4 for a spherical joint, 3 for
+    a planar joint, 1 for the others; none for a split joint)."""
+    return sum(model.nq_body[i] for i in range(1, model.nb) if model.joint_role[i] == 'independent')
 
 
 def _solve_cluster(model, data, cluster, q, previous, deadline, budget_ms):
     """Close the loops of cluster in q, whose independent joints hold their targets and whose dependent
     joints start from previous (by continuation, then directly); then from the neutral position and seeded
     restarts while the budget lasts."""
-    dependent = [b for b in cluster.bodies if cluster.col[b] in set(cluster.dependent)]
+    dependent = [b for b in cluster.bodies if model.joint_role[b] != 'independent']
     target = q.copy()
-    if _continuation(model, data, cluster, q, previous, target, dependent, deadline):
-        return
-    q[:] = target                 # the independent joints back at their targets
+    residual = _continuation(model, data, cluster, q, previous, target, dependent, deadline)
+    solves = 1
     rng = np.random.default_rng(cluster.index)
-    residual, solves = np.inf, 1
     for restart in range(RESTARTS + 2):
-        if time.perf_counter() > deadline:
+        if residual <= TOLERANCE or time.perf_counter() > deadline:
             break
+        q[:] = target             # the independent joints back at their targets
         for b in dependent:       # straight from the previous pose, from the neutral one, then random
             start = previous if restart == 0 else model.q_neutral if restart == 1 else None
             q[_positions(model, b)] = random_position(model.joint_type[b], rng, np.pi) if start is None else \
                 start[_positions(model, b)]
-        residual = _newton(model, data, cluster, q, dependent, deadline)
+        residual = _newton(model, data, cluster, q, dependent)
         solves += 1
-        if residual <= TOLERANCE:
-            return
-    raise ModelError(f'could not close the constraints {quote([c.name for c in cluster.constraints])} of '
-                     f'cluster {quote(cluster.name)}: residual {residual:.3g} after {solves} Newton solves '
-                     f'(budget {budget_ms:g} ms); the independent positions may be out of the '
-                     "mechanism's reach")
+    if residual > TOLERANCE:
+        raise ModelError(f'could not close the constraints {quote([c.name for c in cluster.constraints])} of '
+                         f'cluster {quote(cluster.name)}: residual {residual:.3g} after {solves} Newton solves '
+                         f'(budget {budget_ms:g} ms); the independent positions may be out of the '
+                         "mechanism's reach")
 
 
 def _continuation(model, data, cluster, q, previous, target, dependent, deadline):
     """Move the independent joints from previous to target in equal steps of at most CONTINUATION_STEP
-    (quaternions by normalized interpolation), closing the loops after each; False if a solve fails."""
+    (quaternions by normalized interpolation), closing the loops after each; once past the deadline, the
+    rest in one step. Returns the max |phi| of the last solve (above TOLERANCE where one fails; inf for a
+    jump of more than MAX_CONTINUATION_STEPS steps, which is no continuation of the previous pose)."""
     independent = [(b, _positions(model, b), model.joint_type[b]) for b in cluster.bodies if b not in dependent]
     jump = max([_distance(kind, previous[s], target[s]) for _, s, kind in independent], default=0.0)
     steps = max(1, int(np.ceil(jump / CONTINUATION_STEP)))
     if steps > MAX_CONTINUATION_STEPS:
-        return False              # a jump this far is no continuation of the previous pose: restarts
+        return np.inf
     for b in dependent:
         q[_positions(model, b)] = previous[_positions(model, b)]
     for t in np.arange(1, steps + 1) / steps:
+        if time.perf_counter() > deadline:
+            t = 1.0
         for _, s, kind in independent:
             q[s] = _interpolate(kind, previous[s], target[s], t)
-        if _newton(model, data, cluster, q, dependent, deadline) > TOLERANCE or time.perf_counter() > deadline:
-            return False
-    return True
+        residual = _newton(model, data, cluster, q, dependent, patient=True)
+        if residual > TOLERANCE or t == 1.0:
+            break
+    return residual
 
 
 def _distance(kind, a, b):
@@ -130,27 +135,27 @@ def _positions(model, body):
     return slice(model.idx_q[body], model.idx_q[body] + model.nq_body[body])
 
 
-def _newton(model, data, cluster, q, dependent, deadline):
+def _newton(model, data, cluster, q, dependent, patient=False):
     """Damped Newton on the dependent joints (full steps near the solution, halved while a step does
     not reduce |phi|); returns the final max |phi|. A start is abandoned once it stalls: no decrease
-    down to a 1/1000 step, or SLOW_STEPS steps in a row that cut |phi| by less than SLOW_RATIO (Newton
-    converges quadratically near a closed loop; crawling means a least-squares minimum with phi != 0,
-    i.e. out of reach from here), or past the deadline."""
+    down to a 1/1000 step, or (unless patient: a continuation step, which starts next to a closed pose
+    and may need a few damped steps) SLOW_STEPS steps in a row that cut |phi| by less than SLOW_RATIO
+    (Newton converges quadratically near a closed loop; crawling means a least-squares minimum with
+    phi != 0, i.e. out of reach from here)."""
     phi = _residual(model, data, cluster, q)
     slow = 0
     for _ in range(MAX_ITERATIONS):
-        if np.max(np.abs(phi)) <= TOLERANCE or slow == SLOW_STEPS or time.perf_counter() > deadline:
+        if np.max(np.abs(phi)) <= TOLERANCE or (slow == SLOW_STEPS and not patient):
             break
-        K, _ = constraint_jacobian(cluster, data.Xup, model.S, np.zeros(cluster.n))
-        step = np.linalg.lstsq(K[cluster.active_rows][:, cluster.dependent], phi, rcond=None)[0]
+        K, _ = constraint_jacobian(cluster, data.Xup, model.S)
+        step = np.zeros(cluster.n)                     # over the cluster's columns, zero on independent ones
+        step[cluster.dependent] = np.linalg.lstsq(K[cluster.active_rows][:, cluster.dependent], phi, rcond=None)[0]
         start, scale = [q[_positions(model, b)].copy() for b in dependent], 1.0
         while True:
-            column = 0
             for b, q_b in zip(dependent, start):
-                nv = model.nv_body[b]
+                c = cluster.col[b]
                 q[_positions(model, b)] = retract(model.joint_type[b], model.axis[b], q_b,
-                                                  -scale * step[column:column + nv])
-                column += nv
+                                                  -scale * step[c:c + model.nv_body[b]])
             trial = _residual(model, data, cluster, q)
             if np.linalg.norm(trial) < np.linalg.norm(phi):
                 break

@@ -33,9 +33,13 @@ def translation_of(X):
     return np.array([rx[2, 1], rx[0, 2], rx[1, 0]])
 
 
+IDENTITY = np.eye(6)
+IDENTITY.setflags(write=False)      # shared start of the branch products below (never written)
+
+
 def chain_transform(path, Xup):
     """X_body_top for the last body of a path hanging below top (Xup[i] = X_i_parent(i))."""
-    X = np.eye(6)
+    X = IDENTITY
     for body in path:
         X = Xup[body] @ X
     return X
@@ -97,8 +101,9 @@ class LoopConstraint:
     @staticmethod
     def _branch(path, Xup, S, col, qd):
         """Walk one branch down from the NCA: the body transform, each joint's columns in NCA
-        coordinates, and the branch velocity and bias acceleration (qdd = 0) in NCA coordinates."""
-        X = np.eye(6)
+        coordinates, and (unless qd is None) the branch velocity and bias acceleration (qdd = 0) in NCA
+        coordinates."""
+        X = IDENTITY
         v = np.zeros(6)
         a = np.zeros(6)
         columns = []
@@ -106,13 +111,15 @@ class LoopConstraint:
             X = Xup[body] @ X
             s = inverse_transform(X) @ S[body]
             columns.append((col[body], s))
-            vJ = s @ qd[col[body]:col[body] + s.shape[1]]
-            v = v + vJ
-            a = a + cross_motion(v, vJ)             # d/dt (s qd) = v x (s qd), s fixed in the body
+            if qd is not None:
+                vJ = s @ qd[col[body]:col[body] + s.shape[1]]
+                v = v + vJ
+                a = a + cross_motion(v, vJ)         # d/dt (s qd) = v x (s qd), s fixed in the body
         return X, columns, v, a
 
     def evaluate(self, Xup, S, col, n, qd):
-        """K (rows x n) over the cluster's spanning velocities and k, at velocities qd."""
+        """K (rows x n) over the cluster's spanning velocities and k at velocities qd (k = 0 for qd
+        None: K alone)."""
         XA, cols_p, vA, aA = self._branch(self.pred_path, Xup, S, col, qd)
         XB, cols_s, vB, aB = self._branch(self.succ_path, Xup, S, col, qd)
         X_P_nca = self.X_P_pred @ XA
@@ -122,6 +129,8 @@ class LoopConstraint:
         for sign, columns in ((-1.0, cols_p), (1.0, cols_s)):
             for c, s in columns:
                 K[:, c:c + s.shape[1]] += sign * (Psi.T @ s)
+        if qd is None:
+            return K, np.zeros(self.rows)
         k = Psi.T @ (cross_motion(vA, vB) - (aB - aA))
         return K, k + self.turning_bias(R_rel, X_P_nca[:3, :3] @ (vB[:3] - vA[:3]))
 

@@ -17,17 +17,20 @@ import time
 import numpy as np
 from numba import typeof, types
 
-from . import compiled, compiled_lcaba
+from . import compiled, compiled_checks, compiled_lcaba
 from .errors import ModelError, quote, SingularConfigurationError
 from .flat import FlatModel
+from .flat_checks import check_plan
 from .flat_lcaba import lcaba_plan
 from .lcaba import LcabaResult
 
 _INPUT = types.Array(types.float64, 1, 'A', readonly=True)      # any float64 vector
 _FORCES = types.Array(types.float64, 2, 'A', readonly=True)
 _DISPATCHERS = {kernel.__name__: kernel for kernel in
-                (compiled.aba, compiled.rnea, compiled.crba, compiled.efpa, compiled.spanning, compiled_lcaba.lcaba)}
+                (compiled.aba, compiled.rnea, compiled.crba, compiled.efpa, compiled.spanning, compiled_lcaba.lcaba,
+                 compiled_checks.accept_positions, compiled_checks.velocity_violation)}
 _ENTRY_POINTS = {}              # name -> compiled entry point, filled by the first warm_up()
+FRAME_SETS = 64                 # link lists whose Lambda^-1 buffers are kept
 
 
 class FastPath:
@@ -42,6 +45,8 @@ class FastPath:
         self.plan = lcaba_plan(model)                    # LCABA (seed 004), shared by threads
         self.lcaba_data = self.plan.create_data()
         self._p, self._w = self.plan.ref, self.lcaba_data.ref
+        self.checks = check_plan(model)                  # the state checks' data (flat_checks.py)
+        self._c, self._worst = self.checks.create_ref()
         self._frame_sets = {}
         self._use(_ENTRY_POINTS or {name: self._warm_up_then(name) for name in _DISPATCHERS})
 
@@ -95,6 +100,18 @@ class FastPath:
             self._raise(status)
         return self.data.qdd.copy()
 
+    def accept_positions(self, q, closure, tolerance):
+        """True where q passes state.positions' checks (closure: also couplings and loops within
+        tolerance); unit quaternions normalized in place. False: let the NumPy check name the error."""
+        return self._accept_positions(self._m, self._d, self._c, q, closure, tolerance)
+
+    def velocity_violation(self, v):
+        """(max |K v|, its cluster's name, max |v|) of spanning velocities at the positions of the last
+        accept_positions(q, closure=True)."""
+        self._velocity_violation(self._m, self._d, self._c, v)
+        worst, cluster, scale = self._worst
+        return float(worst), self.model.cluster_list[int(cluster)].name if cluster >= 0 else '', float(scale)
+
     def lcaba(self, q, qd, tau, f_ext, settings, multipliers=True):
         """LcabaResult of the proximal LCABA (lcaba.lcaba): qd, tau spanning (nv), f_ext (nb x 6); its
         multipliers are left empty with multipliers=False (naming them costs ~10 us on 40 bodies)."""
@@ -103,7 +120,7 @@ class FastPath:
                              float(settings.tolerance), int(settings.max_iterations))
         if status:
             joint = self.model.joint_names[int(w.info[0]) - 1]
-            raise ModelError(f'joint {joint!r}: D = S^T H S is not positive definite; does its body have mass?')
+            raise ModelError(f'joint {quote(joint)}: D = S^T H S is not positive definite; does its body have mass?')
         iterations, residual, converged = w.result
         return LcabaResult(w.qdd.copy(), int(iterations), float(residual), bool(converged),
                            self.plan.multipliers(w.lam) if multipliers else {})
@@ -113,7 +130,7 @@ class FastPath:
         forbids later compilation. Returns the seconds it took."""
         start = time.perf_counter()
         frames = self._frame_set((self.model.root_link,))
-        self._use(_compile_kernels(self._m, self._d, self._p, self._w, frames))
+        self._use(_compile_kernels(self._m, self._d, self._p, self._w, self._c, frames))
         q = self.model.q_neutral
         y, f = self.data.zero_y, self.data.zero_f
         self._aba(self._m, self._d, q, y, y, f)                      # statuses ignored: q may be singular
@@ -123,6 +140,8 @@ class FastPath:
         self._spanning(self._m, self._d, q, y, y)
         v = np.zeros(self.model.nv)
         self._lcaba(self._m, self._d, self._p, self._w, q, v, v, f, 1e6, 1e-10, 1)
+        self._accept_positions(self._m, self._d, self._c, q, True, 1e-6)
+        self._velocity_violation(self._m, self._d, self._c, v)
         return time.perf_counter() - start
 
     def _warm_up_then(self, name):
@@ -135,11 +154,15 @@ class FastPath:
     def _use(self, kernels):
         self._aba, self._rnea, self._crba = kernels['aba'], kernels['rnea'], kernels['crba']
         self._efpa, self._spanning, self._lcaba = kernels['efpa'], kernels['spanning'], kernels['lcaba']
+        self._accept_positions, self._velocity_violation = kernels['accept_positions'], kernels['velocity_violation']
 
     def _frame_set(self, links):
-        """Frame bodies, ^frameX_body, the T buffer and the output of a tuple of links (cached)."""
+        """Frame bodies, ^frameX_body, the T buffer and the output of a tuple of links (cached; the
+        FRAME_SETS most recently built, so that requests for ever new link lists cannot exhaust memory)."""
         frames = self._frame_sets.get(links)
         if frames is None:
+            if len(self._frame_sets) == FRAME_SETS:
+                del self._frame_sets[next(iter(self._frame_sets))]       # the oldest
             n = len(links)
             body = np.array([self.model.link_frame[link][0] for link in links], dtype=np.int64)
             X = np.array([self.model.link_frame[link][1] for link in links], dtype=float)
@@ -163,7 +186,7 @@ class FastPath:
             'use method="lcaba"')
 
 
-def _compile_kernels(m, d, p, w, frames):
+def _compile_kernels(m, d, p, w, c, frames):
     """The entry points of the kernels compiled for float64 arrays of any layout, once per process;
     later compilation is disabled (numba converts other float64 arrays to these signatures)."""
     if not _ENTRY_POINTS:
@@ -176,6 +199,9 @@ def _compile_kernels(m, d, p, w, frames):
             'spanning': (model, data, _INPUT, _INPUT, _INPUT),
             'lcaba': (model, data, typeof(p), typeof(w), _INPUT, _INPUT, _INPUT, _FORCES, types.float64,
                       types.float64, types.int64),
+            'accept_positions': (model, data, typeof(c), types.Array(types.float64, 1, 'C'), types.boolean,
+                                 types.float64),
+            'velocity_violation': (model, data, typeof(c), _INPUT),
         }
         for name, signature in signatures.items():
             kernel = _DISPATCHERS[name]

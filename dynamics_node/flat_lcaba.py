@@ -16,7 +16,7 @@ from numba import njit
 from numba.experimental import structref
 
 from .constraints import CouplingConstraint
-from .flat import _StructType
+from .flat import _plucker_parts, _StructType
 from .lcaba import elimination_plan
 
 PLAN_FIELDS = {    # name: meaning, shape (nb bodies, ncon constraints, ne entries, nl loops, nt terms)
@@ -32,6 +32,12 @@ PLAN_FIELDS = {    # name: meaning, shape (nb bodies, ncon constraints, ne entri
     'con_terms': 'coupling terms [t0, t1) of constraint c (ncon, 2)',
     'entry_body': 'body of entry e (ne)',
     'loop_PsiT': 'rows Psi^T ^PX_pred of loop l, predecessor-body coordinates (nl, 6, 6)',
+    'loop_universal': '1 for a universal loop, whose first row turns with both frames (nl)',
+    'loop_pred_E': 'rotation of ^PX_pred (nl, 3, 3)',
+    'loop_pred_r': 'translation of ^PX_pred (nl, 3)',
+    'loop_succ_E': 'rotation of ^SX_succ (nl, 3, 3)',
+    'loop_a1': 'universal loop: its axis a1 in P (nl, 3)',
+    'loop_a2': 'universal loop: its axis2 a2 in S (nl, 3)',
     'loop_path': 'bodies below the NCA to the predecessor [0] and successor [1] end (nl, 2, P)',
     'loop_path_len': 'lengths of the two paths (nl, 2)',
     'term_body': 'joint body of coupling term t (nt)',
@@ -45,6 +51,7 @@ DATA_FIELDS = {    # name: meaning, shape
     'f_tree': 'f_ext - v x* I v, the tree part of the gradient (nb, 6)',
     'c': 'c_i = v_i x S_i qd_i (nb, 6)',
     'K': 'rows (first con_rows) of entry e on its body acceleration (ne, 6, 6)',
+    'PsiT': 'rows Psi^T ^PX_pred of the current loop (6, 6)',
     'k': 'right-hand side of constraint c, ground entries folded in (ncon, 6)',
     'r': 'residual K a - k of constraint c (ncon, 6)',
     'lam': 'multipliers, the paper sign (rows)',
@@ -141,7 +148,7 @@ class LcabaData:
     def __init__(self, plan):
         nb, ne, ncon, N = plan.nb, len(plan.entry_body), len(plan.con_rows), plan.neighbours.shape[1]
         shapes = {
-            'H': (plan.n_slots, 6, 6), 'f': (nb, 6), 'f_tree': (nb, 6), 'c': (nb, 6), 'K': (ne, 6, 6),
+            'H': (plan.n_slots, 6, 6), 'f': (nb, 6), 'f_tree': (nb, 6), 'c': (nb, 6), 'K': (ne, 6, 6), 'PsiT': (6, 6),
             'k': (ncon, 6), 'r': (ncon, 6), 'lam': (plan.rows,), 'L': (nb, 6, 6), 'Z': (nb, 6, 6),
             'Y': (nb, N, 6, 6), 'ubar': (nb, 6), 'a': (nb, 6), 'da': (nb, 6), 'qdd': (plan.nv,),
             'dqdd': (plan.nv,), 'zero_c': (nb, 6), 'Ha': (6, 6), 'C': (6, 6), 'M': (2, 6, 6),
@@ -162,7 +169,7 @@ def _elimination_fields(model, plan):
 
 
 def _constraint_fields(model, constraints):
-    rows, entries, loops, terms, bodies, PsiT, paths = [], [], [], [], [], [], []
+    rows, entries, loops, terms, bodies, PsiT, paths, universal = [], [], [], [], [], [], [], []
     for con in constraints:
         e0, t0 = len(bodies), len(terms)
         if isinstance(con, CouplingConstraint):
@@ -175,6 +182,8 @@ def _constraint_fields(model, constraints):
             PsiT.append(np.zeros((6, 6)))
             PsiT[-1][:con.rows] = con.Psi.T @ con.X_P_pred
             paths.append((con.pred_path, con.succ_path))
+            universal.append((con.kind == 'universal', *_plucker_parts(con.X_P_pred), con.X_S_succ[:3, :3],
+                              con.frame[:, 2], con.axis2 if con.kind == 'universal' else np.zeros(3)))
         rows.append(con.rows)
         entries.append((e0, len(bodies), t0, len(terms)))
     P = max([1] + [len(path) for pair in paths for path in pair])
@@ -191,6 +200,12 @@ def _constraint_fields(model, constraints):
         'loop_PsiT': np.array(PsiT).reshape(-1, 6, 6), 'loop_path': loop_path, 'loop_path_len': loop_path_len,
         'term_body': _ints([t[0] for t in terms]), 'term_coefficient': np.array([t[1] for t in terms], dtype=float),
         'term_entry': _ints([t[2] for t in terms]).reshape(-1, 2),
+        'loop_universal': _ints([u[0] for u in universal]),
+        'loop_pred_E': np.array([u[1] for u in universal]).reshape(-1, 3, 3),
+        'loop_pred_r': np.array([u[2] for u in universal]).reshape(-1, 3),
+        'loop_succ_E': np.array([u[3] for u in universal]).reshape(-1, 3, 3),
+        'loop_a1': np.array([u[4] for u in universal]).reshape(-1, 3),
+        'loop_a2': np.array([u[5] for u in universal], dtype=float).reshape(-1, 3),
     }
 
 

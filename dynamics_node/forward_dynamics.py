@@ -8,15 +8,16 @@ import numpy as np
 from . import bounds
 from .clusters import constraint_jacobian
 from .errors import ModelError, quote, SingularConfigurationError
-from .lcaba import ProximalSettings
+from .lcaba import DEFAULT_SETTINGS, ProximalSettings
 from .state import independent_velocities, vector
 
 METHODS = ('auto', 'aba', 'lcaba')
-# Cost model of method 'auto', measured on seed 003-style parallel chains (bench/run.py, scaling table):
-# the cluster ABA's work on a loop cluster of n_k bodies grows as n_k^2 (its constraint QR and S_k), LCABA's
-# as the number of bodies nb. LCABA is cheaper where sum_k n_k^2 over the loop clusters exceeds this
-# factor times nb (a single loop of more than 10 bodies).
-LCABA_CROSSOVER = 10.0
+# Cost model of method 'auto', measured on seed 003-style parallel chains (bench/run.py, scaling table) and
+# the bundled delta robot: the cluster ABA's work on a loop cluster of n_k bodies with m_k degrees of
+# freedom grows as n_k m_k (its S_k, U_k and the split of its constraints), LCABA's as the number of bodies
+# nb. LCABA is cheaper where sum_k n_k m_k over the loop clusters exceeds this factor times nb (one
+# planar closed chain of 12 links or more; not a delta robot's 16-body, 3-DoF cluster).
+LCABA_CROSSOVER = 8.0
 _CHEAPER = weakref.WeakKeyDictionary()
 
 
@@ -45,7 +46,7 @@ def check_settings(settings):
 def lcaba_is_cheaper(model):
     """Method 'auto' starts with LCABA instead of the cluster ABA (LCABA_CROSSOVER); once per model."""
     if model not in _CHEAPER:
-        work = sum(len(c.bodies) ** 2 for c in model.cluster_list if not c.linear)
+        work = sum(len(c.bodies) * c.m for c in model.cluster_list if not c.linear)
         _CHEAPER[model] = work > LCABA_CROSSOVER * (model.nb - 1)
     return _CHEAPER[model]
 
@@ -67,8 +68,8 @@ def lcaba_info(model, data, q, v, tau, settings=None, fallback_reason='', multip
     """LCABA (seed 004) from the public inputs; data.Xup at q and data.f_ext set beforehand."""
     qd = _spanning_velocities(model, data, q, v)
     with np.errstate(over='ignore', invalid='ignore'):     # an overflow is reported by the caller's check
-        result = data.engine.lcaba(q, qd, _spanning_forces(model, tau), data.f_ext,
-                                   settings or ProximalSettings(), multipliers)
+        result = data.engine.lcaba(q, qd, _spanning_forces(model, tau), data.f_ext, settings or DEFAULT_SETTINGS,
+                                   multipliers)
     return ForwardDynamicsInfo(result.qdd, 'lcaba', fallback_reason, result.residual, result.iterations,
                                result.multipliers)
 

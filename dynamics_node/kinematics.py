@@ -34,7 +34,7 @@ def explicit_constraint(model, data, k, yd):
     if c.linear:
         G = model.G_constant[k]
         return G, np.zeros(c.n), G @ yd
-    K, _ = constraint_jacobian(c, data.Xup, model.S, np.zeros(c.n))
+    K, _ = constraint_jacobian(c, data.Xup, model.S)
     K = K[c.active_rows]
     Q, R = np.linalg.qr(K[:, c.dependent])
     diagonal = np.abs(np.diag(R))

@@ -60,6 +60,9 @@ class ProximalSettings:
                              f'integer in [1, {MAX_ITERATIONS}]')
 
 
+DEFAULT_SETTINGS = ProximalSettings()          # frozen: shared, not rebuilt (and re-validated) per call
+
+
 @dataclass(frozen=True)
 class LcabaResult:
     qdd: np.ndarray            # spanning accelerations (nv)
@@ -150,7 +153,7 @@ def cut_rows(model, data, con):
     return {A: -PsiT, B: PsiT @ X_A_B}, k
 
 
-def lcaba(model, data, q, qd, tau, settings=ProximalSettings()):
+def lcaba(model, data, q, qd, tau, settings=DEFAULT_SETTINGS):
     """Spanning accelerations of the closed-loop system by the proximal LCABA (seed 004, Alg. 3).
 
     Solves H qdd + C = tau + K^T lambda, K qdd = k for every loop and coupling, also where K is rank

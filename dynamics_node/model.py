@@ -92,8 +92,11 @@ class Model:
         self.ny = y0
         self.independent_v = _frozen(np.concatenate(
             [v0 + c.independent for (v0, _), c in zip(self.v_range, clusters)]).astype(int))
+        self.joint_role = _joint_roles(clusters, nv)     # per body: 'independent', 'dependent' or 'split'
         self.independent_joint_names = tuple(
-            self.joint_names[b - 1] for c in clusters for b in c.bodies if c.col[b] in set(c.independent))
+            self.joint_names[b - 1] for c in clusters for b in c.bodies if self.joint_role[b] != 'dependent')
+        self.split_joint_names = tuple(                  # partly dependent: their free directions are in y
+            self.joint_names[b - 1] for c in clusters for b in c.bodies if self.joint_role[b] == 'split')
         self.Sbar = tuple(_frozen(_block_diagonal([self.S[b] for b in c.bodies])) for c in clusters)
         self.floating_base = any(t == 'floating' for t in self.joint_type[1:])
         self.clusters = tuple(self._describe(c, tree) for c in clusters)
@@ -138,11 +141,11 @@ class Model:
 
     def _describe(self, c, tree):
         joints = tuple(self.joint_names[b - 1] for b in c.bodies)
-        dependent = {c.col[b] for b in c.bodies} & set(c.dependent)
+        role = self.joint_role
         return ClusterInfo(c.name, self.cluster_list[c.parent].name if c.parent >= 0 else '',
                            tuple(link for b in c.bodies for link in self.body_links[b]), joints,
-                           tuple(self.joint_names[b - 1] for b in c.bodies if c.col[b] not in dependent),
-                           tuple(self.joint_names[b - 1] for b in c.bodies if c.col[b] in dependent),
+                           tuple(self.joint_names[b - 1] for b in c.bodies if role[b] != 'dependent'),
+                           tuple(self.joint_names[b - 1] for b in c.bodies if role[b] != 'independent'),
                            tuple(con.name for con in c.constraints))
 
     def create_data(self):
@@ -278,7 +281,8 @@ class Model:
 
     def complete_positions(self, q_independent, budget_ms=BUDGET_MS):
         """Spanning q (nq) from the independent joints' positions (in independent_joint_names order,
-        7 entries for a floating joint): couplings solved directly, loops by Newton's method
+        7 entries for a floating joint, 4 for a spherical one, none for a split joint, whose free
+        directions keep their previous values): couplings solved directly, loops by Newton's method
         warm-started from the previous solution, with restarts until budget_ms milliseconds are spent
         (then the positions count as out of the mechanism's reach)."""
         q_ind = vector(q_independent, 'q_independent',
@@ -356,6 +360,18 @@ class Data:
             else:
                 self._engine = ReferencePath(self._model, self)
         return self._engine
+
+
+def _joint_roles(clusters, nv):
+    """Per body (None for the ground): 'independent' or 'dependent' where all its joint's velocity
+    columns are, else 'split' (a spherical joint whose idle spin the loops leave free)."""
+    roles = [None] * len(nv)
+    for c in clusters:
+        dependent = set(c.dependent)
+        for b in c.bodies:
+            n = len(dependent & set(range(c.col[b], c.col[b] + nv[b])))
+            roles[b] = 'dependent' if n == nv[b] else 'independent' if n == 0 else 'split'
+    return tuple(roles)
 
 
 def _frozen(values):

@@ -525,7 +525,7 @@ class DynamicsNode(Node):
         selection, q = self._positions(layout, request)
         v = self._velocities(layout, selection, request)
         tau = layout.velocity_like(selection, request.state.effort, 'state.effort',
-                                   request.state.name)
+                                   request.state.name, forces=True)
         info = loaded.model.forward_dynamics(
             q, v, tau, conv.link_wrenches_to_dict(request.external_wrenches), method=method,
             info=True)

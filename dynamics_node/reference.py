@@ -7,6 +7,7 @@ a model loaded with ``compiled=False`` or where numba is not installed.
 import numpy as np
 
 from .aba import aba
+from .clusters import constraint_jacobian
 from .crba import crba
 from .efpa import efpa
 from .kinematics import forward_pass
@@ -46,6 +47,23 @@ class ReferencePath:
         frames = [self.model.link_frame[link] for link in links]
         P = np.kron(np.eye(len(frames)), SWAP_LINEAR_ANGULAR)
         return P @ efpa(self.model, self.data, q, frames) @ P
+
+    def accept_positions(self, q, closure, tolerance):
+        """Refers every q to state.positions' NumPy checks (the compiled path accepts most of them)."""
+        return False
+
+    def velocity_violation(self, v):
+        """(max |K v|, its cluster's name, max |v|) of spanning velocities over the couplings and the loop
+        clusters' active rows, at the loop clusters' transforms of the last state.positions(check=True)."""
+        model = self.model
+        violation, _, cluster = model.couplings.worst_velocity_violation(v)
+        for c, (v0, v1) in zip(model.cluster_list, model.v_range):
+            if not c.linear:
+                K, _ = constraint_jacobian(c, self.data.Xup, model.S, np.zeros(c.n))
+                residual = np.max(np.abs(K[c.active_rows] @ v[v0:v1]))
+                if residual > violation:
+                    violation, cluster = residual, c.name
+        return violation, cluster, float(np.max(np.abs(v), initial=0.0))
 
     def lcaba(self, q, qd, tau, f_ext, settings, multipliers=True):
         """LcabaResult of the proximal LCABA: qd, tau spanning (nv), f_ext (nb x 6); the multipliers

@@ -150,7 +150,16 @@ class JointLayout:
             raise ModelError(f'the model has {len(floating)} floating joints {floating}; the node '
                              'supports one floating base')
         self.base_joint = floating[0] if floating else None
-        self.joint_names = tuple(n for n in model.joint_names if n != self.base_joint)
+        # spherical and planar joints take several values, a JointState one per joint: the node takes
+        # them only as dependent joints of loops, which it completes
+        completed = [n for n in model.joint_names if model.joint_type[body[n]] in ('spherical', 'planar')]
+        free = [n for n in completed if n in model.independent_joint_names]
+        if free:
+            raise ModelError(f'{model.joint_type[body[free[0]]]} joint {free[0]!r} has independent '
+                             'coordinates: a JointState carries one value per joint, so the node takes '
+                             'spherical and planar joints only as dependent joints of loops')
+        self.completed = tuple(completed)
+        self.joint_names = tuple(n for n in model.joint_names if n != self.base_joint and n not in completed)
         self.independent_names = tuple(n for n in model.independent_joint_names
                                        if n != self.base_joint)
         self.q_index = {n: int(model.idx_q[body[n]]) for n in model.joint_names}
@@ -163,6 +172,8 @@ class JointLayout:
         self.nqi = independent_position_size(model)
         self._joints_q = np.array([self.q_index[n] for n in self.joint_names], dtype=int)
         self._joints_v = np.array([self.v_index[n] for n in self.joint_names], dtype=int)
+        self._independent_q = np.array([self.q_index[n] + k for n in model.independent_joint_names
+                                        for k in range(model.nq_body[body[n]])], dtype=int)
         self._independent_y = np.array([self.y_index[n] for n in self.independent_names],
                                        dtype=int)
         self._selections = {}
@@ -215,12 +226,21 @@ class JointLayout:
                            base_pose)
         if x is not None:
             out[selection.position_index] = x
-        return self.model.complete_positions(out) if selection.independent else out
+        if selection.independent:
+            return self.model.complete_positions(out)
+        if self.completed:          # the spherical and planar joints from the loops; the library then
+            q = self.model.complete_positions(out[self._independent_q])     # checks the given ones
+            q[selection.position_index] = x
+            return q
+        return out
 
-    def velocity_like(self, selection, values, field, names, base=None):
+    def velocity_like(self, selection, values, field, names, base=None, forces=False):
         """v (nv) or y (ny) from a velocity, acceleration or effort array of the selection.
 
         Empty values mean zero for the joints; base (6) fills the floating joint (zero if None).
+        With completed (spherical, planar) joints, spanning velocities and accelerations are taken by
+        their independent entries (the others follow from the loops); spanning efforts stay spanning,
+        zero on the completed joints.
         """
         x = _entries(values, field, names, required=False)
         out = np.zeros(self.model.ny if selection.independent else self.model.nv)
@@ -228,6 +248,8 @@ class JointLayout:
         self.set_base_motion(out, index, base)
         if x is not None:
             out[selection.velocity_index] = x
+        if self.completed and not selection.independent and not forces:
+            return out[self.model.independent_v]
         return out
 
     def set_base_pose(self, out, index, pose=None):

@@ -18,7 +18,7 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 DISTRO="${DISTRO:-kilted}"
 # setuptools>=70.1 builds the editable wheel without build isolation and without `wheel`.
-PYTHON_PACKAGES=(numpy scipy lxml numba pyyaml pytest flake8 pin "setuptools>=70.1")
+PYTHON_PACKAGES=(numpy scipy lxml numba pyyaml pytest flake8 pin matplotlib "setuptools>=70.1")
 # Top-level ROS 2 wheels of each distro, pinned to the versions this setup was verified with.
 # ament_cmake_include_directories and rosidl_core_generators are needed by the CMake build but not
 # declared as dependencies by the wheels that use them.

@@ -699,7 +699,10 @@ class KKTOracle:
         return G.T @ (H @ np.asarray(qdd, dtype=float) + C)
 
     def _split(self, independent_names):
-        y = self.v_index(independent_names)
+        """(independent, dependent) velocity indices; independent_names are joint names (all their
+        velocities) or velocity indices (a joint may then be split)."""
+        names = list(independent_names)
+        y = self.v_index(names) if names and isinstance(names[0], str) else np.array(names, dtype=int)
         d = np.array([i for i in range(self.nv) if i not in set(y.tolist())], dtype=int)
         return y, d
 

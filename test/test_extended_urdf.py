@@ -274,14 +274,19 @@ def test_the_urdf_is_checked_first(tmp_path):
         load_model(URDF, closures=str(binary))
 
 
-def test_idle_rod_spin_is_rejected_naming_the_cluster():
-    """A rod with a SPHERICAL end and a 3D closure at the other spins idly about its axis: a spherical
-    joint is dependent only as a whole, so no split exists (README: not supported yet)."""
+def test_idle_rod_spin_is_an_independent_direction(rng):
+    """A rod with a SPHERICAL end and a 3D closure at the other spins idly about its axis: the loop fixes
+    two directions of its spherical joint, the third is an independent velocity (a split joint)."""
     closures = yaml_with(type=['3D'], name_mot=['hip_pitch', 'knee_motor'], joint_name=['rod_top'],
                          joint_type=['SPHERICAL'])
-    with pytest.raises(ModelError, match=r"cluster 'crank' \(joints \['knee_motor', 'rod_top', 'rod_bottom', "
-                                         r"'knee'\].* \(a spherical or planar joint only as a whole\)"):
-        load_model(URDF, closures=closures)
+    model = load_model(URDF, closures=closures)
+    assert model.split_joint_names == ('rod_top',)
+    crank = next(c for c in model.clusters if 'rod_top' in c.joints)
+    assert set(crank.dependent_joints) == {'rod_top', 'knee'} and 'rod_top' in crank.independent_joints
+    q, yd, wrenches = random_state(model, rng)
+    tau = rng.normal(size=model.nv)
+    assert_close(model.forward_dynamics(q, yd, tau, wrenches, method='lcaba'),
+                 model.forward_dynamics(q, yd, tau, wrenches, method='aba'), 'qdd', rtol=1e-8)
 
 
 def test_fixed_joints_with_a_zero_axis_load():

@@ -2,6 +2,7 @@
 (reference.py: aba.py, rnea.py, crba.py, efpa.py), whatever Model's public methods dispatch to."""
 
 import functools
+import os
 import re
 
 import numpy as np
@@ -9,9 +10,10 @@ import pytest
 from numba.core.runtime import _nrt_python, rtsys
 
 from conftest import assert_close, random_state, robot, ROBOTS
-from dynamics_node import load_model, ModelError, SingularConfigurationError
+from dynamics_node import compiled, compiled_checks, compiled_lcaba, load_model, ModelError, SingularConfigurationError
 from dynamics_node.fast_path import FastPath
-from dynamics_node.kinematics import forward_pass
+from dynamics_node.joints import QUATERNION_AT
+from dynamics_node.kinematics import forward_pass, update_transforms
 from dynamics_node.lcaba import ProximalSettings
 from dynamics_node.reference import ReferencePath
 from dynamics_node.state import external_forces
@@ -156,6 +158,62 @@ def test_lcaba_of_a_massless_body_is_named():
         fast.lcaba(q, v, v, np.zeros((model.nb, 6)), ProximalSettings())
 
 
+def numpy_closure(model, q):
+    """max |phi(q)| over every coupling and loop (constraints.py residuals)."""
+    data = model.create_data()
+    update_transforms(model, data, q)
+    return max([0.0] + [float(np.max(np.abs(con.residual(data.Xup, lambda b: q[model.idx_q[b]]))))
+                        for c in model.cluster_list for con in c.constraints])
+
+
+@pytest.mark.parametrize('name', MODELS + ['redundant_weld'])
+def test_compiled_state_checks(name, rng):
+    """accept_positions accepts exactly below the NumPy residual (revolute, prismatic and fixed loops,
+    couplings), normalizes quaternions; velocity_violation is the NumPy measure."""
+    model = load_model(REDUNDANT) if name == 'redundant_weld' else model_and_fast_path(name)[0]
+    fast = FastPath(model)
+    reference = Reference(model)
+    scalar = np.array([model.joint_type[i] not in QUATERNION_AT for i in range(1, model.nb)
+                       for _ in range(model.nq_body[i])])             # perturbed: not the quaternions
+    for _ in range(STATES):
+        if name == 'redundant_weld':
+            q = four_bar_positions(model, *robot('four_bar').complete_positions([rng.uniform(-np.pi, np.pi)]))
+        else:
+            q, _, _ = random_state(model, rng)
+        for x in (q, q + scalar * rng.normal(scale=1e-4, size=model.nq)):
+            phi = numpy_closure(model, x)
+            margin = 1e-9 * phi + 1e-14                         # round-off of the two residual formulas
+            assert fast.accept_positions(x.copy(), True, phi + margin), f'{name}: accept at {phi:.3e}'
+            if phi > margin:
+                assert not fast.accept_positions(x.copy(), True, phi - margin), f'{name}: refer below {phi:.3e}'
+        v = model.spanning_velocities(q, rng.normal(size=model.ny)) + rng.normal(scale=1e-3, size=model.nv)
+        assert fast.accept_positions(q.copy(), True, 1e-6), f'{name}: closed q accepted'
+        update_transforms(model, reference.data, q)
+        violation, cluster, scale = fast.velocity_violation(v)
+        expected, expected_cluster, expected_scale = reference.velocity_violation(v)
+        assert abs(violation - expected) <= 1e-12 * max(1.0, expected) and cluster == expected_cluster, name
+        assert scale == expected_scale, f'{name}: max |v|'
+
+
+def test_quaternions_are_normalized_or_referred(rng):
+    model, fast = model_and_fast_path('quadruped_rotors')
+    q, _, _ = random_state(model, rng)
+    i0 = model.idx_q[model.joint_type.index('floating')] + 3
+    scaled = q.copy()
+    scaled[i0:i0 + 4] *= 1 + 5e-6
+    assert fast.accept_positions(scaled, False, 1e-6)
+    assert_close(scaled, q, 'normalized quaternion', 1e-15)
+    scaled[i0:i0 + 4] *= 1.1
+    assert not fast.accept_positions(scaled, False, 1e-6), 'norm 1.1 referred to the NumPy check'
+
+
+def test_kernel_caches_are_keyed_on_compiled_py():
+    """The LCABA and check kernels inline compiled.py's helpers: their numba cache must go stale with it."""
+    stat = os.stat(compiled.__file__)
+    for kernel in (compiled_lcaba.lcaba, compiled_checks.accept_positions, compiled_checks.velocity_violation):
+        assert kernel._cache._impl.locator.get_source_stamp()[1:] == (stat.st_mtime, stat.st_size), kernel
+
+
 def test_gravity_is_settable(rng):
     model, fast = model_and_fast_path('quadruped_rotors')
     q, _, _ = random_state(model, rng)
@@ -193,26 +251,29 @@ def test_inputs_of_any_layout(rng):
     assert_close(fast.forward_dynamics(*strided), expected, 'ydd from strided read-only inputs', RTOL)
 
 
-def test_kernels_allocate_nothing(rng):
+@pytest.mark.parametrize('name', ['humanoid_belts', 'linkage_leg'])
+def test_kernels_allocate_nothing(name, rng):
     """numba wraps each NumPy argument in one small MemInfo per call; any further allocation would be
-    a buffer allocated inside a kernel."""
-    model, fast = model_and_fast_path('humanoid_belts')
+    a buffer allocated inside a kernel. Couplings only, and a loop with a coupling."""
+    model, fast = model_and_fast_path(name)
     q, yd, wrenches = random_state(model, rng)
     f_ext, x = body_forces(model, wrenches), rng.normal(size=model.ny)
-    v, tau = model.spanning_velocities(q, yd), rng.normal(size=model.nv)
+    v, tau, q_copy = model.spanning_velocities(q, yd), rng.normal(size=model.nv), q.copy()
     calls = {'forward_dynamics': (lambda: fast.forward_dynamics(q, yd, x, f_ext), 4),
              'inverse_dynamics': (lambda: fast.inverse_dynamics(q, yd, x, f_ext), 4),
              'mass_matrix': (lambda: fast.mass_matrix(q), 1),
              'inverse_osim': (lambda: fast.inverse_osim(q, model.links[:4]), 5),
              'spanning': (lambda: fast.spanning(q, yd, x), 3),
-             'lcaba': (lambda: fast.lcaba(q, v, tau, f_ext, ProximalSettings()), 4)}
+             'lcaba': (lambda: fast.lcaba(q, v, tau, f_ext, ProximalSettings()), 4),
+             'accept_positions': (lambda: fast.accept_positions(q_copy, True, 1e-6), 1),
+             'velocity_violation': (lambda: fast.velocity_violation(v), 1)}
     _nrt_python.memsys_enable_stats()
     try:
-        for name, (call, arrays) in calls.items():
+        for kernel, (call, arrays) in calls.items():
             call()
             before = rtsys.get_allocation_stats().alloc
             call()
-            assert rtsys.get_allocation_stats().alloc - before == arrays, f'allocations in {name}'
+            assert rtsys.get_allocation_stats().alloc - before == arrays, f'allocations in {kernel}'
     finally:
         _nrt_python.memsys_disable_stats()
 

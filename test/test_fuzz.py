@@ -17,11 +17,11 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(__file__))
 
-from conftest import assert_close, random_state, SEED  # noqa: E402
-from dynamics_node import bundled_model, load_model, ModelError, ProximalSettings  # noqa: E402
+from conftest import assert_close, random_independent_positions, random_state, SEED  # noqa: E402
+from dynamics_node import bundled_model, bundled_models, load_model, ModelError, ProximalSettings  # noqa: E402
 
 SLOW = 1.0                     # seconds: no call may take longer
-BASES = ('four_bar', 'six_bar', 'linkage_leg', 'belt_leg', 'geared_chain', 'quadruped_rotors', 'humanoid_belts')
+BASES = tuple(bundled_models())
 # Attribute values an attacker or a broken exporter could write.
 VALUES = ('1e308', '-1e308', '1e-320', 'nan', 'inf', '-inf', '-1', '0', '', '   ', 'garbage', '1 2', '1 2 3 4',
           '\u00e9\u4e2d\u202e', '1e154 1e154 1e154', '1e308 1e308 0', '1e-300 0 0', '5e-324 0 0', 'x' * 100000,
@@ -88,8 +88,9 @@ class Outcomes(collections.Counter):
         super().__init__()
         self.failures = []
 
-    def run(self, label, call, success='finite'):
-        """The outcome of call(): its result, or None after a ModelError."""
+    def run(self, label, call, load=False):
+        """The outcome of call() (a load_model with load), counted as 'load ...' or 'call ...': its
+        result, or None after a ModelError."""
         start = time.perf_counter()
         try:
             result = call()
@@ -99,14 +100,15 @@ class Outcomes(collections.Counter):
             outcome, result = 'other', None
             self.failures.append(f'{label}: {type(error).__name__}: {str(error)[:200]}')
         else:
-            outcome = success
-            if success == 'finite' and not all(np.isfinite(np.asarray(x, dtype=float)).all() for x in _arrays(result)):
+            outcome = 'loaded' if load else 'finite'
+            if not load and not all(np.isfinite(np.asarray(x, dtype=float)).all() for x in _arrays(result)):
                 outcome = 'non-finite'
                 self.failures.append(f'{label}: non-finite result')
         elapsed = time.perf_counter() - start
-        self[outcome] += 1
+        kind = 'load' if load else 'call'
+        self[f'{kind} {outcome}'] += 1
         if elapsed > SLOW:
-            self['over 1 s'] += 1
+            self[f'{kind} over 1 s'] += 1
             self.failures.append(f'{label}: {elapsed:.2f} s')
         return result
 
@@ -120,10 +122,7 @@ def _arrays(result):
 
 def exercise(model, rng, outcomes, label):
     """The public calls on a loaded (maybe odd) model at a random state."""
-    n = len(model.independent_joint_names) + (6 if model.floating_base else 0)
-    q_ind = rng.uniform(-0.6, 0.6, n)
-    if model.floating_base:
-        q_ind[3:7] = (0.0, 0.0, 0.0, 1.0)           # the root's floating joint comes first
+    q_ind = random_independent_positions(model, rng)
     q = outcomes.run(f'{label} complete_positions', lambda: model.complete_positions(q_ind))
     if q is None:
         q = np.zeros(model.nq)                         # may violate the loops: ModelError is the answer
@@ -141,13 +140,21 @@ def exercise(model, rng, outcomes, label):
 def fuzz_descriptions(count, seed, outcomes):
     rng = np.random.default_rng(seed)
     load_model(bundled_model('four_bar')).warm_up()     # compiling the kernels is no call's time
-    texts = {name: open(bundled_model(name)).read() for name in BASES}
+    texts = {name: _text(bundled_model(name)) for name in BASES}
     for case in range(count):
-        name = BASES[min(int(rng.exponential(2.0)), len(BASES) - 1)]   # mostly the small robots
+        name = BASES[rng.integers(len(BASES))]
         source = mutate(texts[name], rng)
-        model = outcomes.run(f'description {case} ({name})', lambda: load_model(source), success='loaded')
+        model = outcomes.run(f'description {case} ({name})', lambda: load_model(source), load=True)
         if model is not None:
             exercise(model, rng, outcomes, f'description {case} ({name})')
+
+
+def _text(source):
+    """The XML of a bundled robot (a path, or the URDF+ converted from an Extended URDF)."""
+    if source.lstrip().startswith('<'):
+        return source
+    with open(source) as file:
+        return file.read()
 
 
 def hostile_vector(rng, n):
@@ -179,7 +186,7 @@ def hostile_call(model, state, rng):
     def pick(kind):
         return hostile[kind][rng.integers(len(hostile[kind]))]
 
-    n_ind = len(model.independent_joint_names) + (6 if model.floating_base else 0)
+    q_ind = _independent_positions(model, q)
     calls = [
         ('forward_dynamics q', lambda: model.forward_dynamics(hostile_vector(rng, model.nq), yd, yd)),
         ('forward_dynamics v', lambda: model.forward_dynamics(q, hostile_vector(rng, model.ny), yd)),
@@ -198,9 +205,8 @@ def hostile_call(model, state, rng):
         ('inverse_osim links', lambda: model.inverse_osim(q, pick('links'))),
         ('link_pose link', lambda: model.link_pose(q, pick('links'))),
         ('link_jacobian link', lambda: model.link_jacobian(q, pick('links'))),
-        ('complete_positions', lambda: model.complete_positions(hostile_vector(rng, n_ind))),
-        ('complete_positions budget', lambda: model.complete_positions(q[:0] if n_ind == 0 else np.zeros(n_ind),
-                                                                       budget_ms=hostile_vector(rng, 1))),
+        ('complete_positions', lambda: model.complete_positions(hostile_vector(rng, q_ind.size))),
+        ('complete_positions budget', lambda: model.complete_positions(q_ind, budget_ms=hostile_vector(rng, 1))),
         ('spanning_velocities', lambda: model.spanning_velocities(q, hostile_vector(rng, model.ny))),
         ('gravity', lambda: _set_gravity(model, hostile_vector(rng, 3))),
     ]
@@ -257,14 +263,15 @@ def test_fuzzed_descriptions_follow_the_rule():
     outcomes = Outcomes()
     fuzz_descriptions(400, SEED, outcomes)
     assert not outcomes.failures, '\n'.join(outcomes.failures[:20])
-    assert outcomes["loaded"] > 50 and outcomes["ModelError"] > 100, dict(outcomes)
+    assert outcomes['load loaded'] > 50 and outcomes['load ModelError'] > 100, dict(outcomes)
+    assert outcomes['call finite'] > 200 and outcomes['call ModelError'] > 50, dict(outcomes)
 
 
 def test_hostile_calls_follow_the_rule_and_leave_no_trace():
     outcomes = Outcomes()
     fuzz_calls(400, SEED, outcomes)
     assert not outcomes.failures, '\n'.join(outcomes.failures[:20])
-    assert outcomes["ModelError"] > 300, dict(outcomes)
+    assert outcomes['call ModelError'] > 300, dict(outcomes)
 
 
 if __name__ == '__main__':

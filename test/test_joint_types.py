@@ -7,8 +7,8 @@ import functools
 import numpy as np
 import pytest
 
-from conftest import assert_close, random_state
-from dynamics_node import load_model, ModelError
+from conftest import assert_close, COMPLETION_BUDGET_MS, random_state
+from dynamics_node import bundled_model, load_model, ModelError
 from oracle import KKTOracle
 
 STATES = 3
@@ -47,6 +47,12 @@ MODELS = {
                         '<axis2 xyz="1 0 0"/>'),
                   joint('slide', 'planar', 'lower', 'puck', '0 0.2 -0.3', '0.1 0 0', '0.6 0 0.8'),
                   joint('tip_fix', 'fixed', 'puck', 'tip', '0.1 0 0.05', '0.3 0.2 0.1')),
+    # a floating base carrying a ball-jointed arm with a universal wrist
+    'floating_tree': robot('floating_tree', link('world', 0), link('torso', 3.0), link('arm'), link('hand', 0.4),
+                           joint('free', 'floating', 'world', 'torso'),
+                           joint('shoulder', 'spherical', 'torso', 'arm', '0.1 0.2 0.3', '0.3 0 0.1'),
+                           joint('wrist', 'universal', 'arm', 'hand', '0 0 -0.3', axis='0 1 0',
+                                 extra='<axis2 xyz="0 0 1"/>')),
     # crank - rod on a universal joint - rocker, closed by a spherical loop (RUSR)
     'rusr': robot('rusr', link('base', 0), link('crank'), link('rod', 0.4), link('rocker'),
                   joint('crank_joint', 'revolute', 'base', 'crank'),
@@ -60,6 +66,12 @@ MODELS = {
                   joint('rocker_joint', 'revolute', 'base', 'rocker', '0.6 0.2 0', axis='1 0 0'),
                   loop('cardan_end', 'universal', 'rod', '0.4 0.2 0.3', 'rocker', '0 0 0.3', '0 0 1',
                        '<axis2 xyz="1 0 0"/>')),
+    # crank - rod with ball joints at both ends - rocker (RSSR): the rod's idle spin stays independent
+    'rssr': robot('rssr', link('base', 0), link('crank'), link('rod', 0.4), link('rocker'),
+                  joint('crank_joint', 'revolute', 'base', 'crank'),
+                  joint('rod_ball', 'spherical', 'crank', 'rod', '0.2 0 0'),
+                  joint('rocker_joint', 'revolute', 'base', 'rocker', '0.6 0.2 0', axis='1 0 0'),
+                  loop('ball_end', 'spherical', 'rod', '0.4 0.2 0.3', 'rocker', '0 0 0.3')),
     # a block on a planar joint (dependent) welded to a two-link arm moving in the same tilted plane
     'planar_block': robot('planar_block', link('base', 0), link('crank'), link('coupler'), link('block', 0.6),
                           joint('crank_joint', 'revolute', 'base', 'crank', axis='0 0.6 0.8'),
@@ -112,14 +124,14 @@ def test_dynamics_match_kkt(name, compiled, rng):
     for _ in range(STATES):
         q, yd, wrenches = random_state(model, rng)
         assert np.max(np.abs(reference.loop_residual(q)), initial=0.0) < 1e-10, 'oracle: loops closed'
-        G = reference.null_space_G(q, model.independent_joint_names)
+        G = reference.null_space_G(q, model.independent_v)   # velocity indices: a joint may be split
         v = model.spanning_velocities(q, yd)
         assert_close(v, G @ yd, 'qd = G yd')
         tau = rng.normal(size=model.nv)
         expected = reference.forward_dynamics(q, v, tau, wrenches)
         assert_close(model.forward_dynamics(q, yd, tau, wrenches, method='aba'), expected, 'qdd')
         ydd = rng.normal(size=model.ny)
-        qdd = G @ ydd + reference.explicit_bias_g(q, v, model.independent_joint_names)
+        qdd = G @ ydd + reference.explicit_bias_g(q, v, model.independent_v)
         assert_close(model.inverse_dynamics(q, yd, ydd, wrenches),
                      reference.inverse_dynamics_projected(q, v, qdd, G, wrenches), 'tau_y')
         assert_close(model.mass_matrix(q), G.T @ reference.mass_matrix(q) @ G, 'H_y')
@@ -130,7 +142,7 @@ def test_dynamics_match_kkt(name, compiled, rng):
 def test_link_kinematics(name, rng):
     model, reference = model_of(name), oracle_of(name)
     q, _, _ = random_state(model, rng)
-    G = reference.null_space_G(q, model.independent_joint_names)
+    G = reference.null_space_G(q, model.independent_v)
     for link_name in model.links:
         R, p = model.link_pose(q, link_name)
         pose = reference.link_placement(q, link_name)
@@ -140,7 +152,10 @@ def test_link_kinematics(name, rng):
                      f'J of {link_name}')
 
 
-@pytest.mark.parametrize('name', NAMES[1:])
+LOOPED = [name for name in NAMES if 'tree' not in name]
+
+
+@pytest.mark.parametrize('name', LOOPED)
 def test_lcaba_matches_cluster_aba(name, rng):
     model = model_of(name)
     for _ in range(STATES):
@@ -152,17 +167,15 @@ def test_lcaba_matches_cluster_aba(name, rng):
                      rtol=1e-8)
 
 
-@pytest.mark.parametrize('name', NAMES[1:])
+@pytest.mark.parametrize('name', LOOPED)
 def test_completion_from_far_starts(name, rng):
     """complete_positions closes the loops from the previous solution and after a jump; the result is
     the same from a fresh model (neutral start)."""
     model = load_model(MODELS[name])
     reference = oracle_of(name)
     for scale in (0.1, 0.6, 0.3):
-        q_ind = []
-        for joint_name in model.independent_joint_names:
-            q_ind.append(rng.uniform(-scale, scale))
-        q = model.complete_positions(q_ind)
+        q_ind = rng.uniform(-scale, scale, len(model.independent_joint_names) - len(model.split_joint_names))
+        q = model.complete_positions(q_ind, budget_ms=COMPLETION_BUDGET_MS)
         assert np.max(np.abs(reference.loop_residual(q))) < 1e-11
         quaternions = [q[i:i + 4] for i, kind in zip(model.idx_q[1:], model.joint_type[1:]) if kind == 'spherical']
         for quaternion in quaternions:
@@ -195,6 +208,10 @@ def test_state_checks_of_new_joints():
     (robot('x', link('base', 0), link('a'), link('b'), joint('u', 'universal', 'base', 'a'),
            joint('j', 'revolute', 'base', 'b', extra='<mimic joint="u"/>')),
      r"joint 'j' <mimic> names unknown joint 'u'"),
+    (MODELS['planar_block'].replace('<axis xyz="0 0 1"/></loop>', '<axis xyz="0 0 1"/><axis2 xyz="1 0 0"/></loop>'),
+     r"loop 'weld': <axis2> is only used by type=\"universal\", not \"fixed\""),
+    (MODELS['rsur'].replace('<axis2 xyz="1 0 0"/></loop>', '<axis2 xyz="0 0 0"/></loop>'),
+     r"loop 'cardan_end': <axis2 xyz> is zero; expected a unit vector"),
     (MODELS['rusr'].replace('type="spherical"', 'type="ball"'),
      r"loop 'ball_end': type=\"ball\" is not supported; expected one of revolute, continuous, prismatic, fixed, "
      r"spherical, planar, universal"),
@@ -204,11 +221,92 @@ def test_errors_name_the_element(xml, message):
         load_model(xml)
 
 
-def test_spherical_joint_is_dependent_only_as_a_whole():
-    """A rod with ball joints at both ends spins idly: its spherical joint cannot be dependent as a
-    whole, and the message says so (Extended URDF's idle spins are another issue)."""
-    xml = MODELS['rusr'].replace('type="universal"', 'type="spherical"').replace('<axis2 xyz="0 1 0"/>', '')
-    with pytest.raises(ModelError, match=r'has constraint rank 3 but only 2 coordinates of joints not marked '
-                                         r'independent="true" can be solved from it \(a spherical or planar joint '
-                                         r'only as a whole\)'):
-        load_model(xml)
+def test_idle_spin_of_a_ball_jointed_rod_stays_independent():
+    """RSSR: the loops fix two directions of the rod's spherical joint; the third (about its child z
+    here), the rod's spin about its own line as far as the loops are concerned, is an independent
+    velocity with no position input: completion keeps the spin where it was."""
+    model = load_model(MODELS['rssr'])
+    assert model.independent_joint_names == ('crank_joint', 'rod_ball') and model.split_joint_names == ('rod_ball',)
+    assert model.clusters[0].dependent_joints == ('rod_ball', 'rocker_joint')
+    assert (model.ny, len(model.independent_v)) == (2, 2)
+    q = model.complete_positions([0.2])
+    with pytest.raises(ModelError, match=r'q_independent has 2 entries; expected 1 \(independent positions\)'):
+        model.complete_positions([0.2, 0.0])
+    reference = oracle_of('rssr')
+    spin = reference.null_space_G(q, model.independent_v)[:, 1]        # the free motion with the crank held
+    assert np.allclose(reference.constraint_jacobian(q) @ spin, 0.0, atol=1e-12)
+    turned = reference.integrate(q, 0.3 * spin)                        # spin the rod: still closed
+    assert np.max(np.abs(reference.loop_residual(turned))) < 1e-12             # an exact idle motion
+    assert_close(model.complete_positions([0.2]), q, 'the same q again')
+
+
+NEW_ROBOTS = ['ambidex_wrist', 'delta', 'parallel_ankle_leg']
+
+
+@pytest.mark.parametrize('name', NEW_ROBOTS)
+def test_bundled_robots_complete_from_their_actuated_joints(name, rng):
+    """Closed at q = 0; complete_positions from the actuated joints closes the loops (oracle residual)
+    over a walk of random targets in [-0.6, 0.6] rad and comes back to q = 0 on the same branch."""
+    model = load_model(bundled_model(name))
+    reference = KKTOracle(bundled_model(name))
+    reference.set_layout(model.joint_names)
+    assert np.max(np.abs(reference.loop_residual(model.q_neutral))) < 1e-12, 'closed at q = 0'
+    for _ in range(10):
+        q = model.complete_positions(rng.uniform(-0.6, 0.6, len(model.independent_joint_names)),
+                                     budget_ms=COMPLETION_BUDGET_MS)
+        assert np.max(np.abs(reference.loop_residual(q))) < 1e-11
+    assert_close(model.complete_positions(np.zeros(len(model.independent_joint_names)),
+                                          budget_ms=COMPLETION_BUDGET_MS), model.q_neutral, 'back at q = 0',
+                 rtol=1e-10)
+
+
+def test_wrist_is_a_parallelogram():
+    """ambidex_wrist: the mirrored distal universal joint keeps the hand parallel to the forearm, so
+    distal = (-wrist_2, -wrist_1)."""
+    model = load_model(bundled_model('ambidex_wrist'))
+    q = model.complete_positions([0.3, -0.4])
+    names = model.joint_names
+    assert_close(q[[names.index('distal_1'), names.index('distal_2')]], [0.4, -0.3], 'distal')
+    assert_close(model.link_pose(q, 'hand')[0], np.eye(3), 'hand orientation')
+
+
+def test_delta_platform_translates(rng):
+    model = load_model(bundled_model('delta'))
+    for _ in range(3):
+        q = model.complete_positions(rng.uniform(-0.6, 0.6, 3), budget_ms=COMPLETION_BUDGET_MS)
+        assert_close(model.link_pose(q, 'platform')[0], np.eye(3), 'platform orientation', rtol=1e-10)
+
+
+# A CAD export's shape: joints without <axis> (x) and without <limit>, continuous joints with negative
+# axes, a fixed sensor frame, a crank-rocker four-bar in the y-z plane closed by a loop without <axis>.
+CAD = robot('cad', link('base_link', 0), link('link_1'), link('link_2', 0.7), link('link_3', 0.5),
+            link('sensor', 0.05),
+            '<joint name="joint_1" type="continuous"><parent link="base_link"/><child link="link_1"/>'
+            '<axis xyz="-1 0 0"/></joint>',
+            '<joint name="joint_2" type="revolute"><parent link="link_1"/><child link="link_2"/>'
+            '<origin xyz="0 0.3 0"/></joint>',
+            '<joint name="joint_3" type="continuous"><parent link="base_link"/><child link="link_3"/>'
+            '<origin xyz="0 0.8 0"/><axis xyz="-1 0 0"/></joint>',
+            '<joint name="sensor_fix" type="fixed"><parent link="link_2"/><child link="sensor"/>'
+            '<origin xyz="0.1 0 0" rpy="0 0 0.3"/></joint>',
+            '<loop name="closure" type="continuous"><predecessor link="link_2"><origin xyz="0 0.6 0.5"/>'
+            '</predecessor><successor link="link_3"><origin xyz="0 0.1 0.5"/></successor></loop>')
+
+
+@ENGINES
+def test_cad_shaped_file(compiled, rng):
+    """No <axis> means x (URDF), negative continuous axes turn the other way, no <limit> is needed;
+    against the oracle (Pinocchio's reading of the same axes)."""
+    model = load_model(CAD, compiled=compiled)
+    reference = KKTOracle(CAD)
+    reference.set_layout(model.joint_names)
+    assert model.joint_names == ('joint_1', 'joint_2', 'joint_3')
+    assert model.clusters[0].independent_joints == ('joint_1',)
+    for _ in range(STATES):
+        q, yd, wrenches = random_state(model, rng)
+        assert np.max(np.abs(reference.loop_residual(q))) < 1e-10
+        G = reference.null_space_G(q, model.independent_joint_names)
+        v, tau = model.spanning_velocities(q, yd), rng.normal(size=model.nv)
+        assert_close(model.forward_dynamics(q, yd, tau, wrenches, method='aba'),
+                     reference.forward_dynamics(q, v, tau, wrenches), 'qdd')
+        assert_close(model.mass_matrix(q), G.T @ reference.mass_matrix(q) @ G, 'H_y')

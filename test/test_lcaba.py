@@ -7,6 +7,7 @@ from scipy.optimize import brentq
 
 from conftest import assert_close, random_state, robot, ROBOTS
 from dynamics_node import bundled_model, load_model, ModelError, SingularConfigurationError
+from dynamics_node.forward_dynamics import lcaba_is_cheaper
 from dynamics_node.kinematics import update_transforms
 from dynamics_node.lcaba import elimination_plan, lcaba, ProximalSettings
 from mechanisms import parallel_chains
@@ -173,6 +174,11 @@ def test_auto_keeps_cluster_aba_where_it_works(name, rng):
     q, yd, wrenches = random_state(model, rng)
     tau = rng.normal(size=model.ny)
     info = model.forward_dynamics(q, yd, tau, wrenches, info=True)
+    if lcaba_is_cheaper(model):          # a loop cluster large enough for LCABA (the delta robot's)
+        assert (info.method_used, info.fallback_reason) == ('lcaba', '')
+        assert_close(info.acceleration, model.forward_dynamics(q, yd, tau, wrenches, method='aba'), 'qdd auto',
+                     LCABA_RTOL)
+        return
     assert (info.method_used, info.fallback_reason, info.iterations, info.multipliers) == ('aba', '', 0, {})
     assert info.constraint_residual < 1e-9 * max(1.0, np.max(np.abs(info.acceleration))), 'ABA residual'
     assert_close(model.forward_dynamics(q, yd, tau, wrenches), info.acceleration, 'qdd auto')

@@ -164,7 +164,8 @@ def ros():
 def nodes(ros):
     """Node processes, started together: 'default' (the shipped configuration with the
     quadruped, as `make run`), 'loop' (linkage_leg), 'floating' (quadruped_rotors, base state from
-    the odom topic) and 'reload' (no description at start)."""
+    the odom topic), 'reload' (no description at start) and 'ankle' (parallel_ankle_leg: a spherical
+    joint the node completes)."""
     # Fills numba's on-disk cache if it is cold, so that the nodes do not all compile at once.
     robot('linkage_leg').warm_up()
     started = {'default': NodeProcess('default', robot_description_file='quadruped_rotors',
@@ -172,7 +173,8 @@ def nodes(ros):
                'loop': NodeProcess('loop', robot_description_file='linkage_leg'),
                'floating': NodeProcess('floating', robot_description_file='quadruped_rotors',
                                        odometry_topic='odom'),
-               'reload': NodeProcess('reload', use_sim_time='true')}
+               'reload': NodeProcess('reload', use_sim_time='true'),
+               'ankle': NodeProcess('ankle', robot_description_file='parallel_ankle_leg')}
     try:
         for ns, process in started.items():
             def ready():
@@ -278,6 +280,35 @@ def test_describe_model(ros, nodes, ns, name):
 
 
 # ---- forward dynamics ----
+
+def test_spherical_joint_is_completed_by_the_node(ros, nodes, rng):
+    """parallel_ankle_leg: the rod's spherical joint is no JointState joint; a request of every other
+    joint gets it from the loops and answers as the library does (forward and inverse dynamics)."""
+    model = robot('parallel_ankle_leg')
+    names = [n for n in model.joint_names if n != 'rod_l_ball']
+    response = ros.call(DescribeModel, service(nodes, 'ankle', 'describe_model'))
+    assert response.success and tuple(response.joint_names) == model.joint_names
+    q = completed('parallel_ankle_leg', [0.3, -0.5, 0.2, -0.1])
+    yd, tau_y = rng.normal(size=model.ny), rng.normal(size=model.ny)
+    v, index = model.spanning_velocities(q, yd), [model.joint_names.index(n) for n in names]
+    q_of = [model.idx_q[i + 1] for i in index]
+    v_of = [model.idx_v[i + 1] for i in index]
+    independent = list(model.independent_joint_names)
+    tau = np.zeros(model.nv)
+    tau[[model.idx_v[model.joint_names.index(n) + 1] for n in independent]] = tau_y
+    request = ForwardDynamics.Request(state=joint_state(names, q[q_of], v[v_of], tau[v_of]))
+    answer = ros.call(ForwardDynamics, service(nodes, 'ankle', 'forward_dynamics'), request)
+    assert answer.success, answer.message
+    assert tuple(answer.name) == tuple(names)
+    assert_close(answer.acceleration, model.forward_dynamics(q, yd, tau)[v_of], 'qdd', RTOL)
+    ydd = rng.normal(size=model.ny)
+    request = InverseDynamics.Request(state=joint_state(independent, q[[model.idx_q[model.joint_names.index(n) + 1]
+                                                                        for n in independent]], yd),
+                                      acceleration=[float(x) for x in ydd])
+    answer = ros.call(InverseDynamics, service(nodes, 'ankle', 'inverse_dynamics'), request)
+    assert answer.success, answer.message
+    assert_close(answer.effort, model.inverse_dynamics(q, yd, ydd), 'tau_y', RTOL)
+
 
 def test_forward_dynamics_loop_spanning_state(ros, nodes, rng):
     """All spanning joints, reordered, with a wrench; a fixed base ignores the base fields."""

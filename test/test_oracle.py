@@ -792,3 +792,146 @@ def test_wrench_cancels_gravity_by_hand():
     ay = M2.rotation @ np.array([0, 1, 0])
     assert abs(-base_only[1] - ay @ np.cross(Mt.translation - M2.translation, Fw)) < 1e-12
     assert abs(-base_only[0] - ay @ np.cross(Mt.translation, Fw)) < 1e-12
+
+
+# ============================================================================
+# (6) the oracle's own Pinocchio tree, new joint types and loop rows
+# ============================================================================
+
+def _parser_model(xml_path):
+    """Pinocchio's URDF parser on the spanning tree of a URDF+ file (extras stripped)."""
+    from lxml import etree
+    root = etree.parse(xml_path, etree.XMLParser(remove_comments=True)).getroot()
+    for tag in ("loop", "coupling"):
+        for el in root.findall(tag):
+            root.remove(el)
+    for j in root.findall("joint"):
+        for mm in j.findall("mimic"):
+            j.remove(mm)
+        j.attrib.pop("independent", None)
+    return pin.buildModelFromXML(etree.tostring(root).decode())
+
+
+def _to_parser_q(o, parser, q):
+    """Our q (the oracle's layout) in the parser model's layout (continuous joints as cos, sin)."""
+    qp = np.zeros(parser.nq)
+    for jid in range(1, parser.njoints):
+        jm, name = parser.joints[jid], parser.names[jid]
+        qs = q[o.q_slice(name)]
+        qp[jm.idx_q:jm.idx_q + jm.nq] = [np.cos(qs[0]), np.sin(qs[0])] if jm.nq == 2 else qs
+    return qp
+
+
+@pytest.mark.parametrize("name", ["four_bar", "geared_chain", "belt_leg", "quadruped_rotors"])
+def test_tree_builder_matches_pinocchio_urdf_parser(name):
+    """The oracle builds its Pinocchio tree joint by joint (for spherical, planar and universal joints,
+    which URDF parsers do not know): on standard URDF it equals Pinocchio's own parser."""
+    from dynamics_node import bundled_model
+    path = bundled_model(name)
+    o, parser = KKTOracle(path), _parser_model(path)
+    data = parser.createData()
+    perm = np.concatenate([np.arange(parser.joints[parser.getJointId(n)].idx_v,
+                                     parser.joints[parser.getJointId(n)].idx_v + o._pj[n]["nv"])
+                           for n in o.joint_names])
+    rng = np.random.default_rng(20)
+    for _ in range(3):
+        q = o.random_configuration(rng)
+        v, a = rng.normal(size=o.nv), rng.normal(size=o.nv)
+        qp = _to_parser_q(o, parser, q)
+        M = pin.crba(parser, data, qp)
+        M = np.triu(M) + np.triu(M, 1).T
+        assert np.allclose(o.mass_matrix(q), M[np.ix_(perm, perm)], rtol=0, atol=1e-12)
+        vp, ap = np.zeros(parser.nv), np.zeros(parser.nv)
+        vp[perm], ap[perm] = v, a
+        assert np.allclose(o.rnea(q, v, a), pin.rnea(parser, data, qp, vp, ap)[perm], rtol=0, atol=1e-11)
+        pin.framesForwardKinematics(parser, data, qp)
+        for link in o.links:
+            assert np.allclose(o.link_placement(q, link).homogeneous, data.oMf[parser.getFrameId(link)].homogeneous,
+                               atol=1e-12)
+
+
+def _universal_pair(as_universal):
+    """An arm on a universal joint (x then y) or on two revolute joints with a massless cross."""
+    arm = inertial(0.9, (0.1, 0.05, 0.3), (0.02, 0.001, 0.002, 0.025, 0.003, 0.01))
+    joints = ('<joint name="u" type="universal"><parent link="base"/><child link="arm"/>'
+              '<origin xyz="0.1 0 0.2" rpy="0.2 0 0"/><axis xyz="1 0 0"/><axis2 xyz="0 1 0"/></joint>'
+              if as_universal else
+              '<link name="cross"/><joint name="u_1" type="revolute"><parent link="base"/><child link="cross"/>'
+              '<origin xyz="0.1 0 0.2" rpy="0.2 0 0"/><axis xyz="1 0 0"/>'
+              '<limit lower="-3" upper="3" effort="1" velocity="1"/></joint>'
+              '<joint name="u_2" type="revolute"><parent link="cross"/><child link="arm"/><axis xyz="0 1 0"/>'
+              '<limit lower="-3" upper="3" effort="1" velocity="1"/></joint>')
+    return f'<robot name="u"><link name="base"/><link name="arm">{arm}</link>{joints}</robot>'
+
+
+def test_universal_joint_is_two_revolute_joints():
+    """Pinocchio's JointModelUniversal (the oracle's) equals two revolute joints through one point, with
+    the coordinates u_1, u_2 of the library's layout."""
+    ou, o2 = KKTOracle(_universal_pair(True)), KKTOracle(_universal_pair(False))
+    assert ou.joint_names == ["u_1", "u_2"] and ou.model.nv == 2 and ou.model.njoints == 2
+    o2.set_layout(ou.joint_names)
+    rng = np.random.default_rng(21)
+    for _ in range(5):
+        q, v = rng.uniform(-2, 2, 2), rng.normal(size=2)
+        assert np.allclose(ou.mass_matrix(q), o2.mass_matrix(q), atol=1e-13)
+        assert np.allclose(ou.bias(q, v), o2.bias(q, v), atol=1e-12)
+        assert np.allclose(ou.link_placement(q, "arm").homogeneous, o2.link_placement(q, "arm").homogeneous)
+
+
+PLANAR_Z = f"""<robot name="p"><link name="base"/>
+  <link name="puck">{inertial(0.7, (0.1, -0.05, 0.02), (0.01, 0.001, 0.0, 0.012, 0.0, 0.015))}</link>
+  <joint name="slide" type="planar"><parent link="base"/><child link="puck"/>
+    <origin xyz="0.1 0.2 0.3" rpy="0.1 0.2 0.3"/><axis xyz="{{axis}}"/></joint></robot>"""
+
+
+def test_planar_joint_layout():
+    """Planar joint about z: our q = x y theta is Pinocchio's x y cos sin in the plane basis e1 = z x x
+    = y, e2 = z x e1 = -x; v = velocity of the child frame along its e1, e2 and the turn rate (checked
+    by finite differences of the pose)."""
+    o = KKTOracle(PLANAR_Z.format(axis="0 0 1"))
+    assert o.model.joints[1].shortname() == "JointModelPlanar" and o.nq == 3 and o.nv == 3
+    q = np.array([0.3, -0.2, 0.7])
+    M0 = o.link_placement(np.zeros(3), "puck")
+    M = o.link_placement(q, "puck")
+    e1, e2 = np.array([0.0, 1.0, 0.0]), np.array([-1.0, 0.0, 0.0])
+    turn = rpy_to_matrix(0, 0, 0.7)
+    assert np.allclose(M.translation, M0.translation + M0.rotation @ (0.3 * e1 - 0.2 * e2))
+    assert np.allclose(M.rotation, M0.rotation @ turn)
+    assert np.allclose(fd_link_jacobian(o, q, "puck"), o.frame_jacobian(q, "puck"), atol=1e-6)
+    assert np.allclose(o.frame_jacobian(q, "puck")[:3, :2], np.column_stack((e1, e2)), atol=1e-12)
+    assert np.allclose(o.frame_jacobian(q, "puck")[3:, 2], [0, 0, 1], atol=1e-12)
+
+
+def _rsur_oracle(loop_type):
+    """Crank - rod on a spherical joint - rocker, closed by a universal (or spherical) loop."""
+    link_ = inertial(0.5, (0.1, 0.02, 0.03), (0.01, 0.001, 0.0, 0.012, 0.0, 0.009))
+    loop_axes = '<axis xyz="0 0 1"/><axis2 xyz="1 0 0"/>' if loop_type == "universal" else ""
+    return KKTOracle(f"""<robot name="rsur"><link name="base"/><link name="crank">{link_}</link>
+  <link name="rod">{link_}</link><link name="rocker">{link_}</link>
+  <joint name="crank_joint" type="continuous"><parent link="base"/><child link="crank"/><axis xyz="0 0 1"/></joint>
+  <joint name="rod_ball" type="spherical"><parent link="crank"/><child link="rod"/><origin xyz="0.2 0 0"/></joint>
+  <joint name="rocker_joint" type="continuous"><parent link="base"/><child link="rocker"/>
+    <origin xyz="0.6 0.2 0"/><axis xyz="1 0 0"/></joint>
+  <loop name="end" type="{loop_type}"><predecessor link="rod"><origin xyz="0.4 0.2 0.3"/></predecessor>
+    <successor link="rocker"><origin xyz="0 0 0.3"/></successor>{loop_axes}</loop></robot>""")
+
+
+@pytest.mark.parametrize("loop_type", ["universal", "spherical"])
+def test_new_loop_rows_by_finite_differences(loop_type):
+    """K is the derivative of the residual at a closed configuration (q = 0 here), and k = -Kdot v
+    along v on the configuration manifold anywhere (the universal row a1 x a2 turns with both ends)."""
+    o = _rsur_oracle(loop_type)
+    rng = np.random.default_rng(22)
+    q = o.neutral()
+    assert np.abs(o.loop_residual(q)).max() < 1e-15
+    K = o.constraint_jacobian(q)
+    h = 1e-6
+    for i in range(o.nv):
+        e = np.zeros(o.nv)
+        e[i] = h
+        dphi = (o.loop_residual(o.integrate(q, e)) - o.loop_residual(o.integrate(q, -e))) / (2 * h)
+        assert np.allclose(dphi, K[:, i], atol=1e-7), i
+    q, v = o.random_configuration(rng), rng.normal(size=o.nv)
+    h = 1e-5
+    Kdv = (o.constraint_jacobian(o.integrate(q, h * v)) - o.constraint_jacobian(o.integrate(q, -h * v))) @ v / (2 * h)
+    assert np.allclose(-Kdv, o.constraint_bias(q, v), atol=1e-7)

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from conftest import assert_close, random_state, robot
-from dynamics_node import ModelError
+from dynamics_node import load_model, ModelError
 from dynamics_node.ros_conversions import (
     accel_to_array, array_to_accel, array_to_wrench, float64_array, JointLayout,
     link_wrenches_to_dict, normalized_pose, pose_to_array, StreamInput, twist_to_array)
@@ -113,6 +113,34 @@ def test_four_bar_spanning_and_independent_selections():
     assert_close(layout.velocity_like(independent, [], 'state.velocity', ['crank_joint']), [0.0],
                  'empty velocity')
     assert layout.select(names) is spanning                          # cached per name list
+
+
+def test_spherical_joints_are_completed_not_state_joints(rng):
+    """delta: the platform's spherical joint is no JointState joint; a spanning request of the 1-DoF
+    joints gets it from the loops, velocities by their independent entries, efforts projected."""
+    model = robot('delta')
+    layout = JointLayout(model)
+    assert layout.completed == ('platform_ball',)
+    assert 'platform_ball' not in layout.joint_names and len(layout.joint_names) == len(model.joint_names) - 1
+    q_closed = model.complete_positions([0.2, -0.1, 0.3])
+    names = list(layout.joint_names)
+    spanning = layout.select(names)
+    index = [model.idx_q[model.joint_names.index(n) + 1] for n in names]
+    q = layout.positions(spanning, q_closed[index], names)
+    assert_close(q, q_closed, 'q with the completed platform')
+    y = rng.normal(size=3)
+    v_full = model.spanning_velocities(q, y)
+    v_index = [model.idx_v[model.joint_names.index(n) + 1] for n in names]
+    assert_close(layout.velocity_like(spanning, v_full[v_index], 'state.velocity', names), y, 'y')
+    tau = layout.velocity_like(spanning, np.ones(len(names)), 'state.effort', names, forces=True)
+    platform = model.idx_v[model.joint_names.index('platform_ball') + 1]
+    assert tau.size == model.nv and not tau[platform:platform + 3].any()
+    with pytest.raises(ModelError, match=r"spherical joint 'ball' has independent coordinates: a JointState "
+                                         r"carries one value per joint"):
+        JointLayout(load_model('<robot name="x"><link name="a"/><link name="b"><inertial><mass value="1"/>'
+                               '<inertia ixx="1" ixy="0" ixz="0" iyy="1" iyz="0" izz="1"/></inertial></link>'
+                               '<joint name="ball" type="spherical"><parent link="a"/><child link="b"/>'
+                               '</joint></robot>'))
 
 
 def test_floating_base_layout():

@@ -1,0 +1,123 @@
+"""What the compiled state checks (compiled_checks.py) need beyond the FlatModel, as flat arrays.
+
+The loops in the order of FlatModel's loop fields (LOOP clusters in order, their loops in order) with
+the data of LoopConstraint.residual: both loop frames on their bodies, the rows of the loop type, the
+axis frame and a universal loop's axis2;
+and every coupling as a sparse row of A q + b = 0; the sparse velocity rows A v = 0 of the
+coupling-only clusters (LinearConstraints; those of LOOP clusters are rows of their K).
+"""
+
+import weakref
+
+import numpy as np
+from numba import njit
+from numba.experimental import structref
+
+from .compiled_checks import ACROSS_AXIS, ALL, ALONG_AXIS, AXES_PERPENDICULAR, LOG, NONE, TURNED_AXIS
+from .constraints import CouplingConstraint, POSITION_ROWS, ROTATION_ROWS
+from .flat import _plucker_parts, _StructType
+
+# LoopConstraint.residual's rows by the loop type's constrained directions (constraints.py)
+ROTATION_MODE = {'e1 e2': TURNED_AXIS, 'all': LOG, '': NONE, 'a1 x a2': AXES_PERPENDICULAR}
+POSITION_MODE = {'all': ALL, 'e1 e2': ACROSS_AXIS, 'axis': ALONG_AXIS}
+
+CHECK_FIELDS = {   # name: meaning, shape (nl loops, nr coupling rows)
+    'rotation_mode': 'ROTATION_MODE of loop l (nl)',
+    'position_mode': 'POSITION_MODE of loop l (nl)',
+    'axis2': 'universal loop: its axis2 a2 in S (nl, 3)',
+    'pred_E': 'rotation of ^PX_pred, loop frame P on the predecessor body (nl, 3, 3)',
+    'pred_r': 'translation of ^PX_pred (nl, 3)',
+    'succ_E': 'rotation of ^SX_succ, loop frame S on the successor body (nl, 3, 3)',
+    'succ_r': 'translation of ^SX_succ (nl, 3)',
+    'frame': 'columns e1, e2, axis of the loop joint, frame P (nl, 3, 3)',
+    'q_rows': 'coupling rows [q_rows[r], q_rows[r + 1]) of q_index, q_coefficient: every coupling (nr + 1)',
+    'q_index': 'position index of each term',
+    'q_coefficient': 'its coefficient; row r is sum coefficient q[index] + b[r] = 0',
+    'b': 'offsets of the couplings (nr)',
+    'v_rows': 'rows of v_index, v_coefficient: the couplings of coupling-only clusters (LinearConstraints.A_v)',
+    'v_index': 'velocity index of each term',
+    'v_coefficient': 'its coefficient; row r is sum coefficient v[index] = 0',
+    'v_cluster': 'cluster index of each velocity row',
+}
+
+SCRATCH_FIELDS = {
+    'E': 'scratch rotations (4, 3, 3)',
+    'r': 'scratch translations (4, 3)',
+    'worst': 'largest velocity violation, its cluster index, largest velocity (3)',
+}
+
+
+@structref.register
+class CheckPlanType(_StructType):
+    """numba type of CheckPlanRef."""
+
+
+class CheckPlanRef(structref.StructRefProxy):
+    """The kernels' view of a CheckPlan (its fields and a scratch workspace)."""
+
+
+structref.define_proxy(CheckPlanRef, CheckPlanType, list(CHECK_FIELDS) + list(SCRATCH_FIELDS))
+
+
+@njit(cache=True)
+def _new_check_ref(*fields):
+    return CheckPlanRef(*fields)
+
+
+_PLANS = weakref.WeakKeyDictionary()
+
+
+def check_plan(model):
+    """The model's CheckPlan, built once (the kernels' scratch is per workspace: create_ref)."""
+    if model not in _PLANS:
+        _PLANS[model] = CheckPlan(model)
+    return _PLANS[model]
+
+
+class CheckPlan:
+    """The fields of CHECK_FIELDS as read-only arrays (attributes)."""
+
+    def __init__(self, model):
+        loops = [con for c in model.cluster_list if not c.linear for con in c.constraints
+                 if not isinstance(con, CouplingConstraint)]
+        nl = len(loops)
+        fields = {'rotation_mode': _ints([ROTATION_MODE[ROTATION_ROWS[con.kind]] for con in loops]),
+                  'position_mode': _ints([POSITION_MODE[POSITION_ROWS[con.kind]] for con in loops]),
+                  'axis2': np.array([con.axis2 if con.kind == 'universal' else np.zeros(3) for con in loops],
+                                    dtype=float).reshape(nl, 3),
+                  'pred_E': np.zeros((nl, 3, 3)), 'pred_r': np.zeros((nl, 3)), 'succ_E': np.zeros((nl, 3, 3)),
+                  'succ_r': np.zeros((nl, 3)), 'frame': np.array([con.frame for con in loops]).reshape(nl, 3, 3),
+                  'v_cluster': np.array([[c.name for c in model.cluster_list].index(name)
+                                         for name in model.couplings.clusters], dtype=np.int64)}
+        couplings = [con for c in model.cluster_list for con in c.constraints if isinstance(con, CouplingConstraint)]
+        A_q = np.zeros((len(couplings), model.nq))
+        for row, con in enumerate(couplings):
+            for body, coefficient in con.coefficients.items():
+                A_q[row, model.idx_q[body]] += coefficient
+        fields['b'] = np.array([con.offset for con in couplings], dtype=float)
+        fields['q_rows'], fields['q_index'], fields['q_coefficient'] = _sparse_rows(A_q)
+        fields['v_rows'], fields['v_index'], fields['v_coefficient'] = _sparse_rows(model.couplings.A_v)
+        for index, con in enumerate(loops):
+            fields['pred_E'][index], fields['pred_r'][index] = _plucker_parts(con.X_P_pred)
+            fields['succ_E'][index], fields['succ_r'][index] = _plucker_parts(con.X_S_succ)
+        for value in fields.values():
+            value.setflags(write=False)
+        self.fields = fields
+        self.__dict__.update(fields)
+
+    def create_ref(self):
+        """The kernels' view with a fresh scratch workspace (one per thread), and its 'worst' output."""
+        scratch = {'E': np.zeros((4, 3, 3)), 'r': np.zeros((4, 3)), 'worst': np.zeros(3)}
+        fields = [self.fields[name] for name in CHECK_FIELDS] + [scratch[name] for name in SCRATCH_FIELDS]
+        return _new_check_ref(*fields), scratch['worst']
+
+
+def _sparse_rows(A):
+    """Row pointers, column indices and values of the non-zeros of A, row by row."""
+    rows, columns = np.nonzero(A)
+    return (np.searchsorted(rows, np.arange(A.shape[0] + 1)).astype(np.int64), columns.astype(np.int64),
+            A[rows, columns].astype(float))
+
+
+def _ints(values):
+    return np.array(values, dtype=np.int64)

@@ -1,0 +1,35 @@
+"""numba's on-disk cache for kernel modules that reuse compiled.py's helpers.
+
+numba keys the cache of a function on the source file that defines it, but inlines the helpers it
+calls from other modules: a kernel of compiled_lcaba.py would keep running the old compiled.py
+helpers after compiled.py changed. ``key_on_helpers(path)`` keys the cache of the module at path on
+compiled.py too: numba's cache locators, with compiled.py's modification time and size added to the
+stamp (numba 0.68's CacheImpl._locator_classes; a change of that interface fails at import).
+"""
+
+import os
+
+from numba.core import caching
+
+HELPERS = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'compiled.py')
+_MODULES = set()
+
+
+def key_on_helpers(path):
+    """Key the numba cache of the kernels defined in the file at path on compiled.py as well."""
+    if not _MODULES:
+        locators = caching.CacheImpl._locator_classes
+        locators[:0] = [_with_helpers(caching.UserProvidedCacheLocator), _with_helpers(caching.InTreeCacheLocator)]
+    _MODULES.add(os.path.abspath(path))
+
+
+def _with_helpers(base):
+    class Locator(base):
+        @classmethod
+        def from_function(cls, py_func, py_file):
+            return super().from_function(py_func, py_file) if os.path.abspath(py_file) in _MODULES else None
+
+        def get_source_stamp(self):
+            stat = os.stat(HELPERS)
+            return super().get_source_stamp(), stat.st_mtime, stat.st_size
+    return Locator
