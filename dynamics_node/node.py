@@ -20,14 +20,16 @@ executor; the stream runs on an executor thread of its own, with a second node
 a reload) never delays a torque. The compiled kernels release the GIL, and the interpreter's
 switch interval is shortened so that the stream thread gets the GIL back within STREAM_GIL_SWITCH
 while the main thread runs Python. rclpy's MultiThreadedExecutor (9.1.2, rclpy issue #1452) cannot
-keep up with a control-rate stream, hence two single-threaded executors. The first description
-is loaded on a thread of its own, so that the node answers signals while numba compiles.
+keep up with a control-rate stream, hence two executors of one thread each: EventsExecutor where
+rclpy has it (Jazzy, Kilted), else SingleThreadedExecutor. The first description is loaded on a
+thread of its own, so that the node answers signals while numba compiles.
 
 rclpy APIs used (all present in Humble's rclpy 3.3, Jazzy's 7.1 and Kilted's 9.1): rclpy.init,
 rclpy.try_shutdown, Node (cli_args, start_parameter_services), declare_parameter with a
 ParameterDescriptor (dynamic_typing, ranges), add_on_set_parameters_callback, create_timer with a
-steady Clock, SingleThreadedExecutor.spin, ExternalShutdownException, and the message-lost QoS
-event (rclpy.event_handler, rclpy.qos_event before Iron).
+steady Clock, Executor.spin_once, ExternalShutdownException, and the message-lost QoS event
+(rclpy.event_handler, rclpy.qos_event before Iron); rclpy.experimental.EventsExecutor only where
+it exists.
 """
 
 from dataclasses import dataclass
@@ -271,7 +273,7 @@ class DynamicsNode(Node):
         self._create_services()
         self.stream_node = self._create_stream()
         self._diagnostics = self.create_publisher(DiagnosticArray, '/diagnostics', 10)
-        self._last_report = (time.monotonic(), 0, 0, 0)   # time, received, published, dropped
+        self._last_report = (time.monotonic(), 0, 0, 0)   # time, received, published, problems
         self.create_timer(self._settings['diagnostics_period'], self._publish_diagnostics,
                           clock=Clock(clock_type=ClockType.STEADY_TIME))
         self.create_subscription(
@@ -279,6 +281,11 @@ class DynamicsNode(Node):
             QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
                        durability=DurabilityPolicy.TRANSIENT_LOCAL))
         self.add_on_set_parameters_callback(self._on_set_parameters)
+
+    def destroy_node(self):
+        """Destroy the stream node, then this one."""
+        self.stream_node.destroy_node()
+        return super().destroy_node()
 
     # ---- parameters and the robot description ----
 
@@ -803,7 +810,6 @@ def main(args=None):
         if stream_executor is not None:
             stream_executor.shutdown(timeout_sec=0.5)
         if node is not None:
-            node.stream_node.destroy_node()
             node.destroy_node()
     # The interpreter's own finalization (numba, llvmlite) takes ~0.7 s, and would wait for a
     # compilation in progress: skip it, so that a signal ends the node well within 1 s.
