@@ -5,11 +5,10 @@ import weakref
 
 import numpy as np
 
-from . import bounds
 from .clusters import constraint_jacobian
 from .errors import ModelError, quote, SingularConfigurationError
 from .lcaba import DEFAULT_SETTINGS, ProximalSettings
-from .state import independent_velocities, vector
+from .state import independent_velocities
 
 METHODS = ('auto', 'aba', 'lcaba')
 # Cost model of method 'auto', measured on seed 003-style parallel chains (bench/run.py, scaling table) and
@@ -65,11 +64,11 @@ def aba_info(model, data, q, yd, qdd):
 
 
 def lcaba_info(model, data, q, v, tau, settings=None, fallback_reason='', multipliers=True):
-    """LCABA (seed 004) from the public inputs; data.Xup at q and data.f_ext set beforehand."""
+    """LCABA (seed 004) from the public inputs, v and tau validated (state.vector); data.Xup at q and
+    data.f_ext set beforehand."""
     qd = _spanning_velocities(model, data, q, v)
-    with np.errstate(over='ignore', invalid='ignore'):     # an overflow is reported by the caller's check
-        result = data.engine.lcaba(q, qd, _spanning_forces(model, tau), data.f_ext, settings or DEFAULT_SETTINGS,
-                                   multipliers)
+    result = data.engine.lcaba(q, qd, _spanning_forces(model, tau), data.f_ext, settings or DEFAULT_SETTINGS,
+                               multipliers)
     return ForwardDynamicsInfo(result.qdd, 'lcaba', fallback_reason, result.residual, result.iterations,
                                result.multipliers)
 
@@ -77,9 +76,8 @@ def lcaba_info(model, data, q, v, tau, settings=None, fallback_reason='', multip
 def _spanning_velocities(model, data, q, v):
     """Spanning v as given (checked against K v = 0), or G yd lifted from independent ones."""
     yd = independent_velocities(model, data, v)
-    x = np.asarray(v, dtype=float).reshape(-1)
-    if x.size == model.nv:
-        return x
+    if v.size == model.nv:
+        return v
     try:
         return data.engine.spanning(q, np.zeros(model.ny), yd)         # G yd (g vanishes at zero velocity)
     except SingularConfigurationError as error:
@@ -91,9 +89,8 @@ def _spanning_velocities(model, data, q, v):
 def _spanning_forces(model, tau):
     """Spanning tau (nv) as given; independent forces (ny) act on the independent joints alone, which
     gives the same G^T tau because the independent rows of G are the identity."""
-    x = vector(tau, 'tau', {model.nv: 'spanning', model.ny: 'independent'}, bounds.FORCE)
-    if x.size == model.nv:
-        return x
+    if tau.size == model.nv:
+        return tau
     spanning = np.zeros(model.nv)
-    spanning[model.independent_v] = x
+    spanning[model.independent_v] = tau
     return spanning

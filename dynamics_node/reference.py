@@ -67,9 +67,11 @@ class ReferencePath:
 
     def lcaba(self, q, qd, tau, f_ext, settings, multipliers=True):
         """LcabaResult of the proximal LCABA: qd, tau spanning (nv), f_ext (nb x 6); the multipliers
-        are always named here (multipliers is for the FastPath interface)."""
+        are always named here (multipliers is for the FastPath interface). An overflow is left to the
+        caller's finiteness check (state.check_finite), as the compiled kernel leaves it."""
         self._external_forces(f_ext)
-        return lcaba(self.model, self.data, q, qd, tau, settings)
+        with np.errstate(over='ignore', invalid='ignore'):
+            return lcaba(self.model, self.data, q, qd, tau, settings)
 
     def spanning(self, q, yd, ydd):
         """qdd = G ydd + g (nv) at q, yd."""

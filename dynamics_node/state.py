@@ -12,6 +12,7 @@ from .errors import ModelError, quote
 from .joints import QUATERNION_AT
 from .kinematics import update_transforms
 
+LARGEST_FLOAT = float(np.finfo(float).max)   # |x| <= LARGEST_FLOAT: x is finite
 POSITION_TOLERANCE = 1e-6      # |phi(q)| accepted as a closed loop, m or rad
 VELOCITY_TOLERANCE = 1e-6      # relative |v - G yd| accepted as consistent spanning velocities
 
@@ -129,7 +130,8 @@ def check_finite(model, what, inputs, *results):
     naming the input entry that is largest relative to its bound, the likely cause of the overflow.
 
     inputs: (name, validated vector, bound) of each input of the call."""
-    if all(np.isfinite(r).all() for r in results):
+    within = _within_check()
+    if all([within(r.reshape(-1), LARGEST_FLOAT) for r in results]):
         return
     name, x, bound = max(inputs, key=lambda entry: np.max(np.abs(entry[1]), initial=0.0) / entry[2])
     i = int(np.argmax(np.abs(x)))
