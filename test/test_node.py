@@ -15,6 +15,8 @@ old on purpose.
 """
 
 from contextlib import contextmanager
+import gc
+import json
 import os
 from pathlib import Path
 import signal
@@ -1110,14 +1112,50 @@ def test_lcaba_calls_and_a_reload_do_not_delay_the_stream(ros, nodes):
         process.stop()
 
 
+# The service load of the stream delay test, in a process of its own (so that the test process
+# only sends and receives the stream): LCABA calls through the Python client for BUSY_SECONDS, one
+# every ~5 ms, a reload of the description half-way; prints the [start, end) ns of each call.
+SERVICE_LOAD = """
+import json, sys, time
+import numpy as np
+import rclpy
+from rcl_interfaces.srv import SetParameters
+from rclpy.parameter import Parameter
+from dynamics_node.client import DynamicsClient
+node_name, seconds, joints, q, y, tau, base, xml = json.loads(sys.argv[1])
+rclpy.init()
+busy = []
+with DynamicsClient(node_name, timeout=10.0) as dynamics:
+    helper = rclpy.create_node('service_load')
+    parameters = helper.create_client(SetParameters, node_name + '/set_parameters')
+    assert parameters.wait_for_service(timeout_sec=10.0)
+    end, reloaded = time.monotonic() + seconds, False
+    while time.monotonic() < end:
+        start = time.time_ns()
+        if not reloaded and time.monotonic() > end - seconds / 2:
+            future = parameters.call_async(SetParameters.Request(parameters=[
+                Parameter('robot_description', value=xml).to_parameter_msg()]))
+            rclpy.spin_until_future_complete(helper, future, timeout_sec=10.0)
+            assert future.result().results[0].successful, future.result()
+            reloaded = True
+        else:
+            result = dynamics.forward_dynamics(joints, q, y, tau, base_pose=base,
+                                               base_twist=np.zeros(6), method='lcaba')
+            assert result.method_used == 'lcaba'
+        busy.append((start, time.time_ns()))
+        time.sleep(0.004)
+print(json.dumps(busy))
+"""
+
+
 def _delays_during_services(ros, process, model, priority):
     """The stream test of test_lcaba_calls_and_a_reload_do_not_delay_the_stream on process."""
     names = model.independent_joint_names[1:]
     q, y, tau = floating_state(np.random.default_rng(5))
-    request = ForwardDynamics.Request(method='lcaba', state=joint_state(
-        names, [q[model.joint_names.index(n) + 6] for n in names], y[6:], tau))
-    set_pose(request.base_pose, q[:7])
-    latencies, busy = [], []          # (send ns, latency ns); [start ns, end ns) of service calls
+    load = json.dumps([process.name, BUSY_SECONDS, list(names),
+                       [q[model.joint_names.index(n) + 6] for n in names], list(y[6:]),
+                       list(tau), list(q[:7]), text(bundled_model('quadruped_rotors'))])
+    latencies = []                    # (send ns, latency ns)
 
     def arrived(msg):
         sent = msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec
@@ -1140,29 +1178,23 @@ def _delays_during_services(ros, process, model, priority):
     sender = threading.Thread(target=send)
     switch_interval = sys.getswitchinterval()
     sys.setswitchinterval(5e-5)           # this process's threads too: the arrivals are timed here
+    gc.disable()                          # the suite's big heap: a collection here takes ~50 ms
     try:
         sender.start()
         assert ros.spin_until(lambda: len(latencies) > 100, timeout=TIMEOUT)
         ros.spin_for(1.0)
-        end, reloaded = time.monotonic() + BUSY_SECONDS, False
-        while time.monotonic() < end:       # one call every ~5 ms, one reload half-way
-            start = time.time_ns()
-            if not reloaded and time.monotonic() > end - BUSY_SECONDS / 2:
-                result = set_parameters(ros, process.name,
-                                        robot_description=text(bundled_model('quadruped_rotors')))
-                assert result.successful, result.reason
-                reloaded = True
-            else:
-                response = ros.call(ForwardDynamics, f'{process.name}/forward_dynamics', request)
-                assert response.success and response.method_used == 'lcaba', response.message
-            busy.append((start, time.time_ns()))
-            ros.spin_for(0.004)
+        caller = subprocess.Popen([sys.executable, '-c', SERVICE_LOAD, load], text=True,
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        ros.spin_until(lambda: caller.poll() is not None, timeout=BUSY_SECONDS + 30.0)
         ros.spin_for(1.0)
+        out, err = caller.communicate(timeout=10.0)
+        assert caller.returncode == 0, err
+        busy = json.loads(out.splitlines()[-1])
     finally:
         stop.set()
         sender.join()
         sys.setswitchinterval(switch_interval)
-        set_parameters(ros, process.name, robot_description='')
+        gc.enable()
         ros.node.destroy_subscription(subscription)
         ros.node.destroy_publisher(publisher)
     # Outputs of inputs sent while a call ran, or one period before it started.
