@@ -34,13 +34,13 @@ def aba(model, data, q, yd, tau_y):
         y0, y1 = model.y_range[k]
         U[k] = IA[k] @ S
         D = S.T @ U[k]
-        D_factor[k] = _cholesky(D, model.cluster_list[k].name)
+        D_factor[k] = articulated_cholesky(D, model.cluster_list[k].name)
         u[k] = tau_y[y0:y1] - S.T @ pA[k]
         parent = model.cluster_list[k].parent
         if parent >= 0:
-            Dinv_UT = _solve(D_factor[k], U[k].T)
+            Dinv_UT = cholesky_solve(D_factor[k], U[k].T)
             Ia = IA[k] - U[k] @ Dinv_UT                                    # I^a = I^A - U D^-1 U^T
-            pa = pA[k] + Ia @ data.c[k] + U[k] @ _solve(D_factor[k], u[k])
+            pa = pA[k] + Ia @ data.c[k] + U[k] @ cholesky_solve(D_factor[k], u[k])
             add_to_parent(model, k, Ia, IA[parent], data.Xo)               # I^A_parent += X^T I^a X
             b0, b1 = model.body_range[k]
             p0 = model.body_range[parent][0]
@@ -54,12 +54,12 @@ def aba(model, data, q, yd, tau_y):
         b0, b1 = model.body_range[k]
         y0, y1 = model.y_range[k]
         a_prime = np.concatenate([data.Xo[i] @ data.a[cluster.output[i]] for i in range(b0, b1)]) + data.c[k]
-        ydd[y0:y1] = _solve(D_factor[k], u[k] - U[k].T @ a_prime)
+        ydd[y0:y1] = cholesky_solve(D_factor[k], u[k] - U[k].T @ a_prime)
         data.a[b0:b1] = (a_prime + data.S[k] @ ydd[y0:y1]).reshape(-1, 6)
     return ydd
 
 
-def _cholesky(D, name):
+def articulated_cholesky(D, name):
     """Cholesky factor of the SPD D_k; a (near-)singular D_k means the cluster's motion subspace has
     lost rank (a kinematic singularity) and is reported, never returned as garbage."""
     try:
@@ -69,12 +69,12 @@ def _cholesky(D, name):
             f'cluster {quote(name)}: its articulated inertia D = S^T I^A S is not positive definite '
             '(singular configuration); use method="lcaba"') from None
     diagonal = np.diag(L)
-    if diagonal.min() ** 2 <= D_CONDITION_LIMIT * diagonal.max() ** 2:
+    if diagonal.size and diagonal.min() ** 2 <= D_CONDITION_LIMIT * diagonal.max() ** 2:   # size 0: a rigid cluster
         raise SingularConfigurationError(
             f'cluster {quote(name)}: D = S^T I^A S is ill-conditioned (singular configuration); use method="lcaba"')
     return L
 
 
-def _solve(L, b):
+def cholesky_solve(L, b):
     """D^-1 b from the Cholesky factor L of D."""
     return np.linalg.solve(L.T, np.linalg.solve(L, b))

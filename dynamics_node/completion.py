@@ -8,8 +8,8 @@ To stay on the assembly branch of the previous solution (the neutral position at
 independent joints move there from their previous values in continuation steps of at most
 CONTINUATION_STEP, each closed by Newton from the last. A start on a singular pose (e.g. all links of
 a four-bar aligned at q = 0) can stall Newton, so a failed solve is retried from the previous and the
-neutral positions and from seeded restarts until a time budget is spent (no restart begins after it,
-and the continuation takes its remaining distance in one step); then the loop is reported as
+neutral positions (always) and from seeded random restarts until a time budget is spent (none begins
+after it, and the continuation takes its remaining distance in one step); then the loop is reported as
 unreachable. A solve is bounded (MAX_ITERATIONS) and stops early once it stalls (a least-squares
 minimum with |phi| > 0: the pose is out of reach from there), so an unreachable pose costs
 milliseconds. The budget never cuts a Newton solve short, so whether a pose near the previous one is
@@ -64,15 +64,15 @@ def independent_position_size(model):
 
 def _solve_cluster(model, data, cluster, q, previous, deadline, budget_ms):
     """Close the loops of cluster in q, whose independent joints hold their targets and whose dependent
-    joints start from previous (by continuation, then directly); then from the neutral position and seeded
-    restarts while the budget lasts."""
+    joints start from previous (by continuation, then directly) and from the neutral position, whatever
+    the budget; then from seeded random restarts while the budget lasts."""
     dependent = [b for b in cluster.bodies if model.joint_role[b] != 'independent']
     target = q.copy()
     residual = _continuation(model, data, cluster, q, previous, target, dependent, deadline)
     solves = 1
     rng = np.random.default_rng(cluster.index)
     for restart in range(RESTARTS + 2):
-        if residual <= TOLERANCE or time.perf_counter() > deadline:
+        if residual <= TOLERANCE or (restart >= 2 and time.perf_counter() > deadline):
             break
         q[:] = target             # the independent joints back at their targets
         for b in dependent:       # straight from the previous pose, from the neutral one, then random

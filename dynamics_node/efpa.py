@@ -8,6 +8,7 @@ sum over the clusters j supporting both of Chi_e1[j] K_j Chi_e2[j]^T f_e2 (eqs. 
 
 import numpy as np
 
+from .aba import articulated_cholesky, cholesky_solve
 from .kinematics import add_to_parent, body_inertias, forward_pass, parent_transform
 
 
@@ -30,7 +31,7 @@ def efpa(model, data, q, frames):
     for k in reversed(range(nc)):
         S = data.S[k]
         D = S.T @ IA[k] @ S
-        K[k] = S @ np.linalg.solve(D, S.T)
+        K[k] = S @ cholesky_solve(articulated_cholesky(D, model.cluster_list[k].name), S.T)
         parent = model.cluster_list[k].parent
         if parent < 0:
             continue

@@ -14,6 +14,7 @@ import time
 
 from lxml import etree
 import numpy as np
+import pytest
 
 sys.path.insert(0, os.path.dirname(__file__))
 
@@ -88,9 +89,9 @@ class Outcomes(collections.Counter):
         super().__init__()
         self.failures = []
 
-    def run(self, label, call, load=False):
-        """The outcome of call() (a load_model with load), counted as 'load ...' or 'call ...': its
-        result, or None after a ModelError."""
+    def run(self, label, call, kind='call'):
+        """The outcome of call(), counted as '<kind> <outcome>' (kind 'load' for load_model, 'call' for
+        a call under test, 'good call' for the calls between them): its result, or None after a ModelError."""
         start = time.perf_counter()
         try:
             result = call()
@@ -100,12 +101,11 @@ class Outcomes(collections.Counter):
             outcome, result = 'other', None
             self.failures.append(f'{label}: {type(error).__name__}: {str(error)[:200]}')
         else:
-            outcome = 'loaded' if load else 'finite'
-            if not load and not all(np.isfinite(np.asarray(x, dtype=float)).all() for x in _arrays(result)):
+            outcome = 'loaded' if kind == 'load' else 'finite'
+            if kind != 'load' and not all(np.isfinite(np.asarray(x, dtype=float)).all() for x in _arrays(result)):
                 outcome = 'non-finite'
                 self.failures.append(f'{label}: non-finite result')
         elapsed = time.perf_counter() - start
-        kind = 'load' if load else 'call'
         self[f'{kind} {outcome}'] += 1
         if elapsed > SLOW:
             self[f'{kind} over 1 s'] += 1
@@ -137,14 +137,14 @@ def exercise(model, rng, outcomes, label):
     outcomes.run(f'{label} link_jacobian', lambda: model.link_jacobian(q, link))
 
 
-def fuzz_descriptions(count, seed, outcomes):
+def fuzz_descriptions(count, seed, outcomes, compiled=True):
     rng = np.random.default_rng(seed)
     load_model(bundled_model('four_bar')).warm_up()     # compiling the kernels is no call's time
     texts = {name: _text(bundled_model(name)) for name in BASES}
     for case in range(count):
         name = BASES[rng.integers(len(BASES))]
         source = mutate(texts[name], rng)
-        model = outcomes.run(f'description {case} ({name})', lambda: load_model(source), load=True)
+        model = outcomes.run(f'description {case} ({name})', lambda: load_model(source, compiled), kind='load')
         if model is not None:
             exercise(model, rng, outcomes, f'description {case} ({name})')
 
@@ -229,23 +229,27 @@ def good_results(model, state):
             'gravity': model.gravity}
 
 
-def fuzz_calls(count, seed, outcomes, names=BASES):
+def fuzz_calls(count, seed, outcomes, compiled=True, names=BASES):
     """Hostile calls on bundled robots, one model per robot taking all of them. After each failed call,
     good calls must return what they return on a fresh model, and completing positions again must give
     back the positions completed just before (no poisoned warm start)."""
     rng = np.random.default_rng(seed)
     load_model(bundled_model('four_bar')).warm_up()
-    models = {name: (load_model(bundled_model(name)), load_model(bundled_model(name))) for name in names}
+    models = {name: (load_model(bundled_model(name), compiled), load_model(bundled_model(name), compiled))
+              for name in names}
     for case in range(count):
         name = names[case % len(names)]
         model, fresh = models[name]
         state = random_state(fresh, np.random.default_rng(case))
         q_ind = _independent_positions(fresh, state[0])
-        before = model.complete_positions(q_ind)
+        # A good completion may fail where an earlier successful hostile one moved the warm start far away.
+        before = outcomes.run(f'call {case} ({name}) complete_positions', lambda: model.complete_positions(q_ind),
+                              kind='good call')
         label, call = hostile_call(model, state, rng)
         label = f'call {case} ({name}) {label}'
         if outcomes.run(label, call) is None:
-            assert_close(model.complete_positions(q_ind), before, f'{label}, then complete_positions', rtol=1e-12)
+            if before is not None:
+                assert_close(model.complete_positions(q_ind), before, f'{label}, then complete_positions', 1e-12)
             expected, actual = good_results(fresh, state), good_results(model, state)
             for key in expected:
                 assert_close(actual[key], expected[key], f'{label}, then {key}', rtol=1e-12)
@@ -259,19 +263,21 @@ def _independent_positions(model, q):
                            if model.joint_names[i - 1] in names])
 
 
-def test_fuzzed_descriptions_follow_the_rule():
+@pytest.mark.parametrize('compiled, count', [(True, 400), (False, 150)], ids=['compiled', 'reference'])
+def test_fuzzed_descriptions_follow_the_rule(compiled, count):
     outcomes = Outcomes()
-    fuzz_descriptions(400, SEED, outcomes)
+    fuzz_descriptions(count, SEED, outcomes, compiled)
     assert not outcomes.failures, '\n'.join(outcomes.failures[:20])
-    assert outcomes['load loaded'] > 50 and outcomes['load ModelError'] > 100, dict(outcomes)
-    assert outcomes['call finite'] > 200 and outcomes['call ModelError'] > 50, dict(outcomes)
+    assert outcomes['load loaded'] > count / 8 and outcomes['load ModelError'] > count / 4, dict(outcomes)
+    assert outcomes['call finite'] > count / 2 and outcomes['call ModelError'] > count / 8, dict(outcomes)
 
 
-def test_hostile_calls_follow_the_rule_and_leave_no_trace():
+@pytest.mark.parametrize('compiled, count', [(True, 400), (False, 100)], ids=['compiled', 'reference'])
+def test_hostile_calls_follow_the_rule_and_leave_no_trace(compiled, count):
     outcomes = Outcomes()
-    fuzz_calls(400, SEED, outcomes)
+    fuzz_calls(count, SEED, outcomes, compiled)
     assert not outcomes.failures, '\n'.join(outcomes.failures[:20])
-    assert outcomes['call ModelError'] > 300, dict(outcomes)
+    assert outcomes['call ModelError'] > 0.75 * count and outcomes['good call finite'] > 0.75 * count, dict(outcomes)
 
 
 if __name__ == '__main__':
@@ -279,12 +285,13 @@ if __name__ == '__main__':
     parser.add_argument('--descriptions', type=int, default=2000)
     parser.add_argument('--calls', type=int, default=2000)
     parser.add_argument('--seed', type=int, default=1)
+    parser.add_argument('--reference', action='store_true', help='the NumPy reference engine (compiled=False)')
     arguments = parser.parse_args()
     for kind, run, count in (('descriptions', fuzz_descriptions, arguments.descriptions),
                              ('calls', fuzz_calls, arguments.calls)):
         outcomes = Outcomes()
         start = time.perf_counter()
-        run(count, arguments.seed, outcomes)
+        run(count, arguments.seed, outcomes, not arguments.reference)
         print(f'{kind}: {count} cases, {sum(outcomes.values())} calls in {time.perf_counter() - start:.0f} s: '
               f'{dict(outcomes)}')
         for failure in outcomes.failures[:30]:

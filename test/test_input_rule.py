@@ -118,7 +118,7 @@ def test_lambda_inverse_refuses_duplicate_links():
     start = time.perf_counter()
     with pytest.raises(ModelError, match=r"^link 'FL_foot' is named twice in links; name each link once$"):
         model.inverse_osim(q, ['FL_foot'] * 2000)
-    assert time.perf_counter() - start < 0.1
+    assert time.perf_counter() - start < 0.5
 
 
 @pytest.mark.parametrize('value, message', [
