@@ -255,25 +255,19 @@ def _split_coordinates(cluster, tree, rng):
     describe = (f'cluster {quote(cluster.name)} (joints {quote(names)}, constraints '
                 f'{quote([c.name for c in cluster.constraints])})')
     if marked:
-        if len(marked) != rank:
+        dependent = marked
+        if len(marked) > rank:       # marked ball joints of rods that spin idly: the directions the loops fix
+            dependent = _choose(K, rank, [cols for j, cols in zip(reversed(joints), reversed(columns))
+                                          if j.independent is False])
+            if {column_name[c] for c in dependent} != {column_name[c] for c in marked}:
+                dependent = marked   # a marked joint the loops do not determine at all
+        if len(dependent) != rank:
             raise ModelError(f'{describe} has constraint rank {rank}, so it needs {rank} dependent joints, '
                              f'but {len(marked)} are marked independent="false": '
                              f'{_joint_list(column_name, marked)}')
-        dependent = marked
     else:
-        dependent = []
-        for j, cols in zip(reversed(joints), reversed(columns)):
-            if j.independent is not None:
-                continue
-            if len(dependent) + len(cols) <= rank and _rank(K[:, dependent + cols]) == len(dependent) + len(cols):
-                dependent.extend(cols)                       # the whole joint
-            else:                                            # the directions the loops fix (an idle spin stays)
-                for c in cols:
-                    if len(dependent) < rank and _rank(K[:, dependent + [c]]) > len(dependent):
-                        dependent.append(c)
-            if len(dependent) == rank:
-                break
-        dependent.sort()
+        dependent = _choose(K, rank, [cols for j, cols in zip(reversed(joints), reversed(columns))
+                                      if j.independent is None])
         if len(dependent) != rank:
             raise ModelError(f'{describe} has constraint rank {rank} but only {len(dependent)} coordinates of '
                              'joints not marked independent="true" can be solved from it')
@@ -284,6 +278,36 @@ def _split_coordinates(cluster, tree, rng):
     cluster.dependent = np.array(dependent, dtype=int)
     cluster.independent = np.array([c for c in range(cluster.n) if c not in dependent], dtype=int)
     cluster.active_rows = active
+
+
+def _choose(K, rank, candidates):
+    """Greedy rank-revealing choice of at most rank dependent columns among the candidate joints' (leaves
+    first): each joint whole where K_d keeps full rank, else the directions the loops fix (a split joint:
+    an idle spin stays independent)."""
+    dependent = []
+    for cols in candidates:
+        if len(dependent) + len(cols) <= rank and _rank(K[:, dependent + cols]) == len(dependent) + len(cols):
+            dependent.extend(cols)                           # the whole joint
+        else:
+            dependent.extend(_fixed_directions(K, dependent, cols, rank))
+        if len(dependent) == rank:
+            break
+    return sorted(dependent)
+
+
+def _fixed_directions(K, dependent, cols, rank):
+    """The columns of a multi-DoF joint that the loops fix, by column pivoting: the column farthest from
+    the span of the chosen ones first, while it adds rank. The free direction (a rod's spin about its own
+    line) is then the column most aligned with it, so K_d stays well conditioned also for a rod lying
+    nearly, not exactly, along a frame axis (in order, its almost idle column would be taken)."""
+    chosen, left = [], list(cols)
+    while left and len(dependent) + len(chosen) < rank:
+        Q = np.linalg.qr(K[:, dependent + chosen])[0]
+        residual = np.linalg.norm(K[:, left] - Q @ (Q.T @ K[:, left]), axis=0)
+        c = left.pop(int(np.argmax(residual)))
+        if _rank(K[:, dependent + chosen + [c]]) == len(dependent) + len(chosen) + 1:
+            chosen.append(c)
+    return chosen
 
 
 def _joint_list(column_name, columns):

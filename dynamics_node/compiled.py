@@ -84,6 +84,18 @@ def copy_transform(E, r, E_out, r_out):
 
 
 @njit
+def chain(d, path, n, E, r, E_tmp, r_tmp):
+    """^bodyX_top of the last of the n bodies of path below top (constraints.chain_transform)."""
+    for a in range(3):
+        for b in range(3):
+            E[a, b] = 1.0 if a == b else 0.0
+        r[a] = 0.0
+    for p in range(n):
+        compose(d.Xup_E[path[p]], d.Xup_r[path[p]], E, r, E_tmp, r_tmp)
+        copy_transform(E_tmp, r_tmp, E, r)
+
+
+@njit
 def right_transform(M, E, r, out):
     """out = M X for a 6x6 M: each row [p, s] becomes [p E + r x (s E), s E]."""
     for row in range(6):

@@ -12,7 +12,7 @@ import math
 
 from numba import njit, types
 
-from .compiled import compose, constraint_rows, copy_transform, FLOATING, LOOP, SPHERICAL, update_transforms
+from .compiled import chain, compose, constraint_rows, FLOATING, LOOP, SPHERICAL, update_transforms
 from .kernel_cache import key_on_helpers
 
 QUATERNION_TOLERANCE = 1e-5       # |norm - 1| accepted, as state.positions
@@ -29,18 +29,6 @@ def all_within(x, bound):
         if not abs(value) <= bound:
             return False
     return True
-
-
-@njit
-def chain(d, path, n, E, r, E_tmp, r_tmp):
-    """^bodyX_top of the last of the n bodies of path below top (constraints.chain_transform)."""
-    for a in range(3):
-        for b in range(3):
-            E[a, b] = 1.0 if a == b else 0.0
-        r[a] = 0.0
-    for p in range(n):
-        compose(d.Xup_E[path[p]], d.Xup_r[path[p]], E, r, E_tmp, r_tmp)
-        copy_transform(E_tmp, r_tmp, E, r)
 
 
 @njit

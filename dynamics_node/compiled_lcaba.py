@@ -18,9 +18,9 @@ import math
 
 from numba import njit
 
-from .compiled import (backward_solve, cholesky, compose, congruence_add, copy_transform, cross_force,
-                       cross_motion, dot6, forward_solve, forward_solve_rows, joint_column, joint_motion,
-                       joint_nv, mat6_vec, transform_force, transform_motion, update_transforms)
+from .compiled import (backward_solve, chain, cholesky, congruence_add, cross_force, cross_motion, dot6,
+                       forward_solve, forward_solve_rows, joint_column, joint_motion, joint_nv, mat6_vec,
+                       transform_force, transform_motion, update_transforms)
 from .kernel_cache import key_on_helpers
 
 OK, NOT_POSITIVE = 0, 1
@@ -85,19 +85,6 @@ def first_forward_sweep(m, d, p, w, qd, f_ext):
             w.c[i, e] = c[e]
             w.f[i, e] = w.f_tree[i, e] = f_ext[i, e] - b[e]
         add_block(w.H, p.slot, i, i, m.inertia[i], 1.0, False)
-
-
-@njit
-def chain(d, path, n, E, r, E_tmp, r_tmp):
-    """^bodyX_top of the last of the n bodies of path (lcaba.chain_transform)."""
-    for a in range(3):
-        for b in range(3):
-            E[a, b] = 1.0 if a == b else 0.0
-        r[a] = 0.0
-    for q in range(n):
-        body = path[q]
-        compose(d.Xup_E[body], d.Xup_r[body], E, r, E_tmp, r_tmp)
-        copy_transform(E_tmp, r_tmp, E, r)
 
 
 @njit

@@ -125,12 +125,14 @@ class Selection:
 
     Attributes:
         independent: the names are the independent joints (y layouts), else all spanning joints.
-        position_index: per name, its entry in q (spanning) or in the independent positions.
+        positioned: per name, whether its position is read (not a split joint's: it is completed).
+        position_index: per read position, its entry in q (spanning) or in the independent positions.
         velocity_index: per name, its entry in v (spanning) or in y (independent).
     """
 
-    def __init__(self, independent, position_index, velocity_index):
+    def __init__(self, independent, positioned, position_index, velocity_index):
         self.independent = independent
+        self.positioned = np.asarray(positioned, dtype=bool)
         self.position_index = np.asarray(position_index, dtype=int)
         self.velocity_index = np.asarray(velocity_index, dtype=int)
 
@@ -151,28 +153,35 @@ class JointLayout:
                              'supports one floating base')
         self.base_joint = floating[0] if floating else None
         # spherical and planar joints take several values, a JointState one per joint: the node takes
-        # them only as dependent joints of loops, which it completes
+        # them only as dependent joints of loops, which it completes, or as split joints with one free
+        # column (a rod's idle spin: its rate is the joint's independent velocity, its position completed)
         completed = [n for n in model.joint_names if model.joint_type[body[n]] in ('spherical', 'planar')]
-        free = [n for n in completed if n in model.independent_joint_names]
+        y_of = {int(v): y for y, v in enumerate(model.independent_v)}
+        y_columns = {n: [y_of[v] for v in range(model.idx_v[body[n]], model.idx_v[body[n]] + model.nv_body[body[n]])
+                         if v in y_of] for n in model.independent_joint_names}     # y entries of each joint
+        free = [n for n in completed if y_columns.get(n) and (n not in model.split_joint_names
+                                                              or len(y_columns[n]) > 1)]
         if free:
-            raise ModelError(f'{model.joint_type[body[free[0]]]} joint {free[0]!r} has independent '
-                             'coordinates: a JointState carries one value per joint, so the node takes '
-                             'spherical and planar joints only as dependent joints of loops')
+            raise ModelError(f'{model.joint_type[body[free[0]]]} joint {free[0]!r} has independent coordinates: '
+                             'a JointState carries one value per joint, so the node takes spherical and planar '
+                             'joints only as dependent joints of loops or split with one free direction (it has '
+                             f'{len(y_columns[free[0]])})')
         self.completed = tuple(completed)
         self.joint_names = tuple(n for n in model.joint_names if n != self.base_joint and n not in completed)
         self.independent_names = tuple(n for n in model.independent_joint_names
                                        if n != self.base_joint)
         self.q_index = {n: int(model.idx_q[body[n]]) for n in model.joint_names}
         self.v_index = {n: int(model.idx_v[body[n]]) for n in model.joint_names}
-        self.qi_index, self.y_index = {}, {}
-        qi = y = 0
+        self.y_index = {n: columns[0] for n, columns in y_columns.items()}
+        self.qi_index, qi = {}, 0
         for n in model.independent_joint_names:
-            self.qi_index[n], self.y_index[n] = qi, y
-            qi, y = qi + model.nq_body[body[n]], y + model.nv_body[body[n]]
+            if n not in model.split_joint_names:
+                self.qi_index[n] = qi
+                qi += model.nq_body[body[n]]
         self.nqi = independent_position_size(model)
         self._joints_q = np.array([self.q_index[n] for n in self.joint_names], dtype=int)
         self._joints_v = np.array([self.v_index[n] for n in self.joint_names], dtype=int)
-        self._independent_q = np.array([self.q_index[n] + k for n in model.independent_joint_names
+        self._independent_q = np.array([self.q_index[n] + k for n in self.qi_index
                                         for k in range(model.nq_body[body[n]])], dtype=int)
         self._independent_y = np.array([self.y_index[n] for n in self.independent_names],
                                        dtype=int)
@@ -198,12 +207,13 @@ class JointLayout:
         hint = (f'the joints are {list(self.joint_names)}' +
                 (f' (the floating joint {self.base_joint!r} is given by the base fields)'
                  if self.floating else ''))
-        _check_names(list(names), set(self.joint_names), 'state.name', hint)
+        _check_names(list(names), set(self.joint_names) | set(self.independent_names), 'state.name', hint)
         if set(names) == set(self.joint_names):
-            return Selection(False, [self.q_index[n] for n in names],
+            return Selection(False, [True] * len(names), [self.q_index[n] for n in names],
                              [self.v_index[n] for n in names])
         if set(names) == set(self.independent_names):
-            return Selection(True, [self.qi_index[n] for n in names],
+            return Selection(True, [n in self.qi_index for n in names],
+                             [self.qi_index[n] for n in names if n in self.qi_index],
                              [self.y_index[n] for n in names])
         missing = [n for n in self.joint_names if n not in names]
         raise ModelError(f'state.name lists {len(names)} joints but misses {missing}: list all '
@@ -225,7 +235,7 @@ class JointLayout:
         self.set_base_pose(out, self.qi_index if selection.independent else self.q_index,
                            base_pose)
         if x is not None:
-            out[selection.position_index] = x
+            out[selection.position_index] = x[selection.positioned]
         if selection.independent:
             return self.model.complete_positions(out)
         if self.completed:          # the spherical and planar joints from the loops; the library then
@@ -306,9 +316,10 @@ class StreamInput:
 
     Each message updates the independent joints it names; names of dependent joints (the
     constraints complete them) and of joints the model does not have (a gripper, a wheel) are
-    ignored, and so are their values, NaN included. The others keep their last value (initially
-    zero). Updates are staged in a second buffer and kept only by ``commit``, so a message whose
-    computation fails leaves the state unchanged. Name lists are mapped once per distinct tuple.
+    ignored, and so are their values, NaN included, as is a split joint's position. The others
+    keep their last value (initially zero). Updates are staged in a second buffer and kept only
+    by ``commit``, so a message whose computation fails leaves the state unchanged. Name lists
+    are mapped once per distinct tuple.
     """
 
     def __init__(self, layout):
@@ -331,8 +342,8 @@ class StreamInput:
             ModelError: a repeated joint of the model, a length mismatch, a non-finite value of
                 an independent joint.
         """
-        mask, used, position_index, velocity_index = self._map(tuple(names))
-        p = _used_entries(positions, 'position', names, mask, used)
+        (mask, used), (position_mask, positioned), position_index, velocity_index = self._map(tuple(names))
+        p = _used_entries(positions, 'position', names, position_mask, positioned)
         v = _used_entries(velocities, 'velocity', names, mask, used)
         qi, y = self._staged
         np.copyto(qi, self.positions)
@@ -362,8 +373,9 @@ class StreamInput:
         return entry
 
     def _mapping(self, names):
-        """(mask of the independent joints among names, their names, their entries in the
-        independent positions and in y)."""
+        """((mask, names) of the independent joints among names, (mask, names) of those with
+        independent positions (all but the split joints), the latter's entries in the independent
+        positions, the former's in y)."""
         layout = self.layout
         known = [n for n in names if n in layout.q_index]
         if len(set(known)) != len(known):
@@ -371,7 +383,10 @@ class StreamInput:
             raise ModelError(f'name lists {repeated} more than once')
         mask = np.array([n in layout.y_index for n in names], dtype=bool)
         used = [n for n in names if n in layout.y_index]
-        return (mask, used, np.array([layout.qi_index[n] for n in used], dtype=int),
+        position_mask = np.array([n in layout.qi_index for n in names], dtype=bool)
+        positioned = [n for n in names if n in layout.qi_index]        # not the split joints
+        return ((mask, used), (position_mask, positioned),
+                np.array([layout.qi_index[n] for n in positioned], dtype=int),
                 np.array([layout.y_index[n] for n in used], dtype=int))
 
 

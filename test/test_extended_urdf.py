@@ -18,6 +18,9 @@ from oracle import KKTOracle
 
 URDF, CLOSURES = bundled_extended_urdf('rod_knee_leg')
 TEXT = Path(CLOSURES).read_text()
+# a Digit-like ankle driven by two rods with ball joints at both ends (test model, parameters in its comment)
+ANKLE = Path(__file__).parent / 'models' / 'ball_rod_ankle_leg'
+ANKLE_URDF, ANKLE_CLOSURES = str(ANKLE.with_suffix('.urdf')), str(ANKLE.with_suffix('.yaml'))
 STATES = 3
 
 
@@ -36,11 +39,11 @@ def yaml_with(**changes):
     return yaml.safe_dump(data)
 
 
-def independent_oracle(text=TEXT):
+def independent_oracle(text=TEXT, urdf=URDF):
     """A URDF+ of the pair built without the library: each closure frame resolved by Pinocchio's frames
     of the original URDF (frame -> parent joint's child link + placement), the joint replacements by hand."""
     closures = yaml.safe_load(text)
-    root = etree.parse(URDF, etree.XMLParser(remove_comments=True)).getroot()
+    root = etree.parse(urdf, etree.XMLParser(remove_comments=True)).getroot()
     tree = pin.buildModelFromXML(etree.tostring(root).decode())
     child_link = {j.get('name'): j.find('child').get('link') for j in root.findall('joint')}
     for (a, b), kind in zip(closures['closed_loop'], closures['type']):
@@ -74,13 +77,13 @@ def assert_matches_oracle(model, reference, rng, links=('foot', 'rod', 'closure_
     for _ in range(STATES):
         q, yd, wrenches = random_state(model, rng)
         assert np.max(np.abs(reference.loop_residual(q))) < 1e-10, 'the loop is closed'
-        G = reference.null_space_G(q, model.independent_joint_names)
+        G = reference.null_space_G(q, model.independent_v)         # y: v's independent columns
         v = G @ yd
         tau = rng.normal(size=model.nv)
         assert_close(model.forward_dynamics(q, yd, tau, wrenches), reference.forward_dynamics(q, v, tau, wrenches),
                      'qdd')
         ydd = rng.normal(size=model.ny)
-        qdd = G @ ydd + reference.explicit_bias_g(q, v, model.independent_joint_names)
+        qdd = G @ ydd + reference.explicit_bias_g(q, v, model.independent_v)
         assert_close(model.inverse_dynamics(q, yd, ydd, wrenches),
                      reference.inverse_dynamics_projected(q, v, qdd, G, wrenches), 'tau_y')
         assert_close(model.mass_matrix(q), G.T @ reference.mass_matrix(q) @ G, 'H_y')
@@ -272,6 +275,59 @@ def test_the_urdf_is_checked_first(tmp_path):
     binary.write_bytes(b'\xff\xfe\x00')
     with pytest.raises(ModelError, match=r"closures file '.*closures.yaml' cannot be read: not UTF-8 text"):
         load_model(URDF, closures=str(binary))
+
+
+SPIN = yaml_with(type=['3D'], joint_name=['hip_roll', 'ankle', 'rod_top'],
+                 joint_type=['FIXED', 'UJOINT_YX', 'SPHERICAL'])
+
+
+@pytest.mark.parametrize('compiled', [True, False], ids=['compiled', 'reference'])
+def test_idle_rod_spin_is_an_independent_column(compiled, rng):
+    """A rod with a SPHERICAL end and a 3D closure at the other spins idly about the line through its two
+    balls: one column of rod_top's ball (the spin) stays independent, the two others are solved with the
+    knee. rod_top is split: in y with its spin column, without independent positions."""
+    model = extended(SPIN, compiled)
+    loop = next(c for c in model.clusters if c.constraints)
+    assert loop.independent_joints == ('knee_motor', 'rod_top', 'rod_bottom')
+    assert loop.dependent_joints == ('rod_top', 'knee')
+    assert model.split_joint_names == ('rod_top',)
+    assert model.independent_joint_names == ('hip_pitch', 'knee_motor', 'rod_top', 'rod_bottom', 'ankle_a', 'ankle_b')
+    rod_top = model.idx_v[model.joint_names.index('rod_top') + 1]
+    assert list(model.independent_v) == [0, 1, rod_top + 2, rod_top + 3, 7, 8], 'the rod frame z column'
+    reference = independent_oracle(SPIN)
+    reference.set_layout(model.joint_names)
+    assert_matches_oracle(model, reference, rng)
+    q = model.complete_positions([0.3, -0.5, 0.4, 0.2, 0.1])          # no entries for rod_top
+    assert q[1] == -0.5 and q[6] == 0.4, 'knee_motor, rod_bottom'
+    assert np.max(np.abs(reference.loop_residual(q))) < 1e-12
+    v = model.spanning_velocities(q, np.eye(model.ny)[model.independent_joint_names.index('rod_top')])
+    axis = np.array([0.01, 0.0, -0.30])                               # the rod's line, rod frame
+    assert_close(v[rod_top:rod_top + 3], axis / axis[2], 'the spin turns the rod about its line')
+    assert_close(np.delete(v, np.s_[rod_top:rod_top + 3]), np.zeros(model.nv - 3), 'and nothing else')
+
+
+@pytest.mark.parametrize('compiled', [True, False], ids=['compiled', 'reference'])
+def test_ball_rod_ankle_leg(compiled, rng):
+    """Two rods with ball joints at both ends (SPHERICAL top, 3D closure at the foot): two idle spins, one
+    column of each rod's ball independent; against the oracle of an independent conversion."""
+    model = load_model(ANKLE_URDF, compiled=compiled, closures=ANKLE_CLOSURES)
+    assert (model.nq, model.nv, model.ny) == (14, 12, 6)
+    assert model.split_joint_names == ('rod_l_top', 'rod_r_top')
+    ankle = next(c for c in model.clusters if c.constraints)
+    assert ankle.independent_joints == ('motor_l', 'rod_l_top', 'motor_r', 'rod_r_top')
+    assert ankle.dependent_joints == ('rod_l_top', 'rod_r_top', 'ankle_a', 'ankle_b')
+    reference = independent_oracle(Path(ANKLE_CLOSURES).read_text(), ANKLE_URDF)
+    reference.set_layout(model.joint_names)
+    assert_matches_oracle(model, reference, rng, links=('foot', 'rod_l', 'rod_r_end'))
+    q = model.complete_positions([0.2, -0.7, 0.4, -0.3])               # the actuated joints only
+    assert np.max(np.abs(reference.loop_residual(q))) < 1e-12
+    assert [q[model.idx_q[model.joint_names.index(n) + 1]] for n in ('hip_pitch', 'knee', 'motor_l', 'motor_r')] \
+        == [0.2, -0.7, 0.4, -0.3]
+    yd, tau = rng.normal(size=model.ny), rng.normal(size=model.ny)
+    lcaba = model.forward_dynamics(q, model.spanning_velocities(q, yd), tau, method='lcaba', info=True)
+    assert lcaba.constraint_residual < 1e-9
+    assert_close(lcaba.acceleration, model.forward_dynamics(q, yd, tau, method='aba'), 'LCABA = cluster ABA',
+                 rtol=1e-8)
 
 
 def test_idle_rod_spin_is_an_independent_direction(rng):

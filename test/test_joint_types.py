@@ -5,6 +5,7 @@ JointModelUniversal, own loop rows, dense KKT), on both engines; LCABA and compl
 import functools
 
 import numpy as np
+import pinocchio as pin
 import pytest
 
 from conftest import assert_close, COMPLETION_BUDGET_MS, random_state
@@ -222,9 +223,10 @@ def test_errors_name_the_element(xml, message):
 
 
 def test_idle_spin_of_a_ball_jointed_rod_stays_independent():
-    """RSSR: the loops fix two directions of the rod's spherical joint; the third (about its child z
-    here), the rod's spin about its own line as far as the loops are concerned, is an independent
-    velocity with no position input: completion keeps the spin where it was."""
+    """RSSR: the loops fix two directions of the rod's spherical joint; the third (about its child x
+    here, the axis nearest the rod's line (0.4, 0.2, 0.3): column pivoting), the rod's spin about its
+    own line as far as the loops are concerned, is an independent velocity with no position input:
+    completion keeps the spin where it was."""
     model = load_model(MODELS['rssr'])
     assert model.independent_joint_names == ('crank_joint', 'rod_ball') and model.split_joint_names == ('rod_ball',)
     assert model.clusters[0].dependent_joints == ('rod_ball', 'rocker_joint')
@@ -238,6 +240,56 @@ def test_idle_spin_of_a_ball_jointed_rod_stays_independent():
     turned = reference.integrate(q, 0.3 * spin)                        # spin the rod: still closed
     assert np.max(np.abs(reference.loop_residual(turned))) < 1e-12             # an exact idle motion
     assert_close(model.complete_positions([0.2]), q, 'the same q again')
+
+
+def test_marked_ball_joint_of_an_idle_rod_is_split():
+    """independent="false" on the rod's ball joint (and the rocker) of RSSR: 4 marked coordinates for rank
+    3, so the marked ball joint is dependent in the directions the loop fixes, as in the automatic choice.
+    Marking the crank too leaves a marked joint the loop does not determine: the count error."""
+    def marked(*names):
+        xml = MODELS['rssr']
+        for name in names:
+            xml = xml.replace(f'<joint name="{name}" ', f'<joint name="{name}" independent="false" ')
+        return xml
+    model = load_model(marked('rod_ball', 'rocker_joint'))
+    assert model.clusters == model_of('rssr').clusters and model.split_joint_names == ('rod_ball',)
+    assert np.array_equal(model.independent_v, model_of('rssr').independent_v)
+    with pytest.raises(ModelError, match=r"has constraint rank 3, so it needs 3 dependent joints, but 5 are "
+                                         r"marked independent=\"false\": "
+                                         r"\['crank_joint', 'rod_ball', 'rocker_joint'\]"):
+        load_model(marked('crank_joint', 'rod_ball', 'rocker_joint'))
+
+
+@ENGINES
+@pytest.mark.parametrize('tilt', [1e-4, 1e-7])
+def test_idle_spin_of_a_rod_nearly_along_a_frame_axis(tilt, compiled, rng):
+    """RSSR with a CAD-like rod frame: x along the rod but for a small tilt (the line is (cos, 0, sin) of
+    the tilt in the rod frame), so the loop fixes y and z and x (the spin) stays free. Taken in order, x
+    would be dependent and K_d conditioned like the tilt (completion then fails); pivoting keeps G of
+    order 1."""
+    line = np.array([0.4, 0.2, 0.3])                   # ball to rod end in the crank frame (MODELS['rssr'])
+    x = line / np.linalg.norm(line)
+    z = np.cross(x, [0.0, 1.0, 0.0])
+    z /= np.linalg.norm(z)
+    R = np.column_stack((x, np.cross(z, x), z)) @ pin.utils.rotate('y', tilt)
+    rpy, end = (' '.join(repr(float(a)) for a in v) for v in (pin.rpy.matrixToRpy(R), R.T @ line))
+    xml = robot('rssr_cad', link('base', 0), link('crank'), link('rod', 0.4), link('rocker'),
+                joint('crank_joint', 'revolute', 'base', 'crank'),
+                joint('rod_ball', 'spherical', 'crank', 'rod', '0.2 0 0', rpy),
+                joint('rocker_joint', 'revolute', 'base', 'rocker', '0.6 0.2 0', axis='1 0 0'),
+                loop('ball_end', 'spherical', 'rod', end, 'rocker', '0 0 0.3'))
+    model = load_model(xml, compiled=compiled)
+    assert list(model.independent_v) == [0, 1], 'crank_joint, the x column of rod_ball'
+    reference = KKTOracle(xml)
+    reference.set_layout(model.joint_names)
+    for _ in range(STATES):
+        q, yd, wrenches = random_state(model, rng)
+        G = reference.null_space_G(q, model.independent_v)
+        assert np.abs(G).max() < 10.0
+        tau = rng.normal(size=model.nv)
+        assert_close(model.forward_dynamics(q, yd, tau, wrenches, method='aba'),
+                     reference.forward_dynamics(q, G @ yd, tau, wrenches), 'qdd')
+        assert_close(model.mass_matrix(q), G.T @ reference.mass_matrix(q) @ G, 'H_y')
 
 
 NEW_ROBOTS = ['ambidex_wrist', 'delta', 'parallel_ankle_leg']

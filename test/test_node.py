@@ -1240,6 +1240,44 @@ def test_extended_urdf_through_closures_file(ros, nodes):
     assert ros.call(DescribeModel, describe).robot_name == 'linkage_leg'
 
 
+def test_idle_rod_spins_are_served(ros, nodes, rng):
+    """The Digit-like ankle of two rods with ball joints at both ends (test/models): each rod's top ball
+    joint is split, an independent name whose value is its spin rate; its position is ignored."""
+    ankle = ROOT / 'test' / 'models' / 'ball_rod_ankle_leg'
+    urdf, closures = str(ankle.with_suffix('.urdf')), str(ankle.with_suffix('.yaml'))
+    model = load_model(urdf, closures=closures)
+    process = nodes['loop']
+    try:
+        result = set_parameters(ros, process.name, robot_description_file=urdf, closures_file=closures)
+        assert result.successful, result.reason
+        response = ros.call(DescribeModel, service(nodes, 'loop', 'describe_model'))
+        assert tuple(response.independent_joint_names) == model.independent_joint_names
+        assert [tuple(c.independent_joints) for c in response.clusters] == [c.independent_joints
+                                                                            for c in model.clusters]
+        names = model.independent_joint_names                 # rod_l_top and rod_r_top: the spins
+        positions = [0.2, -0.7, 0.4, 99.0, -0.3, 99.0]        # the split joints' positions are ignored
+        y, ydd, tau = (rng.normal(size=model.ny) for _ in range(3))
+        q = model.complete_positions([0.2, -0.7, 0.4, -0.3])  # a fresh model, as the node's
+        request = InverseDynamics.Request(state=joint_state(names, positions, y), acceleration=list(ydd))
+        response = ros.call(InverseDynamics, service(nodes, 'loop', 'inverse_dynamics'), request)
+        assert response.success, response.message
+        assert tuple(response.name) == names
+        assert_close(response.effort, model.inverse_dynamics(q, y, ydd), 'tau_y', RTOL)
+        request = ForwardDynamics.Request(state=joint_state(names, positions, y, tau))
+        response = ros.call(ForwardDynamics, service(nodes, 'loop', 'forward_dynamics'), request)
+        assert response.success, response.message
+        assert_close(response.acceleration, model.forward_dynamics(q, y, tau)[layout_v(model)], 'qdd', RTOL)
+    finally:
+        restored = set_parameters(ros, process.name, robot_description_file='linkage_leg', closures_file='')
+    assert restored.successful, restored.reason
+
+
+def layout_v(model):
+    """v entries of the node's JointState joints (every joint but spherical and planar ones)."""
+    return [model.idx_v[i + 1] for i, n in enumerate(model.joint_names)
+            if model.joint_type[i + 1] not in ('spherical', 'planar')]
+
+
 def test_readme_client_example_runs(nodes):
     """The README's Python client example, run as written against the 'loop' node."""
     readme = (ROOT / 'README.md').read_text()

@@ -17,6 +17,7 @@ from dynamics_node import load_model, ModelError
 from dynamics_node.ros_conversions import (
     accel_to_array, array_to_accel, array_to_wrench, float64_array, JointLayout,
     link_wrenches_to_dict, normalized_pose, pose_to_array, StreamInput, twist_to_array)
+from test_joint_types import MODELS
 
 # The crank-rocker closed configuration of four_bar.urdf's comment (closed[crank1]).
 FOUR_BAR_CLOSED = {'crank_joint': 1.0, 'coupler_joint': -0.507353802871532,
@@ -265,3 +266,26 @@ def test_stream_floating_base_starts_at_rest_at_identity():
     assert_close(velocities[:6], base[1], 'base twist from odometry')
     y = model.independent_joint_names.index('FL_knee_joint') + 5    # 6 base entries, not 1
     assert (positions[y + 1], velocities[y]) == (0.5, 0.25)         # 7 base positions
+
+
+def test_split_joint_carries_its_spin_rate_and_no_position():
+    """RSSR's rod_ball (test_joint_types): an independent name whose one value is the spin rate (y) and
+    whose position is ignored (completed); no spanning name (completed like a dependent ball joint)."""
+    model = load_model(MODELS['rssr'])
+    layout = JointLayout(model)
+    assert layout.independent_names == ('crank_joint', 'rod_ball') and layout.nqi == 1
+    assert layout.joint_names == ('crank_joint', 'rocker_joint') and layout.completed == ('rod_ball',)
+    names = ['rod_ball', 'crank_joint']
+    selection = layout.select(names)
+    q = layout.positions(selection, [123.0, 0.3], names)
+    assert_close(q, model.complete_positions([0.3]), 'q completed from the crank alone')
+    y = layout.velocity_like(selection, [2.0, 1.0], 'state.velocity', names)
+    assert_close(y, [1.0, 2.0], 'y: crank rate, spin rate')
+    tau = model.inverse_dynamics(q, y, np.zeros(2))
+    assert_close(layout.split_independent(tau)[0], tau, 'one effort per independent name')
+    spanning = layout.select(['rocker_joint', 'crank_joint'])
+    assert_close(layout.positions(spanning, [q[-1], 0.3], ['rocker_joint', 'crank_joint']), q, 'spanning q')
+    stream = StreamInput(layout)
+    positions, velocities = stream.stage(names, [np.nan, 0.4], [3.0, 1.5])
+    assert_close(positions, [0.4], 'the spin has no position entry (NaN ignored)')
+    assert_close(velocities, [1.5, 3.0], 'velocities')
