@@ -20,17 +20,18 @@ executor; the stream runs on an executor thread of its own, with a second node
 a reload) never delays a torque. The compiled kernels release the GIL, and the interpreter's
 switch interval is shortened so that the stream thread gets the GIL back within STREAM_GIL_SWITCH
 while the main thread runs Python. rclpy's MultiThreadedExecutor (9.1.2, rclpy issue #1452) cannot
-keep up with a control-rate stream, hence two single-threaded executors. The first description
-is loaded on a thread of its own, so that the node answers signals while numba compiles.
+keep up with a control-rate stream, hence two executors of one thread each: EventsExecutor where
+rclpy has it (Jazzy, Kilted), else SingleThreadedExecutor. The first description is loaded on a
+thread of its own, so that the node answers signals while numba compiles.
 
 rclpy APIs used (all present in Humble's rclpy 3.3, Jazzy's 7.1 and Kilted's 9.1): rclpy.init,
 rclpy.try_shutdown, Node (cli_args, start_parameter_services), declare_parameter with a
 ParameterDescriptor (dynamic_typing, ranges), add_on_set_parameters_callback, create_timer with a
-steady Clock, SingleThreadedExecutor.spin, ExternalShutdownException, and the message-lost QoS
-event (rclpy.event_handler, rclpy.qos_event before Iron).
+steady Clock, Executor.spin_once, ExternalShutdownException, and the message-lost QoS event
+(rclpy.event_handler, rclpy.qos_event before Iron); rclpy.experimental.EventsExecutor only where
+it exists.
 """
 
-from array import array
 from dataclasses import dataclass
 import math
 import os
@@ -61,11 +62,12 @@ try:                                      # Iron and later
 except ImportError:                       # Humble
     from rclpy.qos_event import SubscriptionEventCallbacks, UnsupportedEventTypeError
 
-from . import ros_conversions as conv
+from . import bounds, ros_conversions as conv
 from .errors import ModelError, quote
 from .forward_dynamics import check_method
 from .model import load_model, Model
 from .models import bundled_model, bundled_models
+from .state import vector
 
 STREAM_MODES = ('bias', 'gravity')
 # Control-grade input: the newest state or nothing. Best effort and volatile match reliable and
@@ -154,13 +156,7 @@ def clip(text, limit=MESSAGE_LIMIT):
 def check_parameter(name, value):
     """Raise ModelError with the reason a parameter value is unusable."""
     if name == 'gravity':
-        numbers = list(value) if isinstance(value, (list, tuple, array)) else value
-        if not isinstance(numbers, list) or len(numbers) != 3 or \
-                not all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in numbers):
-            raise ModelError(f'gravity must be 3 numbers (x, y, z in m/s^2), got '
-                             f'{quote(numbers)}')
-        if not np.all(np.isfinite(np.asarray(numbers, dtype=float))):
-            raise ModelError(f'gravity must be finite, got {numbers}')
+        vector(value, 'gravity', {3: 'x y z, m/s^2'}, bounds.GRAVITY)     # the model's own check
     elif name == 'stream.mode' and value not in STREAM_MODES:
         raise ModelError(f'stream.mode {quote(value)} is unknown; expected one of '
                          f'{list(STREAM_MODES)}')
@@ -277,7 +273,7 @@ class DynamicsNode(Node):
         self._create_services()
         self.stream_node = self._create_stream()
         self._diagnostics = self.create_publisher(DiagnosticArray, '/diagnostics', 10)
-        self._last_report = (time.monotonic(), 0, 0, 0)   # time, received, published, dropped
+        self._last_report = (time.monotonic(), 0, 0, 0)   # time, received, published, problems
         self.create_timer(self._settings['diagnostics_period'], self._publish_diagnostics,
                           clock=Clock(clock_type=ClockType.STEADY_TIME))
         self.create_subscription(
@@ -285,6 +281,11 @@ class DynamicsNode(Node):
             QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
                        durability=DurabilityPolicy.TRANSIENT_LOCAL))
         self.add_on_set_parameters_callback(self._on_set_parameters)
+
+    def destroy_node(self):
+        """Destroy the stream node, then this one."""
+        self.stream_node.destroy_node()
+        return super().destroy_node()
 
     # ---- parameters and the robot description ----
 
@@ -307,9 +308,9 @@ class DynamicsNode(Node):
                 check_parameter(name, value)
             settings = {**self._settings, **changes}
             loaded, note = self._reload(changes, settings)
-            if loaded is None and self._loaded is not None and \
-                    'stream.output_joints' in changes:
-                loaded = self._with_outputs(self._loaded, settings['stream.output_joints'])
+            current = self._loaded
+            if loaded is None and current is not None and 'stream.output_joints' in changes:
+                current = self._with_outputs(current, settings['stream.output_joints'])
         except ModelError as error:
             reason = clip(error)
             self._stats.reject(reason)
@@ -323,8 +324,10 @@ class DynamicsNode(Node):
         self._settings.update((name, changes[name]) for name in PARAMETERS if name in changes)
         if loaded is not None:
             self._swap(loaded)
-        elif 'gravity' in changes and self._loaded is not None:
-            self._loaded.model.gravity = changes['gravity']
+        elif current is not None:
+            if 'gravity' in changes:
+                current.model.gravity = changes['gravity']
+            self._loaded = current
         if note:
             self.get_logger().warning(note)
         return SetParametersResult(successful=True)
@@ -807,7 +810,6 @@ def main(args=None):
         if stream_executor is not None:
             stream_executor.shutdown(timeout_sec=0.5)
         if node is not None:
-            node.stream_node.destroy_node()
             node.destroy_node()
     # The interpreter's own finalization (numba, llvmlite) takes ~0.7 s, and would wait for a
     # compilation in progress: skip it, so that a signal ends the node well within 1 s.

@@ -8,8 +8,8 @@
 #      `import cluster_dynamics.msg` works in the venv's python with no environment variable
 #      (the ros-wheels-bootstrapper .pth re-executes python with LD_LIBRARY_PATH=.venv/lib);
 #   4. pip-installs this package (dynamics_node) in editable mode;
-#   5. compiles the numba kernels into numba's on-disk cache, so that the node's first start is
-#      quick (see dynamics_node/warm_up.py).
+#   5. compiles the numba kernels into numba's on-disk cache (Model.warm_up), so that the node's
+#      first start takes about a second.
 # Each step records a hash of its inputs in .venv/.stamps and is skipped while they are unchanged,
 # so a run with nothing to do takes a few milliseconds. Deleting .venv starts over.
 # PYTHON selects the interpreter that creates the venv (default: python3, which must be 3.11).
@@ -129,9 +129,10 @@ if ! up_to_date editable "$editable_hash"; then
   mark_done editable "$editable_hash"
 fi
 
-# numba's on-disk cache (dynamics_node/__pycache__) is keyed on compiled.py; compiling takes 30 s
-# to 2 min, after which a node starts in about a second.
-kernels_hash="$({ echo "$deps_hash"; sha256sum dynamics_node/compiled.py dynamics_node/flat.py; } | digest)"
+# numba's on-disk cache (dynamics_node/__pycache__) is keyed on the kernel modules; compiling takes
+# 30 s to 2 min, after which a node starts in about a second.
+kernels_hash="$({ echo "$deps_hash"; sha256sum dynamics_node/compiled*.py dynamics_node/flat*.py \
+  dynamics_node/kernel_cache.py dynamics_node/fast_path.py; } | digest)"
 if ! up_to_date kernels "$kernels_hash"; then
   log "compiling the dynamics kernels into numba's cache (once, up to ~2 min)"
   "$VENV/bin/python" -c "from dynamics_node import bundled_model, load_model

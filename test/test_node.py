@@ -15,6 +15,8 @@ old on purpose.
 """
 
 from contextlib import contextmanager
+import gc
+import json
 import os
 from pathlib import Path
 import signal
@@ -70,13 +72,13 @@ def text(path):
 class NodeProcess:
     """A dynamics_node process in namespace NAMESPACE/<ns>, its output kept in a log file."""
 
-    def __init__(self, ns, env=(), **parameters):
+    def __init__(self, ns, env=(), prefix=(), **parameters):
         self.name = f'{NAMESPACE}/{ns}/dynamics_node'
         self.log = tempfile.NamedTemporaryFile('w+', prefix=f'dynamics_node_{ns}_', suffix='.log')
         overrides = [arg for key, value in parameters.items()
                      for arg in ('-p', f'{key.replace("__", ".")}:={value}')]
         self.process = subprocess.Popen(
-            [str(EXECUTABLE), '--ros-args', '-r', f'__ns:={NAMESPACE}/{ns}', '--params-file',
+            [*prefix, str(EXECUTABLE), '--ros-args', '-r', f'__ns:={NAMESPACE}/{ns}', '--params-file',
              str(ROOT / 'config' / 'dynamics_node.yaml'), *overrides],
             stdout=self.log, stderr=subprocess.STDOUT, env={**os.environ, **dict(env)})
         self.interrupted = False
@@ -502,9 +504,11 @@ def test_bad_base_state(ros, nodes):
 
 
 @pytest.mark.parametrize('values, reason', [
-    ({'gravity': [0.0, -9.81]}, 'gravity must be 3 numbers (x, y, z in m/s^2), got '
-                                '[0.0, -9.81]'),
-    ({'gravity': [0.0, 0.0, 1e309]}, 'gravity must be finite, got [0.0, 0.0, inf]'),
+    ({'gravity': [0.0, -9.81]}, 'gravity has 2 entries; expected 3 (x y z, m/s^2)'),
+    ({'gravity': [0.0, 0.0, 1e309]}, 'gravity[2] is inf; expected finite numbers of magnitude at '
+                                     'most 1000'),
+    ({'gravity': ['0', '0', '-9.81']}, "gravity must be a vector of real numbers, got ['0', '0', "
+                                       "'-9.81']"),
     ({'robot_description': 'robots/leg.urdf'}, 'robot_description is not XML (starts with '
                                                "'robots/leg.urdf')"),
     ({'stream__output_joints': ['shank_joint']}, "stream.output_joints names ['shank_joint'], not "
@@ -656,8 +660,8 @@ def prime(ros, publisher, received):
 def test_stream_500_hz_values_stamps_losses_counted(ros, nodes):
     """The default configuration, 2 s of joint_states at 500 Hz (moving joints): outputs with the
     inputs' stamps in the same order, efforts equal to the library's bias forces with the base at
-    rest at the identity pose. The input keeps only the newest message: every input without an
-    output is counted as lost in /diagnostics (a gap in the stamps at stream.expected_rate)."""
+    rest at the identity pose. The input keeps only the newest message: every input the node did
+    not answer is counted as lost in /diagnostics (a gap in the stamps at stream.expected_rate)."""
     model = robot('quadruped_rotors')
     names = model.independent_joint_names[1:]
     count = int(STREAM_RATE * STREAM_SECONDS)
@@ -672,6 +676,11 @@ def test_stream_500_hz_values_stamps_losses_counted(ros, nodes):
         with collect(ros, output, JointState, torques_qos()) as received, \
                 collect(ros, '/diagnostics', DiagnosticArray, 100) as diagnostics:
             prime(ros, publisher, received)
+            diagnostics.clear()
+            assert ros.spin_until(lambda: node_values(diagnostics, nodes['default'].name),
+                                  timeout=3.0), 'no diagnostics before the stream'
+            before = node_values(diagnostics, nodes['default'].name)
+            received.clear()
             sender = threading.Thread(target=_publish_at_rate, args=(
                 publisher, names, positions, velocities))
             sender.start()
@@ -687,8 +696,12 @@ def test_stream_500_hz_values_stamps_losses_counted(ros, nodes):
     indices = [_index(m.header.stamp) for m in received]
     values = node_values(diagnostics, nodes['default'].name)
     assert indices == sorted(set(indices)) and set(indices) <= set(range(count)), indices
-    assert len(received) >= 0.9 * count, f'{count - len(received)} of {count} inputs lost'
-    assert len(received) + int(values['lost_before_node']) == count, values
+    published, lost = (int(values[key]) - int(before[key])
+                       for key in ('published', 'lost_before_node'))
+    assert published + lost == count, (before, values)
+    assert len(received) <= published
+    # The share answered depends on the machine's load (keep last 1: newest or nothing).
+    assert len(received) >= 0.5 * count, f'{count - len(received)} of {count} inputs lost'
     assert all(tuple(m.name) == names for m in received)
     base_pose, base_twist = [0, 0, 0, 0, 0, 0, 1], np.zeros(6)
     expected = [model.bias_forces(model.complete_positions(np.r_[base_pose, positions[i]]),
@@ -1075,6 +1088,7 @@ def test_sigterm_during_warm_up_ends_the_node_within_1_s(tmp_path):
         process.stop()
 
 
+REALTIME = ('chrt', '-f', '50')
 BUSY_SECONDS = 2.0           # of back-to-back service calls during the 500 Hz stream
 
 
@@ -1083,21 +1097,71 @@ def test_lcaba_calls_and_a_reload_do_not_delay_the_stream(ros, nodes):
     description run on the node, joint_states at 500 Hz keep being answered, and the services
     add at most 2 ms to the stream's 95th-percentile latency (inputs stamped with their send
     time; compared with the same stream before and after the calls, which carries the shared
-    machine's own scheduling noise; its rarer outliers are printed, not asserted)."""
+    machine's own scheduling noise; its rarer outliers are printed, not asserted). The node runs
+    as a controller would, with real-time priority (README) where this machine grants it, so
+    that other processes' load does not stand in for the contention under test."""
     model = robot('quadruped_rotors')
-    process = nodes['default']
+    permitted = subprocess.run([*REALTIME, 'true'], capture_output=True).returncode == 0
+    process = NodeProcess('realtime', prefix=REALTIME if permitted else (),
+                          robot_description_file='quadruped_rotors')
+    try:
+        assert ros.spin_until(lambda: ros.call(DescribeModel, f'{process.name}/describe_model',
+                                               timeout=30.0).success, timeout=30.0)
+        _delays_during_services(ros, process, model, 'chrt -f 50' if permitted else 'normal')
+    finally:
+        process.stop()
+
+
+# The service load of the stream delay test, in a process of its own (so that the test process
+# only sends and receives the stream): LCABA calls through the Python client for BUSY_SECONDS, one
+# every ~5 ms, a reload of the description half-way; prints the [start, end) ns of each call.
+SERVICE_LOAD = """
+import json, sys, time
+import numpy as np
+import rclpy
+from rcl_interfaces.srv import SetParameters
+from rclpy.parameter import Parameter
+from dynamics_node.client import DynamicsClient
+node_name, seconds, joints, q, y, tau, base, xml = json.loads(sys.argv[1])
+rclpy.init()
+busy = []
+with DynamicsClient(node_name, timeout=10.0) as dynamics:
+    helper = rclpy.create_node('service_load')
+    parameters = helper.create_client(SetParameters, node_name + '/set_parameters')
+    assert parameters.wait_for_service(timeout_sec=10.0)
+    end, reloaded = time.monotonic() + seconds, False
+    while time.monotonic() < end:
+        start = time.time_ns()
+        if not reloaded and time.monotonic() > end - seconds / 2:
+            future = parameters.call_async(SetParameters.Request(parameters=[
+                Parameter('robot_description', value=xml).to_parameter_msg()]))
+            rclpy.spin_until_future_complete(helper, future, timeout_sec=10.0)
+            assert future.result().results[0].successful, future.result()
+            reloaded = True
+        else:
+            result = dynamics.forward_dynamics(joints, q, y, tau, base_pose=base,
+                                               base_twist=np.zeros(6), method='lcaba')
+            assert result.method_used == 'lcaba'
+        busy.append((start, time.time_ns()))
+        time.sleep(0.004)
+print(json.dumps(busy))
+"""
+
+
+def _delays_during_services(ros, process, model, priority):
+    """The stream test of test_lcaba_calls_and_a_reload_do_not_delay_the_stream on process."""
     names = model.independent_joint_names[1:]
     q, y, tau = floating_state(np.random.default_rng(5))
-    request = ForwardDynamics.Request(method='lcaba', state=joint_state(
-        names, [q[model.joint_names.index(n) + 6] for n in names], y[6:], tau))
-    set_pose(request.base_pose, q[:7])
-    latencies, busy = [], []          # (send ns, latency ns); [start ns, end ns) of service calls
+    load = json.dumps([process.name, BUSY_SECONDS, list(names),
+                       [q[model.joint_names.index(n) + 6] for n in names], list(y[6:]),
+                       list(tau), list(q[:7]), text(bundled_model('quadruped_rotors'))])
+    latencies = []                    # (send ns, latency ns)
 
     def arrived(msg):
         sent = msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec
         latencies.append((sent, time.time_ns() - sent))
 
-    publisher = ros.node.create_publisher(JointState, f'{NAMESPACE}/default/joint_states',
+    publisher = ros.node.create_publisher(JointState, f'{NAMESPACE}/realtime/joint_states',
                                           qos_profile_sensor_data)
     subscription = ros.node.create_subscription(JointState, f'{process.name}/computed_torques',
                                                 arrived, torques_qos())
@@ -1114,30 +1178,23 @@ def test_lcaba_calls_and_a_reload_do_not_delay_the_stream(ros, nodes):
     sender = threading.Thread(target=send)
     switch_interval = sys.getswitchinterval()
     sys.setswitchinterval(5e-5)           # this process's threads too: the arrivals are timed here
+    gc.disable()                          # the suite's big heap: a collection here takes ~50 ms
     try:
         sender.start()
         assert ros.spin_until(lambda: len(latencies) > 100, timeout=TIMEOUT)
         ros.spin_for(1.0)
-        end, reloaded = time.monotonic() + BUSY_SECONDS, False
-        while time.monotonic() < end:       # one call every ~5 ms, one reload half-way
-            start = time.time_ns()
-            if not reloaded and time.monotonic() > end - BUSY_SECONDS / 2:
-                result = set_parameters(ros, process.name,
-                                        robot_description=text(bundled_model('quadruped_rotors')))
-                assert result.successful, result.reason
-                reloaded = True
-            else:
-                response = ros.call(ForwardDynamics, service(nodes, 'default', 'forward_dynamics'),
-                                    request)
-                assert response.success and response.method_used == 'lcaba', response.message
-            busy.append((start, time.time_ns()))
-            ros.spin_for(0.004)
+        caller = subprocess.Popen([sys.executable, '-c', SERVICE_LOAD, load], text=True,
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        ros.spin_until(lambda: caller.poll() is not None, timeout=BUSY_SECONDS + 30.0)
         ros.spin_for(1.0)
+        out, err = caller.communicate(timeout=10.0)
+        assert caller.returncode == 0, err
+        busy = json.loads(out.splitlines()[-1])
     finally:
         stop.set()
         sender.join()
         sys.setswitchinterval(switch_interval)
-        set_parameters(ros, process.name, robot_description='')
+        gc.enable()
         ros.node.destroy_subscription(subscription)
         ros.node.destroy_publisher(publisher)
     # Outputs of inputs sent while a call ran, or one period before it started.
@@ -1146,7 +1203,7 @@ def test_lcaba_calls_and_a_reload_do_not_delay_the_stream(ros, nodes):
     assert len(during) > 50 and len(idle) > 200, (len(during), len(idle))
     idle_p50, idle_p95, idle_p99 = np.percentile(idle, [50, 95, 99])
     during_p50, during_p95, during_p99 = np.percentile(during, [50, 95, 99])
-    message = (f'stream latency ms: idle p50 {idle_p50 * 1e-6:.2f} p95 {idle_p95 * 1e-6:.2f} '
+    message = (f'{priority} priority, stream latency ms: idle p50 {idle_p50 * 1e-6:.2f} p95 {idle_p95 * 1e-6:.2f} '
                f'p99 {idle_p99 * 1e-6:.2f}, during services p50 {during_p50 * 1e-6:.2f} p95 '
                f'{during_p95 * 1e-6:.2f} p99 {during_p99 * 1e-6:.2f} max '
                f'{max(during) * 1e-6:.2f}; {len(busy)} service calls, longest '
