@@ -586,10 +586,11 @@ def set_base_acceleration(m, d):
 @njit
 def reset_articulated_inertias(m, d):
     """d.IA[i] = I_i for every body: the articulated inertias before the backward pass."""
-    for i in range(1, len(m.inertia)):
+    inertia, IA = m.inertia, d.IA              # locals: a field read in the loop is not hoisted
+    for i in range(1, len(inertia)):
         for r in range(6):
             for c in range(6):
-                d.IA[i, r, c] = m.inertia[i, r, c]
+                IA[i, r, c] = inertia[i, r, c]
 
 
 @njit(inline='always')
@@ -621,13 +622,13 @@ def rnea(m, d, q, yd, ydd, f_ext):
     if status != OK:
         return status
     inertia, output, body_range, y_range = m.inertia, m.output, m.body_range, m.y_range
-    Xo_E, Xo_r, S, a, f, tau, w = d.Xo_E, d.Xo_r, d.S, d.a, d.f, d.tau, d.w6
+    Xo_E, Xo_r, S, v, a, f, tau, w = d.Xo_E, d.Xo_r, d.S, d.v, d.a, d.f, d.tau, d.w6
     set_base_acceleration(m, d)
     nc = len(output)
     for k in range(nc):                                              # forward pass
         cluster_acceleration(m, d, k, ydd)
         for i in range(body_range[k, 0], body_range[k, 1]):
-            bias_force(inertia[i], d.v[i], f_ext[i], f[i])
+            bias_force(inertia[i], v[i], f_ext[i], f[i])
             mat6_vec(inertia[i], a[i], w)
             for e in range(6):
                 f[i, e] += w[e]                                      # eq. (34)
@@ -676,8 +677,9 @@ def articulated_inertia(m, d, k):
         for i in range(b0, b1):
             transform_force(Xo_E[i], Xo_r[i], U[i, j], V[j], True)
     forward_solve_rows(L, mk, V)
+    scratch = d.X66[0]
     for i in range(b0, b1):
-        congruence_add(Xo_E[i], Xo_r[i], IA[i], d.X66[0], IA[o])
+        congruence_add(Xo_E[i], Xo_r[i], IA[i], scratch, IA[o])
     for r in range(6):
         for c in range(6):
             for j in range(mk):
@@ -690,13 +692,14 @@ def articulated_bias(m, d, k, tau):
     """u_k = tau_k - S_k^T p^A_k (tau_k = G_k^T tau for spanning forces) and
     p^A_o += sum_i ^iX_o^T (p^A_i + I^A_i c_i) + V_k^T L_k^-1 (u_k - U_k^T c_k) (p^a of Alg. 1)."""
     Xo_E, Xo_r, S, U, IA, c, pA, u, z, w = d.Xo_E, d.Xo_r, d.S, d.U, d.IA, d.c, d.f, d.u, d.z, d.w6
+    G, V = d.G[k], d.V[k]
     b0, b1, y0, v0 = m.body_range[k, 0], m.body_range[k, 1], m.y_range[k, 0], m.v_range[k, 0]
     mk, spanning = m.y_range[k, 1] - y0, tau.shape[0] != m.ny
     for j in range(mk):
         t = 0.0
         if spanning:
             for r in range(m.v_range[k, 1] - v0):
-                t += d.G[k, j, r] * tau[v0 + r]
+                t += G[j, r] * tau[v0 + r]
         else:
             t = tau[y0 + j]
         for i in range(b0, b1):
@@ -717,23 +720,23 @@ def articulated_bias(m, d, k, tau):
         transform_force(Xo_E[i], Xo_r[i], w, pA[o], True)
     for j in range(mk):
         for e in range(6):
-            pA[o, e] += d.V[k, j, e] * z[j]
+            pA[o, e] += V[j, e] * z[j]
 
 
 @njit
 def aba_acceleration(m, d, k):
     """ydd_k = D_k^-1 (u_k - U_k^T a'), a' = ^kX_o a_o + c_k, then a_k = a' + S_k ydd_k."""
-    S, U, a, z = d.S, d.U, d.a, d.z
+    S, U, a, z, u, L, ydd = d.S, d.U, d.a, d.z, d.u, d.L[k], d.ydd
     b0, b1, y0, mk = m.body_range[k, 0], m.body_range[k, 1], m.y_range[k, 0], m.y_range[k, 1] - m.y_range[k, 0]
     cluster_acceleration(m, d, k, d.zero_y)
     for j in range(mk):
-        z[j] = d.u[y0 + j]
+        z[j] = u[y0 + j]
         for i in range(b0, b1):
             z[j] -= dot6(U[i, j], a[i])
-    forward_solve(d.L[k], mk, z)
-    backward_solve(d.L[k], mk, z)
+    forward_solve(L, mk, z)
+    backward_solve(L, mk, z)
     for j in range(mk):
-        d.ydd[y0 + j] = z[j]
+        ydd[y0 + j] = z[j]
     for i in range(b0, b1):
         for e in range(6):
             for j in range(mk):
@@ -760,8 +763,9 @@ def aba(m, d, q, yd, tau, f_ext):
     if status != OK:
         return status
     reset_articulated_inertias(m, d)                                 # I^A = I
-    for i in range(1, len(m.inertia)):
-        bias_force(m.inertia[i], d.v[i], f_ext[i], d.f[i])           # p^A = v x* I v - f_ext
+    inertia, v, pA = m.inertia, d.v, d.f
+    for i in range(1, len(inertia)):
+        bias_force(inertia[i], v[i], f_ext[i], pA[i])                # p^A = v x* I v - f_ext
     for k in range(len(m.kind) - 1, -1, -1):                         # backward pass
         status = articulated_inertia(m, d, k)
         if status != OK:
@@ -841,7 +845,7 @@ def frame_propagator(m, d, body, X, T):
     Chi (a single 6x6 block, at one body) moved up by Chi <- Chi ^bX_o - T_k V_k, which is eq. (62)
     with L_k = 1 - S_k D_k^-1 U_k^T. Then Lambda^-1 = T T^T (eqs. 63-67 unrolled)."""
     cluster, output, y_range = m.cluster, m.output, m.y_range
-    Xo_E, Xo_r, S, V, z = d.Xo_E, d.Xo_r, d.S, d.V, d.z
+    Xo_E, Xo_r, S, V, L, z = d.Xo_E, d.Xo_r, d.S, d.V, d.L, d.z
     chi, moved = d.X66[0], d.X66[1]
     for r in range(6):
         for c in range(6):
@@ -852,7 +856,7 @@ def frame_propagator(m, d, body, X, T):
         for row in range(6):
             for j in range(mk):
                 z[j] = dot6(chi[row], S[body, j])
-            forward_solve(d.L[k], mk, z)
+            forward_solve(L[k], mk, z)
             for j in range(mk):
                 T[row, y0 + j] = z[j]
         if output[k] == 0:
