@@ -223,6 +223,7 @@ class StreamStats:
         self.received = self.published = self.dropped = self.rejected = 0
         self.stale = self.lost_events = self.gaps = 0
         self.last_stamp = None            # ns of the last stamped input
+        self.gap_reference = None         # ns of the last stamped input at the current expected rate
         self.last_error = ''
         self._count, self._total, self._max = 0, 0.0, 0.0
 
@@ -245,7 +246,7 @@ class StreamStats:
         """Count gaps before an input stamped stamp (ns, 0: unstamped) at expected_rate Hz."""
         if stamp == 0:
             return
-        last, self.last_stamp = self.last_stamp, stamp
+        last, self.last_stamp, self.gap_reference = self.gap_reference, stamp, stamp
         if expected_rate > 0.0 and last is not None and stamp > last:
             self.gaps += max(0, round((stamp - last) * 1e-9 * expected_rate) - 1)
 
@@ -322,6 +323,8 @@ class DynamicsNode(Node):
             self._log_internal('parameters', error)
             return SetParametersResult(successful=False, reason=reason)
         self._settings.update((name, changes[name]) for name in PARAMETERS if name in changes)
+        if 'stream.expected_rate' in changes:
+            self._stats.gap_reference = None     # gaps count from the next input at the new rate
         if loaded is not None:
             self._swap(loaded)
         elif current is not None:
