@@ -11,10 +11,11 @@ reference; the kernels exploit what the flat layout makes explicit:
   Lambda^-1 = T T^T (eqs. 63-67);
 - single-body clusters (G = 1) skip the constraint and G products.
 The small per-body helpers (spatial algebra, joints, triangular solves) are inlined into their callers
-in numba's IR (inline='always'): as separate functions each call passed its array arguments with
-reference counting and blocked LLVM's optimization across the call, which cost 40-50 % of the ABA,
-RNEA and CRBA times; inlining the larger per-cluster steps as well gained little more and tripled the
-compile time. No kernel allocates: every buffer lives in d. Each returns a status (OK or one of the singular
+in numba's IR (inline='always'): as separate functions each call blocked LLVM's optimization across
+it, which cost about 40 % of the ABA, RNEA and CRBA times; inlining the larger per-cluster steps too
+gained little more and tripled the compile time. The arrays of m and d carry no reference counts
+(flat.borrowed), so views such as S[i, j] are free; fields are read into locals before loops.
+No kernel allocates: every buffer lives in d. Each returns a status (OK or one of the singular
 cases below, details in d.info) instead of raising; fast_path.py raises the library's errors.
 
 Everything a kernel depends on is defined here or passed in m: numba's cache is keyed on this file
