@@ -17,20 +17,25 @@ import time
 import numpy as np
 from numba import typeof, types
 
-from . import compiled, compiled_checks, compiled_lcaba
+from . import compiled, compiled_calls, compiled_checks, compiled_lcaba
 from .errors import ModelError, quote, SingularConfigurationError
 from .flat import FlatModel
 from .flat_checks import check_plan
 from .flat_lcaba import lcaba_plan
-from .lcaba import LcabaResult
+from .lcaba import LcabaResult, ProximalSettings
 
 _INPUT = types.Array(types.float64, 1, 'A', readonly=True)      # any float64 vector
 _FORCES = types.Array(types.float64, 2, 'A', readonly=True)
+_FLOAT = np.dtype(np.float64)
 _DISPATCHERS = {kernel.__name__: kernel for kernel in
                 (compiled.aba, compiled.rnea, compiled.crba, compiled.efpa, compiled.spanning, compiled_lcaba.lcaba,
                  compiled_checks.accept_positions, compiled_checks.velocity_violation)}
+_DISPATCHERS.update({'checked_' + kernel.__name__: kernel for kernel in
+                     (compiled_calls.forward_dynamics, compiled_calls.forward_dynamics_lcaba,
+                      compiled_calls.inverse_dynamics, compiled_calls.mass_matrix, compiled_calls.inverse_osim)})
 _ENTRY_POINTS = {}              # name -> compiled entry point, filled by the first warm_up()
 FRAME_SETS = 64                 # link lists whose Lambda^-1 buffers are kept
+_WARM_UP_SETTINGS = ProximalSettings(max_iterations=1)
 
 
 class FastPath:
@@ -126,6 +131,45 @@ class FastPath:
         return LcabaResult(w.qdd.copy(), int(iterations), float(residual), bool(converged),
                            self.plan.multipliers(w.lam) if multipliers else {})
 
+    # ---- the public calls in one compiled call each (compiled_calls.py): the result, or None where the
+    # compiled checks refer to Model's Python path, which then names the error. Inputs of any other
+    # type than a float64 vector are referred as well (numba would reinterpret their bytes).
+
+    def checked_forward_dynamics(self, q, v, tau, f_ext, settings=None):
+        """Model.forward_dynamics(q, v, tau): spanning qdd by the cluster ABA, by LCABA with settings."""
+        if not _float_vectors(q, v, tau):
+            return None
+        if settings is None:
+            if self._checked_forward_dynamics(self._m, self._d, self._c, q, v, tau, f_ext) == compiled.OK:
+                return self.data.qdd.copy()
+        elif self._checked_forward_dynamics_lcaba(self._m, self._d, self._c, self._p, self._w, q, v, tau, f_ext,
+                                                  settings.mu, settings.tolerance,
+                                                  settings.max_iterations) == compiled.OK:
+            return self.lcaba_data.qdd.copy()
+        return None
+
+    def checked_inverse_dynamics(self, q, v, a, f_ext):
+        """Model.inverse_dynamics(q, v, a): tau_y."""
+        if _float_vectors(q, v, a) and \
+                self._checked_inverse_dynamics(self._m, self._d, self._c, q, v, a, f_ext) == compiled.OK:
+            return self.data.tau.copy()
+        return None
+
+    def checked_mass_matrix(self, q):
+        """Model.mass_matrix(q): H_y."""
+        if _float_vectors(q) and self._checked_mass_matrix(self._m, self._d, self._c, q) == compiled.OK:
+            return self.data.H.copy()
+        return None
+
+    def checked_inverse_osim(self, q, links):
+        """Model.inverse_osim(q, links) for checked links: Lambda^-1."""
+        if not _float_vectors(q):
+            return None
+        body, X, T, Omega = self._frame_set(tuple(links))
+        if self._checked_inverse_osim(self._m, self._d, self._c, q, body, X, T, Omega) == compiled.OK:
+            return Omega.copy()
+        return None
+
     def warm_up(self):
         """Compiles (or loads from the cache) every kernel, runs each once at a neutral state and
         forbids later compilation. Returns the seconds it took."""
@@ -143,6 +187,11 @@ class FastPath:
         self._lcaba(self._m, self._d, self._p, self._w, q, v, v, f, 1e6, 1e-10, 1)
         self._accept_positions(self._m, self._d, self._c, q.copy(), True, 1e-6, np.inf)
         self._velocity_violation(self._m, self._d, self._c, v)
+        self.checked_forward_dynamics(q, y, y, f)
+        self.checked_forward_dynamics(q, y, y, f, _WARM_UP_SETTINGS)
+        self.checked_inverse_dynamics(q, y, y, f)
+        self.checked_mass_matrix(q)
+        self.checked_inverse_osim(q, (self.model.root_link,))
         return time.perf_counter() - start
 
     def _warm_up_then(self, name):
@@ -153,9 +202,8 @@ class FastPath:
         return call
 
     def _use(self, kernels):
-        self._aba, self._rnea, self._crba = kernels['aba'], kernels['rnea'], kernels['crba']
-        self._efpa, self._spanning, self._lcaba = kernels['efpa'], kernels['spanning'], kernels['lcaba']
-        self._accept_positions, self._velocity_violation = kernels['accept_positions'], kernels['velocity_violation']
+        for name, kernel in kernels.items():
+            setattr(self, '_' + name, kernel)
 
     def _frame_set(self, links):
         """Frame bodies, ^frameX_body, the T buffer and the output of a tuple of links (cached; the
@@ -187,11 +235,19 @@ class FastPath:
             'use method="lcaba"')
 
 
+def _float_vectors(*arrays):
+    """Every array a float64 NumPy vector (the compiled signatures' _INPUT)."""
+    for x in arrays:
+        if type(x) is not np.ndarray or x.dtype is not _FLOAT or x.ndim != 1:
+            return False
+    return True
+
+
 def _compile_kernels(m, d, p, w, c, frames):
     """The entry points of the kernels compiled for float64 arrays of any layout, once per process;
     later compilation is disabled (numba converts other float64 arrays to these signatures)."""
     if not _ENTRY_POINTS:
-        model, data = typeof(m), typeof(d)
+        model, data, checks = typeof(m), typeof(d), typeof(c)
         signatures = {
             'aba': (model, data, _INPUT, _INPUT, _INPUT, _FORCES),
             'rnea': (model, data, _INPUT, _INPUT, _INPUT, _FORCES),
@@ -200,9 +256,15 @@ def _compile_kernels(m, d, p, w, c, frames):
             'spanning': (model, data, _INPUT, _INPUT, _INPUT),
             'lcaba': (model, data, typeof(p), typeof(w), _INPUT, _INPUT, _INPUT, _FORCES, types.float64,
                       types.float64, types.int64),
-            'accept_positions': (model, data, typeof(c), types.Array(types.float64, 1, 'C'), types.boolean,
+            'accept_positions': (model, data, checks, types.Array(types.float64, 1, 'C'), types.boolean,
                                  types.float64, types.float64),
-            'velocity_violation': (model, data, typeof(c), _INPUT),
+            'velocity_violation': (model, data, checks, _INPUT),
+            'checked_forward_dynamics': (model, data, checks, _INPUT, _INPUT, _INPUT, _FORCES),
+            'checked_forward_dynamics_lcaba': (model, data, checks, typeof(p), typeof(w), _INPUT, _INPUT, _INPUT,
+                                               _FORCES, types.float64, types.float64, types.int64),
+            'checked_inverse_dynamics': (model, data, checks, _INPUT, _INPUT, _INPUT, _FORCES),
+            'checked_mass_matrix': (model, data, checks, _INPUT),
+            'checked_inverse_osim': (model, data, checks, _INPUT) + tuple(typeof(a) for a in frames),
         }
         for name, signature in signatures.items():
             kernel = _DISPATCHERS[name]

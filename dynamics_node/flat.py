@@ -66,7 +66,10 @@ MODEL_FIELDS = {   # name: meaning, shape (nb bodies with 0 the ground, nc clust
     'gravity': 'gravity acceleration in the root frame, m/s^2, the only writable field (3)',
     'singularity_threshold': 'kinematics.SINGULARITY_THRESHOLD, relative |R_ii| of a singular split',
     'd_condition_limit': 'aba.D_CONDITION_LIMIT, reciprocal condition of an ill-conditioned D_k',
+    'nq': 'position dimension',
+    'nv': 'spanning velocity dimension',
     'ny': 'independent velocity dimension',
+    'independent_v': 'spanning velocity index of each independent velocity (ny)',
 }
 
 DATA_FIELDS = {    # name: meaning, shape
@@ -111,6 +114,11 @@ DATA_FIELDS = {    # name: meaning, shape
     'info': 'details of the last non-zero status: cluster, conditioning (2)',
     'zero_y': 'zeros (ny), for calls without velocities or accelerations',
     'zero_f': 'zeros (nb, 6), for calls without external forces',
+    'q_checked': 'positions of the current public call, checked, unit quaternions (nq; compiled_calls.py)',
+    'yd_checked': 'its independent velocities (ny)',
+    'ydd_checked': 'its independent accelerations (ny)',
+    'qd_spanning': 'spanning velocities of an LCABA call (nv)',
+    'tau_spanning': 'spanning forces of an LCABA call (nv)',
 }
 
 
@@ -174,14 +182,15 @@ class FlatModel:
     """The fields of MODEL_FIELDS as read-only arrays (attributes), and ``ref`` for the kernels."""
 
     def __init__(self, model):
-        fields = {**_body_fields(model), **_cluster_fields(model), **_loop_fields(model)}
+        fields = {**_body_fields(model), **_cluster_fields(model), **_loop_fields(model),
+                  'independent_v': _ints(model.independent_v)}
         for value in fields.values():
             value.setflags(write=False)
         fields['gravity'] = np.array(model.gravity, dtype=float)
         fields['singularity_threshold'], fields['d_condition_limit'] = SINGULARITY_THRESHOLD, D_CONDITION_LIMIT
-        fields['ny'] = model.ny
+        fields['nq'], fields['nv'], fields['ny'] = model.nq, model.nv, model.ny
         self.__dict__.update(fields)
-        self.nb, self.nc, self.nv = len(self.parent), len(self.kind), model.nv
+        self.nb, self.nc = len(self.parent), len(self.kind)
         self.M, self.N = self.G_const.shape[1:]
         self.ref = _new_model_ref(*(fields[name] for name in MODEL_FIELDS))
 
@@ -206,6 +215,8 @@ class FlatData:
             'path_r': (nl, 2, P, 3), 'path_s': (nl, 2, P, 6, 6), 'Psi_nca': (nl, 6, 6), 'loop_a': (nl, 2, 3),
             'branch': (2, 3, 6),
             'r3': (3,), 'w6': (6,), 'X66': (2, 6, 6), 'info': (2,), 'zero_y': (flat.ny,), 'zero_f': (nb, 6),
+            'q_checked': (flat.nq,), 'yd_checked': (flat.ny,), 'ydd_checked': (flat.ny,), 'qd_spanning': (flat.nv,),
+            'tau_spanning': (flat.nv,),
         }
         fields = {name: np.zeros(shapes[name]) for name in DATA_FIELDS}
         fields['G'][:] = flat.G_const          # LOOP clusters overwrite theirs at every call

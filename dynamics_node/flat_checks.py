@@ -13,6 +13,7 @@ import numpy as np
 from numba import njit
 from numba.experimental import structref
 
+from . import bounds, compiled_calls as calls, state
 from .compiled_checks import ACROSS_AXIS, ALL, ALONG_AXIS, AXES_PERPENDICULAR, LOG, NONE, TURNED_AXIS
 from .constraints import CouplingConstraint, POSITION_ROWS, ROTATION_ROWS
 from .flat import _plucker_parts, _StructType, borrowed
@@ -38,6 +39,7 @@ CHECK_FIELDS = {   # name: meaning, shape (nl loops, nr coupling rows)
     'v_index': 'velocity index of each term',
     'v_coefficient': 'its coefficient; row r is sum coefficient v[index] = 0',
     'v_cluster': 'cluster index of each velocity row',
+    'limits': 'bounds (bounds.py) and tolerances (state.py) of the public calls, at the indices of compiled_calls (6)',
 }
 
 SCRATCH_FIELDS = {
@@ -100,6 +102,12 @@ class CheckPlan:
         for index, con in enumerate(loops):
             fields['pred_E'][index], fields['pred_r'][index] = _plucker_parts(con.X_P_pred)
             fields['succ_E'][index], fields['succ_r'][index] = _plucker_parts(con.X_S_succ)
+        fields['limits'] = np.zeros(6)
+        for index, value in ((calls.POSITION_BOUND, bounds.POSITION), (calls.VELOCITY_BOUND, bounds.VELOCITY),
+                             (calls.ACCELERATION_BOUND, bounds.ACCELERATION), (calls.FORCE_BOUND, bounds.FORCE),
+                             (calls.POSITION_TOLERANCE, state.POSITION_TOLERANCE),
+                             (calls.VELOCITY_TOLERANCE, state.VELOCITY_TOLERANCE)):
+            fields['limits'][index] = value
         for value in fields.values():
             value.setflags(write=False)
         self.fields = fields

@@ -1,22 +1,24 @@
-"""numba's on-disk cache for kernel modules that reuse compiled.py's helpers.
+"""numba's on-disk cache for kernel modules that reuse the kernels of other modules.
 
 numba keys the cache of a function on the source file that defines it, but inlines the helpers it
 calls from other modules: a kernel of compiled_lcaba.py would keep running the old compiled.py
 helpers after compiled.py changed. ``key_on_helpers(path)`` keys the cache of the module at path on
-compiled.py too: numba's cache locators, with compiled.py's modification time and size added to the
-stamp (numba 0.68's CacheImpl._locator_classes; a change of that interface fails at import).
+every kernel module (compiled*.py of this package) too: numba's cache locators, with their
+modification times and sizes added to the stamp (numba 0.68's CacheImpl._locator_classes; a change
+of that interface fails at import).
 """
 
+import glob
 import os
 
 from numba.core import caching
 
-HELPERS = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'compiled.py')
+HELPERS = sorted(glob.glob(os.path.join(os.path.dirname(os.path.abspath(__file__)), 'compiled*.py')))
 _MODULES = set()
 
 
 def key_on_helpers(path):
-    """Key the numba cache of the kernels defined in the file at path on compiled.py as well."""
+    """Key the numba cache of the kernels defined in the file at path on every kernel module as well."""
     if not _MODULES:
         locators = caching.CacheImpl._locator_classes
         locators[:0] = [_with_helpers(caching.UserProvidedCacheLocator), _with_helpers(caching.InTreeCacheLocator)]
@@ -30,6 +32,5 @@ def _with_helpers(base):
             return super().from_function(py_func, py_file) if os.path.abspath(py_file) in _MODULES else None
 
         def get_source_stamp(self):
-            stat = os.stat(HELPERS)
-            return super().get_source_stamp(), stat.st_mtime, stat.st_size
+            return (super().get_source_stamp(),) + tuple((os.stat(p).st_mtime, os.stat(p).st_size) for p in HELPERS)
     return Locator

@@ -17,6 +17,7 @@ from .couplings import LinearConstraints
 from .errors import ModelError, quote, SingularConfigurationError
 from .extended_urdf import to_urdf_plus
 from .forward_dynamics import aba_info, check_method, check_settings, lcaba_info, lcaba_is_cheaper
+from .lcaba import DEFAULT_SETTINGS
 from .frames import link_pose as pose_of, link_transforms, positions_jacobians
 from .joints import motion_subspace, neutral_position, NQ, NV
 from .kinematics import update_transforms
@@ -106,6 +107,7 @@ class Model:
         self.compiled = numba_available() if compiled is None else bool(compiled)
         self._flat = None                              # the compiled model (flat.FlatModel), on first use
         self.gravity = np.array([0.0, 0.0, -9.81])
+        self._zero_y = _frozen(np.zeros(self.ny))
         self._local = threading.local()                # one workspace per calling thread
 
     @property
@@ -184,6 +186,12 @@ class Model:
         check_method(method)
         check_settings(settings)
         data = self._workspace()
+        lcaba = method == 'lcaba' or method == 'auto' and lcaba_is_cheaper(self)
+        if not info and self._wrenches_accepted(data, wrenches):
+            qdd = data.engine.checked_forward_dynamics(q, v, tau, data.f_ext, (settings or DEFAULT_SETTINGS) if lcaba
+                                                       else None)
+            if qdd is not None:
+                return qdd
         q = positions(self, data, q)
         v = vector(v, 'v', {self.nv: 'spanning', self.ny: 'independent'}, bounds.VELOCITY)
         tau = vector(tau, 'tau', {self.nv: 'spanning', self.ny: 'independent'}, bounds.FORCE)
@@ -191,7 +199,7 @@ class Model:
         inputs = [('q', q, bounds.POSITION), ('v', v, bounds.VELOCITY), ('tau', tau, bounds.FORCE),
                   ('gravity', self._gravity, bounds.GRAVITY)]
         fallback_reason = ''
-        if method == 'aba' or (method == 'auto' and not lcaba_is_cheaper(self)):
+        if not lcaba:
             try:
                 yd = independent_velocities(self, data, v)
                 qdd = data.engine.forward_dynamics(q, yd, tau, data.f_ext, spanning=True)
@@ -218,6 +226,10 @@ class Model:
 
     def _inverse_dynamics(self, q, v, a, wrenches, what):
         data = self._workspace()
+        if self._wrenches_accepted(data, wrenches):
+            tau = data.engine.checked_inverse_dynamics(q, v, a, data.f_ext)
+            if tau is not None:
+                return tau
         q = positions(self, data, q)
         v = vector(v, 'v', {self.nv: 'spanning', self.ny: 'independent'}, bounds.VELOCITY)
         yd = independent_velocities(self, data, v)
@@ -238,6 +250,9 @@ class Model:
     def mass_matrix(self, q):
         """H_y = G^T H G (ny x ny), from the cluster CRBA."""
         data = self._workspace()
+        H = data.engine.checked_mass_matrix(q)
+        if H is not None:
+            return H
         q = positions(self, data, q)
         H = data.engine.mass_matrix(q)
         check_finite(self, 'mass matrix entries', [('q', q, bounds.POSITION)], H)
@@ -245,16 +260,22 @@ class Model:
 
     def bias_forces(self, q, v, wrenches=None):
         """Gravity + Coriolis/centrifugal forces C_y (ny): inverse dynamics at zero acceleration."""
-        return self._inverse_dynamics(q, v, np.zeros(self.ny), wrenches, 'bias forces')
+        return self._inverse_dynamics(q, v, self._zero_y, wrenches, 'bias forces')
 
     def gravity_forces(self, q):
         """Gravity compensation forces (ny): inverse dynamics at rest."""
-        return self._inverse_dynamics(q, np.zeros(self.ny), np.zeros(self.ny), None, 'gravity forces')
+        return self._inverse_dynamics(q, self._zero_y, self._zero_y, None, 'gravity forces')
 
     def inverse_osim(self, q, links):
         """Lambda^-1 = J_y H_y^-1 J_y^T (6k x 6k) for k links, from the cluster EFPA (seed 003 Sec. VIII);
         blocks [linear; angular] in each link's own frame at its origin."""
         data = self._workspace()
+        try:
+            Lambda_inv = data.engine.checked_inverse_osim(q, self._link_list(links))
+        except ModelError:                # named after q's checks, as below
+            Lambda_inv = None
+        if Lambda_inv is not None:
+            return Lambda_inv
         q = positions(self, data, q)
         links = self._link_list(links)
         Lambda_inv = data.engine.inverse_osim(q, links)
@@ -305,6 +326,15 @@ class Model:
         qd = data.engine.spanning(q, np.zeros(self.ny), yd)        # G yd: g vanishes at zero velocity
         check_finite(self, 'spanning velocities', [('q', q, bounds.POSITION), ('yd', yd, bounds.VELOCITY)], qd)
         return qd
+
+    def _wrenches_accepted(self, data, wrenches):
+        """data.f_ext set from wrenches for a compiled call, or False where they are refused (the
+        Python path then names the error after those of the inputs checked before the wrenches)."""
+        try:
+            external_forces(self, data, wrenches)
+        except ModelError:
+            return False
+        return True
 
     def _link(self, link):
         """A link name of this model."""

@@ -48,6 +48,19 @@ class ReferencePath:
         P = np.kron(np.eye(len(frames)), SWAP_LINEAR_ANGULAR)
         return P @ efpa(self.model, self.data, q, frames) @ P
 
+    def checked_forward_dynamics(self, q, v, tau, f_ext, settings=None):
+        """Refers every public call to Model's Python path (FastPath runs them in one compiled call)."""
+        return None
+
+    def checked_inverse_dynamics(self, q, v, a, f_ext):
+        return None
+
+    def checked_mass_matrix(self, q):
+        return None
+
+    def checked_inverse_osim(self, q, links):
+        return None
+
     def accept_positions(self, q, closure, tolerance, bound=np.inf):
         """Refers every q to state.positions' NumPy checks (the compiled path accepts most of them)."""
         return False

@@ -1,0 +1,155 @@
+"""The public calls of Model as single compiled entry points, on a FlatModel ``m``, its FlatData ``d``, a
+CheckPlan ``c`` (and for LCABA an LcabaPlan ``p`` with its LcabaData ``w``).
+
+Each entry point checks its inputs as state.py does (lengths, finite entries within the bounds of
+bounds.py, unit quaternions, closed loops and couplings, consistent spanning velocities and
+accelerations; compiled_checks.py), runs its algorithm (compiled.py, compiled_lcaba.py) and checks that
+the results are finite: one call from Python instead of one per check, since the Python glue between
+those calls cost 3-5 us per public call, as much as a whole tree ABA. Inputs are float64 vectors
+(model.py makes sure of it). An entry point returns OK, or REFER for anything it does not accept: an
+input a check refuses, a singular configuration or a non-finite result. Model then takes its Python
+path, which names the error (or falls back to LCABA): the compiled path only ever accepts.
+
+Checked inputs are kept in d (q_checked: q with its quaternions normalized; yd_checked, ydd_checked:
+independent velocities and accelerations; qd_spanning, tau_spanning: LCABA's spanning inputs).
+"""
+
+import math
+
+from numba import njit
+
+from .compiled import (aba, crba, efpa, explicit_constraints, OK, rnea, spanning_accelerations,
+                       update_transforms)
+from .compiled_checks import accept_positions, all_within, velocity_violation
+from .compiled_lcaba import lcaba
+from .kernel_cache import key_on_helpers
+
+REFER = -1
+# c.limits: the bounds of bounds.py and the tolerances of state.py (flat_checks.py fills them)
+POSITION_BOUND, VELOCITY_BOUND, ACCELERATION_BOUND, FORCE_BOUND, POSITION_TOLERANCE, VELOCITY_TOLERANCE = range(6)
+
+key_on_helpers(__file__)
+
+
+@njit(inline='always')
+def finite(x):
+    """Every entry of the result x is finite (state.check_finite)."""
+    for value in x.flat:
+        if not math.isfinite(value):
+            return False
+    return True
+
+
+@njit
+def positions(m, d, c, q):
+    """state.positions(check=True): q into d.q_checked, quaternions normalized, loops closed."""
+    if len(q) != len(d.q_checked):
+        return False
+    for i in range(len(q)):
+        d.q_checked[i] = q[i]
+    return accept_positions(m, d, c, d.q_checked, True, c.limits[POSITION_TOLERANCE], c.limits[POSITION_BOUND])
+
+
+@njit
+def motion(m, d, c, x, bound, out):
+    """state.vector and state.independent_velocities of a velocity-like x (nv spanning or ny
+    independent): its independent entries into out; spanning x must satisfy K x = 0 within tolerance
+    (at the transforms of positions())."""
+    n = len(x)
+    if not ((n == m.nv or n == m.ny) and all_within(x, bound)):
+        return False
+    if n == m.ny and m.ny != m.nv:
+        for j in range(n):
+            out[j] = x[j]
+        return True
+    velocity_violation(m, d, c, x)
+    if c.worst[0] > c.limits[VELOCITY_TOLERANCE] * max(1.0, c.worst[2]):
+        return False
+    for j in range(m.ny):
+        out[j] = x[m.independent_v[j]]
+    return True
+
+
+@njit(inline='always')
+def generalized(m, x, bound):
+    """state.vector of spanning (nv) or independent (ny) forces or accelerations."""
+    return (len(x) == m.nv or len(x) == m.ny) and all_within(x, bound)
+
+
+@njit(cache=True, nogil=True)
+def forward_dynamics(m, d, c, q, v, tau, f_ext):
+    """Model.forward_dynamics with the cluster ABA: spanning accelerations into d.qdd."""
+    if not (positions(m, d, c, q) and motion(m, d, c, v, c.limits[VELOCITY_BOUND], d.yd_checked)
+            and generalized(m, tau, c.limits[FORCE_BOUND])):
+        return REFER
+    if aba(m, d, d.q_checked, d.yd_checked, tau, f_ext) != OK or not finite(d.qdd):
+        return REFER
+    return OK
+
+
+@njit(cache=True, nogil=True)
+def inverse_dynamics(m, d, c, q, v, a, f_ext):
+    """Model.inverse_dynamics (bias and gravity forces: a, v zero): independent forces into d.tau.
+    Spanning accelerations must equal G ydd + g (state.py's VELOCITY_TOLERANCE, relative)."""
+    if not (positions(m, d, c, q) and motion(m, d, c, v, c.limits[VELOCITY_BOUND], d.yd_checked)
+            and generalized(m, a, c.limits[ACCELERATION_BOUND])):
+        return REFER
+    ydd = d.ydd_checked
+    for j in range(m.ny):
+        ydd[j] = a[j] if len(a) == m.ny and m.ny != m.nv else a[m.independent_v[j]]
+    if rnea(m, d, d.q_checked, d.yd_checked, ydd, f_ext) != OK or not finite(d.tau):
+        return REFER
+    if len(a) == m.nv:                         # G and g are those of q, yd since rnea's kinematics
+        spanning_accelerations(m, d, ydd)
+        mismatch, scale = 0.0, 1.0
+        for j in range(m.nv):
+            mismatch, scale = max(mismatch, abs(a[j] - d.qdd[j])), max(scale, abs(a[j]))
+        if not mismatch <= c.limits[VELOCITY_TOLERANCE] * scale:
+            return REFER
+    return OK
+
+
+@njit(cache=True, nogil=True)
+def mass_matrix(m, d, c, q):
+    """Model.mass_matrix: H_y into d.H."""
+    if not positions(m, d, c, q) or crba(m, d, d.q_checked) != OK or not finite(d.H):
+        return REFER
+    return OK
+
+
+@njit(cache=True, nogil=True)
+def inverse_osim(m, d, c, q, frame_body, frame_X, T, Omega):
+    """Model.inverse_osim (links checked by the caller): Lambda^-1 into Omega."""
+    if not positions(m, d, c, q) or efpa(m, d, d.q_checked, frame_body, frame_X, T, Omega) != OK \
+            or not finite(Omega):
+        return REFER
+    return OK
+
+
+@njit(cache=True, nogil=True)
+def forward_dynamics_lcaba(m, d, c, p, w, q, v, tau, f_ext, mu, tolerance, max_iterations):
+    """Model.forward_dynamics with LCABA: spanning accelerations into w.qdd. Independent velocities are
+    lifted to G yd (refused at a singular configuration), independent forces act on their joints."""
+    if not (positions(m, d, c, q) and generalized(m, tau, c.limits[FORCE_BOUND])
+            and motion(m, d, c, v, c.limits[VELOCITY_BOUND], d.yd_checked)):
+        return REFER
+    qd, tau_spanning = d.qd_spanning, d.tau_spanning
+    if len(v) == m.nv:
+        for j in range(m.nv):
+            qd[j] = v[j]
+    else:
+        update_transforms(m, d, d.q_checked)
+        if explicit_constraints(m, d, d.zero_y) != OK:          # G at q (g = 0 at rest)
+            return REFER
+        spanning_accelerations(m, d, v)
+        for j in range(m.nv):
+            qd[j] = d.qdd[j]
+    for j in range(m.nv):
+        tau_spanning[j] = tau[j] if len(tau) == m.nv else 0.0
+    if len(tau) != m.nv:
+        for j in range(m.ny):
+            tau_spanning[m.independent_v[j]] = tau[j]
+    if lcaba(m, d, p, w, d.q_checked, qd, tau_spanning, f_ext, mu, tolerance, max_iterations) != OK \
+            or not finite(w.qdd):
+        return REFER
+    return OK

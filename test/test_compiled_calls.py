@@ -1,0 +1,129 @@
+"""The public calls in one compiled call each (compiled_calls.py): taken for float64 vectors, equal to
+Model's Python path (the same kernels after the NumPy checks; reached here with lists), and every input
+the compiled checks do not accept is referred to that path, which raises its error."""
+
+import numpy as np
+import pytest
+
+from conftest import random_state, robot, ROBOTS
+from dynamics_node import load_model, model as model_module, ModelError
+from dynamics_node.lcaba import ProximalSettings
+from test_lcaba import dead_point, four_bar_positions, ROCKER_DRIVEN
+
+
+def calls(model, q, v, tau, a, wrenches, links):
+    """name -> call(q, v, tau, a) of every public method whose inputs those are."""
+    return {
+        'forward_dynamics': lambda q, v, tau, a: model.forward_dynamics(q, v, tau, wrenches),
+        'forward_dynamics lcaba': lambda q, v, tau, a: model.forward_dynamics(
+            q, v, tau, wrenches, method='lcaba', settings=ProximalSettings(mu=1e5, max_iterations=30)),
+        'inverse_dynamics': lambda q, v, tau, a: model.inverse_dynamics(q, v, a, wrenches),
+        'bias_forces': lambda q, v, tau, a: model.bias_forces(q, v, wrenches),
+        'gravity_forces': lambda q, v, tau, a: model.gravity_forces(q),
+        'mass_matrix': lambda q, v, tau, a: model.mass_matrix(q),
+        'inverse_osim': lambda q, v, tau, a: model.inverse_osim(q, links),
+    }
+
+
+def python_path(call, *arrays):
+    """The call with lists, which the compiled entry points refer to Model's Python path."""
+    return call(*[list(x) for x in arrays])
+
+
+@pytest.mark.parametrize('name', ROBOTS)
+def test_compiled_calls_equal_the_python_path(name, rng, monkeypatch):
+    model = robot(name)
+    q, yd, wrenches = random_state(model, rng)
+    v = model.spanning_velocities(q, yd)
+    tau, ydd = rng.normal(size=model.ny), rng.normal(size=model.ny)
+    a = model.forward_dynamics(q, v, tau)
+    links = list(model.links[1::2])
+    expected = {label: python_path(call, q, v, tau, a)
+                for label, call in calls(model, q, v, tau, a, wrenches, links).items()}
+    with monkeypatch.context() as patch:
+        patch.setattr(model_module, 'positions', lambda *args, **kwargs: pytest.fail('the Python path ran'))
+        for spanning in (True, False):
+            x, y = (v, a) if spanning else (yd, ydd)
+            for label, call in calls(model, q, x, tau, y, wrenches, links).items():
+                result = call(q, x, tau, y)
+                if spanning:
+                    np.testing.assert_array_equal(result, expected[label], f'{name}: {label}')
+                assert np.all(np.isfinite(result)), f'{name}: {label}'
+
+
+def test_other_array_types_take_the_python_path(rng):
+    """float32, integer and 2-D arrays are converted (numba would reinterpret their bytes)."""
+    model = robot('quadruped_rotors')
+    q, yd, _ = random_state(model, rng)
+    expected = model.bias_forces(q, yd)
+    assert np.array_equal(model.bias_forces(q.reshape(1, -1), yd.reshape(-1, 1)), expected)
+    assert np.allclose(model.bias_forces(q, yd.astype(np.float32)), expected, rtol=1e-6, atol=1e-6)
+    assert np.array_equal(model.gravity_forces(q.astype('>f8')), model.gravity_forces(q))
+    zero = np.zeros(model.ny, dtype=int)
+    assert np.array_equal(model.inverse_dynamics(q, zero, zero), model.gravity_forces(q))
+
+
+def _bad_inputs(model, q, v, yd, tau, a, rng):
+    """label -> (q, v, tau, a) with one input the checks refuse."""
+    quaternion = model.idx_q[model.joint_type.index('floating')] + 3 if model.floating_base else None
+    cases = {
+        'q length': (q[:-1], v, tau, a), 'v length': (q, v[:-1], tau, a), 'tau length': (q, v, tau[:-1], a),
+        'a length': (q, v, tau, a[:-1]), 'q nan': (_with(q, 0, np.nan), v, tau, a),
+        'q beyond bound': (_with(q, 1, 1e9), v, tau, a), 'v inf': (q, _with(v, 0, np.inf), tau, a),
+        'v beyond bound': (q, _with(v, 0, 1e7), tau, a), 'tau nan': (q, v, _with(tau, 0, np.nan), a),
+        'a beyond bound': (q, v, tau, _with(a, 0, 1e9)),
+        'q not closed': (q + 0.01 * rng.normal(size=q.size), v, tau, a),
+        'v inconsistent': (q, v + 0.01 * rng.normal(size=v.size), tau, a),
+        'a inconsistent': (q, v, tau, a + 0.01 * rng.normal(size=a.size)),
+        'independent v, q not closed': (q + 0.01 * rng.normal(size=q.size), yd, tau, a),
+    }
+    if quaternion is not None:
+        cases['quaternion norm'] = (_with(q, quaternion, 3.0), v, tau, a)
+    return cases
+
+
+def _with(x, i, value):
+    x = x.copy()
+    x[i] = value
+    return x
+
+
+def _error(call, *arrays):
+    try:
+        result = call(*arrays)
+    except ModelError as error:
+        return type(error), str(error)
+    return np.asarray(result)
+
+
+@pytest.mark.parametrize('name', ['linkage_leg', 'quadruped_rotors', 'parallel_ankle_leg'])
+def test_refused_inputs_get_the_python_path_errors(name, rng):
+    model = robot(name)
+    q, yd, wrenches = random_state(model, rng)
+    v = model.spanning_velocities(q, yd)
+    tau = rng.normal(size=model.ny)
+    a = model.forward_dynamics(q, v, tau)
+    wrench_cases = {'good wrenches': None, 'bad wrench': {model.links[-1]: ((0, 0, np.nan), (0, 0, 0))}}
+    for label, (qb, vb, taub, ab) in _bad_inputs(model, q, v, yd, tau, a, rng).items():
+        for wrench_label, bad_wrenches in wrench_cases.items():
+            for call_label, call in calls(model, q, v, tau, a, bad_wrenches or wrenches,
+                                          ['no such link'] if wrench_label == 'bad wrench' else
+                                          [model.links[-1]]).items():
+                fast = _error(call, qb, vb, taub, ab)
+                python = _error(lambda *arrays: python_path(call, *arrays), qb, vb, taub, ab)
+                where = f'{name}: {label}, {wrench_label}, {call_label}'
+                if isinstance(python, tuple) or isinstance(fast, tuple):
+                    assert isinstance(fast, tuple) and isinstance(python, tuple) and fast == python, \
+                        f'{where}: compiled {fast}, Python path {python}'
+                else:
+                    np.testing.assert_array_equal(fast, python, where)
+
+
+def test_singular_configuration_falls_back_as_the_python_path(rng):
+    """At a four-bar's dead point the compiled cluster ABA refers; 'auto' then falls back to LCABA."""
+    model = load_model(ROCKER_DRIVEN)
+    q = four_bar_positions(model, *dead_point('folded'))
+    info = model.forward_dynamics(list(q), np.zeros(model.nv), np.ones(model.ny), info=True)
+    assert info.method_used == 'lcaba' and info.fallback_reason
+    np.testing.assert_array_equal(model.forward_dynamics(q, np.zeros(model.nv), np.ones(model.ny)),
+                                  info.acceleration)
