@@ -1,8 +1,6 @@
 """Forward dynamics by method: the LCABA route of Model.forward_dynamics and the report it returns."""
 
 from dataclasses import dataclass, field
-import weakref
-
 import numpy as np
 
 from .clusters import constraint_jacobian
@@ -17,7 +15,6 @@ METHODS = ('auto', 'aba', 'lcaba')
 # nb. LCABA is cheaper where sum_k n_k m_k over the loop clusters exceeds this factor times nb (one
 # planar closed chain of 12 links or more; not a delta robot's 16-body, 3-DoF cluster).
 LCABA_CROSSOVER = 8.0
-_CHEAPER = weakref.WeakKeyDictionary()
 
 
 @dataclass(frozen=True)
@@ -43,11 +40,10 @@ def check_settings(settings):
 
 
 def lcaba_is_cheaper(model):
-    """Method 'auto' starts with LCABA instead of the cluster ABA (LCABA_CROSSOVER); once per model."""
-    if model not in _CHEAPER:
-        work = sum(len(c.bodies) * c.m for c in model.cluster_list if not c.linear)
-        _CHEAPER[model] = work > LCABA_CROSSOVER * (model.nb - 1)
-    return _CHEAPER[model]
+    """Method 'auto' starts with LCABA instead of the cluster ABA (LCABA_CROSSOVER); Model keeps the answer
+    as ``auto_lcaba``."""
+    work = sum(len(c.bodies) * c.m for c in model.cluster_list if not c.linear)
+    return work > LCABA_CROSSOVER * (model.nb - 1)
 
 
 def aba_info(model, data, q, yd, qdd):

@@ -103,6 +103,7 @@ class Model:
         self.clusters = tuple(self._describe(c, tree) for c in clusters)
         self.loop_bodies = tuple(b for c in clusters if not c.linear for b in c.bodies)  # q-dependent K
         self.couplings = LinearConstraints(self)       # the coupling-only clusters as A q + b = 0
+        self.auto_lcaba = lcaba_is_cheaper(self)       # method 'auto' starts with LCABA
         self.G_constant = self.couplings.G             # constant G_k of coupling-only clusters
         self.compiled = numba_available() if compiled is None else bool(compiled)
         self._flat = None                              # the compiled model (flat.FlatModel), on first use
@@ -186,7 +187,7 @@ class Model:
         check_method(method)
         check_settings(settings)
         data = self._workspace()
-        lcaba = method == 'lcaba' or method == 'auto' and lcaba_is_cheaper(self)
+        lcaba = method == 'lcaba' or method == 'auto' and self.auto_lcaba
         if not info and self._wrenches_accepted(data, wrenches):
             qdd = data.engine.checked_forward_dynamics(q, v, tau, data.f_ext, (settings or DEFAULT_SETTINGS) if lcaba
                                                        else None)
