@@ -41,25 +41,15 @@ def complete_positions(model, data, q_independent, budget_ms=BUDGET_MS):
     """Spanning q (nq) whose independent joints take q_independent and whose loops are closed. Starts
     from data.q_last, which the caller updates once the whole call has succeeded."""
     deadline = time.perf_counter() + 1e-3 * budget_ms
-    previous = (model.q_neutral if data.q_last is None else data.q_last).copy()
+    previous = model.q_neutral if data.q_last is None else data.q_last
     q = previous.copy()
-    cursor = 0
-    for i in range(1, model.nb):
-        if model.joint_role[i] == 'independent':       # a split joint's free spin keeps its value
-            n = model.nq_body[i]
-            q[model.idx_q[i]:model.idx_q[i] + n] = q_independent[cursor:cursor + n]
-            cursor += n
+    q[model.independent_q] = q_independent            # a split joint's free spin keeps its value
     model.couplings.complete(q)
-    for cluster in model.cluster_list:
-        if not cluster.linear:
-            _solve_cluster(model, data, cluster, q, previous, deadline, budget_ms)
+    if model.loop_bodies:
+        for cluster in model.cluster_list:
+            if not cluster.linear:
+                _solve_cluster(model, data, cluster, q, previous, deadline, budget_ms)
     return q
-
-
-def independent_position_size(model):
-    """Length of the independent position vector (7 for a floating joint, 4 for a spherical joint, 3 for
-    a planar joint, 1 for the others; none for a split joint)."""
-    return sum(model.nq_body[i] for i in range(1, model.nb) if model.joint_role[i] == 'independent')
 
 
 def _solve_cluster(model, data, cluster, q, previous, deadline, budget_ms):

@@ -12,7 +12,7 @@ import numpy as np
 
 from . import bounds
 from .clusters import build_clusters
-from .completion import BUDGET_MS, complete_positions, independent_position_size, MAX_BUDGET_MS
+from .completion import BUDGET_MS, complete_positions, MAX_BUDGET_MS
 from .couplings import LinearConstraints
 from .errors import ModelError, quote, SingularConfigurationError
 from .extended_urdf import to_urdf_plus
@@ -98,6 +98,9 @@ class Model:
             self.joint_names[b - 1] for c in clusters for b in c.bodies if self.joint_role[b] != 'dependent')
         self.split_joint_names = tuple(                  # partly dependent: their free directions are in y
             self.joint_names[b - 1] for c in clusters for b in c.bodies if self.joint_role[b] == 'split')
+        self.independent_q = _frozen(np.array(         # q entries of the independent positions (not split joints)
+            [self.idx_q[b] + k for b in range(1, self.nb) if self.joint_role[b] == 'independent'
+             for k in range(self.nq_body[b])], dtype=int))
         self.Sbar = tuple(_frozen(_block_diagonal([self.S[b] for b in c.bodies])) for c in clusters)
         self.floating_base = any(t == 'floating' for t in self.joint_type[1:])
         self.clusters = tuple(self._describe(c, tree) for c in clusters)
@@ -308,8 +311,9 @@ class Model:
         warm-started from the previous solution, with restarts until budget_ms milliseconds are spent
         (then the positions count as out of the mechanism's reach)."""
         q_ind = vector(q_independent, 'q_independent',
-                       {independent_position_size(self): 'independent positions'}, bounds.POSITION)
-        budget = vector(budget_ms, 'budget_ms', {1: 'milliseconds'}, MAX_BUDGET_MS)[0]
+                       {self.independent_q.size: 'independent positions'}, bounds.POSITION)
+        budget = budget_ms if type(budget_ms) is float and 0.0 < budget_ms <= MAX_BUDGET_MS else \
+            vector(budget_ms, 'budget_ms', {1: 'milliseconds'}, MAX_BUDGET_MS)[0]
         if budget <= 0.0:
             raise ModelError(f'budget_ms is {budget:g}; expected a time budget > 0 ms')
         data = self._workspace()

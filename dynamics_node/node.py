@@ -213,6 +213,7 @@ class Loaded:
     output_index: np.ndarray     # ~/effort_commands entries in layout.independent_names
     source: str                  # where the description came from
     output: JointState           # ~/computed_torques message, its names set once
+    efforts: Float64MultiArray   # ~/effort_commands message, reused
 
 
 class StreamStats:
@@ -391,12 +392,12 @@ class DynamicsNode(Node):
         layout = conv.JointLayout(model)
         return Loaded(model, layout, conv.StreamInput(layout),
                       output_order(layout, settings['stream.output_joints']), label,
-                      JointState(name=list(layout.independent_names)))
+                      JointState(name=list(layout.independent_names)), Float64MultiArray())
 
     @staticmethod
     def _with_outputs(loaded, names):
         return Loaded(loaded.model, loaded.layout, loaded.stream,
-                      output_order(loaded.layout, names), loaded.source, loaded.output)
+                      output_order(loaded.layout, names), loaded.source, loaded.output, loaded.efforts)
 
     def _swap(self, loaded):
         self._loaded = loaded
@@ -668,21 +669,17 @@ class DynamicsNode(Node):
         positions, velocities = loaded.stream.stage(msg.name, msg.position, msg.velocity, base)
         q = model.complete_positions(positions)
         tau = model.bias_forces(q, velocities) if mode == 'bias' else model.gravity_forces(q)
-        joints = layout.split_independent(tau)[0]
-        if not np.all(np.isfinite(joints)):
-            raise ModelError(f'the {mode} forces overflow at this state (largest |position| '
-                             f'{np.max(np.abs(positions)):.3g}, |velocity| '
-                             f'{np.max(np.abs(velocities), initial=0.0):.3g})')
+        joints = layout.split_independent(tau)[0]                 # finite: the library checked
         completed = None
         if self._completed.get_subscription_count() > 0:
             completed = JointState(header=msg.header)
             layout.fill_joint_state(completed, q, model.spanning_velocities(q, velocities))
         loaded.stream.commit()
-        output = loaded.output
-        output.header, output.effort = msg.header, conv.float64_array(joints)
-        self._torques.publish(output)
-        self._efforts.publish(Float64MultiArray(
-            data=conv.float64_array(joints[loaded.output_index])))
+        torques, efforts = loaded.output, loaded.efforts
+        torques.header, torques.effort = msg.header, conv.float64_array(joints)
+        self._torques.publish(torques)
+        efforts.data = conv.float64_array(joints[loaded.output_index])
+        self._efforts.publish(efforts)
         if completed is not None:
             self._completed.publish(completed)
 

@@ -11,11 +11,12 @@ ROS package. Bad input raises ModelError with the offending field and value.
 """
 
 from array import array
+from dataclasses import dataclass
 
 import numpy as np
 
-from .completion import independent_position_size
 from .errors import ModelError
+from .state import all_finite
 
 IDENTITY_POSE = np.array([0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0])   # x y z qx qy qz qw
 MAX_CACHED_NAME_LISTS = 64     # bound on the name-list caches: a bad publisher cannot grow them
@@ -31,7 +32,7 @@ def float64_array(values):
 def finite(values, field, labels=None):
     """values as a float vector; raises ModelError naming the first non-finite entry."""
     x = np.asarray(values, dtype=float).reshape(-1)
-    if not np.isfinite(x).all():
+    if not all_finite(x):
         bad = np.flatnonzero(~np.isfinite(x))[0]
         where = labels[bad] if labels is not None else bad
         raise ModelError(f'{field}[{where}] is {x[bad]}; expected finite numbers')
@@ -178,7 +179,7 @@ class JointLayout:
             if n not in model.split_joint_names:
                 self.qi_index[n] = qi
                 qi += model.nq_body[body[n]]
-        self.nqi = independent_position_size(model)
+        self.nqi = model.independent_q.size
         self._joints_q = np.array([self.q_index[n] for n in self.joint_names], dtype=int)
         self._joints_v = np.array([self.v_index[n] for n in self.joint_names], dtype=int)
         self._independent_q = np.array([self.q_index[n] + k for n in self.qi_index
@@ -342,16 +343,16 @@ class StreamInput:
             ModelError: a repeated joint of the model, a length mismatch, a non-finite value of
                 an independent joint.
         """
-        (mask, used), (position_mask, positioned), position_index, velocity_index = self._map(tuple(names))
-        p = _used_entries(positions, 'position', names, position_mask, positioned)
-        v = _used_entries(velocities, 'velocity', names, mask, used)
+        mapping = self._map(tuple(names))
         qi, y = self._staged
         np.copyto(qi, self.positions)
         np.copyto(y, self.velocities)
-        if p is not None:
-            qi[position_index] = p
-        if v is not None:
-            y[velocity_index] = v
+        if len(positions):
+            qi[mapping.position_index] = _used_entries(positions, 'position', names, mapping.position_source,
+                                                       mapping.positioned)
+        if len(velocities):
+            y[mapping.velocity_index] = _used_entries(velocities, 'velocity', names, mapping.velocity_source,
+                                                      mapping.used)
         if base is not None:
             self.layout.set_base_pose(qi, self.layout.qi_index, base[0])
             self.layout.set_base_motion(y, self.layout.y_index, base[1])
@@ -364,39 +365,52 @@ class StreamInput:
         self.positions, self.velocities = staged
 
     def _map(self, names):
-        entry = self._maps.get(names)
-        if entry is None:
-            entry = self._mapping(names)
+        mapping = self._maps.get(names)
+        if mapping is None:
+            mapping = self._mapping(names)
             if len(self._maps) >= MAX_CACHED_NAME_LISTS:
                 self._maps.clear()
-            self._maps[names] = entry
-        return entry
+            self._maps[names] = mapping
+        return mapping
 
     def _mapping(self, names):
-        """((mask, names) of the independent joints among names, (mask, names) of those with
-        independent positions (all but the split joints), the latter's entries in the independent
-        positions, the former's in y)."""
+        """Where a message's entries go: those of the independent joints into y, those of the joints
+        with independent positions (all but the split joints) into the independent positions."""
         layout = self.layout
         known = [n for n in names if n in layout.q_index]
         if len(set(known)) != len(known):
             repeated = sorted({n for n in known if known.count(n) > 1})
             raise ModelError(f'name lists {repeated} more than once')
-        mask = np.array([n in layout.y_index for n in names], dtype=bool)
-        used = [n for n in names if n in layout.y_index]
-        position_mask = np.array([n in layout.qi_index for n in names], dtype=bool)
-        positioned = [n for n in names if n in layout.qi_index]        # not the split joints
-        return ((mask, used), (position_mask, positioned),
-                np.array([layout.qi_index[n] for n in positioned], dtype=int),
-                np.array([layout.y_index[n] for n in used], dtype=int))
+        used = [(i, n) for i, n in enumerate(names) if n in layout.y_index]
+        positioned = [(i, n) for i, n in enumerate(names) if n in layout.qi_index]      # not the split joints
+        return _Mapping(used=[n for _, n in used], velocity_source=_ints([i for i, _ in used]),
+                        velocity_index=_ints([layout.y_index[n] for _, n in used]),
+                        positioned=[n for _, n in positioned], position_source=_ints([i for i, _ in positioned]),
+                        position_index=_ints([layout.qi_index[n] for _, n in positioned]))
 
 
-def _used_entries(values, field, names, mask, used):
-    """The entries of a JointState array at mask (checked finite), or None when it is empty."""
-    if len(values) == 0:
-        return None
+@dataclass(frozen=True)
+class _Mapping:
+    """The entries of one JointState name list that a StreamInput uses (names, their indices in the
+    message, their entries in y or in the independent positions)."""
+
+    used: list
+    velocity_source: np.ndarray
+    velocity_index: np.ndarray
+    positioned: list
+    position_source: np.ndarray
+    position_index: np.ndarray
+
+
+def _ints(values):
+    return np.array(values, dtype=int)
+
+
+def _used_entries(values, field, names, source, used):
+    """The entries of a non-empty JointState array at source (checked finite)."""
     if len(values) != len(names):
         raise ModelError(f'{field} has {len(values)} entries; expected {len(names)} (one per '
                          'name) or none')
-    x = np.frombuffer(values, dtype=float) if isinstance(values, array) else \
-        np.asarray(values, dtype=float)
-    return finite(x[mask], field, used)
+    x = (np.frombuffer(values, dtype=float) if isinstance(values, array) else
+         np.asarray(values, dtype=float).reshape(-1))[source]
+    return x if all_finite(x) else finite(x, field, used)

@@ -133,13 +133,17 @@ def external_forces(model, data, wrenches):
         data.f_ext[body] += X_link_body.T @ f          # force transform link -> body
 
 
+def all_finite(x):
+    """Every entry of the float64 vector x is finite."""
+    return _within_check()(x, LARGEST_FLOAT)
+
+
 def check_finite(model, what, inputs, *results):
     """Nothing when every entry of results is finite (the only cost on success); else a ModelError
     naming the input entry that is largest relative to its bound, the likely cause of the overflow.
 
     inputs: (name, validated vector, bound) of each input of the call."""
-    within = _within_check()
-    if all([within(r.reshape(-1), LARGEST_FLOAT) for r in results]):
+    if all([all_finite(r.reshape(-1)) for r in results]):
         return
     name, x, bound = max(inputs, key=lambda entry: np.max(np.abs(entry[1]), initial=0.0) / entry[2])
     i = int(np.argmax(np.abs(x)))
