@@ -540,7 +540,6 @@ class DynamicsNode(Node):
         info = loaded.model.forward_dynamics(
             q, v, tau, conv.link_wrenches_to_dict(request.external_wrenches), method=method,
             info=True)
-        conv.finite(info.acceleration, 'forward dynamics result: acceleration')
         joints, base = layout.split_spanning(info.acceleration)
         response.name = list(layout.joint_names)
         response.acceleration = conv.float64_array(joints)
@@ -560,7 +559,6 @@ class DynamicsNode(Node):
             conv.accel_to_array(request.base_acceleration) if layout.floating else None)
         tau = loaded.model.inverse_dynamics(
             q, v, a, conv.link_wrenches_to_dict(request.external_wrenches))
-        conv.finite(tau, 'inverse dynamics result: effort')
         joints, base = layout.split_independent(tau)
         response.name = list(layout.independent_names)
         response.effort = conv.float64_array(joints)
@@ -569,7 +567,6 @@ class DynamicsNode(Node):
     def _inverse_osim(self, loaded, request, response):
         _, q = self._positions(loaded.layout, request)
         matrix = loaded.model.inverse_osim(q, list(request.links))
-        conv.finite(matrix, 'inverse operational-space inertia result')
         response.rows = matrix.shape[0]
         response.matrix = conv.float64_array(matrix.reshape(-1))
 

@@ -12,6 +12,7 @@ ROS package. Bad input raises ModelError with the offending field and value.
 
 from array import array
 from dataclasses import dataclass
+import math
 
 import numpy as np
 
@@ -39,15 +40,22 @@ def finite(values, field, labels=None):
     return x
 
 
-def _vector3(vector, field):
-    return finite((vector.x, vector.y, vector.z), field, ('x', 'y', 'z'))
+def _vector3(vector, field, part):
+    """(x, y, z) of a geometry_msgs Vector3 or Point, the part of field; raises ModelError naming a
+    non-finite entry."""
+    values = (vector.x, vector.y, vector.z)
+    if not all(map(math.isfinite, values)):
+        finite(values, f'{field}.{part}', 'xyz')
+    return values
 
 
 def pose_to_array(pose, field='base_pose'):
     """geometry_msgs/Pose -> [x y z qx qy qz qw] (the floating joint's 7 positions)."""
     o = pose.orientation
-    return np.concatenate((_vector3(pose.position, f'{field}.position'),
-                           finite((o.x, o.y, o.z, o.w), f'{field}.orientation', 'xyzw')))
+    quaternion = (o.x, o.y, o.z, o.w)
+    if not all(map(math.isfinite, quaternion)):
+        finite(quaternion, f'{field}.orientation', 'xyzw')
+    return np.array(_vector3(pose.position, field, 'position') + quaternion, dtype=float)
 
 
 def normalized_pose(pose, field='pose'):
@@ -62,14 +70,12 @@ def normalized_pose(pose, field='pose'):
 
 def twist_to_array(twist, field='base_twist'):
     """geometry_msgs/Twist -> [linear; angular] (6)."""
-    return np.concatenate((_vector3(twist.linear, f'{field}.linear'),
-                           _vector3(twist.angular, f'{field}.angular')))
+    return np.array(_vector3(twist.linear, field, 'linear') + _vector3(twist.angular, field, 'angular'), dtype=float)
 
 
 def accel_to_array(accel, field='base_acceleration'):
     """geometry_msgs/Accel -> [linear; angular] (6)."""
-    return np.concatenate((_vector3(accel.linear, f'{field}.linear'),
-                           _vector3(accel.angular, f'{field}.angular')))
+    return np.array(_vector3(accel.linear, field, 'linear') + _vector3(accel.angular, field, 'angular'), dtype=float)
 
 
 def _fill_vector3(vector, values):
@@ -102,8 +108,8 @@ def link_wrenches_to_dict(link_wrenches, field='external_wrenches'):
     """cluster_dynamics/LinkWrench[] -> {link: (force[3], torque[3])}; a link's wrenches add."""
     wrenches = {}
     for i, item in enumerate(link_wrenches):
-        force = _vector3(item.wrench.force, f'{field}[{i}].wrench.force')
-        torque = _vector3(item.wrench.torque, f'{field}[{i}].wrench.torque')
+        force = np.array(_vector3(item.wrench.force, f'{field}[{i}].wrench', 'force'), dtype=float)
+        torque = np.array(_vector3(item.wrench.torque, f'{field}[{i}].wrench', 'torque'), dtype=float)
         if item.link in wrenches:
             previous = wrenches[item.link]
             force, torque = previous[0] + force, previous[1] + torque
