@@ -4,17 +4,20 @@ The node runs in its own process, configured by config/dynamics_node.yaml with t
 process is the client, over DDS on the loopback interface. Prints the time until the node answers its
 first service call (ready time, numba cache warm), the p50/p99 round-trip time of each service (after
 a few warm-up calls) and of the torque stream: joint_states published at --rate Hz for --seconds s
-(default 1 kHz for 10 s), latency from each publish to the arrival of the computed_torques message
-with the same stamp. The floor, measured in the same run: a bare rclpy service (InverseDynamics type,
-fixed answer) and a bare relay (joint_states -> JointState, the node's QoS), each in a process of its
-own; the ratios node / floor are printed. With --chrt the served processes (node and floors) run
-under `chrt -f 50` (real-time FIFO priority 50; needs root or CAP_SYS_NICE).
+(default 1 kHz for 5 s), latency from each publish to the arrival of the computed_torques message
+with the same stamp. The floor: a bare rclpy service (InverseDynamics type, fixed answer) and a bare
+relay (joint_states -> JointState, the node's QoS), each in a process of its own. The node and the
+two floors take turns for --rounds rounds (default 3), so that the machine's load hits both sides of
+a ratio alike; percentiles are of the samples pooled over the rounds, and the ratios node / floor are
+printed pooled and per round. With --chrt the served processes (node and floors) then run again under
+`chrt -f 50` (real-time FIFO priority 50; needs root or CAP_SYS_NICE).
 
-Usage: .venv/bin/python bench/node_latency.py [--calls N] [--rate HZ] [--seconds S] [--chrt]
+Usage: .venv/bin/python bench/node_latency.py [--calls N] [--rate HZ] [--seconds S] [--rounds R] [--chrt]
 (the script runs itself with --sender, --bare-service or --bare-relay as its helper processes)
 """
 
 import argparse
+import itertools
 import os
 from pathlib import Path
 import signal
@@ -33,9 +36,11 @@ from sensor_msgs.msg import JointState
 
 ROOT = Path(__file__).resolve().parents[1]
 DOMAIN_ID = 63               # used unless ROS_DOMAIN_ID is set
-NAMESPACE = f'/bench_{os.getpid()}'
+NAMESPACE = f'/bench_{os.getpid()}'     # of the served process under test (_new_namespace)
 NODE = f'{NAMESPACE}/dynamics_node'
+_PROCESSES = itertools.count()
 WARM_UP_CALLS = 10
+INVERSE_LABEL = 'inverse_dynamics'
 FEET = ['FL_foot', 'FR_foot', 'HL_foot', 'HR_foot']
 
 
@@ -104,7 +109,7 @@ def service_requests(names):
     osim = InverseOperationalSpaceInertia.Request(state=state, links=FEET)
     return [('describe_model', DescribeModel, DescribeModel.Request()),
             ('forward_dynamics', ForwardDynamics, forward),
-            ('inverse_dynamics', InverseDynamics, inverse),
+            (INVERSE_LABEL, InverseDynamics, inverse),
             ('inverse_operational_space_inertia (4 feet)', InverseOperationalSpaceInertia, osim)]
 
 
@@ -231,44 +236,76 @@ def stop(process):
 
 
 def run(node, executor, names, args, prefix):
-    """One table: the node's services and stream, the floors, the ratios."""
-    started = time.perf_counter()
-    process = start(node_command(), prefix)
-    try:
-        ready = _wait_ready(node, executor) - started
-        print(f'  node ready (first describe_model answer after start): {ready:.2f} s')
-        print(f'  {"":44s} {"p50 ms":>8s} {"p99 ms":>8s}')
-        services = {}
-        for label, srv_type, request in service_requests(names):
-            service = label.split()[0]
-            services[service] = round_trips(node, executor, srv_type, service, request, args.calls)
-            row(f'~/{label}', services[service], f'{args.calls} calls')
-        stream, received, sent = stream_latencies(node, executor, names, args.rate, args.seconds)
-        row('joint_states -> ~/computed_torques', stream,
-            f'{received}/{sent} answered at {args.rate:.0f} Hz for {args.seconds:g} s')
-    finally:
-        stop(process)
-    process = start(floor_command('service'), prefix)
-    try:
-        inverse = service_requests(names)[2]
-        floor_service = round_trips(node, executor, inverse[1], 'inverse_dynamics', inverse[2],
-                                    args.calls)
-        row('floor: bare rclpy service (InverseDynamics)', floor_service, f'{args.calls} calls')
-    finally:
-        stop(process)
-    process = start(floor_command('relay'), prefix)
-    try:
-        floor_relay, received, sent = stream_latencies(node, executor, names, args.rate,
-                                                       args.seconds)
-        row('floor: bare relay joint_states -> JointState', floor_relay,
-            f'{received}/{sent} answered')
-    finally:
-        stop(process)
-    service_p50 = percentiles(services['inverse_dynamics'])[0] / percentiles(floor_service)[0]
-    stream_p50, stream_p99 = percentiles(stream) / percentiles(floor_relay)
-    print(f'  ratios: inverse_dynamics p50 {service_p50:.2f}x the bare service (target <= 1.3); '
-          f'stream p50 {stream_p50:.2f}x, p99 {stream_p99:.2f}x the bare relay (targets <= 1.3, '
-          '<= 1.5)')
+    """One table: the node's services and stream against the floors, in args.rounds rounds that each
+    start the node, the bare service and the bare relay in turn (so that a change of the machine's
+    load hits both sides of a ratio alike); samples pooled over the rounds, ratios per round too."""
+    samples = {}
+    ready = []
+    ratios = []
+    for round_ in range(args.rounds):
+        this = {}
+        _new_namespace()
+        started = time.perf_counter()
+        process = start(node_command(), prefix)
+        try:
+            ready.append(_wait_ready(node, executor) - started)
+            for label, srv_type, request in service_requests(names):
+                this[label] = round_trips(node, executor, srv_type, label.split()[0], request, args.calls)
+            this['stream'], received, sent = stream_latencies(node, executor, names, args.rate, args.seconds)
+            this['stream answered'] = (received, sent)
+        finally:
+            stop(process)
+        _new_namespace()
+        process = start(floor_command('service'), prefix)
+        try:
+            inverse = service_requests(names)[2]
+            this['floor service'] = round_trips(node, executor, inverse[1], 'inverse_dynamics', inverse[2],
+                                                args.calls)
+        finally:
+            stop(process)
+        _new_namespace()
+        process = start(floor_command('relay'), prefix)
+        try:
+            this['floor relay'], received, sent = stream_latencies(node, executor, names, args.rate, args.seconds)
+            this['relay answered'] = (received, sent)
+        finally:
+            stop(process)
+        ratios.append(_ratios(this))
+        for key, value in this.items():
+            if key.endswith('answered'):
+                samples[key] = tuple(np.add(samples.get(key, (0, 0)), value))
+            else:
+                samples[key] = np.concatenate((samples.get(key, np.zeros(0)), value))
+    print(f'  node ready (first describe_model answer after start): {np.median(ready):.2f} s median of '
+          f'{len(ready)} starts')
+    print(f'  {"":44s} {"p50 ms":>8s} {"p99 ms":>8s}')
+    for label, *_ in service_requests(names):
+        row(f'~/{label}', samples[label], f'{args.calls} calls x {args.rounds}')
+    row('joint_states -> ~/computed_torques', samples['stream'],
+        '{}/{} answered at {:.0f} Hz, {:g} s x {}'.format(*samples['stream answered'], args.rate,
+                                                          args.seconds, args.rounds))
+    row('floor: bare rclpy service (InverseDynamics)', samples['floor service'], f'{args.calls} calls x {args.rounds}')
+    row('floor: bare relay joint_states -> JointState', samples['floor relay'],
+        '{}/{} answered'.format(*samples['relay answered']))
+    service, stream_p50, stream_p99 = _ratios(samples)
+    print(f'  ratios, pooled: inverse_dynamics p50 {service:.2f}x the bare service (target <= 1.3); stream p50 '
+          f'{stream_p50:.2f}x, p99 {stream_p99:.2f}x the bare relay (targets <= 1.3, <= 1.5)')
+    print('  per round: ' + '; '.join(f'{a:.2f} / {b:.2f} / {c:.2f}' for a, b, c in ratios))
+
+
+def _new_namespace():
+    """A namespace of its own for the next served process: a client must not find the entities of the
+    previous one in its discovery cache and send to them."""
+    global NAMESPACE, NODE
+    NAMESPACE = f'/bench_{os.getpid()}_{next(_PROCESSES)}'
+    NODE = f'{NAMESPACE}/dynamics_node'
+
+
+def _ratios(samples):
+    """(inverse_dynamics p50, stream p50, stream p99), each over its floor's."""
+    service = percentiles(samples[INVERSE_LABEL])[0] / percentiles(samples['floor service'])[0]
+    stream_p50, stream_p99 = percentiles(samples['stream']) / percentiles(samples['floor relay'])
+    return service, stream_p50, stream_p99
 
 
 def main():
@@ -280,7 +317,8 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument('--calls', type=int, default=200, help='timed calls per service')
     parser.add_argument('--rate', type=float, default=1000.0, help='joint_states rate, Hz')
-    parser.add_argument('--seconds', type=float, default=10.0, help='joint_states duration, s')
+    parser.add_argument('--seconds', type=float, default=5.0, help='joint_states duration per round, s')
+    parser.add_argument('--rounds', type=int, default=3, help='rounds of node, bare service, bare relay')
     parser.add_argument('--chrt', action='store_true',
                         help='also run the served processes under chrt -f 50')
     args = parser.parse_args()
