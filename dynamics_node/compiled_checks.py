@@ -42,8 +42,9 @@ def rotation_log_component(E, e):
 
 
 @njit
-def loop_residual(m, d, c, lp):
-    """max |phi| of loop lp (LoopConstraint.residual, flat_checks.ROTATION_MODE and POSITION_MODE)."""
+def loop_residual(m, d, c, lp, phi):
+    """phi of loop lp into phi[0:rows] in the order of its rows of K (LoopConstraint.residual,
+    flat_checks.ROTATION_MODE and POSITION_MODE); returns max |phi|."""
     E, r = c.E, c.r
     chain(d, m.loop_path[lp, 0], m.loop_path_len[lp, 0], E[0], r[0], E[2], r[2])     # ^AX_nca
     chain(d, m.loop_path[lp, 1], m.loop_path_len[lp, 1], E[1], r[1], E[2], r[2])     # ^BX_nca
@@ -56,31 +57,37 @@ def loop_residual(m, d, c, lp):
         for b in range(3):
             r[0, a] += E[2, a, b] * (r[3, b] - r[2, b])
     ES, p, frame, mode = E[0], r[0], c.frame[lp], c.rotation_mode[lp]
-    worst = 0.0
-    if mode == TURNED_AXIS:                      # the axis turned by R_rel = E^T, across e1, e2
+    row = 0
+    if mode == TURNED_AXIS:                      # the axis turned by R_rel = E^T: (-e2, e1) . turned
         turned = (ES[0, 0] * frame[0, 2] + ES[1, 0] * frame[1, 2] + ES[2, 0] * frame[2, 2],
                   ES[0, 1] * frame[0, 2] + ES[1, 1] * frame[1, 2] + ES[2, 1] * frame[2, 2],
                   ES[0, 2] * frame[0, 2] + ES[1, 2] * frame[1, 2] + ES[2, 2] * frame[2, 2])
-        for j in range(2):
-            worst = max(worst, abs(frame[0, j] * turned[0] + frame[1, j] * turned[1] + frame[2, j] * turned[2]))
+        phi[0] = -(frame[0, 1] * turned[0] + frame[1, 1] * turned[1] + frame[2, 1] * turned[2])
+        phi[1] = frame[0, 0] * turned[0] + frame[1, 0] * turned[1] + frame[2, 0] * turned[2]
+        row = 2
     elif mode == LOG:                            # every component of log(R_rel)
         for a in range(3):
-            axis = (1.0 if a == 0 else 0.0, 1.0 if a == 1 else 0.0, 1.0 if a == 2 else 0.0)
-            worst = max(worst, abs(rotation_log_component(ES, axis)))
-    elif mode == AXES_PERPENDICULAR:             # universal: a1 . R_rel a2
-        a2, t = c.axis2[lp], 0.0
+            phi[a] = rotation_log_component(ES, (1.0 if a == 0 else 0.0, 1.0 if a == 1 else 0.0,
+                                                 1.0 if a == 2 else 0.0))
+        row = 3
+    elif mode == AXES_PERPENDICULAR:             # universal: -a1 . R_rel a2
+        a2 = c.axis2[lp]
+        phi[0] = 0.0
         for a in range(3):
-            t += frame[a, 2] * (ES[0, a] * a2[0] + ES[1, a] * a2[1] + ES[2, a] * a2[2])
-        worst = abs(t)
+            phi[0] -= frame[a, 2] * (ES[0, a] * a2[0] + ES[1, a] * a2[1] + ES[2, a] * a2[2])
+        row = 1
     mode = c.position_mode[lp]
     for j in range(3):
         if mode == ALL:
-            t = p[j]
+            phi[row] = p[j]
         elif mode == ACROSS_AXIS and j < 2 or mode == ALONG_AXIS and j == 2:
-            t = frame[0, j] * p[0] + frame[1, j] * p[1] + frame[2, j] * p[2]
+            phi[row] = frame[0, j] * p[0] + frame[1, j] * p[1] + frame[2, j] * p[2]
         else:
             continue
-        worst = max(worst, abs(t))
+        row += 1
+    worst = 0.0
+    for j in range(row):
+        worst = max(worst, abs(phi[j]))
     return worst
 
 
@@ -115,7 +122,7 @@ def accept_positions(m, d, c, q, closure, tolerance, bound):
         if not abs(t) <= tolerance:
             return False
     for lp in range(len(c.rotation_mode)):
-        if not loop_residual(m, d, c, lp) <= tolerance:
+        if not loop_residual(m, d, c, lp, c.phi) <= tolerance:
             return False
     return True
 

@@ -17,7 +17,7 @@ import time
 import numpy as np
 from numba import typeof, types
 
-from . import compiled, compiled_calls, compiled_checks, compiled_lcaba
+from . import compiled, compiled_calls, compiled_checks, compiled_completion, compiled_lcaba
 from .errors import ModelError, quote, SingularConfigurationError
 from .flat import FlatModel
 from .flat_checks import check_plan
@@ -29,7 +29,7 @@ _FORCES = types.Array(types.float64, 2, 'A', readonly=True)
 _FLOAT = np.dtype(np.float64)
 _DISPATCHERS = {kernel.__name__: kernel for kernel in
                 (compiled.aba, compiled.rnea, compiled.crba, compiled.efpa, compiled.spanning, compiled_lcaba.lcaba,
-                 compiled_checks.accept_positions, compiled_checks.velocity_violation)}
+                 compiled_checks.accept_positions, compiled_checks.velocity_violation, compiled_completion.complete)}
 _DISPATCHERS.update({'checked_' + kernel.__name__: kernel for kernel in
                      (compiled_calls.forward_dynamics, compiled_calls.forward_dynamics_lcaba,
                       compiled_calls.inverse_dynamics, compiled_calls.mass_matrix, compiled_calls.inverse_osim)})
@@ -170,6 +170,13 @@ class FastPath:
             return Omega.copy()
         return None
 
+    def checked_completion(self, q_independent, previous):
+        """Model.complete_positions from previous (nq) without restarts (compiled_completion.py): spanning
+        q, or None where completion.py must run."""
+        if self._complete(self._m, self._d, self._c, q_independent, previous, self.data.q_checked) == compiled.OK:
+            return self.data.q_checked.copy()
+        return None
+
     def warm_up(self):
         """Compiles (or loads from the cache) every kernel, runs each once at a neutral state and
         forbids later compilation. Returns the seconds it took."""
@@ -192,6 +199,7 @@ class FastPath:
         self.checked_inverse_dynamics(q, y, y, f)
         self.checked_mass_matrix(q)
         self.checked_inverse_osim(q, (self.model.root_link,))
+        self.checked_completion(q[self.model.independent_q], q)
         return time.perf_counter() - start
 
     def _warm_up_then(self, name):
@@ -264,6 +272,7 @@ def _compile_kernels(m, d, p, w, c, frames):
                                                _FORCES, types.float64, types.float64, types.int64),
             'checked_inverse_dynamics': (model, data, checks, _INPUT, _INPUT, _INPUT, _FORCES),
             'checked_mass_matrix': (model, data, checks, _INPUT),
+            'complete': (model, data, checks, _INPUT, _INPUT, types.Array(types.float64, 1, 'C')),
             'checked_inverse_osim': (model, data, checks, _INPUT) + tuple(typeof(a) for a in frames),
         }
         for name, signature in signatures.items():

@@ -1,4 +1,5 @@
-"""What the compiled state checks (compiled_checks.py) need beyond the FlatModel, as flat arrays.
+"""What the compiled state checks (compiled_checks.py) and the compiled completion (compiled_completion.py)
+need beyond the FlatModel, as flat arrays.
 
 The loops in the order of FlatModel's loop fields (LOOP clusters in order, their loops in order) with
 the data of LoopConstraint.residual: both loop frames on their bodies, the rows of the loop type, the
@@ -13,7 +14,9 @@ import numpy as np
 from numba import njit
 from numba.experimental import structref
 
-from . import bounds, compiled_calls as calls, state
+from . import bounds, compiled_calls as calls, completion, state
+from .compiled_completion import (CONTINUATION_STEP_AT, DEPENDENT, INDEPENDENT, MAX_CONTINUATION_STEPS_AT,
+                                  MAX_ITERATIONS_AT, SPLIT, TOLERANCE_AT)
 from .compiled_checks import ACROSS_AXIS, ALL, ALONG_AXIS, AXES_PERPENDICULAR, LOG, NONE, TURNED_AXIS
 from .constraints import CouplingConstraint, POSITION_ROWS, ROTATION_ROWS
 from .flat import _plucker_parts, _StructType, borrowed
@@ -40,12 +43,28 @@ CHECK_FIELDS = {   # name: meaning, shape (nl loops, nr coupling rows)
     'v_coefficient': 'its coefficient; row r is sum coefficient v[index] = 0',
     'v_cluster': 'cluster index of each velocity row',
     'limits': 'bounds (bounds.py) and tolerances (state.py) of the public calls, at the indices of compiled_calls (6)',
+    'coupling_cluster': 'cluster of coupling row r of q_rows (nr)',
+    'coupling_row': 'its row in the K (and phi) of its cluster (nr)',
+    'independent_q': 'q entries of the independent positions (Model.independent_q)',
+    'coupled_q': 'q entries solved as D q + d: the dependent joints of coupling-only clusters (LinearConstraints)',
+    'coupled_D': 'D (len(coupled_q), nq)',
+    'coupled_d': 'd (len(coupled_q))',
+    'role': 'per body: INDEPENDENT, DEPENDENT or SPLIT joint (Model.joint_role; 0 for the ground)',
+    'completion_compiled': '1 where compiled_completion closes every loop cluster (dependent joints revolute, '
+                           'prismatic or spherical, independent ones 1-DoF), else 0',
+    'completion': 'completion.py constants at the indices of compiled_completion (4)',
 }
 
 SCRATCH_FIELDS = {
     'E': 'scratch rotations (4, 3, 3)',
     'r': 'scratch translations (4, 3)',
     'worst': 'largest velocity violation, its cluster index, largest velocity (3)',
+    'rows': 'phi of the cluster being closed, all its rows (R)',
+    'phi': 'its active rows (R); the rows of one loop in accept_positions (6)',
+    'trial': 'the active rows at a trial step (R)',
+    'step': 'Newton step over the dependent columns (N)',
+    'start': 'positions before a trial step (nq)',
+    'target': 'positions the continuation moves to (nq)',
 }
 
 
@@ -102,6 +121,7 @@ class CheckPlan:
         for index, con in enumerate(loops):
             fields['pred_E'][index], fields['pred_r'][index] = _plucker_parts(con.X_P_pred)
             fields['succ_E'][index], fields['succ_r'][index] = _plucker_parts(con.X_S_succ)
+        fields.update(_completion_fields(model, couplings))
         fields['limits'] = np.zeros(6)
         for index, value in ((calls.POSITION_BOUND, bounds.POSITION), (calls.VELOCITY_BOUND, bounds.VELOCITY),
                              (calls.ACCELERATION_BOUND, bounds.ACCELERATION), (calls.FORCE_BOUND, bounds.FORCE),
@@ -112,13 +132,48 @@ class CheckPlan:
             value.setflags(write=False)
         self.fields = fields
         self.__dict__.update(fields)
+        self.loop_clusters = [c for c in model.cluster_list if not c.linear]
+        self.nq = model.nq
 
     def create_ref(self):
         """The kernels' view with a fresh scratch workspace (one per thread), and that workspace (its
         'worst' is the output of velocity_violation), which the caller keeps as long as the view."""
-        scratch = {'E': np.zeros((4, 3, 3)), 'r': np.zeros((4, 3)), 'worst': np.zeros(3)}
+        R = max([6] + [sum(con.rows for con in c.constraints) for c in self.loop_clusters])
+        N = max([1] + [c.n for c in self.loop_clusters])
+        scratch = {'E': np.zeros((4, 3, 3)), 'r': np.zeros((4, 3)), 'worst': np.zeros(3), 'rows': np.zeros(R),
+                   'phi': np.zeros(R), 'trial': np.zeros(R), 'step': np.zeros(N), 'start': np.zeros(self.nq),
+                   'target': np.zeros(self.nq)}
         fields = [self.fields[name] for name in CHECK_FIELDS] + [scratch[name] for name in SCRATCH_FIELDS]
         return _new_check_ref(*fields), scratch
+
+
+def _completion_fields(model, couplings):
+    """The fields of compiled_completion: where the couplings' rows go in their clusters' phi, the explicit
+    couplings, the joints' roles, whether the kernel can close the loops, and completion.py's constants."""
+    row_of = {}
+    for c in model.cluster_list:
+        row = 0
+        for con in c.constraints:
+            row_of[con.name] = (c.index, row)
+            row += con.rows
+    loop_joints = [(model.joint_type[b], model.joint_role[b]) for c in model.cluster_list if not c.linear
+                   for b in c.bodies]
+    compiled = all(role == 'dependent' and kind in ('revolute', 'continuous', 'prismatic', 'spherical')
+                   or role == 'independent' and kind in ('revolute', 'continuous', 'prismatic')
+                   for kind, role in loop_joints)
+    fields = {'coupling_cluster': _ints([row_of[con.name][0] for con in couplings]),
+              'coupling_row': _ints([row_of[con.name][1] for con in couplings]),
+              'independent_q': _ints(model.independent_q), 'coupled_q': _ints(model.couplings.dependent),
+              'coupled_D': np.array(model.couplings.D, dtype=float).reshape(-1, model.nq),
+              'coupled_d': np.array(model.couplings.d, dtype=float),
+              'role': _ints([{'independent': INDEPENDENT, 'dependent': DEPENDENT, 'split': SPLIT}.get(role, 0)
+                             for role in model.joint_role]),
+              'completion_compiled': _ints([1 if compiled else 0]), 'completion': np.zeros(4)}
+    for index, value in ((TOLERANCE_AT, completion.TOLERANCE), (MAX_ITERATIONS_AT, completion.MAX_ITERATIONS),
+                         (CONTINUATION_STEP_AT, completion.CONTINUATION_STEP),
+                         (MAX_CONTINUATION_STEPS_AT, completion.MAX_CONTINUATION_STEPS)):
+        fields['completion'][index] = value
+    return fields
 
 
 def _sparse_rows(A):

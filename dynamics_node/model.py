@@ -317,7 +317,9 @@ class Model:
         if budget <= 0.0:
             raise ModelError(f'budget_ms is {budget:g}; expected a time budget > 0 ms')
         data = self._workspace()
-        q = complete_positions(self, data, q_ind, budget)
+        q = data.engine.checked_completion(q_ind, self.q_neutral if data.q_last is None else data.q_last)
+        if q is None:                                  # restarts, planar or split joints: completion.py
+            q = complete_positions(self, data, q_ind, budget)
         check_finite(self, 'completed positions', [('q_independent', q_ind, bounds.POSITION)], q)
         q = positions(self, data, q, check=False)
         data.q_last = q.copy()                         # the next warm start, once everything succeeded

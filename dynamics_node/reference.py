@@ -61,6 +61,9 @@ class ReferencePath:
     def checked_inverse_osim(self, q, links):
         return None
 
+    def checked_completion(self, q_independent, previous):
+        return None
+
     def accept_positions(self, q, closure, tolerance, bound=np.inf):
         """Refers every q to state.positions' NumPy checks (the compiled path accepts most of them)."""
         return False

@@ -10,8 +10,8 @@ import pytest
 from numba.core.runtime import _nrt_python, rtsys
 
 from conftest import assert_close, random_state, robot, ROBOTS
-from dynamics_node import (compiled, compiled_calls, compiled_checks, compiled_lcaba, kernel_cache, load_model,
-                           ModelError, SingularConfigurationError)
+from dynamics_node import (compiled, compiled_calls, compiled_checks, compiled_completion, compiled_lcaba,
+                           kernel_cache, load_model, ModelError, SingularConfigurationError)
 from dynamics_node.fast_path import FastPath
 from dynamics_node.joints import QUATERNION_AT
 from dynamics_node.kinematics import forward_pass, update_transforms
@@ -211,12 +211,12 @@ def test_quaternions_are_normalized_or_referred(rng):
 def test_kernel_caches_are_keyed_on_every_kernel_module():
     """The LCABA, check and public-call kernels inline the kernels of other modules: their numba cache must
     go stale with any kernel module (compiled*.py)."""
-    modules = (compiled, compiled_calls, compiled_checks, compiled_lcaba)
+    modules = (compiled, compiled_calls, compiled_checks, compiled_completion, compiled_lcaba)
     assert set(kernel_cache.HELPERS) == {os.path.abspath(module.__file__) for module in modules}
     stamps = tuple((os.stat(module.__file__).st_mtime, os.stat(module.__file__).st_size)
                    for module in sorted(modules, key=lambda module: os.path.abspath(module.__file__)))
     for kernel in (compiled_lcaba.lcaba, compiled_checks.accept_positions, compiled_checks.velocity_violation,
-                   compiled_calls.forward_dynamics, compiled_calls.inverse_dynamics):
+                   compiled_calls.forward_dynamics, compiled_calls.inverse_dynamics, compiled_completion.complete):
         assert kernel._cache._impl.locator.get_source_stamp()[1:] == stamps, kernel
 
 

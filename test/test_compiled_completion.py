@@ -1,0 +1,68 @@
+"""The compiled completion (compiled_completion.py) against completion.py: the same positions, taken on
+every bundled robot, for a stream's small steps and for far jumps; models it cannot close (planar and
+split joints, unreachable poses) referred to completion.py, which restarts or names the failure."""
+
+import os
+
+import numpy as np
+import pytest
+
+from conftest import assert_close, COMPLETION_BUDGET_MS, random_independent_positions, ROBOTS
+from dynamics_node import bundled_model, load_model, ModelError
+from test_model_errors import four_bar
+
+MODELS = os.path.join(os.path.dirname(__file__), 'models')
+
+
+def counted(model):
+    """model, with the outcomes of its compiled completions counted: {'compiled': n, 'referred': n}."""
+    engine = model._workspace().engine
+    kernel, counts = engine.checked_completion, {'compiled': 0, 'referred': 0}
+
+    def checked_completion(*args):
+        q = kernel(*args)
+        counts['referred' if q is None else 'compiled'] += 1
+        return q
+    engine.checked_completion = checked_completion
+    return model, counts
+
+
+def sequences(model, rng):
+    """Independent positions: a 1 kHz-like stream of small steps, then far jumps."""
+    start = random_independent_positions(model, rng)
+    moving = np.ones(start.size)
+    if model.floating_base:
+        moving[:7] = 0.0                           # the base pose stays a unit quaternion
+    stream = [start + 0.002 * k * moving for k in range(50)]
+    return stream + [random_independent_positions(model, rng) for _ in range(10)]
+
+
+@pytest.mark.parametrize('name', ROBOTS)
+def test_compiled_completion_equals_completion_py(name, rng):
+    model, counts = counted(load_model(bundled_model(name)))
+    reference = load_model(bundled_model(name), compiled=False)
+    for q_ind in sequences(model, rng):
+        assert_close(model.complete_positions(q_ind, COMPLETION_BUDGET_MS),
+                     reference.complete_positions(q_ind, COMPLETION_BUDGET_MS), f'{name}: q', 1e-12)
+    assert counts['compiled'] >= 55, counts        # far jumps may need completion.py's restarts
+
+
+def test_split_joints_are_referred(rng):
+    """A rod's idle spin keeps its previous value in completion.py: the kernel leaves such models to it."""
+    urdf, closures = (os.path.join(MODELS, 'ball_rod_ankle_leg' + ext) for ext in ('.urdf', '.yaml'))
+    model, counts = counted(load_model(urdf, closures=closures))
+    reference = load_model(urdf, closures=closures, compiled=False)
+    assert model.split_joint_names
+    for q_ind in sequences(model, rng)[:5]:
+        assert_close(model.complete_positions(q_ind, COMPLETION_BUDGET_MS),
+                     reference.complete_positions(q_ind, COMPLETION_BUDGET_MS), 'q', 1e-12)
+    assert counts == {'compiled': 0, 'referred': 5}
+
+
+def test_an_unreachable_pose_is_referred_and_named():
+    model, counts = counted(load_model(four_bar(lengths=(0.8, 0.3, 0.3))))
+    reached = model.complete_positions([0.1])
+    with pytest.raises(ModelError, match=r"^could not close the constraints \['closure'\] of cluster 'crank'"):
+        model.complete_positions([np.pi])
+    assert counts == {'compiled': 1, 'referred': 1}
+    assert np.array_equal(model.complete_positions([0.1]), reached), 'the warm start is the last success'
