@@ -5,10 +5,14 @@ reference; the kernels exploit what the flat layout makes explicit:
 - transforms are (E, r) pairs, never 6x6 products (X m = [E w; E (v - r x w)], X^T f likewise);
 - every cluster has one output body o, so ^kX_parent is one block column (flat.py) and every pass
   carries a cluster to its parent as a sum over the cluster's bodies into o;
-- the articulated and composite inertias therefore stay block diagonal (one 6x6 per body);
+- the articulated and composite inertias therefore stay block diagonal (one per body);
+- a composite inertia is a rigid-body inertia: the CRBA carries it as 10 parameters (m, h, Ibar), whose
+  transform X^T I X costs a fifth of a 6x6 congruence; so does the articulated inertia of a body no
+  cluster hangs from (flat.py's leaf);
 - D_k^-1 enters through its Cholesky factor L_k: with V_k = L_k^-1 (^kX_o^T U_k)^T the parent gets
   the rank-m_k update ^kX_o^T U D^-1 U^T ^kX_o = V_k^T V_k (seed 003, eqs. 55-56), and
-  Lambda^-1 = T T^T (eqs. 63-67);
+  Lambda^-1 = T T^T (eqs. 63-67), each frame's T packed on the clusters supporting it (flat.py's
+  y_support), so that two frames share the leading rows of their common ancestors;
 - single-body clusters (G = 1) skip the constraint and G products.
 The small per-body helpers (spatial algebra, joints, triangular solves) are inlined into their callers
 in numba's IR (inline='always'): as separate functions each call blocked LLVM's optimization across
@@ -102,15 +106,15 @@ def chain(d, path, n, E, r, E_tmp, r_tmp):
 
 @njit(inline='always')
 def right_transform(M, E, r, out):
-    """out = M X for a 6x6 M: each row [p, s] becomes [p E + r x (s E), s E]."""
+    """out = M X for a 6x6 M: each row [p, s] becomes [p E + r x (s E), s E]; out may alias M."""
     for row in range(6):
-        p = M[row]
-        s0 = p[3] * E[0, 0] + p[4] * E[1, 0] + p[5] * E[2, 0]
-        s1 = p[3] * E[0, 1] + p[4] * E[1, 1] + p[5] * E[2, 1]
-        s2 = p[3] * E[0, 2] + p[4] * E[1, 2] + p[5] * E[2, 2]
-        out[row, 0] = p[0] * E[0, 0] + p[1] * E[1, 0] + p[2] * E[2, 0] + r[1] * s2 - r[2] * s1
-        out[row, 1] = p[0] * E[0, 1] + p[1] * E[1, 1] + p[2] * E[2, 1] + r[2] * s0 - r[0] * s2
-        out[row, 2] = p[0] * E[0, 2] + p[1] * E[1, 2] + p[2] * E[2, 2] + r[0] * s1 - r[1] * s0
+        p0, p1, p2, p3, p4, p5 = M[row, 0], M[row, 1], M[row, 2], M[row, 3], M[row, 4], M[row, 5]
+        s0 = p3 * E[0, 0] + p4 * E[1, 0] + p5 * E[2, 0]
+        s1 = p3 * E[0, 1] + p4 * E[1, 1] + p5 * E[2, 1]
+        s2 = p3 * E[0, 2] + p4 * E[1, 2] + p5 * E[2, 2]
+        out[row, 0] = p0 * E[0, 0] + p1 * E[1, 0] + p2 * E[2, 0] + r[1] * s2 - r[2] * s1
+        out[row, 1] = p0 * E[0, 1] + p1 * E[1, 1] + p2 * E[2, 1] + r[2] * s0 - r[0] * s2
+        out[row, 2] = p0 * E[0, 2] + p1 * E[1, 2] + p2 * E[2, 2] + r[0] * s1 - r[1] * s0
         out[row, 3], out[row, 4], out[row, 5] = s0, s1, s2
 
 
@@ -121,6 +125,88 @@ def congruence_add(E, r, M, scratch, out):
     right_transform(M, E, r, scratch)
     for col in range(6):
         transform_force(E, r, scratch[:, col], out[col], True)
+
+
+# ---- rigid-body inertias as 10 parameters (rigid_inertia in flat.py): mass m, first moment h = m c and the
+#      rotational inertia Ibar about the origin (upper triangle xx xy xz yy yz zz), the spatial inertia being
+#      I = [[Ibar, h x], [-h x, m 1]] (seed 003 Sec. III-D: Ibar = I_C + m c x c x^T, h x = m c x) ----
+
+@njit(inline='always')
+def rigid_force(I, x):
+    """I x = [Ibar w + h x v; m v - h x w] as a 6-tuple, for x = [w; v]."""
+    m, h0, h1, h2 = I[0], I[1], I[2], I[3]
+    w0, w1, w2, v0, v1, v2 = x[0], x[1], x[2], x[3], x[4], x[5]
+    return (I[4] * w0 + I[5] * w1 + I[6] * w2 + h1 * v2 - h2 * v1,
+            I[5] * w0 + I[7] * w1 + I[8] * w2 + h2 * v0 - h0 * v2,
+            I[6] * w0 + I[8] * w1 + I[9] * w2 + h0 * v1 - h1 * v0,
+            m * v0 - h1 * w2 + h2 * w1, m * v1 - h2 * w0 + h0 * w2, m * v2 - h0 * w1 + h1 * w0)
+
+
+@njit(inline='always')
+def rigid_congruence(E, r, I):
+    """The parameters of X^T I X as a 10-tuple: I moved from the body frame to the frame in which the body
+    origin sits at r, body axes E^T. With g = E^T h (parallel-axis theorem): m, h' = g + m r and
+    Ibar' = E^T Ibar E - r x g x - (g + m r) x r x = E^T Ibar E - (r u^T + u r^T) + 2 (r . u) 1, u = g + m r / 2."""
+    m, h0, h1, h2 = I[0], I[1], I[2], I[3]
+    xx, xy, xz, yy, yz, zz = I[4], I[5], I[6], I[7], I[8], I[9]
+    a00 = xx * E[0, 0] + xy * E[1, 0] + xz * E[2, 0]                # A = Ibar E
+    a01 = xx * E[0, 1] + xy * E[1, 1] + xz * E[2, 1]
+    a02 = xx * E[0, 2] + xy * E[1, 2] + xz * E[2, 2]
+    a10 = xy * E[0, 0] + yy * E[1, 0] + yz * E[2, 0]
+    a11 = xy * E[0, 1] + yy * E[1, 1] + yz * E[2, 1]
+    a12 = xy * E[0, 2] + yy * E[1, 2] + yz * E[2, 2]
+    a20 = xz * E[0, 0] + yz * E[1, 0] + zz * E[2, 0]
+    a21 = xz * E[0, 1] + yz * E[1, 1] + zz * E[2, 1]
+    a22 = xz * E[0, 2] + yz * E[1, 2] + zz * E[2, 2]
+    g0 = E[0, 0] * h0 + E[1, 0] * h1 + E[2, 0] * h2
+    g1 = E[0, 1] * h0 + E[1, 1] * h1 + E[2, 1] * h2
+    g2 = E[0, 2] * h0 + E[1, 2] * h1 + E[2, 2] * h2
+    r0, r1, r2 = r[0], r[1], r[2]
+    u0, u1, u2 = g0 + 0.5 * m * r0, g1 + 0.5 * m * r1, g2 + 0.5 * m * r2
+    s = 2.0 * (r0 * u0 + r1 * u1 + r2 * u2)
+    return (m, g0 + m * r0, g1 + m * r1, g2 + m * r2,
+            E[0, 0] * a00 + E[1, 0] * a10 + E[2, 0] * a20 - 2.0 * r0 * u0 + s,
+            E[0, 0] * a01 + E[1, 0] * a11 + E[2, 0] * a21 - r0 * u1 - u0 * r1,
+            E[0, 0] * a02 + E[1, 0] * a12 + E[2, 0] * a22 - r0 * u2 - u0 * r2,
+            E[0, 1] * a01 + E[1, 1] * a11 + E[2, 1] * a21 - 2.0 * r1 * u1 + s,
+            E[0, 1] * a02 + E[1, 1] * a12 + E[2, 1] * a22 - r1 * u2 - u1 * r2,
+            E[0, 2] * a02 + E[1, 2] * a12 + E[2, 2] * a22 - 2.0 * r2 * u2 + s)
+
+
+@njit(inline='always')
+def add_rigid(p, out):
+    """out += the 10 parameters p."""
+    for e in range(10):
+        out[e] += p[e]
+
+
+@njit(inline='always')
+def add_rigid_matrix(p, M):
+    """M += [[Ibar, h x], [-h x, m 1]] of the parameters p."""
+    m, h0, h1, h2 = p[0], p[1], p[2], p[3]
+    M[0, 0] += p[4]
+    M[1, 1] += p[7]
+    M[2, 2] += p[9]
+    M[0, 1] += p[5]
+    M[1, 0] += p[5]
+    M[0, 2] += p[6]
+    M[2, 0] += p[6]
+    M[1, 2] += p[8]
+    M[2, 1] += p[8]
+    for a in range(3, 6):
+        M[a, a] += m
+    M[1, 3] += h2                                 # h x = [[0, -h2, h1], [h2, 0, -h0], [-h1, h0, 0]]
+    M[3, 1] += h2
+    M[2, 3] -= h1
+    M[3, 2] -= h1
+    M[0, 4] -= h2
+    M[4, 0] -= h2
+    M[2, 4] += h0
+    M[4, 2] += h0
+    M[0, 5] += h1
+    M[5, 0] += h1
+    M[1, 5] -= h0
+    M[5, 1] -= h0
 
 
 @njit(inline='always')
@@ -152,6 +238,13 @@ def mat6_vec(M, x, out):
 @njit(inline='always')
 def dot6(x, y):
     return x[0] * y[0] + x[1] * y[1] + x[2] * y[2] + x[3] * y[3] + x[4] * y[4] + x[5] * y[5]
+
+
+@njit(inline='always')
+def add_scaled(acc, a, x):
+    """acc + a x for a 6-tuple acc and a 6-vector x."""
+    return (acc[0] + a * x[0], acc[1] + a * x[1], acc[2] + a * x[2], acc[3] + a * x[3], acc[4] + a * x[4],
+            acc[5] + a * x[5])
 
 
 # ---- small dense linear algebra: Cholesky of D_k (m_k <= 6), QR of a LOOP cluster's rows ----
@@ -678,9 +771,12 @@ def articulated_inertia(m, d, k):
         for i in range(b0, b1):
             transform_force(Xo_E[i], Xo_r[i], U[i, j], V[j], True)
     forward_solve_rows(L, mk, V)
-    scratch = d.X66[0]
+    leaf, rigid, scratch = m.leaf, m.rigid_inertia, d.X66[0]
     for i in range(b0, b1):
-        congruence_add(Xo_E[i], Xo_r[i], IA[i], scratch, IA[o])
+        if leaf[i]:                                                  # I^A_i = I_i: the cheap congruence
+            add_rigid_matrix(rigid_congruence(Xo_E[i], Xo_r[i], rigid[i]), IA[o])
+        else:
+            congruence_add(Xo_E[i], Xo_r[i], IA[i], scratch, IA[o])
     for r in range(6):
         for c in range(6):
             for j in range(mk):
@@ -793,22 +889,23 @@ def spanning(m, d, q, yd, ydd):
 
 @njit(cache=True, nogil=True)
 def crba(m, d, q):
-    """H_y = G^T H G into d.H: composite inertias Ic_o += X^T Ic X, then each block column walked
-    up the ancestors: F <- ^bX_o^T F, H_jk = S_j^T F."""
+    """H_y = G^T H G into d.H: composite rigid-body inertias Ic_o += ^iX_o^T Ic_i ^iX_o (as 10 parameters),
+    then each block column F = sum_i ^iX_o^T Ic_i S_i (seed 001, eq. 10) walked up the ancestors:
+    H_jk = S_j^T F, F <- ^bX_o^T F."""
     status = kinematics(m, d, q, d.zero_y, False)
     if status != OK:
         return status
-    inertia, output, cluster, body_range, y_range = m.inertia, m.output, m.cluster, m.body_range, m.y_range
-    Xo_E, Xo_r, S, U, Ic, F, H = d.Xo_E, d.Xo_r, d.S, d.U, d.IA, d.F, d.H
+    rigid, output, cluster, body_range, y_range = m.rigid_inertia, m.output, m.cluster, m.body_range, m.y_range
+    Xo_E, Xo_r, S, U, Ic, F, H = d.Xo_E, d.Xo_r, d.S, d.U, d.Ic, d.F, d.H
     nc = len(output)
-    for i in range(1, len(inertia)):
-        for r in range(6):
-            for c in range(6):
-                Ic[i, r, c] = inertia[i, r, c]
+    for i in range(1, len(rigid)):
+        for e in range(10):
+            Ic[i, e] = rigid[i, e]
     for k in range(nc - 1, -1, -1):
-        if output[k] > 0:
+        o = output[k]
+        if o > 0:
             for i in range(body_range[k, 0], body_range[k, 1]):
-                congruence_add(Xo_E[i], Xo_r[i], Ic[i], d.X66[0], Ic[output[k]])
+                add_rigid(rigid_congruence(Xo_E[i], Xo_r[i], Ic[i]), Ic[o])     # seed 001, eq. 9
     for r in range(H.shape[0]):
         for c in range(H.shape[1]):
             H[r, c] = 0.0
@@ -818,8 +915,10 @@ def crba(m, d, q):
             for e in range(6):
                 F[j, e] = 0.0
             for i in range(b0, b1):
-                mat6_vec(Ic[i], S[i, j], U[i, j])
-                transform_force(Xo_E[i], Xo_r[i], U[i, j], F[j], True)
+                f, u = rigid_force(Ic[i], S[i, j]), U[i, j]
+                for e in range(6):
+                    u[e] = f[e]
+                transform_force(Xo_E[i], Xo_r[i], u, F[j], True)
         for r in range(mk):
             for c in range(mk):
                 for i in range(b0, b1):
@@ -832,8 +931,9 @@ def crba(m, d, q):
                 for c in range(mk):
                     H[z0 + r, y0 + c] = dot6(S[body, r], F[c])
                     H[y0 + c, z0 + r] = H[z0 + r, y0 + c]
-            for c in range(mk):
-                transform_force(Xo_E[body], Xo_r[body], F[c], F[c], False)
+            if output[j] > 0:
+                for c in range(mk):
+                    transform_force(Xo_E[body], Xo_r[body], F[c], F[c], False)
             body = output[j]
     return OK
 
@@ -842,39 +942,55 @@ def crba(m, d, q):
 
 @njit
 def frame_propagator(m, d, body, X, T):
-    """T (6 x ny): T_k = Chi S_k L_k^-T on each cluster k supporting the frame, with the propagator
-    Chi (a single 6x6 block, at one body) moved up by Chi <- Chi ^bX_o - T_k V_k, which is eq. (62)
-    with L_k = 1 - S_k D_k^-1 U_k^T. Then Lambda^-1 = T T^T (eqs. 63-67 unrolled)."""
-    cluster, output, y_range = m.cluster, m.output, m.y_range
-    Xo_E, Xo_r, S, V, L, z = d.Xo_E, d.Xo_r, d.S, d.V, d.L, d.z
-    chi, moved = d.X66[0], d.X66[1]
+    """T (ny x 6): T_k^T, T_k = Chi S_k L_k^-T, on each cluster k supporting the frame, at the rows
+    [y_support[k] - m_k, y_support[k]) (root first), with the propagator Chi (a single 6x6 block, at one
+    body; rows in the public [linear; angular] order) moved up by Chi <- Chi ^bX_o - T_k V_k, which is
+    eq. (62) with L_k = 1 - S_k D_k^-1 U_k^T. Then Lambda^-1 = T T^T (eqs. 63-67 unrolled)."""
+    cluster, output, y_range, y_support = m.cluster, m.output, m.y_range, m.y_support
+    Xo_E, Xo_r, S, V, L, SL = d.Xo_E, d.Xo_r, d.S, d.V, d.L, d.SL
+    chi = d.X66[0]
     for r in range(6):
         for c in range(6):
-            chi[r, c] = X[r, c]
+            chi[r, c] = X[(r + 3) % 6, c]
     while body > 0:
         k = cluster[body]
-        y0, mk = y_range[k, 0], y_range[k, 1] - y_range[k, 0]
-        for row in range(6):
-            for j in range(mk):
-                z[j] = dot6(chi[row], S[body, j])
-            forward_solve(L[k], mk, z)
-            for j in range(mk):
-                T[row, y0 + j] = z[j]
+        mk = y_range[k, 1] - y_range[k, 0]
+        t0 = y_support[k] - mk
+        for j in range(mk):
+            for e in range(6):
+                SL[j, e] = S[body, j, e]
+        forward_solve_rows(L[k], mk, SL)
+        for j in range(mk):
+            for r in range(6):
+                T[t0 + j, r] = dot6(chi[r], SL[j])
         if output[k] == 0:
             break
-        right_transform(chi, Xo_E[body], Xo_r[body], moved)
+        right_transform(chi, Xo_E[body], Xo_r[body], chi)
         for r in range(6):
-            for c in range(6):
-                chi[r, c] = moved[r, c]
-                for j in range(mk):
-                    chi[r, c] -= T[r, y0 + j] * V[k, j, c]
+            for j in range(mk):
+                t = T[t0 + j, r]
+                for c in range(6):
+                    chi[r, c] -= t * V[k, j, c]
         body = output[k]
+
+
+@njit(inline='always')
+def common_support(output, cluster, y_support, body1, body2):
+    """The number of independent velocities of the clusters supporting both bodies: y_support of their
+    nearest common cluster (a parent precedes its children), 0 if none."""
+    k1, k2 = cluster[body1], cluster[body2]
+    while k1 != k2:
+        if k1 > k2:
+            k1 = cluster[output[k1]]
+        else:
+            k2 = cluster[output[k2]]
+    return y_support[k1] if k1 >= 0 else 0
 
 
 @njit(cache=True, nogil=True)
 def efpa(m, d, q, frame_body, frame_X, T, Omega):
     """Lambda^-1 (6 nf x 6 nf) of frames (body, ^frameX_body) into Omega, in the public layout:
-    [linear; angular] rows and columns per frame, each in its own frame."""
+    [linear; angular] rows and columns per frame, each in its own frame; T: (nf, ny, 6) scratch."""
     status = kinematics(m, d, q, d.zero_y, False)
     if status != OK:
         return status
@@ -885,17 +1001,17 @@ def efpa(m, d, q, frame_body, frame_X, T, Omega):
             return status
     nf = len(frame_body)
     for e in range(nf):
-        for r in range(6):
-            for y in range(T.shape[2]):
-                T[e, r, y] = 0.0
         frame_propagator(m, d, frame_body[e], frame_X[e], T[e])
+    output, cluster, y_support = m.output, m.cluster, m.y_support
     for e1 in range(nf):
         for e2 in range(e1, nf):
-            for r in range(6):
+            n = common_support(output, cluster, y_support, frame_body[e1], frame_body[e2])
+            T1, T2 = T[e1], T[e2]
+            for r in range(0, 6, 2):                                 # two rows at a time: independent sums
+                a = b = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
+                for y in range(n):
+                    a, b = add_scaled(a, T1[y, r], T2[y]), add_scaled(b, T1[y, r + 1], T2[y])
                 for c in range(6):
-                    s = 0.0
-                    for y in range(T.shape[2]):
-                        s += T[e1, r, y] * T[e2, c, y]
-                    Omega[6 * e1 + (r + 3) % 6, 6 * e2 + (c + 3) % 6] = s
-                    Omega[6 * e2 + (c + 3) % 6, 6 * e1 + (r + 3) % 6] = s
+                    Omega[6 * e1 + r, 6 * e2 + c] = Omega[6 * e2 + c, 6 * e1 + r] = a[c]
+                    Omega[6 * e1 + r + 1, 6 * e2 + c] = Omega[6 * e2 + c, 6 * e1 + r + 1] = b[c]
     return OK
