@@ -618,24 +618,29 @@ def explicit_constraints(m, d, yd):
 
 
 @njit
-def cluster_motion(m, d, k, velocities):
-    """Xo, S_k = Omega blkdiag(S_i) G_k (eq. 24) and, with velocities, v (eq. 33) and
-    c_k = Omega (blkdiag(S_i) g_k + stack(v_i x S_i qd_i)) (digest 1.8); Omega is applied recursively
-    along the in-cluster parents."""
-    parent, joint, axes, col = m.parent, m.joint, m.axes, m.col
-    Xup_E, Xup_r, Xo_E, Xo_r, S, Gk = d.Xup_E, d.Xup_r, d.Xo_E, d.Xo_r, d.S, d.G[k]
+def kinematics(m, d, q, yd, velocities=True):
+    """Transforms and constraints, then base to tips for each body i of each cluster k: Xo, its rows of
+    S_k = Omega blkdiag(S_i) G_k (eq. 24) and, with velocities (CRBA and EFPA do without: yd = 0), v (eq. 33)
+    and its rows of c_k = Omega (blkdiag(S_i) g_k + stack(v_i x S_i qd_i)) (digest 1.8); Omega is applied
+    recursively along the in-cluster parents. Bodies are numbered cluster by cluster."""
+    update_transforms(m, d, q)
+    status = explicit_constraints(m, d, yd)
+    if status != OK:
+        return status
+    parent, joint, axes, col, cluster, kind = m.parent, m.joint, m.axes, m.col, m.cluster, m.kind
+    body_range, v_range, y_range = m.body_range, m.v_range, m.y_range
+    Xup_E, Xup_r, Xo_E, Xo_r, S, G = d.Xup_E, d.Xup_r, d.Xo_E, d.Xo_r, d.S, d.G
     v, c, qd, g = d.v, d.c, d.qd, d.g
-    b0, b1, v0, mk = m.body_range[k, 0], m.body_range[k, 1], m.v_range[k, 0], m.y_range[k, 1] - m.y_range[k, 0]
-    single = m.kind[k] == SINGLE
-    for i in range(b0, b1):
-        p, E, r = parent[i], Xup_E[i], Xup_r[i]
-        inside = p >= b0
+    for i in range(1, len(parent)):
+        k, p, E, r = cluster[i], parent[i], Xup_E[i], Xup_r[i]
+        v0, mk, single = v_range[k, 0], y_range[k, 1] - y_range[k, 0], kind[k] == SINGLE
+        inside = p >= body_range[k, 0]
         if inside:
             compose(E, r, Xo_E[p], Xo_r[p], Xo_E[i], Xo_r[i])
         else:
             copy_transform(E, r, Xo_E[i], Xo_r[i])
         for j in range(mk):                                          # S_i G_k, G_k = 1 for one body
-            x = joint_column(joint[i], axes[i], j) if single else joint_motion(joint[i], axes[i], Gk[j], col[i])
+            x = joint_column(joint[i], axes[i], j) if single else joint_motion(joint[i], axes[i], G[k, j], col[i])
             if inside:
                 transform_motion(E, r, S[p, j], S[i, j])
             for e in range(6):
@@ -652,18 +657,6 @@ def cluster_motion(m, d, k, velocities):
             transform_motion(E, r, c[p], c[i])
         for e in range(6):
             c[i, e] = x[e] + gJ[e] + c[i, e] if inside else x[e] + gJ[e]
-
-
-@njit
-def kinematics(m, d, q, yd, velocities=True):
-    """Transforms, constraints and S_k of every cluster, base to tips, and with velocities their v and
-    c_k (CRBA and EFPA do without: yd = 0)."""
-    update_transforms(m, d, q)
-    status = explicit_constraints(m, d, yd)
-    if status != OK:
-        return status
-    for k in range(len(m.kind)):
-        cluster_motion(m, d, k, velocities)
     return OK
 
 
@@ -677,36 +670,20 @@ def set_base_acceleration(m, d):
         d.a[0, 3 + e] = -m.gravity[e]
 
 
-@njit
-def reset_articulated_inertias(m, d):
-    """d.IA[i] = I_i for every body: the articulated inertias before the backward pass."""
-    inertia, IA = m.inertia, d.IA              # locals: a field read in the loop is not hoisted
-    for i in range(1, len(inertia)):
-        for r in range(6):
-            for c in range(6):
-                IA[i, r, c] = inertia[i, r, c]
-
-
 @njit(inline='always')
-def bias_force(inertia, v, f_ext, f):
-    """f = v x* I v - f_ext (the velocity-product part of eq. 34)."""
-    mat6_vec(inertia, v, f)
-    x = cross_force(v, f)
+def bias_force(I, v, f_ext, f):
+    """f = v x* I v - f_ext (the velocity-product part of eq. 34), I as 10 parameters."""
+    x = cross_force(v, rigid_force(I, v))
     for e in range(6):
         f[e] = x[e] - f_ext[e]
 
 
-@njit
-def cluster_acceleration(m, d, k, ydd):
-    """a_i = ^iX_o a_o + (S_k ydd_k + c_k)_i for the bodies of cluster k (eq. 33)."""
-    Xo_E, Xo_r, a, c, S = d.Xo_E, d.Xo_r, d.a, d.c, d.S
-    o, y0, mk = m.output[k], m.y_range[k, 0], m.y_range[k, 1] - m.y_range[k, 0]
-    for i in range(m.body_range[k, 0], m.body_range[k, 1]):
-        transform_motion(Xo_E[i], Xo_r[i], a[o], a[i])
-        for e in range(6):
-            a[i, e] += c[i, e]
-            for j in range(mk):
-                a[i, e] += S[i, j, e] * ydd[y0 + j]
+@njit(inline='always')
+def bias_acceleration(Xo_E, Xo_r, a, c, i, o):
+    """a_i = ^iX_o a_o + c_i: eq. (33) without S_k ydd_k."""
+    transform_motion(Xo_E[i], Xo_r[i], a[o], a[i])
+    for e in range(6):
+        a[i, e] += c[i, e]
 
 
 @njit(cache=True, nogil=True)
@@ -715,18 +692,21 @@ def rnea(m, d, q, yd, ydd, f_ext):
     status = kinematics(m, d, q, yd)
     if status != OK:
         return status
-    inertia, output, body_range, y_range = m.inertia, m.output, m.body_range, m.y_range
-    Xo_E, Xo_r, S, v, a, f, tau, w = d.Xo_E, d.Xo_r, d.S, d.v, d.a, d.f, d.tau, d.w6
+    rigid, cluster, output, body_range, y_range = m.rigid_inertia, m.cluster, m.output, m.body_range, m.y_range
+    Xo_E, Xo_r, S, v, a, c, f, tau = d.Xo_E, d.Xo_r, d.S, d.v, d.a, d.c, d.f, d.tau
     set_base_acceleration(m, d)
-    nc = len(output)
-    for k in range(nc):                                              # forward pass
-        cluster_acceleration(m, d, k, ydd)
-        for i in range(body_range[k, 0], body_range[k, 1]):
-            bias_force(inertia[i], v[i], f_ext[i], f[i])
-            mat6_vec(inertia[i], a[i], w)
-            for e in range(6):
-                f[i, e] += w[e]                                      # eq. (34)
-    for k in range(nc - 1, -1, -1):                                  # backward pass
+    for i in range(1, len(rigid)):                                   # forward pass, cluster by cluster
+        k = cluster[i]
+        y0 = y_range[k, 0]
+        bias_acceleration(Xo_E, Xo_r, a, c, i, output[k])
+        for e in range(6):
+            for j in range(y_range[k, 1] - y0):
+                a[i, e] += S[i, j, e] * ydd[y0 + j]                  # eq. (33)
+        bias_force(rigid[i], v[i], f_ext[i], f[i])
+        x = rigid_force(rigid[i], a[i])
+        for e in range(6):
+            f[i, e] += x[e]                                          # eq. (34)
+    for k in range(len(output) - 1, -1, -1):                         # backward pass
         o, b0, b1, y0 = output[k], body_range[k, 0], body_range[k, 1], y_range[k, 0]
         for j in range(y_range[k, 1] - y0):
             tau[y0 + j] = 0.0
@@ -741,103 +721,120 @@ def rnea(m, d, q, yd, ydd, f_ext):
 # ---- C-ABA (aba.py; seed 003 Alg. 1) ----
 
 @njit
-def articulated_inertia(m, d, k):
-    """U_k = I^A_k S_k, D_k = S_k^T U_k = L_k L_k^T, V_k = L_k^-1 (^kX_o^T U_k)^T and
+def articulated_inertias(m, d):
+    """I^A of every body, tips to base, from I^A = I: for each cluster k U_k = I^A_k S_k,
+    D_k = S_k^T U_k = L_k L_k^T, V_k = L_k^-1 (^kX_o^T U_k)^T and
     I^A_o += sum_i ^iX_o^T I^A_i ^iX_o - V_k^T V_k (I^a of eqs. 55-56 carried to the output body)."""
-    Xo_E, Xo_r, S, U, IA, L, V = d.Xo_E, d.Xo_r, d.S, d.U, d.IA, d.L[k], d.V[k]
-    b0, b1, mk = m.body_range[k, 0], m.body_range[k, 1], m.y_range[k, 1] - m.y_range[k, 0]
-    for i in range(b0, b1):
-        for j in range(mk):
-            mat6_vec(IA[i], S[i, j], U[i, j])
-    for r in range(mk):
-        for c in range(r + 1):
-            L[r, c] = 0.0
-            for i in range(b0, b1):
-                L[r, c] += dot6(S[i, r], U[i, c])
-    d.info[0] = k
-    if not cholesky(L, mk):
-        return D_NOT_POSITIVE
-    smallest, largest = math.inf, 0.0
-    for j in range(mk):
-        smallest, largest = min(smallest, L[j, j]), max(largest, L[j, j])
-    if smallest * smallest <= m.d_condition_limit * largest * largest:
-        return D_ILL_CONDITIONED
-    o = m.output[k]
-    if o == 0:
-        return OK
-    for j in range(mk):
-        for e in range(6):
-            V[j, e] = 0.0
+    inertia, rigid, leaf, output, body_range, y_range = \
+        m.inertia, m.rigid_inertia, m.leaf, m.output, m.body_range, m.y_range
+    Xo_E, Xo_r, S, U, IA, L, V, scratch = d.Xo_E, d.Xo_r, d.S, d.U, d.IA, d.L, d.V, d.X66[0]
+    limit = m.d_condition_limit
+    for i in range(1, len(inertia)):
+        for r in range(6):
+            for c in range(6):
+                IA[i, r, c] = inertia[i, r, c]
+    for k in range(len(output) - 1, -1, -1):
+        b0, b1, mk, Lk, Vk = body_range[k, 0], body_range[k, 1], y_range[k, 1] - y_range[k, 0], L[k], V[k]
         for i in range(b0, b1):
-            transform_force(Xo_E[i], Xo_r[i], U[i, j], V[j], True)
-    forward_solve_rows(L, mk, V)
-    leaf, rigid, scratch = m.leaf, m.rigid_inertia, d.X66[0]
-    for i in range(b0, b1):
-        if leaf[i]:                                                  # I^A_i = I_i: the cheap congruence
-            add_rigid_matrix(rigid_congruence(Xo_E[i], Xo_r[i], rigid[i]), IA[o])
-        else:
-            congruence_add(Xo_E[i], Xo_r[i], IA[i], scratch, IA[o])
-    for r in range(6):
-        for c in range(6):
             for j in range(mk):
-                IA[o, r, c] -= V[j, r] * V[j, c]
+                mat6_vec(IA[i], S[i, j], U[i, j])
+        for r in range(mk):
+            for c in range(r + 1):
+                Lk[r, c] = 0.0
+                for i in range(b0, b1):
+                    Lk[r, c] += dot6(S[i, r], U[i, c])
+        if not cholesky(Lk, mk):
+            d.info[0] = k
+            return D_NOT_POSITIVE
+        smallest, largest = math.inf, 0.0
+        for j in range(mk):
+            smallest, largest = min(smallest, Lk[j, j]), max(largest, Lk[j, j])
+        if smallest * smallest <= limit * largest * largest:
+            d.info[0] = k
+            return D_ILL_CONDITIONED
+        o = output[k]
+        if o == 0:
+            continue
+        for j in range(mk):
+            for e in range(6):
+                Vk[j, e] = 0.0
+            for i in range(b0, b1):
+                transform_force(Xo_E[i], Xo_r[i], U[i, j], Vk[j], True)
+        forward_solve_rows(Lk, mk, Vk)
+        for i in range(b0, b1):
+            if leaf[i]:                                              # I^A_i = I_i: the cheap congruence
+                add_rigid_matrix(rigid_congruence(Xo_E[i], Xo_r[i], rigid[i]), IA[o])
+            else:
+                congruence_add(Xo_E[i], Xo_r[i], IA[i], scratch, IA[o])
+        for r in range(6):
+            for c in range(6):
+                for j in range(mk):
+                    IA[o, r, c] -= Vk[j, r] * Vk[j, c]
     return OK
 
 
 @njit
-def articulated_bias(m, d, k, tau):
-    """u_k = tau_k - S_k^T p^A_k (tau_k = G_k^T tau for spanning forces) and
-    p^A_o += sum_i ^iX_o^T (p^A_i + I^A_i c_i) + V_k^T L_k^-1 (u_k - U_k^T c_k) (p^a of Alg. 1)."""
+def articulated_biases(m, d, tau):
+    """Tips to base, for each cluster k: u_k = tau_k - S_k^T p^A_k (tau_k = G_k^T tau for spanning forces)
+    and p^A_o += sum_i ^iX_o^T (p^A_i + I^A_i c_i) + V_k^T L_k^-1 (u_k - U_k^T c_k) (p^a of Alg. 1)."""
+    output, body_range, v_range, y_range = m.output, m.body_range, m.v_range, m.y_range
     Xo_E, Xo_r, S, U, IA, c, pA, u, z, w = d.Xo_E, d.Xo_r, d.S, d.U, d.IA, d.c, d.f, d.u, d.z, d.w6
-    G, V = d.G[k], d.V[k]
-    b0, b1, y0, v0 = m.body_range[k, 0], m.body_range[k, 1], m.y_range[k, 0], m.v_range[k, 0]
-    mk, spanning = m.y_range[k, 1] - y0, tau.shape[0] != m.ny
-    for j in range(mk):
-        t = 0.0
-        if spanning:
-            for r in range(m.v_range[k, 1] - v0):
-                t += G[j, r] * tau[v0 + r]
-        else:
-            t = tau[y0 + j]
+    G, L, V = d.G, d.L, d.V
+    spanning = tau.shape[0] != m.ny
+    for k in range(len(output) - 1, -1, -1):
+        b0, b1, y0, v0 = body_range[k, 0], body_range[k, 1], y_range[k, 0], v_range[k, 0]
+        mk = y_range[k, 1] - y0
+        for j in range(mk):
+            t = 0.0
+            if spanning:
+                for r in range(v_range[k, 1] - v0):
+                    t += G[k, j, r] * tau[v0 + r]
+            else:
+                t = tau[y0 + j]
+            for i in range(b0, b1):
+                t -= dot6(S[i, j], pA[i])
+            u[y0 + j] = t
+        o = output[k]
+        if o == 0:
+            continue
+        for j in range(mk):
+            z[j] = u[y0 + j]
+            for i in range(b0, b1):
+                z[j] -= dot6(U[i, j], c[i])
+        forward_solve(L[k], mk, z)
         for i in range(b0, b1):
-            t -= dot6(S[i, j], pA[i])
-        u[y0 + j] = t
-    o = m.output[k]
-    if o == 0:
-        return
-    for j in range(mk):
-        z[j] = u[y0 + j]
-        for i in range(b0, b1):
-            z[j] -= dot6(U[i, j], c[i])
-    forward_solve(d.L[k], mk, z)
-    for i in range(b0, b1):
-        mat6_vec(IA[i], c[i], w)
-        for e in range(6):
-            w[e] += pA[i, e]
-        transform_force(Xo_E[i], Xo_r[i], w, pA[o], True)
-    for j in range(mk):
-        for e in range(6):
-            pA[o, e] += V[j, e] * z[j]
+            mat6_vec(IA[i], c[i], w)
+            for e in range(6):
+                w[e] += pA[i, e]
+            transform_force(Xo_E[i], Xo_r[i], w, pA[o], True)
+        for j in range(mk):
+            for e in range(6):
+                pA[o, e] += V[k, j, e] * z[j]
 
 
 @njit
-def aba_acceleration(m, d, k):
-    """ydd_k = D_k^-1 (u_k - U_k^T a'), a' = ^kX_o a_o + c_k, then a_k = a' + S_k ydd_k."""
-    S, U, a, z, u, L, ydd = d.S, d.U, d.a, d.z, d.u, d.L[k], d.ydd
-    b0, b1, y0, mk = m.body_range[k, 0], m.body_range[k, 1], m.y_range[k, 0], m.y_range[k, 1] - m.y_range[k, 0]
-    cluster_acceleration(m, d, k, d.zero_y)
-    for j in range(mk):
-        z[j] = u[y0 + j]
+def aba_accelerations(m, d):
+    """Base to tips, for each cluster k: ydd_k = D_k^-1 (u_k - U_k^T a'), a' = ^kX_o a_o + c_k, then
+    a_k = a' + S_k ydd_k."""
+    output, body_range, y_range = m.output, m.body_range, m.y_range
+    Xo_E, Xo_r, S, U, a, c, z, u, L, ydd = d.Xo_E, d.Xo_r, d.S, d.U, d.a, d.c, d.z, d.u, d.L, d.ydd
+    for k in range(len(output)):
+        o, b0, b1, y0 = output[k], body_range[k, 0], body_range[k, 1], y_range[k, 0]
+        mk = y_range[k, 1] - y0
         for i in range(b0, b1):
-            z[j] -= dot6(U[i, j], a[i])
-    forward_solve(L, mk, z)
-    backward_solve(L, mk, z)
-    for j in range(mk):
-        ydd[y0 + j] = z[j]
-    for i in range(b0, b1):
-        for e in range(6):
-            for j in range(mk):
-                a[i, e] += S[i, j, e] * z[j]
+            bias_acceleration(Xo_E, Xo_r, a, c, i, o)
+        for j in range(mk):
+            z[j] = u[y0 + j]
+            for i in range(b0, b1):
+                z[j] -= dot6(U[i, j], a[i])
+        forward_solve(L[k], mk, z)
+        backward_solve(L[k], mk, z)
+        for j in range(mk):
+            ydd[y0 + j] = z[j]
+        for i in range(b0, b1):
+            for e in range(6):
+                for j in range(mk):
+                    a[i, e] += S[i, j, e] * z[j]
 
 
 @njit
@@ -857,20 +854,16 @@ def aba(m, d, q, yd, tau, f_ext):
     """Independent accelerations into d.ydd and spanning ones G ydd + g into d.qdd (aba.py);
     tau independent (ny) or spanning (nv, projected with G^T)."""
     status = kinematics(m, d, q, yd)
+    if status == OK:
+        status = articulated_inertias(m, d)                          # backward pass
     if status != OK:
         return status
-    reset_articulated_inertias(m, d)                                 # I^A = I
-    inertia, v, pA = m.inertia, d.v, d.f
-    for i in range(1, len(inertia)):
-        bias_force(inertia[i], v[i], f_ext[i], pA[i])                # p^A = v x* I v - f_ext
-    for k in range(len(m.kind) - 1, -1, -1):                         # backward pass
-        status = articulated_inertia(m, d, k)
-        if status != OK:
-            return status
-        articulated_bias(m, d, k, tau)
+    rigid, v, pA = m.rigid_inertia, d.v, d.f
+    for i in range(1, len(rigid)):
+        bias_force(rigid[i], v[i], f_ext[i], pA[i])                  # p^A = v x* I v - f_ext
+    articulated_biases(m, d, tau)
     set_base_acceleration(m, d)
-    for k in range(len(m.kind)):                                     # forward pass
-        aba_acceleration(m, d, k)
+    aba_accelerations(m, d)                                          # forward pass
     spanning_accelerations(m, d, d.ydd)
     return OK
 
@@ -992,13 +985,10 @@ def efpa(m, d, q, frame_body, frame_X, T, Omega):
     """Lambda^-1 (6 nf x 6 nf) of frames (body, ^frameX_body) into Omega, in the public layout:
     [linear; angular] rows and columns per frame, each in its own frame; T: (nf, ny, 6) scratch."""
     status = kinematics(m, d, q, d.zero_y, False)
+    if status == OK:
+        status = articulated_inertias(m, d)
     if status != OK:
         return status
-    reset_articulated_inertias(m, d)
-    for k in range(len(m.kind) - 1, -1, -1):
-        status = articulated_inertia(m, d, k)
-        if status != OK:
-            return status
     nf = len(frame_body)
     for e in range(nf):
         frame_propagator(m, d, frame_body[e], frame_X[e], T[e])

@@ -293,8 +293,10 @@ def _cluster_fields(model):
         fields['independent'][k, :c.m] = c.independent
         if fields['kind'][k] == LOOP:
             _coupling_rows(c, k, fields)
-    parent = np.array([model.cluster_of[o] for o in fields['output']])   # -1: the ground
+    parent, ranges = np.array([model.cluster_of[o] for o in fields['output']]), fields['body_range']  # -1: ground
     assert np.all(parent < np.arange(nc)), 'a parent cluster precedes its children'
+    assert ranges[0, 0] == 1 and np.array_equal(ranges[1:, 0], ranges[:-1, 1]) and ranges[-1, 1] == model.nb, \
+        'bodies numbered cluster by cluster'
     for k in range(nc):
         fields['y_support'][k] = (fields['y_support'][parent[k]] if parent[k] >= 0 else 0) + clusters[k].m
     fields['leaf'] = np.ones(model.nb, dtype=np.int64)
