@@ -229,10 +229,13 @@ def cross_force(v, f):
 
 @njit(inline='always')
 def mat6_vec(M, x, out):
-    """out = M x."""
+    """out = M x for a symmetric M (every caller's: inertias), summed as x_0 M[0] + ... + x_5 M[5], which
+    vectorizes over the rows."""
+    y = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
+    for c in range(6):
+        y = add_scaled(y, x[c], M[c])
     for a in range(6):
-        out[a] = (M[a, 0] * x[0] + M[a, 1] * x[1] + M[a, 2] * x[2] + M[a, 3] * x[3] + M[a, 4] * x[4]
-                  + M[a, 5] * x[5])
+        out[a] = y[a]
 
 
 @njit(inline='always')
@@ -283,8 +286,9 @@ def forward_solve_rows(L, n, X):
         for p in range(j):
             for e in range(6):
                 X[j, e] -= L[j, p] * X[p, e]
+        inverse = 1.0 / L[j, j]
         for e in range(6):
-            X[j, e] /= L[j, j]
+            X[j, e] *= inverse
 
 
 @njit(inline='always')
@@ -767,9 +771,10 @@ def articulated_inertias(m, d):
             else:
                 congruence_add(Xo_E[i], Xo_r[i], IA[i], scratch, IA[o])
         for r in range(6):
-            for c in range(6):
-                for j in range(mk):
-                    IA[o, r, c] -= Vk[j, r] * Vk[j, c]
+            for j in range(mk):
+                t, v, row = Vk[j, r], Vk[j], IA[o, r]
+                for c in range(6):
+                    row[c] -= t * v[c]
     return OK
 
 
