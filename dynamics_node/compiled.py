@@ -119,12 +119,52 @@ def right_transform(M, E, r, out):
 
 
 @njit(inline='always')
-def congruence_add(E, r, M, scratch, out):
-    """out += X^T M X (seed 003, eq. 55) through scratch = M X; X^T M X is symmetric, so its column
-    X^T (M X)[:, c] is added to row c of out."""
-    right_transform(M, E, r, scratch)
-    for col in range(6):
-        transform_force(E, r, scratch[:, col], out[col], True)
+def rotated_block(M, r0, c0, E):
+    """E^T M[r0:r0 + 3, c0:c0 + 3] E as a row-major 9-tuple."""
+    m00, m01, m02 = M[r0, c0], M[r0, c0 + 1], M[r0, c0 + 2]
+    m10, m11, m12 = M[r0 + 1, c0], M[r0 + 1, c0 + 1], M[r0 + 1, c0 + 2]
+    m20, m21, m22 = M[r0 + 2, c0], M[r0 + 2, c0 + 1], M[r0 + 2, c0 + 2]
+    w00 = m00 * E[0, 0] + m01 * E[1, 0] + m02 * E[2, 0]
+    w01 = m00 * E[0, 1] + m01 * E[1, 1] + m02 * E[2, 1]
+    w02 = m00 * E[0, 2] + m01 * E[1, 2] + m02 * E[2, 2]
+    w10 = m10 * E[0, 0] + m11 * E[1, 0] + m12 * E[2, 0]
+    w11 = m10 * E[0, 1] + m11 * E[1, 1] + m12 * E[2, 1]
+    w12 = m10 * E[0, 2] + m11 * E[1, 2] + m12 * E[2, 2]
+    w20 = m20 * E[0, 0] + m21 * E[1, 0] + m22 * E[2, 0]
+    w21 = m20 * E[0, 1] + m21 * E[1, 1] + m22 * E[2, 1]
+    w22 = m20 * E[0, 2] + m21 * E[1, 2] + m22 * E[2, 2]
+    return (E[0, 0] * w00 + E[1, 0] * w10 + E[2, 0] * w20, E[0, 0] * w01 + E[1, 0] * w11 + E[2, 0] * w21,
+            E[0, 0] * w02 + E[1, 0] * w12 + E[2, 0] * w22, E[0, 1] * w00 + E[1, 1] * w10 + E[2, 1] * w20,
+            E[0, 1] * w01 + E[1, 1] * w11 + E[2, 1] * w21, E[0, 1] * w02 + E[1, 1] * w12 + E[2, 1] * w22,
+            E[0, 2] * w00 + E[1, 2] * w10 + E[2, 2] * w20, E[0, 2] * w01 + E[1, 2] * w11 + E[2, 2] * w21,
+            E[0, 2] * w02 + E[1, 2] * w12 + E[2, 2] * w22)
+
+
+@njit(inline='always')
+def congruence_add(E, r, M, out):
+    """out += X^T M X for a symmetric M (seed 003, eq. 55). X = blkdiag(E, E) [[1, 0], [-r x, 1]]: with the
+    rotated blocks A, B, C (E^T A E, ...) of M = [[A, B], [B^T, C]] and P = B + r x C,
+    X^T M X = [[A - B r x + r x P^T, P], [P^T, C]], whose upper-left block is symmetric."""
+    A, B, C = rotated_block(M, 0, 0, E), rotated_block(M, 0, 3, E), rotated_block(M, 3, 3, E)
+    r0, r1, r2 = r[0], r[1], r[2]
+    P = (B[0] + r1 * C[6] - r2 * C[3], B[1] + r1 * C[7] - r2 * C[4], B[2] + r1 * C[8] - r2 * C[5],
+         B[3] + r2 * C[0] - r0 * C[6], B[4] + r2 * C[1] - r0 * C[7], B[5] + r2 * C[2] - r0 * C[8],
+         B[6] + r0 * C[3] - r1 * C[0], B[7] + r0 * C[4] - r1 * C[1], B[8] + r0 * C[5] - r1 * C[2])
+    for a in range(3):
+        for b in range(3):
+            out[a, 3 + b] += P[3 * a + b]
+            out[3 + b, a] += P[3 * a + b]
+            out[3 + a, 3 + b] += C[3 * a + b]
+    for a in range(3):
+        Ba0, Ba1, Ba2 = B[3 * a], B[3 * a + 1], B[3 * a + 2]
+        Brx = (Ba1 * r2 - Ba2 * r1, Ba2 * r0 - Ba0 * r2, Ba0 * r1 - Ba1 * r0)            # row a of B r x
+        for b in range(a, 3):
+            Pb0, Pb1, Pb2 = P[3 * b], P[3 * b + 1], P[3 * b + 2]
+            rxP = (r1 * Pb2 - r2 * Pb1, r2 * Pb0 - r0 * Pb2, r0 * Pb1 - r1 * Pb0)        # column b of r x P^T
+            x = A[3 * a + b] - Brx[b] + rxP[a]
+            out[a, b] += x
+            if b != a:
+                out[b, a] += x
 
 
 # ---- rigid-body inertias as 10 parameters (rigid_inertia in flat.py): mass m, first moment h = m c and the
@@ -731,7 +771,7 @@ def articulated_inertias(m, d):
     I^A_o += sum_i ^iX_o^T I^A_i ^iX_o - V_k^T V_k (I^a of eqs. 55-56 carried to the output body)."""
     inertia, rigid, leaf, output, body_range, y_range = \
         m.inertia, m.rigid_inertia, m.leaf, m.output, m.body_range, m.y_range
-    Xo_E, Xo_r, S, U, IA, L, V, scratch = d.Xo_E, d.Xo_r, d.S, d.U, d.IA, d.L, d.V, d.X66[0]
+    Xo_E, Xo_r, S, U, IA, L, V = d.Xo_E, d.Xo_r, d.S, d.U, d.IA, d.L, d.V
     limit = m.d_condition_limit
     for i in range(1, len(inertia)):
         for r in range(6):
@@ -769,7 +809,7 @@ def articulated_inertias(m, d):
             if leaf[i]:                                              # I^A_i = I_i: the cheap congruence
                 add_rigid_matrix(rigid_congruence(Xo_E[i], Xo_r[i], rigid[i]), IA[o])
             else:
-                congruence_add(Xo_E[i], Xo_r[i], IA[i], scratch, IA[o])
+                congruence_add(Xo_E[i], Xo_r[i], IA[i], IA[o])
         for r in range(6):
             for j in range(mk):
                 t, v, row = Vk[j, r], Vk[j], IA[o, r]
