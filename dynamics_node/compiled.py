@@ -979,37 +979,38 @@ def crba(m, d, q):
 # ---- C-EFPA (efpa.py; seed 003 Sec. VIII) ----
 
 @njit
-def frame_propagator(m, d, body, X, T):
-    """T (ny x 6): T_k^T, T_k = Chi S_k L_k^-T, on each cluster k supporting the frame, at the rows
-    [y_support[k] - m_k, y_support[k]) (root first), with the propagator Chi (a single 6x6 block, at one
-    body; rows in the public [linear; angular] order) moved up by Chi <- Chi ^bX_o - T_k V_k, which is
+def frame_propagators(m, d, frame_body, frame_X, T):
+    """T[e] (ny x 6) of each frame e: T_k^T, T_k = Chi S_k L_k^-T, on each cluster k supporting the frame, at
+    the rows [y_support[k] - m_k, y_support[k]) (root first), with the propagator Chi (a single 6x6 block, at
+    one body; rows in the public [linear; angular] order) moved up by Chi <- Chi ^bX_o - T_k V_k, which is
     eq. (62) with L_k = 1 - S_k D_k^-1 U_k^T. Then Lambda^-1 = T T^T (eqs. 63-67 unrolled)."""
     cluster, output, y_range, y_support = m.cluster, m.output, m.y_range, m.y_support
-    Xo_E, Xo_r, S, V, L, SL = d.Xo_E, d.Xo_r, d.S, d.V, d.L, d.SL
-    chi = d.X66[0]
-    for r in range(6):
-        for c in range(6):
-            chi[r, c] = X[(r + 3) % 6, c]
-    while body > 0:
-        k = cluster[body]
-        mk = y_range[k, 1] - y_range[k, 0]
-        t0 = y_support[k] - mk
-        for j in range(mk):
-            for e in range(6):
-                SL[j, e] = S[body, j, e]
-        forward_solve_rows(L[k], mk, SL)
-        for j in range(mk):
-            for r in range(6):
-                T[t0 + j, r] = dot6(chi[r], SL[j])
-        if output[k] == 0:
-            break
-        right_transform(chi, Xo_E[body], Xo_r[body], chi)
+    Xo_E, Xo_r, S, V, L, SL, chi = d.Xo_E, d.Xo_r, d.S, d.V, d.L, d.SL, d.X66[0]
+    for e in range(len(frame_body)):
+        body, Te = frame_body[e], T[e]
         for r in range(6):
+            for c in range(6):
+                chi[r, c] = frame_X[e, (r + 3) % 6, c]
+        while body > 0:
+            k = cluster[body]
+            mk = y_range[k, 1] - y_range[k, 0]
+            t0 = y_support[k] - mk
             for j in range(mk):
-                t = T[t0 + j, r]
                 for c in range(6):
-                    chi[r, c] -= t * V[k, j, c]
-        body = output[k]
+                    SL[j, c] = S[body, j, c]
+            forward_solve_rows(L[k], mk, SL)
+            for j in range(mk):
+                for r in range(6):
+                    Te[t0 + j, r] = dot6(chi[r], SL[j])
+            if output[k] == 0:
+                break
+            right_transform(chi, Xo_E[body], Xo_r[body], chi)
+            for r in range(6):
+                for j in range(mk):
+                    t = Te[t0 + j, r]
+                    for c in range(6):
+                        chi[r, c] -= t * V[k, j, c]
+            body = output[k]
 
 
 @njit(inline='always')
@@ -1034,10 +1035,8 @@ def efpa(m, d, q, frame_body, frame_X, T, Omega):
         status = articulated_inertias(m, d)
     if status != OK:
         return status
-    nf = len(frame_body)
-    for e in range(nf):
-        frame_propagator(m, d, frame_body[e], frame_X[e], T[e])
-    output, cluster, y_support = m.output, m.cluster, m.y_support
+    frame_propagators(m, d, frame_body, frame_X, T)
+    output, cluster, y_support, nf = m.output, m.cluster, m.y_support, len(frame_body)
     for e1 in range(nf):
         for e2 in range(e1, nf):
             n = common_support(output, cluster, y_support, frame_body[e1], frame_body[e2])

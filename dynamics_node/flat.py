@@ -49,7 +49,7 @@ MODEL_FIELDS = {   # name: meaning, shape (nb bodies with 0 the ground, nc clust
     'v_range': 'spanning velocities [v0, v1) of cluster k (nc, 2)',
     'y_range': 'independent velocities [y0, y1) of cluster k (nc, 2)',
     'y_support': 'independent velocities of cluster k and its ancestors (nc); a frame\'s packed rows '
-                 '(compiled.frame_propagator) of cluster k are [y_support[k] - m_k, y_support[k])',
+                 '(compiled.frame_propagators) of cluster k are [y_support[k] - m_k, y_support[k])',
     'G_const': 'G_const[k, j]: column j of G_k of SINGLE (identity) and COUPLED clusters, the initial '
                'data.G (nc, M, N)',
     'n_rows': 'number of constraint rows of cluster k (nc)',
