@@ -479,12 +479,26 @@ def joint_transform(code, axes, q, iq, EJ):
 
 @njit
 def update_transforms(m, d, q):
-    """Xup[i] = X_J(q_i) X_tree(i): E = E_J E_T, r = r_T + E_T^T r_J (kinematics.py)."""
-    joint, axes, idx_q, tree_E, tree_r = m.joint, m.axes, m.idx_q, m.tree_E, m.tree_r
+    """Xup[i] = X_J(q_i) X_tree(i): E = E_J E_T, r = r_T + E_T^T r_J (kinematics.py). A revolute joint about
+    +-e_a turns by the angle t = +-q; E_J = R(e_a, t)^T then only mixes the rows b, c (a, b, c cyclic):
+    E[b] = cos t E_T[b] + sin t E_T[c], E[c] = cos t E_T[c] - sin t E_T[b], r = r_T."""
+    joint, axes, coordinate_axis, idx_q, tree_E, tree_r = m.joint, m.axes, m.coordinate_axis, m.idx_q, m.tree_E, \
+        m.tree_r
     Xup_E, Xup_r, EJ = d.Xup_E, d.Xup_r, d.E3
     for i in range(1, len(joint)):
-        rJ = joint_transform(joint[i], axes[i], q, idx_q[i], EJ)
-        compose(EJ, rJ, tree_E[i], tree_r[i], Xup_E[i], Xup_r[i])
+        a = coordinate_axis[i]
+        if a < 0:
+            rJ = joint_transform(joint[i], axes[i], q, idx_q[i], EJ)
+            compose(EJ, rJ, tree_E[i], tree_r[i], Xup_E[i], Xup_r[i])
+            continue
+        angle = q[idx_q[i]] * axes[i, 2, a]
+        sin, cos, b, c = math.sin(angle), math.cos(angle), (a + 1) % 3, (a + 2) % 3
+        for col in range(3):
+            tb, tc = tree_E[i, b, col], tree_E[i, c, col]
+            Xup_E[i, a, col] = tree_E[i, a, col]
+            Xup_E[i, b, col] = cos * tb + sin * tc
+            Xup_E[i, c, col] = cos * tc - sin * tb
+            Xup_r[i, col] = tree_r[i, col]
 
 
 # ---- cluster kinematics (kinematics.py; seed 003, Alg. 1 lines 1-19) ----

@@ -37,6 +37,7 @@ MODEL_FIELDS = {   # name: meaning, shape (nb bodies with 0 the ground, nc clust
     'idx_q': 'first position index of the joint of body i (nb)',
     'col': 'first column of the joint of body i within its cluster velocities (nb)',
     'axes': 'rows e1, e2, axis of the joint axis frame (joints.plane_frame), body coordinates (nb, 3, 3)',
+    'coordinate_axis': 'a if the joint of body i is revolute about +-e_a (a = 0, 1, 2), else -1 (nb)',
     'tree_E': 'rotation of X_tree, ^jointX_parent (nb, 3, 3)',
     'tree_r': 'translation of X_tree, parent coordinates (nb, 3)',
     'inertia': 'spatial inertia, body coordinates (nb, 6, 6)',
@@ -241,10 +242,12 @@ def _body_fields(model):
             col[b] = c.col[b]
     tree = [_plucker_parts(X) for X in model.X_tree]
     inertia = np.array(model.inertia, dtype=float)
+    axes = np.array([np.eye(3)] + [plane_frame(a).T for a in model.axis[1:]], dtype=float)
+    unit = (np.abs(axes[:, 2]) == 1.0) & (np.count_nonzero(axes[:, 2], axis=1) == 1)[:, None]
+    coordinate_axis = np.where((joint == REVOLUTE) & unit.any(axis=1), unit.argmax(axis=1), -1)
     return {
         'joint': joint.astype(np.int64), 'parent': _ints(model.parent), 'cluster': _ints(model.cluster_of),
-        'idx_q': _ints(model.idx_q), 'col': col,
-        'axes': np.array([np.eye(3)] + [plane_frame(a).T for a in model.axis[1:]], dtype=float),
+        'idx_q': _ints(model.idx_q), 'col': col, 'axes': axes, 'coordinate_axis': coordinate_axis.astype(np.int64),
         'tree_E': np.array([E for E, _ in tree]), 'tree_r': np.array([r for _, r in tree]),
         'inertia': inertia, 'rigid_inertia': _rigid_parameters(inertia),
     }
