@@ -105,17 +105,18 @@ def chain(d, path, n, E, r, E_tmp, r_tmp):
 
 
 @njit(inline='always')
-def right_transform(M, E, r, out):
-    """out = M X for a 6x6 M: each row [p, s] becomes [p E + r x (s E), s E]; out may alias M."""
-    for row in range(6):
-        p0, p1, p2, p3, p4, p5 = M[row, 0], M[row, 1], M[row, 2], M[row, 3], M[row, 4], M[row, 5]
-        s0 = p3 * E[0, 0] + p4 * E[1, 0] + p5 * E[2, 0]
-        s1 = p3 * E[0, 1] + p4 * E[1, 1] + p5 * E[2, 1]
-        s2 = p3 * E[0, 2] + p4 * E[1, 2] + p5 * E[2, 2]
-        out[row, 0] = p0 * E[0, 0] + p1 * E[1, 0] + p2 * E[2, 0] + r[1] * s2 - r[2] * s1
-        out[row, 1] = p0 * E[0, 1] + p1 * E[1, 1] + p2 * E[2, 1] + r[2] * s0 - r[0] * s2
-        out[row, 2] = p0 * E[0, 2] + p1 * E[1, 2] + p2 * E[2, 2] + r[0] * s1 - r[1] * s0
-        out[row, 3], out[row, 4], out[row, 5] = s0, s1, s2
+def right_transform(M, E, r):
+    """M X for a 6x6 M given and returned as its columns (6-tuples): each row [p, s] becomes
+    [p E + r x (s E), s E]; by columns, which vectorizes over the rows."""
+    c0, c1, c2, c3, c4, c5 = M
+    s0 = combination(E[0, 0], c3, E[1, 0], c4, E[2, 0], c5)
+    s1 = combination(E[0, 1], c3, E[1, 1], c4, E[2, 1], c5)
+    s2 = combination(E[0, 2], c3, E[1, 2], c4, E[2, 2], c5)
+    p0 = combination(E[0, 0], c0, E[1, 0], c1, E[2, 0], c2)
+    p1 = combination(E[0, 1], c0, E[1, 1], c1, E[2, 1], c2)
+    p2 = combination(E[0, 2], c0, E[1, 2], c1, E[2, 2], c2)
+    return (combination(1.0, p0, r[1], s2, -r[2], s1), combination(1.0, p1, r[2], s0, -r[0], s2),
+            combination(1.0, p2, r[0], s1, -r[1], s0), s0, s1, s2)
 
 
 @njit(inline='always')
@@ -288,6 +289,13 @@ def add_scaled(acc, a, x):
     """acc + a x for a 6-tuple acc and a 6-vector x."""
     return (acc[0] + a * x[0], acc[1] + a * x[1], acc[2] + a * x[2], acc[3] + a * x[3], acc[4] + a * x[4],
             acc[5] + a * x[5])
+
+
+@njit(inline='always')
+def combination(a, x, b, y, c, z):
+    """a x + b y + c z for 6-vectors x, y, z, as a 6-tuple."""
+    return (a * x[0] + b * y[0] + c * z[0], a * x[1] + b * y[1] + c * z[1], a * x[2] + b * y[2] + c * z[2],
+            a * x[3] + b * y[3] + c * z[3], a * x[4] + b * y[4] + c * z[4], a * x[5] + b * y[5] + c * z[5])
 
 
 # ---- small dense linear algebra: Cholesky of D_k (m_k <= 6), QR of a LOOP cluster's rows ----
@@ -996,15 +1004,19 @@ def crba(m, d, q):
 def frame_propagators(m, d, frame_body, frame_X, T):
     """T[e] (ny x 6) of each frame e: T_k^T, T_k = Chi S_k L_k^-T, on each cluster k supporting the frame, at
     the rows [y_support[k] - m_k, y_support[k]) (root first), with the propagator Chi (a single 6x6 block, at
-    one body; rows in the public [linear; angular] order) moved up by Chi <- Chi ^bX_o - T_k V_k, which is
-    eq. (62) with L_k = 1 - S_k D_k^-1 U_k^T. Then Lambda^-1 = T T^T (eqs. 63-67 unrolled)."""
+    one body, held by columns; rows in the public [linear; angular] order) moved up by
+    Chi <- Chi ^bX_o - T_k V_k, which is eq. (62) with L_k = 1 - S_k D_k^-1 U_k^T. Then Lambda^-1 = T T^T
+    (eqs. 63-67 unrolled)."""
     cluster, output, y_range, y_support = m.cluster, m.output, m.y_range, m.y_support
-    Xo_E, Xo_r, S, V, L, SL, chi = d.Xo_E, d.Xo_r, d.S, d.V, d.L, d.SL, d.X66[0]
+    Xo_E, Xo_r, S, V, L, SL = d.Xo_E, d.Xo_r, d.S, d.V, d.L, d.SL
     for e in range(len(frame_body)):
-        body, Te = frame_body[e], T[e]
-        for r in range(6):
-            for c in range(6):
-                chi[r, c] = frame_X[e, (r + 3) % 6, c]
+        body, Te, X = frame_body[e], T[e], frame_X[e]
+        chi = ((X[3, 0], X[4, 0], X[5, 0], X[0, 0], X[1, 0], X[2, 0]),
+               (X[3, 1], X[4, 1], X[5, 1], X[0, 1], X[1, 1], X[2, 1]),
+               (X[3, 2], X[4, 2], X[5, 2], X[0, 2], X[1, 2], X[2, 2]),
+               (X[3, 3], X[4, 3], X[5, 3], X[0, 3], X[1, 3], X[2, 3]),
+               (X[3, 4], X[4, 4], X[5, 4], X[0, 4], X[1, 4], X[2, 4]),
+               (X[3, 5], X[4, 5], X[5, 5], X[0, 5], X[1, 5], X[2, 5]))
         while body > 0:
             k = cluster[body]
             mk = y_range[k, 1] - y_range[k, 0]
@@ -1014,16 +1026,18 @@ def frame_propagators(m, d, frame_body, frame_X, T):
                     SL[j, c] = S[body, j, c]
             forward_solve_rows(L[k], mk, SL)
             for j in range(mk):
+                t = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
+                for c in range(6):
+                    t = add_scaled(t, SL[j, c], chi[c])
                 for r in range(6):
-                    Te[t0 + j, r] = dot6(chi[r], SL[j])
+                    Te[t0 + j, r] = t[r]
             if output[k] == 0:
                 break
-            right_transform(chi, Xo_E[body], Xo_r[body], chi)
-            for r in range(6):
-                for j in range(mk):
-                    t = Te[t0 + j, r]
-                    for c in range(6):
-                        chi[r, c] -= t * V[k, j, c]
+            chi = right_transform(chi, Xo_E[body], Xo_r[body])
+            for j in range(mk):
+                t, v = Te[t0 + j], V[k, j]
+                chi = (add_scaled(chi[0], -v[0], t), add_scaled(chi[1], -v[1], t), add_scaled(chi[2], -v[2], t),
+                       add_scaled(chi[3], -v[3], t), add_scaled(chi[4], -v[4], t), add_scaled(chi[5], -v[5], t))
             body = output[k]
 
 
