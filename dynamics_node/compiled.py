@@ -7,7 +7,7 @@ reference; the kernels exploit what the flat layout makes explicit:
   carries a cluster to its parent as a sum over the cluster's bodies into o;
 - the articulated and composite inertias therefore stay block diagonal (one per body);
 - a composite inertia is a rigid-body inertia: the CRBA carries it as 10 parameters (m, h, Ibar), whose
-  transform X^T I X costs a fifth of a 6x6 congruence; so does the articulated inertia of a body no
+  transform X^T I X costs a third of a 6x6 congruence; so does the articulated inertia of a body no
   cluster hangs from (flat.py's leaf);
 - D_k^-1 enters through its Cholesky factor L_k: with V_k = L_k^-1 (^kX_o^T U_k)^T the parent gets
   the rank-m_k update ^kX_o^T U D^-1 U^T ^kX_o = V_k^T V_k (seed 003, eqs. 55-56), and
@@ -18,7 +18,12 @@ The small per-body helpers (spatial algebra, joints, triangular solves) are inli
 in numba's IR (inline='always'): as separate functions each call blocked LLVM's optimization across
 it, which cost about 40 % of the ABA, RNEA and CRBA times; inlining the larger per-cluster steps too
 gained little more and tripled the compile time. The arrays of m and d carry no reference counts
-(flat.borrowed), so views such as S[i, j] are free; fields are read into locals before loops.
+(flat.borrowed), so the reference counting of views such as S[i, j] reduces to calls that return at
+once, mostly pruned by numba; but every read of a field of m or d costs such an incref/decref call pair,
+which spills registers: each pass reads its fields into locals once and loops over the clusters or
+bodies itself (per-cluster functions reading ~15 fields made up most of the kinematics' time).
+Helpers that return 6-tuples (add_scaled, combination, rigid_force, ...) keep small results in
+registers; summed as combinations of rows or columns (mat6_vec, right_transform) they vectorize.
 No kernel allocates: every buffer lives in d. Each returns a status (OK or one of the singular
 cases below, details in d.info) instead of raising; fast_path.py raises the library's errors.
 

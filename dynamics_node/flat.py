@@ -41,8 +41,8 @@ MODEL_FIELDS = {   # name: meaning, shape (nb bodies with 0 the ground, nc clust
     'tree_E': 'rotation of X_tree, ^jointX_parent (nb, 3, 3)',
     'tree_r': 'translation of X_tree, parent coordinates (nb, 3)',
     'inertia': 'spatial inertia, body coordinates (nb, 6, 6)',
-    'rigid_inertia': 'the same as mass m, first moment h = m c, rotational inertia about the body origin (upper '
-                     'triangle xx xy xz yy yz zz) (nb, 10)',
+    'rigid_inertia': 'inertia as 10 rigid-body parameters: mass m, first moment h = m c, rotational inertia '
+                     'about the body origin (upper triangle xx xy xz yy yz zz) (nb, 10)',
     'leaf': '1 if no cluster hangs from body i, so that its articulated inertia is its rigid-body inertia (nb)',
     'kind': 'SINGLE, COUPLED or LOOP (nc)',
     'output': 'the output body of cluster k, 0 for the ground (nc)',
@@ -243,8 +243,9 @@ def _body_fields(model):
     tree = [_plucker_parts(X) for X in model.X_tree]
     inertia = np.array(model.inertia, dtype=float)
     axes = np.array([np.eye(3)] + [plane_frame(a).T for a in model.axis[1:]], dtype=float)
-    unit = (np.abs(axes[:, 2]) == 1.0) & (np.count_nonzero(axes[:, 2], axis=1) == 1)[:, None]
-    coordinate_axis = np.where((joint == REVOLUTE) & unit.any(axis=1), unit.argmax(axis=1), -1)
+    size = np.abs(axes[:, 2])
+    aligned = (joint == REVOLUTE) & (np.count_nonzero(size, axis=1) == 1) & (size.max(axis=1) == 1.0)
+    coordinate_axis = np.where(aligned, size.argmax(axis=1), -1)
     return {
         'joint': joint.astype(np.int64), 'parent': _ints(model.parent), 'cluster': _ints(model.cluster_of),
         'idx_q': _ints(model.idx_q), 'col': col, 'axes': axes, 'coordinate_axis': coordinate_axis.astype(np.int64),
