@@ -5,16 +5,25 @@ reference; the kernels exploit what the flat layout makes explicit:
 - transforms are (E, r) pairs, never 6x6 products (X m = [E w; E (v - r x w)], X^T f likewise);
 - every cluster has one output body o, so ^kX_parent is one block column (flat.py) and every pass
   carries a cluster to its parent as a sum over the cluster's bodies into o;
-- the articulated and composite inertias therefore stay block diagonal (one 6x6 per body);
+- the articulated and composite inertias therefore stay block diagonal (one per body);
+- a composite inertia is a rigid-body inertia: the CRBA carries it as 10 parameters (m, h, Ibar), whose
+  transform X^T I X costs a third of a 6x6 congruence; so does the articulated inertia of a body no
+  cluster hangs from (flat.py's leaf);
 - D_k^-1 enters through its Cholesky factor L_k: with V_k = L_k^-1 (^kX_o^T U_k)^T the parent gets
   the rank-m_k update ^kX_o^T U D^-1 U^T ^kX_o = V_k^T V_k (seed 003, eqs. 55-56), and
-  Lambda^-1 = T T^T (eqs. 63-67);
+  Lambda^-1 = T T^T (eqs. 63-67), each frame's T packed on the clusters supporting it (flat.py's
+  y_support), so that two frames share the leading rows of their common ancestors;
 - single-body clusters (G = 1) skip the constraint and G products.
 The small per-body helpers (spatial algebra, joints, triangular solves) are inlined into their callers
 in numba's IR (inline='always'): as separate functions each call blocked LLVM's optimization across
 it, which cost about 40 % of the ABA, RNEA and CRBA times; inlining the larger per-cluster steps too
 gained little more and tripled the compile time. The arrays of m and d carry no reference counts
-(flat.borrowed), so views such as S[i, j] are free; fields are read into locals before loops.
+(flat.borrowed), so the reference counting of views such as S[i, j] reduces to calls that return at
+once, mostly pruned by numba; but every read of a field of m or d costs such an incref/decref call pair,
+which spills registers: each pass reads its fields into locals once and loops over the clusters or
+bodies itself (per-cluster functions reading ~15 fields made up most of the kinematics' time).
+Helpers that return 6-tuples (add_scaled, combination, rigid_force, ...) keep small results in
+registers; summed as combinations of rows or columns (mat6_vec, right_transform) they vectorize.
 No kernel allocates: every buffer lives in d. Each returns a status (OK or one of the singular
 cases below, details in d.info) instead of raising; fast_path.py raises the library's errors.
 
@@ -101,26 +110,149 @@ def chain(d, path, n, E, r, E_tmp, r_tmp):
 
 
 @njit(inline='always')
-def right_transform(M, E, r, out):
-    """out = M X for a 6x6 M: each row [p, s] becomes [p E + r x (s E), s E]."""
-    for row in range(6):
-        p = M[row]
-        s0 = p[3] * E[0, 0] + p[4] * E[1, 0] + p[5] * E[2, 0]
-        s1 = p[3] * E[0, 1] + p[4] * E[1, 1] + p[5] * E[2, 1]
-        s2 = p[3] * E[0, 2] + p[4] * E[1, 2] + p[5] * E[2, 2]
-        out[row, 0] = p[0] * E[0, 0] + p[1] * E[1, 0] + p[2] * E[2, 0] + r[1] * s2 - r[2] * s1
-        out[row, 1] = p[0] * E[0, 1] + p[1] * E[1, 1] + p[2] * E[2, 1] + r[2] * s0 - r[0] * s2
-        out[row, 2] = p[0] * E[0, 2] + p[1] * E[1, 2] + p[2] * E[2, 2] + r[0] * s1 - r[1] * s0
-        out[row, 3], out[row, 4], out[row, 5] = s0, s1, s2
+def right_transform(M, E, r):
+    """M X for a 6x6 M given and returned as its columns (6-tuples): each row [p, s] becomes
+    [p E + r x (s E), s E]; by columns, which vectorizes over the rows."""
+    c0, c1, c2, c3, c4, c5 = M
+    s0 = combination(E[0, 0], c3, E[1, 0], c4, E[2, 0], c5)
+    s1 = combination(E[0, 1], c3, E[1, 1], c4, E[2, 1], c5)
+    s2 = combination(E[0, 2], c3, E[1, 2], c4, E[2, 2], c5)
+    p0 = combination(E[0, 0], c0, E[1, 0], c1, E[2, 0], c2)
+    p1 = combination(E[0, 1], c0, E[1, 1], c1, E[2, 1], c2)
+    p2 = combination(E[0, 2], c0, E[1, 2], c1, E[2, 2], c2)
+    return (combination(1.0, p0, r[1], s2, -r[2], s1), combination(1.0, p1, r[2], s0, -r[0], s2),
+            combination(1.0, p2, r[0], s1, -r[1], s0), s0, s1, s2)
 
 
 @njit(inline='always')
-def congruence_add(E, r, M, scratch, out):
-    """out += X^T M X (seed 003, eq. 55) through scratch = M X; X^T M X is symmetric, so its column
-    X^T (M X)[:, c] is added to row c of out."""
-    right_transform(M, E, r, scratch)
-    for col in range(6):
-        transform_force(E, r, scratch[:, col], out[col], True)
+def rotated_block(M, r0, c0, E):
+    """E^T M[r0:r0 + 3, c0:c0 + 3] E as a row-major 9-tuple."""
+    m00, m01, m02 = M[r0, c0], M[r0, c0 + 1], M[r0, c0 + 2]
+    m10, m11, m12 = M[r0 + 1, c0], M[r0 + 1, c0 + 1], M[r0 + 1, c0 + 2]
+    m20, m21, m22 = M[r0 + 2, c0], M[r0 + 2, c0 + 1], M[r0 + 2, c0 + 2]
+    w00 = m00 * E[0, 0] + m01 * E[1, 0] + m02 * E[2, 0]
+    w01 = m00 * E[0, 1] + m01 * E[1, 1] + m02 * E[2, 1]
+    w02 = m00 * E[0, 2] + m01 * E[1, 2] + m02 * E[2, 2]
+    w10 = m10 * E[0, 0] + m11 * E[1, 0] + m12 * E[2, 0]
+    w11 = m10 * E[0, 1] + m11 * E[1, 1] + m12 * E[2, 1]
+    w12 = m10 * E[0, 2] + m11 * E[1, 2] + m12 * E[2, 2]
+    w20 = m20 * E[0, 0] + m21 * E[1, 0] + m22 * E[2, 0]
+    w21 = m20 * E[0, 1] + m21 * E[1, 1] + m22 * E[2, 1]
+    w22 = m20 * E[0, 2] + m21 * E[1, 2] + m22 * E[2, 2]
+    return (E[0, 0] * w00 + E[1, 0] * w10 + E[2, 0] * w20, E[0, 0] * w01 + E[1, 0] * w11 + E[2, 0] * w21,
+            E[0, 0] * w02 + E[1, 0] * w12 + E[2, 0] * w22, E[0, 1] * w00 + E[1, 1] * w10 + E[2, 1] * w20,
+            E[0, 1] * w01 + E[1, 1] * w11 + E[2, 1] * w21, E[0, 1] * w02 + E[1, 1] * w12 + E[2, 1] * w22,
+            E[0, 2] * w00 + E[1, 2] * w10 + E[2, 2] * w20, E[0, 2] * w01 + E[1, 2] * w11 + E[2, 2] * w21,
+            E[0, 2] * w02 + E[1, 2] * w12 + E[2, 2] * w22)
+
+
+@njit(inline='always')
+def congruence_add(E, r, M, out):
+    """out += X^T M X for a symmetric M (seed 003, eq. 55). X = blkdiag(E, E) [[1, 0], [-r x, 1]]: with the
+    rotated blocks A, B, C (E^T A E, ...) of M = [[A, B], [B^T, C]] and P = B + r x C,
+    X^T M X = [[A - B r x + r x P^T, P], [P^T, C]], whose upper-left block is symmetric."""
+    A, B, C = rotated_block(M, 0, 0, E), rotated_block(M, 0, 3, E), rotated_block(M, 3, 3, E)
+    r0, r1, r2 = r[0], r[1], r[2]
+    P = (B[0] + r1 * C[6] - r2 * C[3], B[1] + r1 * C[7] - r2 * C[4], B[2] + r1 * C[8] - r2 * C[5],
+         B[3] + r2 * C[0] - r0 * C[6], B[4] + r2 * C[1] - r0 * C[7], B[5] + r2 * C[2] - r0 * C[8],
+         B[6] + r0 * C[3] - r1 * C[0], B[7] + r0 * C[4] - r1 * C[1], B[8] + r0 * C[5] - r1 * C[2])
+    for a in range(3):
+        for b in range(3):
+            out[a, 3 + b] += P[3 * a + b]
+            out[3 + b, a] += P[3 * a + b]
+            out[3 + a, 3 + b] += C[3 * a + b]
+    for a in range(3):
+        Ba0, Ba1, Ba2 = B[3 * a], B[3 * a + 1], B[3 * a + 2]
+        Brx = (Ba1 * r2 - Ba2 * r1, Ba2 * r0 - Ba0 * r2, Ba0 * r1 - Ba1 * r0)            # row a of B r x
+        for b in range(a, 3):
+            Pb0, Pb1, Pb2 = P[3 * b], P[3 * b + 1], P[3 * b + 2]
+            rxP = (r1 * Pb2 - r2 * Pb1, r2 * Pb0 - r0 * Pb2, r0 * Pb1 - r1 * Pb0)        # column b of r x P^T
+            x = A[3 * a + b] - Brx[b] + rxP[a]
+            out[a, b] += x
+            if b != a:
+                out[b, a] += x
+
+
+# ---- rigid-body inertias as 10 parameters (rigid_inertia in flat.py): mass m, first moment h = m c and the
+#      rotational inertia Ibar about the origin (upper triangle xx xy xz yy yz zz), the spatial inertia being
+#      I = [[Ibar, h x], [-h x, m 1]] (seed 003 Sec. III-D: Ibar = I_C + m c x c x^T, h x = m c x) ----
+
+@njit(inline='always')
+def rigid_force(I, x):
+    """I x = [Ibar w + h x v; m v - h x w] as a 6-tuple, for x = [w; v]."""
+    m, h0, h1, h2 = I[0], I[1], I[2], I[3]
+    w0, w1, w2, v0, v1, v2 = x[0], x[1], x[2], x[3], x[4], x[5]
+    return (I[4] * w0 + I[5] * w1 + I[6] * w2 + h1 * v2 - h2 * v1,
+            I[5] * w0 + I[7] * w1 + I[8] * w2 + h2 * v0 - h0 * v2,
+            I[6] * w0 + I[8] * w1 + I[9] * w2 + h0 * v1 - h1 * v0,
+            m * v0 - h1 * w2 + h2 * w1, m * v1 - h2 * w0 + h0 * w2, m * v2 - h0 * w1 + h1 * w0)
+
+
+@njit(inline='always')
+def rigid_congruence(E, r, I):
+    """The parameters of X^T I X as a 10-tuple: I moved from the body frame to the frame in which the body
+    origin sits at r, body axes E^T. With g = E^T h (parallel-axis theorem): m, h' = g + m r and
+    Ibar' = E^T Ibar E - r x g x - (g + m r) x r x = E^T Ibar E - (r u^T + u r^T) + 2 (r . u) 1, u = g + m r / 2."""
+    m, h0, h1, h2 = I[0], I[1], I[2], I[3]
+    xx, xy, xz, yy, yz, zz = I[4], I[5], I[6], I[7], I[8], I[9]
+    a00 = xx * E[0, 0] + xy * E[1, 0] + xz * E[2, 0]                # A = Ibar E
+    a01 = xx * E[0, 1] + xy * E[1, 1] + xz * E[2, 1]
+    a02 = xx * E[0, 2] + xy * E[1, 2] + xz * E[2, 2]
+    a10 = xy * E[0, 0] + yy * E[1, 0] + yz * E[2, 0]
+    a11 = xy * E[0, 1] + yy * E[1, 1] + yz * E[2, 1]
+    a12 = xy * E[0, 2] + yy * E[1, 2] + yz * E[2, 2]
+    a20 = xz * E[0, 0] + yz * E[1, 0] + zz * E[2, 0]
+    a21 = xz * E[0, 1] + yz * E[1, 1] + zz * E[2, 1]
+    a22 = xz * E[0, 2] + yz * E[1, 2] + zz * E[2, 2]
+    g0 = E[0, 0] * h0 + E[1, 0] * h1 + E[2, 0] * h2
+    g1 = E[0, 1] * h0 + E[1, 1] * h1 + E[2, 1] * h2
+    g2 = E[0, 2] * h0 + E[1, 2] * h1 + E[2, 2] * h2
+    r0, r1, r2 = r[0], r[1], r[2]
+    u0, u1, u2 = g0 + 0.5 * m * r0, g1 + 0.5 * m * r1, g2 + 0.5 * m * r2
+    s = 2.0 * (r0 * u0 + r1 * u1 + r2 * u2)
+    return (m, g0 + m * r0, g1 + m * r1, g2 + m * r2,
+            E[0, 0] * a00 + E[1, 0] * a10 + E[2, 0] * a20 - 2.0 * r0 * u0 + s,
+            E[0, 0] * a01 + E[1, 0] * a11 + E[2, 0] * a21 - r0 * u1 - u0 * r1,
+            E[0, 0] * a02 + E[1, 0] * a12 + E[2, 0] * a22 - r0 * u2 - u0 * r2,
+            E[0, 1] * a01 + E[1, 1] * a11 + E[2, 1] * a21 - 2.0 * r1 * u1 + s,
+            E[0, 1] * a02 + E[1, 1] * a12 + E[2, 1] * a22 - r1 * u2 - u1 * r2,
+            E[0, 2] * a02 + E[1, 2] * a12 + E[2, 2] * a22 - 2.0 * r2 * u2 + s)
+
+
+@njit(inline='always')
+def add_rigid(p, out):
+    """out += the 10 parameters p."""
+    for e in range(10):
+        out[e] += p[e]
+
+
+@njit(inline='always')
+def add_rigid_matrix(p, M):
+    """M += [[Ibar, h x], [-h x, m 1]] of the parameters p."""
+    m, h0, h1, h2 = p[0], p[1], p[2], p[3]
+    M[0, 0] += p[4]
+    M[1, 1] += p[7]
+    M[2, 2] += p[9]
+    M[0, 1] += p[5]
+    M[1, 0] += p[5]
+    M[0, 2] += p[6]
+    M[2, 0] += p[6]
+    M[1, 2] += p[8]
+    M[2, 1] += p[8]
+    for a in range(3, 6):
+        M[a, a] += m
+    M[1, 3] += h2                                 # h x = [[0, -h2, h1], [h2, 0, -h0], [-h1, h0, 0]]
+    M[3, 1] += h2
+    M[2, 3] -= h1
+    M[3, 2] -= h1
+    M[0, 4] -= h2
+    M[4, 0] -= h2
+    M[2, 4] += h0
+    M[4, 2] += h0
+    M[0, 5] += h1
+    M[5, 0] += h1
+    M[1, 5] -= h0
+    M[5, 1] -= h0
 
 
 @njit(inline='always')
@@ -143,15 +275,32 @@ def cross_force(v, f):
 
 @njit(inline='always')
 def mat6_vec(M, x, out):
-    """out = M x."""
+    """out = M x for a symmetric M (every caller's: inertias), summed as x_0 M[0] + ... + x_5 M[5], which
+    vectorizes over the rows."""
+    y = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
+    for c in range(6):
+        y = add_scaled(y, x[c], M[c])
     for a in range(6):
-        out[a] = (M[a, 0] * x[0] + M[a, 1] * x[1] + M[a, 2] * x[2] + M[a, 3] * x[3] + M[a, 4] * x[4]
-                  + M[a, 5] * x[5])
+        out[a] = y[a]
 
 
 @njit(inline='always')
 def dot6(x, y):
     return x[0] * y[0] + x[1] * y[1] + x[2] * y[2] + x[3] * y[3] + x[4] * y[4] + x[5] * y[5]
+
+
+@njit(inline='always')
+def add_scaled(acc, a, x):
+    """acc + a x for a 6-tuple acc and a 6-vector x."""
+    return (acc[0] + a * x[0], acc[1] + a * x[1], acc[2] + a * x[2], acc[3] + a * x[3], acc[4] + a * x[4],
+            acc[5] + a * x[5])
+
+
+@njit(inline='always')
+def combination(a, x, b, y, c, z):
+    """a x + b y + c z for 6-vectors x, y, z, as a 6-tuple."""
+    return (a * x[0] + b * y[0] + c * z[0], a * x[1] + b * y[1] + c * z[1], a * x[2] + b * y[2] + c * z[2],
+            a * x[3] + b * y[3] + c * z[3], a * x[4] + b * y[4] + c * z[4], a * x[5] + b * y[5] + c * z[5])
 
 
 # ---- small dense linear algebra: Cholesky of D_k (m_k <= 6), QR of a LOOP cluster's rows ----
@@ -190,8 +339,9 @@ def forward_solve_rows(L, n, X):
         for p in range(j):
             for e in range(6):
                 X[j, e] -= L[j, p] * X[p, e]
+        inverse = 1.0 / L[j, j]
         for e in range(6):
-            X[j, e] /= L[j, j]
+            X[j, e] *= inverse
 
 
 @njit(inline='always')
@@ -342,12 +492,26 @@ def joint_transform(code, axes, q, iq, EJ):
 
 @njit
 def update_transforms(m, d, q):
-    """Xup[i] = X_J(q_i) X_tree(i): E = E_J E_T, r = r_T + E_T^T r_J (kinematics.py)."""
-    joint, axes, idx_q, tree_E, tree_r = m.joint, m.axes, m.idx_q, m.tree_E, m.tree_r
+    """Xup[i] = X_J(q_i) X_tree(i): E = E_J E_T, r = r_T + E_T^T r_J (kinematics.py). A revolute joint about
+    +-e_a turns by the angle t = +-q; E_J = R(e_a, t)^T then only mixes the rows b, c (a, b, c cyclic):
+    E[b] = cos t E_T[b] + sin t E_T[c], E[c] = cos t E_T[c] - sin t E_T[b], r = r_T."""
+    joint, axes, coordinate_axis, idx_q, tree_E, tree_r = m.joint, m.axes, m.coordinate_axis, m.idx_q, m.tree_E, \
+        m.tree_r
     Xup_E, Xup_r, EJ = d.Xup_E, d.Xup_r, d.E3
     for i in range(1, len(joint)):
-        rJ = joint_transform(joint[i], axes[i], q, idx_q[i], EJ)
-        compose(EJ, rJ, tree_E[i], tree_r[i], Xup_E[i], Xup_r[i])
+        a = coordinate_axis[i]
+        if a < 0:
+            rJ = joint_transform(joint[i], axes[i], q, idx_q[i], EJ)
+            compose(EJ, rJ, tree_E[i], tree_r[i], Xup_E[i], Xup_r[i])
+            continue
+        angle = q[idx_q[i]] * axes[i, 2, a]
+        sin, cos, b, c = math.sin(angle), math.cos(angle), (a + 1) % 3, (a + 2) % 3
+        for col in range(3):
+            tb, tc = tree_E[i, b, col], tree_E[i, c, col]
+            Xup_E[i, a, col] = tree_E[i, a, col]
+            Xup_E[i, b, col] = cos * tb + sin * tc
+            Xup_E[i, c, col] = cos * tc - sin * tb
+            Xup_r[i, col] = tree_r[i, col]
 
 
 # ---- cluster kinematics (kinematics.py; seed 003, Alg. 1 lines 1-19) ----
@@ -525,24 +689,29 @@ def explicit_constraints(m, d, yd):
 
 
 @njit
-def cluster_motion(m, d, k, velocities):
-    """Xo, S_k = Omega blkdiag(S_i) G_k (eq. 24) and, with velocities, v (eq. 33) and
-    c_k = Omega (blkdiag(S_i) g_k + stack(v_i x S_i qd_i)) (digest 1.8); Omega is applied recursively
-    along the in-cluster parents."""
-    parent, joint, axes, col = m.parent, m.joint, m.axes, m.col
-    Xup_E, Xup_r, Xo_E, Xo_r, S, Gk = d.Xup_E, d.Xup_r, d.Xo_E, d.Xo_r, d.S, d.G[k]
+def kinematics(m, d, q, yd, velocities=True):
+    """Transforms and constraints, then base to tips for each body i of each cluster k: Xo, its rows of
+    S_k = Omega blkdiag(S_i) G_k (eq. 24) and, with velocities (CRBA and EFPA do without: yd = 0), v (eq. 33)
+    and its rows of c_k = Omega (blkdiag(S_i) g_k + stack(v_i x S_i qd_i)) (digest 1.8); Omega is applied
+    recursively along the in-cluster parents. Bodies are numbered cluster by cluster."""
+    update_transforms(m, d, q)
+    status = explicit_constraints(m, d, yd)
+    if status != OK:
+        return status
+    parent, joint, axes, col, cluster, kind = m.parent, m.joint, m.axes, m.col, m.cluster, m.kind
+    body_range, v_range, y_range = m.body_range, m.v_range, m.y_range
+    Xup_E, Xup_r, Xo_E, Xo_r, S, G = d.Xup_E, d.Xup_r, d.Xo_E, d.Xo_r, d.S, d.G
     v, c, qd, g = d.v, d.c, d.qd, d.g
-    b0, b1, v0, mk = m.body_range[k, 0], m.body_range[k, 1], m.v_range[k, 0], m.y_range[k, 1] - m.y_range[k, 0]
-    single = m.kind[k] == SINGLE
-    for i in range(b0, b1):
-        p, E, r = parent[i], Xup_E[i], Xup_r[i]
-        inside = p >= b0
+    for i in range(1, len(parent)):
+        k, p, E, r = cluster[i], parent[i], Xup_E[i], Xup_r[i]
+        v0, mk, single = v_range[k, 0], y_range[k, 1] - y_range[k, 0], kind[k] == SINGLE
+        inside = p >= body_range[k, 0]
         if inside:
             compose(E, r, Xo_E[p], Xo_r[p], Xo_E[i], Xo_r[i])
         else:
             copy_transform(E, r, Xo_E[i], Xo_r[i])
         for j in range(mk):                                          # S_i G_k, G_k = 1 for one body
-            x = joint_column(joint[i], axes[i], j) if single else joint_motion(joint[i], axes[i], Gk[j], col[i])
+            x = joint_column(joint[i], axes[i], j) if single else joint_motion(joint[i], axes[i], G[k, j], col[i])
             if inside:
                 transform_motion(E, r, S[p, j], S[i, j])
             for e in range(6):
@@ -559,18 +728,6 @@ def cluster_motion(m, d, k, velocities):
             transform_motion(E, r, c[p], c[i])
         for e in range(6):
             c[i, e] = x[e] + gJ[e] + c[i, e] if inside else x[e] + gJ[e]
-
-
-@njit
-def kinematics(m, d, q, yd, velocities=True):
-    """Transforms, constraints and S_k of every cluster, base to tips, and with velocities their v and
-    c_k (CRBA and EFPA do without: yd = 0)."""
-    update_transforms(m, d, q)
-    status = explicit_constraints(m, d, yd)
-    if status != OK:
-        return status
-    for k in range(len(m.kind)):
-        cluster_motion(m, d, k, velocities)
     return OK
 
 
@@ -584,36 +741,20 @@ def set_base_acceleration(m, d):
         d.a[0, 3 + e] = -m.gravity[e]
 
 
-@njit
-def reset_articulated_inertias(m, d):
-    """d.IA[i] = I_i for every body: the articulated inertias before the backward pass."""
-    inertia, IA = m.inertia, d.IA              # locals: a field read in the loop is not hoisted
-    for i in range(1, len(inertia)):
-        for r in range(6):
-            for c in range(6):
-                IA[i, r, c] = inertia[i, r, c]
-
-
 @njit(inline='always')
-def bias_force(inertia, v, f_ext, f):
-    """f = v x* I v - f_ext (the velocity-product part of eq. 34)."""
-    mat6_vec(inertia, v, f)
-    x = cross_force(v, f)
+def bias_force(I, v, f_ext, f):
+    """f = v x* I v - f_ext (the velocity-product part of eq. 34), I as 10 parameters."""
+    x = cross_force(v, rigid_force(I, v))
     for e in range(6):
         f[e] = x[e] - f_ext[e]
 
 
-@njit
-def cluster_acceleration(m, d, k, ydd):
-    """a_i = ^iX_o a_o + (S_k ydd_k + c_k)_i for the bodies of cluster k (eq. 33)."""
-    Xo_E, Xo_r, a, c, S = d.Xo_E, d.Xo_r, d.a, d.c, d.S
-    o, y0, mk = m.output[k], m.y_range[k, 0], m.y_range[k, 1] - m.y_range[k, 0]
-    for i in range(m.body_range[k, 0], m.body_range[k, 1]):
-        transform_motion(Xo_E[i], Xo_r[i], a[o], a[i])
-        for e in range(6):
-            a[i, e] += c[i, e]
-            for j in range(mk):
-                a[i, e] += S[i, j, e] * ydd[y0 + j]
+@njit(inline='always')
+def bias_acceleration(Xo_E, Xo_r, a, c, i, o):
+    """a_i = ^iX_o a_o + c_i: eq. (33) without S_k ydd_k."""
+    transform_motion(Xo_E[i], Xo_r[i], a[o], a[i])
+    for e in range(6):
+        a[i, e] += c[i, e]
 
 
 @njit(cache=True, nogil=True)
@@ -622,18 +763,21 @@ def rnea(m, d, q, yd, ydd, f_ext):
     status = kinematics(m, d, q, yd)
     if status != OK:
         return status
-    inertia, output, body_range, y_range = m.inertia, m.output, m.body_range, m.y_range
-    Xo_E, Xo_r, S, v, a, f, tau, w = d.Xo_E, d.Xo_r, d.S, d.v, d.a, d.f, d.tau, d.w6
+    rigid, cluster, output, body_range, y_range = m.rigid_inertia, m.cluster, m.output, m.body_range, m.y_range
+    Xo_E, Xo_r, S, v, a, c, f, tau = d.Xo_E, d.Xo_r, d.S, d.v, d.a, d.c, d.f, d.tau
     set_base_acceleration(m, d)
-    nc = len(output)
-    for k in range(nc):                                              # forward pass
-        cluster_acceleration(m, d, k, ydd)
-        for i in range(body_range[k, 0], body_range[k, 1]):
-            bias_force(inertia[i], v[i], f_ext[i], f[i])
-            mat6_vec(inertia[i], a[i], w)
-            for e in range(6):
-                f[i, e] += w[e]                                      # eq. (34)
-    for k in range(nc - 1, -1, -1):                                  # backward pass
+    for i in range(1, len(rigid)):                                   # forward pass, cluster by cluster
+        k = cluster[i]
+        y0 = y_range[k, 0]
+        bias_acceleration(Xo_E, Xo_r, a, c, i, output[k])
+        for e in range(6):
+            for j in range(y_range[k, 1] - y0):
+                a[i, e] += S[i, j, e] * ydd[y0 + j]                  # eq. (33)
+        bias_force(rigid[i], v[i], f_ext[i], f[i])
+        x = rigid_force(rigid[i], a[i])
+        for e in range(6):
+            f[i, e] += x[e]                                          # eq. (34)
+    for k in range(len(output) - 1, -1, -1):                         # backward pass
         o, b0, b1, y0 = output[k], body_range[k, 0], body_range[k, 1], y_range[k, 0]
         for j in range(y_range[k, 1] - y0):
             tau[y0 + j] = 0.0
@@ -648,100 +792,121 @@ def rnea(m, d, q, yd, ydd, f_ext):
 # ---- C-ABA (aba.py; seed 003 Alg. 1) ----
 
 @njit
-def articulated_inertia(m, d, k):
-    """U_k = I^A_k S_k, D_k = S_k^T U_k = L_k L_k^T, V_k = L_k^-1 (^kX_o^T U_k)^T and
+def articulated_inertias(m, d):
+    """I^A of every body, tips to base, from I^A = I: for each cluster k U_k = I^A_k S_k,
+    D_k = S_k^T U_k = L_k L_k^T, V_k = L_k^-1 (^kX_o^T U_k)^T and
     I^A_o += sum_i ^iX_o^T I^A_i ^iX_o - V_k^T V_k (I^a of eqs. 55-56 carried to the output body)."""
-    Xo_E, Xo_r, S, U, IA, L, V = d.Xo_E, d.Xo_r, d.S, d.U, d.IA, d.L[k], d.V[k]
-    b0, b1, mk = m.body_range[k, 0], m.body_range[k, 1], m.y_range[k, 1] - m.y_range[k, 0]
-    for i in range(b0, b1):
-        for j in range(mk):
-            mat6_vec(IA[i], S[i, j], U[i, j])
-    for r in range(mk):
-        for c in range(r + 1):
-            L[r, c] = 0.0
-            for i in range(b0, b1):
-                L[r, c] += dot6(S[i, r], U[i, c])
-    d.info[0] = k
-    if not cholesky(L, mk):
-        return D_NOT_POSITIVE
-    smallest, largest = math.inf, 0.0
-    for j in range(mk):
-        smallest, largest = min(smallest, L[j, j]), max(largest, L[j, j])
-    if smallest * smallest <= m.d_condition_limit * largest * largest:
-        return D_ILL_CONDITIONED
-    o = m.output[k]
-    if o == 0:
-        return OK
-    for j in range(mk):
-        for e in range(6):
-            V[j, e] = 0.0
+    inertia, rigid, leaf, output, body_range, y_range = \
+        m.inertia, m.rigid_inertia, m.leaf, m.output, m.body_range, m.y_range
+    Xo_E, Xo_r, S, U, IA, L, V = d.Xo_E, d.Xo_r, d.S, d.U, d.IA, d.L, d.V
+    limit = m.d_condition_limit
+    for i in range(1, len(inertia)):
+        for r in range(6):
+            for c in range(6):
+                IA[i, r, c] = inertia[i, r, c]
+    for k in range(len(output) - 1, -1, -1):
+        b0, b1, mk, Lk, Vk = body_range[k, 0], body_range[k, 1], y_range[k, 1] - y_range[k, 0], L[k], V[k]
         for i in range(b0, b1):
-            transform_force(Xo_E[i], Xo_r[i], U[i, j], V[j], True)
-    forward_solve_rows(L, mk, V)
-    scratch = d.X66[0]
-    for i in range(b0, b1):
-        congruence_add(Xo_E[i], Xo_r[i], IA[i], scratch, IA[o])
-    for r in range(6):
-        for c in range(6):
             for j in range(mk):
-                IA[o, r, c] -= V[j, r] * V[j, c]
+                mat6_vec(IA[i], S[i, j], U[i, j])
+        for r in range(mk):
+            for c in range(r + 1):
+                Lk[r, c] = 0.0
+                for i in range(b0, b1):
+                    Lk[r, c] += dot6(S[i, r], U[i, c])
+        if not cholesky(Lk, mk):
+            d.info[0] = k
+            return D_NOT_POSITIVE
+        smallest, largest = math.inf, 0.0
+        for j in range(mk):
+            smallest, largest = min(smallest, Lk[j, j]), max(largest, Lk[j, j])
+        if smallest * smallest <= limit * largest * largest:
+            d.info[0] = k
+            return D_ILL_CONDITIONED
+        o = output[k]
+        if o == 0:
+            continue
+        for j in range(mk):
+            for e in range(6):
+                Vk[j, e] = 0.0
+            for i in range(b0, b1):
+                transform_force(Xo_E[i], Xo_r[i], U[i, j], Vk[j], True)
+        forward_solve_rows(Lk, mk, Vk)
+        for i in range(b0, b1):
+            if leaf[i]:                                              # I^A_i = I_i: the cheap congruence
+                add_rigid_matrix(rigid_congruence(Xo_E[i], Xo_r[i], rigid[i]), IA[o])
+            else:
+                congruence_add(Xo_E[i], Xo_r[i], IA[i], IA[o])
+        for r in range(6):
+            for j in range(mk):
+                t, v, row = Vk[j, r], Vk[j], IA[o, r]
+                for c in range(6):
+                    row[c] -= t * v[c]
     return OK
 
 
 @njit
-def articulated_bias(m, d, k, tau):
-    """u_k = tau_k - S_k^T p^A_k (tau_k = G_k^T tau for spanning forces) and
-    p^A_o += sum_i ^iX_o^T (p^A_i + I^A_i c_i) + V_k^T L_k^-1 (u_k - U_k^T c_k) (p^a of Alg. 1)."""
+def articulated_biases(m, d, tau):
+    """Tips to base, for each cluster k: u_k = tau_k - S_k^T p^A_k (tau_k = G_k^T tau for spanning forces)
+    and p^A_o += sum_i ^iX_o^T (p^A_i + I^A_i c_i) + V_k^T L_k^-1 (u_k - U_k^T c_k) (p^a of Alg. 1)."""
+    output, body_range, v_range, y_range = m.output, m.body_range, m.v_range, m.y_range
     Xo_E, Xo_r, S, U, IA, c, pA, u, z, w = d.Xo_E, d.Xo_r, d.S, d.U, d.IA, d.c, d.f, d.u, d.z, d.w6
-    G, V = d.G[k], d.V[k]
-    b0, b1, y0, v0 = m.body_range[k, 0], m.body_range[k, 1], m.y_range[k, 0], m.v_range[k, 0]
-    mk, spanning = m.y_range[k, 1] - y0, tau.shape[0] != m.ny
-    for j in range(mk):
-        t = 0.0
-        if spanning:
-            for r in range(m.v_range[k, 1] - v0):
-                t += G[j, r] * tau[v0 + r]
-        else:
-            t = tau[y0 + j]
+    G, L, V = d.G, d.L, d.V
+    spanning = tau.shape[0] != m.ny
+    for k in range(len(output) - 1, -1, -1):
+        b0, b1, y0, v0 = body_range[k, 0], body_range[k, 1], y_range[k, 0], v_range[k, 0]
+        mk = y_range[k, 1] - y0
+        for j in range(mk):
+            t = 0.0
+            if spanning:
+                for r in range(v_range[k, 1] - v0):
+                    t += G[k, j, r] * tau[v0 + r]
+            else:
+                t = tau[y0 + j]
+            for i in range(b0, b1):
+                t -= dot6(S[i, j], pA[i])
+            u[y0 + j] = t
+        o = output[k]
+        if o == 0:
+            continue
+        for j in range(mk):
+            z[j] = u[y0 + j]
+            for i in range(b0, b1):
+                z[j] -= dot6(U[i, j], c[i])
+        forward_solve(L[k], mk, z)
         for i in range(b0, b1):
-            t -= dot6(S[i, j], pA[i])
-        u[y0 + j] = t
-    o = m.output[k]
-    if o == 0:
-        return
-    for j in range(mk):
-        z[j] = u[y0 + j]
-        for i in range(b0, b1):
-            z[j] -= dot6(U[i, j], c[i])
-    forward_solve(d.L[k], mk, z)
-    for i in range(b0, b1):
-        mat6_vec(IA[i], c[i], w)
-        for e in range(6):
-            w[e] += pA[i, e]
-        transform_force(Xo_E[i], Xo_r[i], w, pA[o], True)
-    for j in range(mk):
-        for e in range(6):
-            pA[o, e] += V[j, e] * z[j]
+            mat6_vec(IA[i], c[i], w)
+            for e in range(6):
+                w[e] += pA[i, e]
+            transform_force(Xo_E[i], Xo_r[i], w, pA[o], True)
+        for j in range(mk):
+            for e in range(6):
+                pA[o, e] += V[k, j, e] * z[j]
 
 
 @njit
-def aba_acceleration(m, d, k):
-    """ydd_k = D_k^-1 (u_k - U_k^T a'), a' = ^kX_o a_o + c_k, then a_k = a' + S_k ydd_k."""
-    S, U, a, z, u, L, ydd = d.S, d.U, d.a, d.z, d.u, d.L[k], d.ydd
-    b0, b1, y0, mk = m.body_range[k, 0], m.body_range[k, 1], m.y_range[k, 0], m.y_range[k, 1] - m.y_range[k, 0]
-    cluster_acceleration(m, d, k, d.zero_y)
-    for j in range(mk):
-        z[j] = u[y0 + j]
+def aba_accelerations(m, d):
+    """Base to tips, for each cluster k: ydd_k = D_k^-1 (u_k - U_k^T a'), a' = ^kX_o a_o + c_k, then
+    a_k = a' + S_k ydd_k."""
+    output, body_range, y_range = m.output, m.body_range, m.y_range
+    Xo_E, Xo_r, S, U, a, c, z, u, L, ydd = d.Xo_E, d.Xo_r, d.S, d.U, d.a, d.c, d.z, d.u, d.L, d.ydd
+    for k in range(len(output)):
+        o, b0, b1, y0 = output[k], body_range[k, 0], body_range[k, 1], y_range[k, 0]
+        mk = y_range[k, 1] - y0
         for i in range(b0, b1):
-            z[j] -= dot6(U[i, j], a[i])
-    forward_solve(L, mk, z)
-    backward_solve(L, mk, z)
-    for j in range(mk):
-        ydd[y0 + j] = z[j]
-    for i in range(b0, b1):
-        for e in range(6):
-            for j in range(mk):
-                a[i, e] += S[i, j, e] * z[j]
+            bias_acceleration(Xo_E, Xo_r, a, c, i, o)
+        for j in range(mk):
+            z[j] = u[y0 + j]
+            for i in range(b0, b1):
+                z[j] -= dot6(U[i, j], a[i])
+        forward_solve(L[k], mk, z)
+        backward_solve(L[k], mk, z)
+        for j in range(mk):
+            ydd[y0 + j] = z[j]
+        for i in range(b0, b1):
+            for e in range(6):
+                for j in range(mk):
+                    a[i, e] += S[i, j, e] * z[j]
 
 
 @njit
@@ -761,20 +926,16 @@ def aba(m, d, q, yd, tau, f_ext):
     """Independent accelerations into d.ydd and spanning ones G ydd + g into d.qdd (aba.py);
     tau independent (ny) or spanning (nv, projected with G^T)."""
     status = kinematics(m, d, q, yd)
+    if status == OK:
+        status = articulated_inertias(m, d)                          # backward pass
     if status != OK:
         return status
-    reset_articulated_inertias(m, d)                                 # I^A = I
-    inertia, v, pA = m.inertia, d.v, d.f
-    for i in range(1, len(inertia)):
-        bias_force(inertia[i], v[i], f_ext[i], pA[i])                # p^A = v x* I v - f_ext
-    for k in range(len(m.kind) - 1, -1, -1):                         # backward pass
-        status = articulated_inertia(m, d, k)
-        if status != OK:
-            return status
-        articulated_bias(m, d, k, tau)
+    rigid, v, pA = m.rigid_inertia, d.v, d.f
+    for i in range(1, len(rigid)):
+        bias_force(rigid[i], v[i], f_ext[i], pA[i])                  # p^A = v x* I v - f_ext
+    articulated_biases(m, d, tau)
     set_base_acceleration(m, d)
-    for k in range(len(m.kind)):                                     # forward pass
-        aba_acceleration(m, d, k)
+    aba_accelerations(m, d)                                          # forward pass
     spanning_accelerations(m, d, d.ydd)
     return OK
 
@@ -793,22 +954,23 @@ def spanning(m, d, q, yd, ydd):
 
 @njit(cache=True, nogil=True)
 def crba(m, d, q):
-    """H_y = G^T H G into d.H: composite inertias Ic_o += X^T Ic X, then each block column walked
-    up the ancestors: F <- ^bX_o^T F, H_jk = S_j^T F."""
+    """H_y = G^T H G into d.H: composite rigid-body inertias Ic_o += ^iX_o^T Ic_i ^iX_o (as 10 parameters),
+    then each block column F = sum_i ^iX_o^T Ic_i S_i (seed 001, eq. 10) walked up the ancestors:
+    H_jk = S_j^T F, F <- ^bX_o^T F."""
     status = kinematics(m, d, q, d.zero_y, False)
     if status != OK:
         return status
-    inertia, output, cluster, body_range, y_range = m.inertia, m.output, m.cluster, m.body_range, m.y_range
-    Xo_E, Xo_r, S, U, Ic, F, H = d.Xo_E, d.Xo_r, d.S, d.U, d.IA, d.F, d.H
+    rigid, output, cluster, body_range, y_range = m.rigid_inertia, m.output, m.cluster, m.body_range, m.y_range
+    Xo_E, Xo_r, S, U, Ic, F, H = d.Xo_E, d.Xo_r, d.S, d.U, d.Ic, d.F, d.H
     nc = len(output)
-    for i in range(1, len(inertia)):
-        for r in range(6):
-            for c in range(6):
-                Ic[i, r, c] = inertia[i, r, c]
+    for i in range(1, len(rigid)):
+        for e in range(10):
+            Ic[i, e] = rigid[i, e]
     for k in range(nc - 1, -1, -1):
-        if output[k] > 0:
+        o = output[k]
+        if o > 0:
             for i in range(body_range[k, 0], body_range[k, 1]):
-                congruence_add(Xo_E[i], Xo_r[i], Ic[i], d.X66[0], Ic[output[k]])
+                add_rigid(rigid_congruence(Xo_E[i], Xo_r[i], Ic[i]), Ic[o])     # seed 001, eq. 9
     for r in range(H.shape[0]):
         for c in range(H.shape[1]):
             H[r, c] = 0.0
@@ -818,8 +980,10 @@ def crba(m, d, q):
             for e in range(6):
                 F[j, e] = 0.0
             for i in range(b0, b1):
-                mat6_vec(Ic[i], S[i, j], U[i, j])
-                transform_force(Xo_E[i], Xo_r[i], U[i, j], F[j], True)
+                f, u = rigid_force(Ic[i], S[i, j]), U[i, j]
+                for e in range(6):
+                    u[e] = f[e]
+                transform_force(Xo_E[i], Xo_r[i], u, F[j], True)
         for r in range(mk):
             for c in range(mk):
                 for i in range(b0, b1):
@@ -832,8 +996,9 @@ def crba(m, d, q):
                 for c in range(mk):
                     H[z0 + r, y0 + c] = dot6(S[body, r], F[c])
                     H[y0 + c, z0 + r] = H[z0 + r, y0 + c]
-            for c in range(mk):
-                transform_force(Xo_E[body], Xo_r[body], F[c], F[c], False)
+            if output[j] > 0:
+                for c in range(mk):
+                    transform_force(Xo_E[body], Xo_r[body], F[c], F[c], False)
             body = output[j]
     return OK
 
@@ -841,61 +1006,79 @@ def crba(m, d, q):
 # ---- C-EFPA (efpa.py; seed 003 Sec. VIII) ----
 
 @njit
-def frame_propagator(m, d, body, X, T):
-    """T (6 x ny): T_k = Chi S_k L_k^-T on each cluster k supporting the frame, with the propagator
-    Chi (a single 6x6 block, at one body) moved up by Chi <- Chi ^bX_o - T_k V_k, which is eq. (62)
-    with L_k = 1 - S_k D_k^-1 U_k^T. Then Lambda^-1 = T T^T (eqs. 63-67 unrolled)."""
-    cluster, output, y_range = m.cluster, m.output, m.y_range
-    Xo_E, Xo_r, S, V, L, z = d.Xo_E, d.Xo_r, d.S, d.V, d.L, d.z
-    chi, moved = d.X66[0], d.X66[1]
-    for r in range(6):
-        for c in range(6):
-            chi[r, c] = X[r, c]
-    while body > 0:
-        k = cluster[body]
-        y0, mk = y_range[k, 0], y_range[k, 1] - y_range[k, 0]
-        for row in range(6):
+def frame_propagators(m, d, frame_body, frame_X, T):
+    """T[e] (ny x 6) of each frame e: T_k^T, T_k = Chi S_k L_k^-T, on each cluster k supporting the frame, at
+    the rows [y_support[k] - m_k, y_support[k]) (root first), with the propagator Chi (a single 6x6 block, at
+    one body, held by columns; rows in the public [linear; angular] order) moved up by
+    Chi <- Chi ^bX_o - T_k V_k, which is eq. (62) with L_k = 1 - S_k D_k^-1 U_k^T. Then Lambda^-1 = T T^T
+    (eqs. 63-67 unrolled)."""
+    cluster, output, y_range, y_support = m.cluster, m.output, m.y_range, m.y_support
+    Xo_E, Xo_r, S, V, L, SL = d.Xo_E, d.Xo_r, d.S, d.V, d.L, d.SL
+    for e in range(len(frame_body)):
+        body, Te, X = frame_body[e], T[e], frame_X[e]
+        chi = ((X[3, 0], X[4, 0], X[5, 0], X[0, 0], X[1, 0], X[2, 0]),
+               (X[3, 1], X[4, 1], X[5, 1], X[0, 1], X[1, 1], X[2, 1]),
+               (X[3, 2], X[4, 2], X[5, 2], X[0, 2], X[1, 2], X[2, 2]),
+               (X[3, 3], X[4, 3], X[5, 3], X[0, 3], X[1, 3], X[2, 3]),
+               (X[3, 4], X[4, 4], X[5, 4], X[0, 4], X[1, 4], X[2, 4]),
+               (X[3, 5], X[4, 5], X[5, 5], X[0, 5], X[1, 5], X[2, 5]))
+        while body > 0:
+            k = cluster[body]
+            mk = y_range[k, 1] - y_range[k, 0]
+            t0 = y_support[k] - mk
             for j in range(mk):
-                z[j] = dot6(chi[row], S[body, j])
-            forward_solve(L[k], mk, z)
+                for c in range(6):
+                    SL[j, c] = S[body, j, c]
+            forward_solve_rows(L[k], mk, SL)
             for j in range(mk):
-                T[row, y0 + j] = z[j]
-        if output[k] == 0:
-            break
-        right_transform(chi, Xo_E[body], Xo_r[body], moved)
-        for r in range(6):
-            for c in range(6):
-                chi[r, c] = moved[r, c]
-                for j in range(mk):
-                    chi[r, c] -= T[r, y0 + j] * V[k, j, c]
-        body = output[k]
+                t = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
+                for c in range(6):
+                    t = add_scaled(t, SL[j, c], chi[c])
+                for r in range(6):
+                    Te[t0 + j, r] = t[r]
+            if output[k] == 0:
+                break
+            chi = right_transform(chi, Xo_E[body], Xo_r[body])
+            for j in range(mk):
+                t, v = Te[t0 + j], V[k, j]
+                chi = (add_scaled(chi[0], -v[0], t), add_scaled(chi[1], -v[1], t), add_scaled(chi[2], -v[2], t),
+                       add_scaled(chi[3], -v[3], t), add_scaled(chi[4], -v[4], t), add_scaled(chi[5], -v[5], t))
+            body = output[k]
+
+
+@njit(inline='always')
+def common_support(output, cluster, y_support, body1, body2):
+    """The number of independent velocities of the clusters supporting both bodies: y_support of their
+    nearest common cluster (a parent precedes its children), 0 if none."""
+    k1, k2 = cluster[body1], cluster[body2]
+    while k1 != k2:
+        if k1 > k2:
+            k1 = cluster[output[k1]]
+        else:
+            k2 = cluster[output[k2]]
+    return y_support[k1] if k1 >= 0 else 0
 
 
 @njit(cache=True, nogil=True)
 def efpa(m, d, q, frame_body, frame_X, T, Omega):
     """Lambda^-1 (6 nf x 6 nf) of frames (body, ^frameX_body) into Omega, in the public layout:
-    [linear; angular] rows and columns per frame, each in its own frame."""
+    [linear; angular] rows and columns per frame, each in its own frame; T: (nf, ny, 6) scratch."""
     status = kinematics(m, d, q, d.zero_y, False)
+    if status == OK:
+        status = articulated_inertias(m, d)
     if status != OK:
         return status
-    reset_articulated_inertias(m, d)
-    for k in range(len(m.kind) - 1, -1, -1):
-        status = articulated_inertia(m, d, k)
-        if status != OK:
-            return status
-    nf = len(frame_body)
-    for e in range(nf):
-        for r in range(6):
-            for y in range(T.shape[2]):
-                T[e, r, y] = 0.0
-        frame_propagator(m, d, frame_body[e], frame_X[e], T[e])
+    frame_propagators(m, d, frame_body, frame_X, T)
+    output, cluster, y_support, nf = m.output, m.cluster, m.y_support, len(frame_body)
     for e1 in range(nf):
         for e2 in range(e1, nf):
-            for r in range(6):
+            n = common_support(output, cluster, y_support, frame_body[e1], frame_body[e2])
+            T1, T2 = T[e1], T[e2]
+            for r in range(0, 6, 2):                                 # two rows at a time: independent sums
+                a = b = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
+                for y in range(n):
+                    a, b = add_scaled(a, T1[y, r], T2[y]), add_scaled(b, T1[y, r + 1], T2[y])
                 for c in range(6):
-                    s = 0.0
-                    for y in range(T.shape[2]):
-                        s += T[e1, r, y] * T[e2, c, y]
-                    Omega[6 * e1 + (r + 3) % 6, 6 * e2 + (c + 3) % 6] = s
-                    Omega[6 * e2 + (c + 3) % 6, 6 * e1 + (r + 3) % 6] = s
+                    Omega[6 * e1 + r, 6 * e2 + c] = Omega[6 * e2 + c, 6 * e1 + r] = a[c]
+                    Omega[6 * e1 + r + 1, 6 * e2 + c] = Omega[6 * e2 + c, 6 * e1 + r + 1] = b[c]
     return OK

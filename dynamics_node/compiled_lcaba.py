@@ -224,7 +224,7 @@ def eliminate(m, d, p, w, i, tau, a0):
             for a in range(n):
                 Ha[r_, c] -= Z[a, r_] * Z[a, c]
     if parent > 0:
-        congruence_add(E, r, Ha, M, w.H[slot[parent, parent]])       # eq. 30a
+        congruence_add(E, r, Ha, w.H[slot[parent, parent]])          # eq. 30a
         mat6_vec(Ha, w.c[i], x)
         for e in range(6):                                           # eq. 30b: f_i - Ha c_i - U D^-1 u
             x[e] = w.f[i, e] - x[e]

@@ -223,7 +223,7 @@ class FastPath:
             n = len(links)
             body = np.array([self.model.link_frame[link][0] for link in links], dtype=np.int64)
             X = np.array([self.model.link_frame[link][1] for link in links], dtype=float)
-            frames = self._frame_sets[links] = (body, X, np.zeros((n, 6, self.model.ny)), np.zeros((6 * n, 6 * n)))
+            frames = self._frame_sets[links] = (body, X, np.zeros((n, self.model.ny, 6)), np.zeros((6 * n, 6 * n)))
         return frames
 
     def _raise(self, status):

@@ -25,6 +25,7 @@ from .constraints import CouplingConstraint
 from .errors import ModelError, quote
 from .joints import plane_frame
 from .kinematics import SINGULARITY_THRESHOLD
+from .spatial import skew
 
 JOINT_CODE = {'revolute': REVOLUTE, 'continuous': REVOLUTE, 'prismatic': PRISMATIC, 'floating': FLOATING,
               'spherical': SPHERICAL, 'planar': PLANAR}
@@ -36,14 +37,20 @@ MODEL_FIELDS = {   # name: meaning, shape (nb bodies with 0 the ground, nc clust
     'idx_q': 'first position index of the joint of body i (nb)',
     'col': 'first column of the joint of body i within its cluster velocities (nb)',
     'axes': 'rows e1, e2, axis of the joint axis frame (joints.plane_frame), body coordinates (nb, 3, 3)',
+    'coordinate_axis': 'a if the joint of body i is revolute about +-e_a (a = 0, 1, 2), else -1 (nb)',
     'tree_E': 'rotation of X_tree, ^jointX_parent (nb, 3, 3)',
     'tree_r': 'translation of X_tree, parent coordinates (nb, 3)',
     'inertia': 'spatial inertia, body coordinates (nb, 6, 6)',
+    'rigid_inertia': 'inertia as 10 rigid-body parameters: mass m, first moment h = m c, rotational inertia '
+                     'about the body origin (upper triangle xx xy xz yy yz zz) (nb, 10)',
+    'leaf': '1 if no cluster hangs from body i, so that its articulated inertia is its rigid-body inertia (nb)',
     'kind': 'SINGLE, COUPLED or LOOP (nc)',
     'output': 'the output body of cluster k, 0 for the ground (nc)',
     'body_range': 'bodies [b0, b1) of cluster k (nc, 2)',
     'v_range': 'spanning velocities [v0, v1) of cluster k (nc, 2)',
     'y_range': 'independent velocities [y0, y1) of cluster k (nc, 2)',
+    'y_support': 'independent velocities of cluster k and its ancestors (nc); a frame\'s packed rows '
+                 '(compiled.frame_propagators) of cluster k are [y_support[k] - m_k, y_support[k])',
     'G_const': 'G_const[k, j]: column j of G_k of SINGLE (identity) and COUPLED clusters, the initial '
                'data.G (nc, M, N)',
     'n_rows': 'number of constraint rows of cluster k (nc)',
@@ -78,12 +85,13 @@ DATA_FIELDS = {    # name: meaning, shape
     'Xo_E': 'rotation of ^iX_output(i), the block of ^kX_parent(k) (nb, 3, 3)',
     'Xo_r': 'translation of ^iX_output(i) (nb, 3)',
     'S': 'S[i, j]: rows of body i of column j of the cluster motion subspace S_k (nb, M, 6)',
-    'U': 'U[i, j]: rows of body i of column j of U_k = I^A_k S_k (nb, M, 6)',
+    'U': 'U[i, j]: rows of body i of column j of U_k = I^A_k S_k, or Ic_k S_k in the CRBA (nb, M, 6)',
     'v': 'body velocities, body coordinates (nb, 6)',
     'a': 'body accelerations (nb, 6)',
     'f': 'body forces (RNEA) or articulated bias forces p^A (ABA) (nb, 6)',
     'c': 'rows of body i of the cluster bias c_k (nb, 6)',
-    'IA': 'articulated (ABA, EFPA) or composite (CRBA) inertias, block diagonal per cluster (nb, 6, 6)',
+    'IA': 'articulated inertias (ABA, EFPA), block diagonal per cluster (nb, 6, 6)',
+    'Ic': 'composite rigid-body inertias (CRBA), as rigid_inertia (nb, 10)',
     'G': 'G[k, j]: column j of the explicit constraint Jacobian G_k (nc, M, N)',
     'g': 'explicit constraint bias g, spanning (nv)',
     'qd': 'spanning velocities G yd (nv)',
@@ -93,6 +101,7 @@ DATA_FIELDS = {    # name: meaning, shape
     'u': 'u = tau_y - S^T p^A (ny)',
     'z': 'scratch vector of a cluster (M)',
     'F': 'scratch force columns at one body (M, 6)',
+    'SL': 'rows j of S_k L_k^-T at one body (M, 6)',
     'E3': 'scratch rotation (3, 3)',
     'tau': 'independent forces (ny)',
     'ydd': 'independent accelerations (ny)',
@@ -208,8 +217,8 @@ class FlatData:
         shapes = {
             'Xup_E': (nb, 3, 3), 'Xup_r': (nb, 3), 'Xo_E': (nb, 3, 3), 'Xo_r': (nb, 3),
             'S': (nb, M, 6), 'U': (nb, M, 6), 'v': (nb, 6), 'a': (nb, 6), 'f': (nb, 6), 'c': (nb, 6),
-            'IA': (nb, 6, 6), 'G': (nc, M, N), 'g': (flat.nv,), 'qd': (flat.nv,), 'qdd': (flat.nv,),
-            'L': (nc, M, M), 'V': (nc, M, 6), 'u': (flat.ny,), 'z': (M,), 'F': (M, 6), 'E3': (3, 3),
+            'IA': (nb, 6, 6), 'Ic': (nb, 10), 'G': (nc, M, N), 'g': (flat.nv,), 'qd': (flat.nv,), 'qdd': (flat.nv,),
+            'L': (nc, M, M), 'V': (nc, M, 6), 'u': (flat.ny,), 'z': (M,), 'F': (M, 6), 'SL': (M, 6), 'E3': (3, 3),
             'tau': (flat.ny,), 'ydd': (flat.ny,), 'H': (flat.ny, flat.ny), 'K': (R, N),
             'QR': (R, N), 'beta': (N,), 'bias': (R,), 'rhs': (R,), 'path_E': (nl, 2, P, 3, 3),
             'path_r': (nl, 2, P, 3), 'path_s': (nl, 2, P, 6, 6), 'Psi_nca': (nl, 6, 6), 'loop_a': (nl, 2, 3),
@@ -232,13 +241,33 @@ def _body_fields(model):
         for b in c.bodies:
             col[b] = c.col[b]
     tree = [_plucker_parts(X) for X in model.X_tree]
+    inertia = np.array(model.inertia, dtype=float)
+    axes = np.array([np.eye(3)] + [plane_frame(a).T for a in model.axis[1:]], dtype=float)
+    size = np.abs(axes[:, 2])
+    aligned = (joint == REVOLUTE) & (np.count_nonzero(size, axis=1) == 1) & (size.max(axis=1) == 1.0)
+    coordinate_axis = np.where(aligned, size.argmax(axis=1), -1)
     return {
         'joint': joint.astype(np.int64), 'parent': _ints(model.parent), 'cluster': _ints(model.cluster_of),
-        'idx_q': _ints(model.idx_q), 'col': col,
-        'axes': np.array([np.eye(3)] + [plane_frame(a).T for a in model.axis[1:]], dtype=float),
+        'idx_q': _ints(model.idx_q), 'col': col, 'axes': axes, 'coordinate_axis': coordinate_axis.astype(np.int64),
         'tree_E': np.array([E for E, _ in tree]), 'tree_r': np.array([r for _, r in tree]),
-        'inertia': np.array(model.inertia, dtype=float),
+        'inertia': inertia, 'rigid_inertia': _rigid_parameters(inertia),
     }
+
+
+def _rigid_parameters(inertia):
+    """m, h, Ibar (upper triangle) of spatial inertias [[Ibar, h x], [-h x, m 1]] (spatial.spatial_inertia;
+    lumped fixed links add round-off, hence the averages)."""
+    m = np.trace(inertia[:, 3:, 3:], axis1=1, axis2=2) / 3
+    hx = (inertia[:, :3, 3:] - inertia[:, 3:, :3]) / 2
+    h = np.stack((hx[:, 2, 1], hx[:, 0, 2], hx[:, 1, 0]), axis=1)
+    Ibar = (inertia[:, :3, :3] + inertia[:, :3, :3].transpose(0, 2, 1)) / 2
+    rebuilt = np.zeros_like(inertia)
+    rebuilt[:, :3, :3] = Ibar
+    rebuilt[:, :3, 3:] = [skew(x) for x in h]
+    rebuilt[:, 3:, :3] = -rebuilt[:, :3, 3:]
+    rebuilt[:, 3:, 3:] = m[:, None, None] * np.eye(3)
+    assert np.allclose(rebuilt, inertia, rtol=0.0, atol=1e-12 * max(1.0, np.abs(inertia).max())), 'rigid bodies'
+    return np.column_stack((m, h, Ibar[:, [0, 0, 0, 1, 1, 2], [0, 1, 2, 1, 2, 2]]))
 
 
 def _cluster_fields(model):
@@ -250,7 +279,7 @@ def _cluster_fields(model):
     fields = {
         'kind': np.zeros(nc, dtype=np.int64), 'output': np.zeros(nc, dtype=np.int64),
         'body_range': _ints(model.body_range), 'v_range': _ints(model.v_range),
-        'y_range': _ints(model.y_range), 'G_const': np.zeros((nc, M, N)),
+        'y_range': _ints(model.y_range), 'y_support': np.zeros(nc, dtype=np.int64), 'G_const': np.zeros((nc, M, N)),
         'n_rows': np.zeros(nc, dtype=np.int64), 'K_const': np.zeros((nc, R, N)),
         'active': np.zeros((nc, R), dtype=np.int64), 'n_active': np.zeros(nc, dtype=np.int64),
         'dependent': np.zeros((nc, N), dtype=np.int64), 'independent': np.zeros((nc, N), dtype=np.int64),
@@ -268,6 +297,14 @@ def _cluster_fields(model):
         fields['independent'][k, :c.m] = c.independent
         if fields['kind'][k] == LOOP:
             _coupling_rows(c, k, fields)
+    parent, ranges = np.array([model.cluster_of[o] for o in fields['output']]), fields['body_range']  # -1: ground
+    assert np.all(parent < np.arange(nc)), 'a parent cluster precedes its children'
+    assert ranges[0, 0] == 1 and np.array_equal(ranges[1:, 0], ranges[:-1, 1]) and ranges[-1, 1] == model.nb, \
+        'bodies numbered cluster by cluster'
+    for k in range(nc):
+        fields['y_support'][k] = (fields['y_support'][parent[k]] if parent[k] >= 0 else 0) + clusters[k].m
+    fields['leaf'] = np.ones(model.nb, dtype=np.int64)
+    fields['leaf'][fields['output']] = 0
     return fields
 
 
