@@ -492,13 +492,19 @@ def joint_transform(code, axes, q, iq, EJ):
 
 @njit
 def update_transforms(m, d, q):
-    """Xup[i] = X_J(q_i) X_tree(i): E = E_J E_T, r = r_T + E_T^T r_J (kinematics.py). A revolute joint about
-    +-e_a turns by the angle t = +-q; E_J = R(e_a, t)^T then only mixes the rows b, c (a, b, c cyclic):
-    E[b] = cos t E_T[b] + sin t E_T[c], E[c] = cos t E_T[c] - sin t E_T[b], r = r_T."""
+    """Xup of every body (body_transforms)."""
+    body_transforms(m, d, q, 1, len(m.joint))
+
+
+@njit
+def body_transforms(m, d, q, b0, b1):
+    """Xup[i] = X_J(q_i) X_tree(i) of bodies b0..b1-1: E = E_J E_T, r = r_T + E_T^T r_J (kinematics.py). A
+    revolute joint about +-e_a turns by the angle t = +-q; E_J = R(e_a, t)^T then only mixes the rows b, c
+    (a, b, c cyclic): E[b] = cos t E_T[b] + sin t E_T[c], E[c] = cos t E_T[c] - sin t E_T[b], r = r_T."""
     joint, axes, coordinate_axis, idx_q, tree_E, tree_r = m.joint, m.axes, m.coordinate_axis, m.idx_q, m.tree_E, \
         m.tree_r
     Xup_E, Xup_r, EJ = d.Xup_E, d.Xup_r, d.E3
-    for i in range(1, len(joint)):
+    for i in range(b0, b1):
         a = coordinate_axis[i]
         if a < 0:
             rJ = joint_transform(joint[i], axes[i], q, idx_q[i], EJ)

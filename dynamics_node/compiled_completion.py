@@ -15,7 +15,7 @@ import math
 
 from numba import njit
 
-from .compiled import compose, constraint_rows, householder, joint_transform, LOOP, OK, qr_solve, SPHERICAL
+from .compiled import body_transforms, constraint_rows, householder, LOOP, OK, qr_solve, SPHERICAL
 from .compiled_checks import loop_residual
 from .kernel_cache import key_on_helpers
 
@@ -28,18 +28,10 @@ key_on_helpers(__file__)
 
 
 @njit
-def cluster_transforms(m, d, q, k):
-    """Xup of the bodies of cluster k (compiled.update_transforms), all its loop paths need."""
-    for i in range(m.body_range[k, 0], m.body_range[k, 1]):
-        rJ = joint_transform(m.joint[i], m.axes[i], q, m.idx_q[i], d.E3)
-        compose(d.E3, rJ, m.tree_E[i], m.tree_r[i], d.Xup_E[i], d.Xup_r[i])
-
-
-@njit
 def residual(m, d, c, k, q, phi):
     """The active rows of phi(q) of cluster k into phi (completion._residual); returns |phi|^2 and
     max |phi|."""
-    cluster_transforms(m, d, q, k)
+    body_transforms(m, d, q, m.body_range[k, 0], m.body_range[k, 1])    # all the loop paths need
     rows = c.rows
     for lp in range(m.loop_range[k, 0], m.loop_range[k, 1]):
         loop_residual(m, d, c, lp, rows[m.loop_row[lp]:])
