@@ -188,8 +188,6 @@ class JointLayout:
         self.nqi = model.independent_q.size
         self._joints_q = np.array([self.q_index[n] for n in self.joint_names], dtype=int)
         self._joints_v = np.array([self.v_index[n] for n in self.joint_names], dtype=int)
-        self._independent_q = np.array([self.q_index[n] + k for n in self.qi_index
-                                        for k in range(model.nq_body[body[n]])], dtype=int)
         self._independent_y = np.array([self.y_index[n] for n in self.independent_names],
                                        dtype=int)
         self._selections = {}
@@ -246,7 +244,7 @@ class JointLayout:
         if selection.independent:
             return self.model.complete_positions(out)
         if self.completed:          # the spherical and planar joints from the loops; the library then
-            q = self.model.complete_positions(out[self._independent_q])     # checks the given ones
+            q = self.model.complete_positions(out[self.model.independent_q])     # checks the given ones
             q[selection.position_index] = x
             return q
         return out
