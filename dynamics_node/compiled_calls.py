@@ -20,7 +20,7 @@ from numba import njit
 
 from .compiled import (aba, crba, efpa, explicit_constraints, OK, rnea, spanning_accelerations,
                        update_transforms)
-from .compiled_checks import accept_positions, all_within, velocity_violation
+from .compiled_checks import accept_positions, all_within, constraint_violation, velocity_violation
 from .compiled_lcaba import lcaba
 from .kernel_cache import key_on_helpers
 
@@ -42,32 +42,44 @@ def finite(x):
 
 @njit
 def positions(m, d, c, q):
-    """state.positions(check=True): q into d.q_checked, quaternions normalized, loops closed."""
+    """state.positions(check=True): q into d.q_checked, quaternions normalized, loops closed; d.Xup left at
+    q, where the algorithms take it (their q None)."""
     if len(q) != len(d.q_checked):
         return False
     for i in range(len(q)):
         d.q_checked[i] = q[i]
-    return accept_positions(m, d, c, d.q_checked, True, c.limits[POSITION_TOLERANCE], c.limits[POSITION_BOUND])
+    if not accept_positions(m, d, c, d.q_checked, True, c.limits[POSITION_TOLERANCE], c.limits[POSITION_BOUND]):
+        return False
+    if len(c.rotation_mode) == 0:              # accept_positions transforms only where it checks loops
+        update_transforms(m, d, d.q_checked)
+    return True
 
 
 @njit
-def motion(m, d, c, x, bound, out):
-    """state.vector and state.independent_velocities of a velocity-like x (nv spanning or ny
-    independent): its independent entries into out; spanning x must satisfy K x = 0 within tolerance
-    (at the transforms of positions())."""
+def motion(m, x, bound, out):
+    """state.vector of a velocity-like x (nv spanning or ny independent): its independent entries into out
+    (consistent() checks spanning x)."""
     n = len(x)
     if not ((n == m.nv or n == m.ny) and all_within(x, bound)):
         return False
-    if n == m.ny and m.ny != m.nv:
-        for j in range(n):
-            out[j] = x[j]
-        return True
-    velocity_violation(m, d, c, x)
-    if c.worst[0] > c.limits[VELOCITY_TOLERANCE] * max(1.0, c.worst[2]):
-        return False
+    independent = n == m.ny and m.ny != m.nv
     for j in range(m.ny):
-        out[j] = x[m.independent_v[j]]
+        out[j] = x[j] if independent else x[m.independent_v[j]]
     return True
+
+
+@njit
+def consistent(m, d, c, x, kinematics_K):
+    """state.independent_velocities of a velocity-like x accepted by motion(): independent, or spanning with
+    K x = 0 within tolerance, K at the checked q: that of the algorithm's kinematics (kinematics_K, the same
+    rows as velocity_violation's) or computed here."""
+    if len(x) == m.ny and m.ny != m.nv:
+        return True
+    if kinematics_K:
+        constraint_violation(m, d, c, x)
+    else:
+        velocity_violation(m, d, c, x)
+    return not c.worst[0] > c.limits[VELOCITY_TOLERANCE] * max(1.0, c.worst[2])
 
 
 @njit(inline='always')
@@ -79,10 +91,10 @@ def generalized(m, x, bound):
 @njit(cache=True, nogil=True)
 def forward_dynamics(m, d, c, q, v, tau, f_ext):
     """Model.forward_dynamics with the cluster ABA: spanning accelerations into d.qdd."""
-    if not (positions(m, d, c, q) and motion(m, d, c, v, c.limits[VELOCITY_BOUND], d.yd_checked)
+    if not (positions(m, d, c, q) and motion(m, v, c.limits[VELOCITY_BOUND], d.yd_checked)
             and generalized(m, tau, c.limits[FORCE_BOUND])):
         return REFER
-    if aba(m, d, d.q_checked, d.yd_checked, tau, f_ext) != OK or not finite(d.qdd):
+    if aba(m, d, None, d.yd_checked, tau, f_ext) != OK or not consistent(m, d, c, v, True) or not finite(d.qdd):
         return REFER
     return OK
 
@@ -91,13 +103,13 @@ def forward_dynamics(m, d, c, q, v, tau, f_ext):
 def inverse_dynamics(m, d, c, q, v, a, f_ext):
     """Model.inverse_dynamics (bias and gravity forces: a, v zero): independent forces into d.tau.
     Spanning accelerations must equal G ydd + g (state.py's VELOCITY_TOLERANCE, relative)."""
-    if not (positions(m, d, c, q) and motion(m, d, c, v, c.limits[VELOCITY_BOUND], d.yd_checked)
+    if not (positions(m, d, c, q) and motion(m, v, c.limits[VELOCITY_BOUND], d.yd_checked)
             and generalized(m, a, c.limits[ACCELERATION_BOUND])):
         return REFER
     ydd = d.ydd_checked
     for j in range(m.ny):
         ydd[j] = a[j] if len(a) == m.ny and m.ny != m.nv else a[m.independent_v[j]]
-    if rnea(m, d, d.q_checked, d.yd_checked, ydd, f_ext) != OK or not finite(d.tau):
+    if rnea(m, d, None, d.yd_checked, ydd, f_ext) != OK or not consistent(m, d, c, v, True) or not finite(d.tau):
         return REFER
     if len(a) == m.nv:                         # G and g are those of q, yd since rnea's kinematics
         spanning_accelerations(m, d, ydd)
@@ -112,7 +124,7 @@ def inverse_dynamics(m, d, c, q, v, a, f_ext):
 @njit(cache=True, nogil=True)
 def mass_matrix(m, d, c, q):
     """Model.mass_matrix: H_y into d.H."""
-    if not positions(m, d, c, q) or crba(m, d, d.q_checked) != OK or not finite(d.H):
+    if not positions(m, d, c, q) or crba(m, d, None) != OK or not finite(d.H):
         return REFER
     return OK
 
@@ -120,7 +132,7 @@ def mass_matrix(m, d, c, q):
 @njit(cache=True, nogil=True)
 def inverse_osim(m, d, c, q, frame_body, frame_X, T, Omega):
     """Model.inverse_osim (links checked by the caller): Lambda^-1 into Omega."""
-    if not positions(m, d, c, q) or efpa(m, d, d.q_checked, frame_body, frame_X, T, Omega) != OK \
+    if not positions(m, d, c, q) or efpa(m, d, None, frame_body, frame_X, T, Omega) != OK \
             or not finite(Omega):
         return REFER
     return OK
@@ -131,14 +143,13 @@ def forward_dynamics_lcaba(m, d, c, p, w, q, v, tau, f_ext, mu, tolerance, max_i
     """Model.forward_dynamics with LCABA: spanning accelerations into w.qdd. Independent velocities are
     lifted to G yd (refused at a singular configuration), independent forces act on their joints."""
     if not (positions(m, d, c, q) and generalized(m, tau, c.limits[FORCE_BOUND])
-            and motion(m, d, c, v, c.limits[VELOCITY_BOUND], d.yd_checked)):
+            and motion(m, v, c.limits[VELOCITY_BOUND], d.yd_checked) and consistent(m, d, c, v, False)):
         return REFER
     qd, tau_spanning = d.qd_spanning, d.tau_spanning
     if len(v) == m.nv:
         for j in range(m.nv):
             qd[j] = v[j]
     else:
-        update_transforms(m, d, d.q_checked)
         if explicit_constraints(m, d, d.zero_y) != OK:          # G at q (g = 0 at rest)
             return REFER
         spanning_accelerations(m, d, v)

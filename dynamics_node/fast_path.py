@@ -275,9 +275,9 @@ def _compile_kernels(m, d, p, w, c, frames):
             'complete': (model, data, checks, _INPUT, _INPUT, types.Array(types.float64, 1, 'C')),
             'checked_inverse_osim': (model, data, checks, _INPUT) + tuple(typeof(a) for a in frames),
         }
+        for name, signature in signatures.items():      # a fused call may compile other types of a kernel
+            _DISPATCHERS[name].compile(signature)            # (the algorithms at the transforms of its check)
         for name, signature in signatures.items():
-            kernel = _DISPATCHERS[name]
-            kernel.compile(signature)
-            kernel.disable_compile()
-            _ENTRY_POINTS[name] = kernel.get_overload(signature)
+            _DISPATCHERS[name].disable_compile()
+            _ENTRY_POINTS[name] = _DISPATCHERS[name].get_overload(signature)
     return _ENTRY_POINTS
