@@ -402,9 +402,9 @@ def backward_solve(L, n, x):
 
 
 @njit
-def householder(A, rows, cols, beta):
+def householder(A, rows, cols, width, beta):
     """In-place Householder QR of A[:rows, :cols] (LAPACK geqrf layout: R on and above the diagonal,
-    reflectors below with an implicit leading 1)."""
+    reflectors below with an implicit leading 1), Q^T applied to the columns cols..width-1 too."""
     for j in range(cols):
         norm = 0.0
         for i in range(j, rows):
@@ -419,7 +419,7 @@ def householder(A, rows, cols, beta):
             A[i, j] /= head
         beta[j] = -head / rjj
         A[j, j] = rjj
-        for c in range(j + 1, cols):
+        for c in range(j + 1, width):
             s = A[j, c]
             for i in range(j + 1, rows):
                 s += A[i, j] * A[i, c]
@@ -427,6 +427,18 @@ def householder(A, rows, cols, beta):
             A[j, c] -= s
             for i in range(j + 1, rows):
                 A[i, c] -= s * A[i, j]
+
+
+@njit
+def back_substitute(A, cols, width):
+    """A[:cols, cols:width] <- R^-1 A[:cols, cols:width] after householder: the least-squares solutions
+    for the carried columns, row by row (vectorizes over them)."""
+    for i in range(cols - 1, -1, -1):
+        for p in range(i + 1, cols):
+            for c in range(cols, width):
+                A[i, c] -= A[i, p] * A[p, c]
+        for c in range(cols, width):
+            A[i, c] /= A[i, i]
 
 
 @njit
@@ -538,7 +550,7 @@ def joint_transform(code, axes, q, iq, EJ):
     return q[iq], q[iq + 1], q[iq + 2]
 
 
-@njit
+@njit(inline='always')
 def update_transforms(m, d, q):
     """Xup of every body (body_transforms)."""
     body_transforms(m, d, q, 1, len(m.joint))
@@ -643,7 +655,7 @@ def branch_motion(joint, col, path, length, path_s, qd):
     return v, a
 
 
-@njit
+@njit(inline='always')
 def constraint_bias(m, d, k, qd, bias):
     """k_k of the LOOP cluster k over its active rows into bias, at its spanning velocities qd: zero on the
     coupling rows and, on the rows of each loop, Psi^T (v_P x v_S - (a_S - a_P)) with the paths' velocities
@@ -671,10 +683,11 @@ def constraint_bias(m, d, k, qd, bias):
                 - (a1[0] * a2[0] + a1[1] * a2[1] + a1[2] * a2[2]) * (w0 * w0 + w1 * w1 + w2 * w2)
 
 
-@njit
+@njit(inline='always')
 def loop_constraint(m, d, k, yd):
     """G_k = P [1; -K_d^+ K_i], g_k = P [0; K_d^+ k] and qd_k = G_k yd_k from a Householder QR of the
-    dependent columns of K_k (kinematics.py explicit_constraint, seed 000 Sec. 1.1)."""
+    dependent columns of K_k that carries its independent ones (kinematics.py explicit_constraint, seed 000
+    Sec. 1.1)."""
     v0, v1, y0, y1 = m.v_range[k, 0], m.v_range[k, 1], m.y_range[k, 0], m.y_range[k, 1]
     n, mk, na = v1 - v0, y1 - y0, m.n_active[k]
     nd = n - mk
@@ -684,22 +697,22 @@ def loop_constraint(m, d, k, yd):
     for r in range(na):
         for j in range(nd):
             A[r, j] = K[r, dependent[j]]
-    householder(A, na, nd, beta)
+        for j in range(mk):
+            A[r, nd + j] = K[r, independent[j]]
+    householder(A, na, nd, n, beta)
     smallest, largest = math.inf, 0.0
     for j in range(nd):
         smallest, largest = min(smallest, abs(A[j, j])), max(largest, abs(A[j, j]))
     if smallest <= m.singularity_threshold * max(largest, 1.0):
         d.info[0], d.info[1] = k, smallest / largest if largest > 0.0 else 0.0
         return SINGULAR_SPLIT
+    back_substitute(A, nd, n)                                        # K_d^+ K_i
     for j in range(mk):
-        for r in range(na):
-            b[r] = K[r, independent[j]]
-        qr_solve(A, na, nd, beta, b)
         for r in range(n):
             G[j, r] = 0.0
         G[j, independent[j]] = 1.0
         for p in range(nd):
-            G[j, dependent[p]] = -b[p]
+            G[j, dependent[p]] = -A[p, nd + j]
     for r in range(n):
         t = 0.0
         for j in range(mk):

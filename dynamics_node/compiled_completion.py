@@ -15,7 +15,7 @@ import math
 
 from numba import njit
 
-from .compiled import body_transforms, constraint_rows, householder, LOOP, OK, qr_solve, SPHERICAL
+from .compiled import back_substitute, body_transforms, constraint_rows, householder, LOOP, OK, SPHERICAL
 from .compiled_checks import loop_residuals
 from .kernel_cache import key_on_helpers
 
@@ -55,7 +55,7 @@ def newton(m, d, c, k, q):
     tolerance, iterations = c.completion[TOLERANCE_AT], int(c.completion[MAX_ITERATIONS_AT])
     v0, v1 = m.v_range[k, 0], m.v_range[k, 1]
     na, nd = m.n_active[k], v1 - v0 - (m.y_range[k, 1] - m.y_range[k, 0])
-    phi, trial, step, start, A, b, beta = c.phi, c.trial, c.step, c.start, d.QR, d.rhs, d.beta
+    phi, trial, step, start, A, beta = c.phi, c.trial, c.step, c.start, d.QR, d.beta
     K, dependent, threshold = d.K[k], m.dependent[k], m.singularity_threshold
     squares, worst = residual(m, d, c, k, q, phi)
     for _ in range(iterations):
@@ -65,18 +65,18 @@ def newton(m, d, c, k, q):
         for r in range(na):
             for j in range(nd):
                 A[r, j] = K[r, dependent[j]]
-            b[r] = phi[r]
-        householder(A, na, nd, beta)
+            A[r, nd] = phi[r]
+        householder(A, na, nd, nd + 1, beta)
         smallest, largest = math.inf, 0.0
         for j in range(nd):
             smallest, largest = min(smallest, abs(A[j, j])), max(largest, abs(A[j, j]))
         if not smallest > threshold * largest:
             return math.inf
-        qr_solve(A, na, nd, beta, b)                         # K_d^+ phi
+        back_substitute(A, nd, nd + 1)                       # K_d^+ phi
         for j in range(v1 - v0):
             step[j] = 0.0
         for j in range(nd):
-            step[dependent[j]] = b[j]
+            step[dependent[j]] = A[j, nd]
         for j in range(len(q)):
             start[j] = q[j]
         scale = 1.0
