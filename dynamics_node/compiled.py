@@ -44,14 +44,10 @@ OK, SINGULAR_SPLIT, D_NOT_POSITIVE, D_ILL_CONDITIONED = 0, 1, 2, 3
 
 @njit(inline='always')
 def transform_motion(E, r, m, out):
-    """out = X m = [E w; E (v - r x w)]; out may alias m."""
-    w0, w1, w2 = m[0], m[1], m[2]
-    t0 = m[3] - r[1] * w2 + r[2] * w1
-    t1 = m[4] - r[2] * w0 + r[0] * w2
-    t2 = m[5] - r[0] * w1 + r[1] * w0
-    for a in range(3):
-        out[a] = E[a, 0] * w0 + E[a, 1] * w1 + E[a, 2] * w2
-        out[a + 3] = E[a, 0] * t0 + E[a, 1] * t1 + E[a, 2] * t2
+    """out = X m (transformed_motion); out may alias m."""
+    x = transformed_motion(rotation_tuple(E), (r[0], r[1], r[2]), m)
+    for e in range(6):
+        out[e] = x[e]
 
 
 @njit(inline='always')
@@ -96,6 +92,7 @@ def chain(d, path, n, E, r, E_tmp, r_tmp):
 #      time they took on arrays ----
 
 IDENTITY = ((1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0), (0.0, 0.0, 0.0))
+ZERO6 = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
 
 
 @njit(inline='always')
@@ -129,6 +126,17 @@ def rotated_back(E, x):
     """E^T x (3-tuple): a vector of the frame below E in the frame above."""
     return (E[0] * x[0] + E[3] * x[1] + E[6] * x[2], E[1] * x[0] + E[4] * x[1] + E[7] * x[2],
             E[2] * x[0] + E[5] * x[1] + E[8] * x[2])
+
+
+@njit(inline='always')
+def transformed_motion(E, r, m):
+    """X m = [E w; E (v - r x w)] as a 6-tuple."""
+    w0, w1, w2 = m[0], m[1], m[2]
+    t0 = m[3] - r[1] * w2 + r[2] * w1
+    t1 = m[4] - r[2] * w0 + r[0] * w2
+    t2 = m[5] - r[0] * w1 + r[1] * w0
+    return (E[0] * w0 + E[1] * w1 + E[2] * w2, E[3] * w0 + E[4] * w1 + E[5] * w2, E[6] * w0 + E[7] * w1 + E[8] * w2,
+            E[0] * t0 + E[1] * t1 + E[2] * t2, E[3] * t0 + E[4] * t1 + E[5] * t2, E[6] * t0 + E[7] * t1 + E[8] * t2)
 
 
 @njit(inline='always')
@@ -550,7 +558,7 @@ def joint_transform(code, axes, q, iq, EJ):
     return q[iq], q[iq + 1], q[iq + 2]
 
 
-@njit(inline='always')
+@njit
 def update_transforms(m, d, q):
     """Xup of every body (body_transforms)."""
     body_transforms(m, d, q, 1, len(m.joint))
@@ -655,7 +663,7 @@ def branch_motion(joint, col, path, length, path_s, qd):
     return v, a
 
 
-@njit(inline='always')
+@njit
 def constraint_bias(m, d, k, qd, bias):
     """k_k of the LOOP cluster k over its active rows into bias, at its spanning velocities qd: zero on the
     coupling rows and, on the rows of each loop, Psi^T (v_P x v_S - (a_S - a_P)) with the paths' velocities
@@ -683,7 +691,7 @@ def constraint_bias(m, d, k, qd, bias):
                 - (a1[0] * a2[0] + a1[1] * a2[1] + a1[2] * a2[2]) * (w0 * w0 + w1 * w1 + w2 * w2)
 
 
-@njit(inline='always')
+@njit
 def loop_constraint(m, d, k, yd):
     """G_k = P [1; -K_d^+ K_i], g_k = P [0; K_d^+ k] and qd_k = G_k yd_k from a Householder QR of the
     dependent columns of K_k that carries its independent ones (kinematics.py explicit_constraint, seed 000
@@ -763,31 +771,31 @@ def kinematics(m, d, q, yd, velocities=True):
     Xup_E, Xup_r, Xo_E, Xo_r, S, G = d.Xup_E, d.Xup_r, d.Xo_E, d.Xo_r, d.S, d.G
     v, c, qd, g = d.v, d.c, d.qd, d.g
     for i in range(1, len(parent)):
-        k, p, E, r = cluster[i], parent[i], Xup_E[i], Xup_r[i]
+        k, p = cluster[i], parent[i]
         v0, mk, single = v_range[k, 0], y_range[k, 1] - y_range[k, 0], kind[k] == SINGLE
         inside = p >= body_range[k, 0]
-        if inside:
-            compose(E, r, Xo_E[p], Xo_r[p], Xo_E[i], Xo_r[i])
-        else:
-            copy_transform(E, r, Xo_E[i], Xo_r[i])
+        E, r = transform_at(Xup_E, Xup_r, i)                         # in registers (header)
+        E_o, r_o = transform_at(Xo_E, Xo_r, p) if inside else IDENTITY
+        E_o, r_o = product(E, r, E_o, r_o) if inside else (E, r)
+        for a in range(3):
+            for b in range(3):
+                Xo_E[i, a, b] = E_o[3 * a + b]
+            Xo_r[i, a] = r_o[a]
         for j in range(mk):                                          # S_i G_k, G_k = 1 for one body
             x = joint_column(joint[i], axes[i], j) if single else joint_motion(joint[i], axes[i], G[k, j], col[i])
-            if inside:
-                transform_motion(E, r, S[p, j], S[i, j])
+            y = transformed_motion(E, r, S[p, j]) if inside else ZERO6
             for e in range(6):
-                S[i, j, e] = x[e] + S[i, j, e] if inside else x[e]
+                S[i, j, e] = x[e] + y[e] if inside else x[e]
         if not velocities:
             continue
         vJ = joint_motion(joint[i], axes[i], qd, v0 + col[i])
-        transform_motion(E, r, v[p], v[i])
-        for e in range(6):
-            v[i, e] += vJ[e]
-        x = cross_motion(v[i], vJ)
+        vi = add_scaled(transformed_motion(E, r, v[p]), 1.0, vJ)
+        x = cross_motion(vi, vJ)
         gJ = joint_motion(joint[i], axes[i], g, v0 + col[i])
-        if inside:
-            transform_motion(E, r, c[p], c[i])
+        y = transformed_motion(E, r, c[p]) if inside else ZERO6
         for e in range(6):
-            c[i, e] = x[e] + gJ[e] + c[i, e] if inside else x[e] + gJ[e]
+            v[i, e] = vi[e]
+            c[i, e] = x[e] + gJ[e] + y[e] if inside else x[e] + gJ[e]
     return OK
 
 
@@ -855,20 +863,27 @@ def rnea(m, d, q, yd, ydd, f_ext):
 def articulated_inertias(m, d):
     """I^A of every body, tips to base, from I^A = I: for each cluster k U_k = I^A_k S_k,
     D_k = S_k^T U_k = L_k L_k^T, V_k = L_k^-1 (^kX_o^T U_k)^T and
-    I^A_o += sum_i ^iX_o^T I^A_i ^iX_o - V_k^T V_k (I^a of eqs. 55-56 carried to the output body)."""
+    I^A_o += sum_i ^iX_o^T I^A_i ^iX_o - V_k^T V_k (I^a of eqs. 55-56 carried to the output body). A leaf's
+    I^A is its I, used as 10 parameters (rigid_force, rigid_congruence); d.IA holds the others'."""
     inertia, rigid, leaf, output, body_range, y_range = \
         m.inertia, m.rigid_inertia, m.leaf, m.output, m.body_range, m.y_range
     Xo_E, Xo_r, S, U, IA, L, V = d.Xo_E, d.Xo_r, d.S, d.U, d.IA, d.L, d.V
     limit = m.d_condition_limit
     for i in range(1, len(inertia)):
-        for r in range(6):
-            for c in range(6):
-                IA[i, r, c] = inertia[i, r, c]
+        if not leaf[i]:
+            for r in range(6):
+                for c in range(6):
+                    IA[i, r, c] = inertia[i, r, c]
     for k in range(len(output) - 1, -1, -1):
         b0, b1, mk, Lk, Vk = body_range[k, 0], body_range[k, 1], y_range[k, 1] - y_range[k, 0], L[k], V[k]
         for i in range(b0, b1):
             for j in range(mk):
-                mat6_vec(IA[i], S[i, j], U[i, j])
+                if leaf[i]:
+                    x, u = rigid_force(rigid[i], S[i, j]), U[i, j]
+                    for e in range(6):
+                        u[e] = x[e]
+                else:
+                    mat6_vec(IA[i], S[i, j], U[i, j])
         for r in range(mk):
             for c in range(r + 1):
                 Lk[r, c] = 0.0
@@ -909,7 +924,8 @@ def articulated_inertias(m, d):
 def articulated_biases(m, d, tau):
     """Tips to base, for each cluster k: u_k = tau_k - S_k^T p^A_k (tau_k = G_k^T tau for spanning forces)
     and p^A_o += sum_i ^iX_o^T (p^A_i + I^A_i c_i) + V_k^T L_k^-1 (u_k - U_k^T c_k) (p^a of Alg. 1)."""
-    output, body_range, v_range, y_range = m.output, m.body_range, m.v_range, m.y_range
+    rigid, leaf, output, body_range, v_range, y_range = m.rigid_inertia, m.leaf, m.output, m.body_range, \
+        m.v_range, m.y_range
     Xo_E, Xo_r, S, U, IA, c, pA, u, z, w = d.Xo_E, d.Xo_r, d.S, d.U, d.IA, d.c, d.f, d.u, d.z, d.w6
     G, L, V = d.G, d.L, d.V
     spanning = tau.shape[0] != m.ny
@@ -935,9 +951,14 @@ def articulated_biases(m, d, tau):
                 z[j] -= dot6(U[i, j], c[i])
         forward_solve(L[k], mk, z)
         for i in range(b0, b1):
-            mat6_vec(IA[i], c[i], w)
-            for e in range(6):
-                w[e] += pA[i, e]
+            if leaf[i]:
+                x = rigid_force(rigid[i], c[i])
+                for e in range(6):
+                    w[e] = x[e] + pA[i, e]
+            else:
+                mat6_vec(IA[i], c[i], w)
+                for e in range(6):
+                    w[e] += pA[i, e]
             transform_force(Xo_E[i], Xo_r[i], w, pA[o], True)
         for j in range(mk):
             for e in range(6):

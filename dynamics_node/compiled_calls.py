@@ -40,7 +40,7 @@ def finite(x):
     return True
 
 
-@njit(inline='always')
+@njit
 def positions(m, d, c, q):
     """state.positions(check=True): q into d.q_checked, quaternions normalized, loops closed; d.Xup left at
     q, where the algorithms take it (their q None)."""
@@ -55,7 +55,7 @@ def positions(m, d, c, q):
     return True
 
 
-@njit(inline='always')
+@njit
 def motion(m, x, bound, out):
     """state.vector of a velocity-like x (nv spanning or ny independent): its independent entries into out
     (consistent() checks spanning x)."""
@@ -68,7 +68,7 @@ def motion(m, x, bound, out):
     return True
 
 
-@njit(inline='always')
+@njit
 def consistent(m, d, c, x, kinematics_K):
     """state.independent_velocities of a velocity-like x accepted by motion(): independent, or spanning with
     K x = 0 within tolerance, K at the checked q: that of the algorithm's kinematics (kinematics_K, the same

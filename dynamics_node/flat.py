@@ -92,7 +92,7 @@ DATA_FIELDS = {    # name: meaning, shape
     'a': 'body accelerations (nb, 6)',
     'f': 'body forces (RNEA) or articulated bias forces p^A (ABA) (nb, 6)',
     'c': 'rows of body i of the cluster bias c_k (nb, 6)',
-    'IA': 'articulated inertias (ABA, EFPA), block diagonal per cluster (nb, 6, 6)',
+    'IA': 'articulated inertias (ABA, EFPA), block diagonal per cluster; a leaf\'s is its rigid_inertia (nb, 6, 6)',
     'Ic': 'composite rigid-body inertias (CRBA), as rigid_inertia (nb, 10)',
     'G': 'G[k, j]: column j of the explicit constraint Jacobian G_k (nc, M, N)',
     'g': 'explicit constraint bias g, spanning (nv)',
