@@ -24,6 +24,13 @@ which spills registers: each pass reads its fields into locals once and loops ov
 bodies itself (per-cluster functions reading ~15 fields made up most of the kinematics' time).
 Helpers that return 6-tuples (add_scaled, combination, rigid_force, ...) keep small results in
 registers; summed as combinations of rows or columns (mat6_vec, right_transform) they vectorize.
+A view such as Xup_E[i] that lives across a loop or branch keeps its incref/decref call pair, so the
+kinematics and the loop constraints walk transforms as tuples (E a row-major 9-tuple, r a 3-tuple:
+transform_at, product, transformed_motion, ...; the array helpers compose, transform_motion and
+transform_force load them): a loop path so takes 40 % of its time on arrays. A LOOP cluster's K
+holds its active rows only (flat.py's loop_active), and its QR carries K_i along (G without a
+solve per column).
+The fused public calls (compiled_calls.py) pass q = None: their position check left d.Xup at q.
 No kernel allocates: every buffer lives in d. Each returns a status (OK or one of the singular
 cases below, details in d.info) instead of raising; fast_path.py raises the library's errors.
 

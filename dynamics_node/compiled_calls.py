@@ -10,6 +10,10 @@ those calls cost 3-5 us per public call, as much as a whole tree ABA. Inputs are
 input a check refuses, a singular configuration or a non-finite result. Model then takes its Python
 path, which names the error (or falls back to LCABA): the compiled path only ever accepts.
 
+Checks and algorithm share their work: the position check leaves d.Xup at q, where the algorithms
+start (q None), and spanning velocities are checked against the K that the algorithm's kinematics
+built (constraint_violation; the same rows and criterion as velocity_violation), after it ran.
+
 Checked inputs are kept in d (q_checked: q with its quaternions normalized; yd_checked, ydd_checked:
 independent velocities and accelerations; qd_spanning, tau_spanning: LCABA's spanning inputs).
 """
