@@ -434,14 +434,18 @@ def householder(A, rows, cols, width, beta):
             A[i, j] /= head
         beta[j] = -head / rjj
         A[j, j] = rjj
-        for c in range(j + 1, width):
-            s = A[j, c]
+        for c in range(j + 1, width, 2):             # two columns at once: independent sums hide the latency
+            c2 = min(c + 1, width - 1)                   # (the last column twice where width - j - 1 is odd)
+            s, t = A[j, c], A[j, c2]
             for i in range(j + 1, rows):
                 s += A[i, j] * A[i, c]
-            s *= beta[j]
+                t += A[i, j] * A[i, c2]
+            s, t = s * beta[j], t * beta[j] if c2 > c else 0.0
             A[j, c] -= s
+            A[j, c2] -= t
             for i in range(j + 1, rows):
                 A[i, c] -= s * A[i, j]
+                A[i, c2] -= t * A[i, j]
 
 
 @njit
