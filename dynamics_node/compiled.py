@@ -76,14 +76,6 @@ def compose(E1, r1, E2, r2, E, r):
         r[a] = r12[a]
 
 
-@njit(inline='always')
-def copy_transform(E, r, E_out, r_out):
-    for a in range(3):
-        for b in range(3):
-            E_out[a, b] = E[a, b]
-        r_out[a] = r[a]
-
-
 @njit
 def chain(d, path, n, E, r, E_tmp, r_tmp):
     """path_transform at the transforms d.Xup into E, r (E_tmp, r_tmp: unused, kept for compiled_lcaba)."""
@@ -663,10 +655,10 @@ def constraint_rows(m, d, k):
 def branch_motion(joint, col, path, length, path_s, qd):
     """Velocity v and bias acceleration a (qdd = 0) at the end of one path of a loop, NCA coordinates:
     v = sum s qd and a = sum v x (s qd) down the path (d/dt (s qd) = v x (s qd), s fixed in the body)."""
-    v = a = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
+    v = a = ZERO6
     for p in range(length):
         body = path[p]
-        vJ = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
+        vJ = ZERO6
         for j in range(joint_nv(joint[body])):
             vJ = add_scaled(vJ, qd[col[body] + j], path_s[p, j])
         v = add_scaled(vJ, 1.0, v)

@@ -53,7 +53,6 @@ MODEL_FIELDS = {   # name: meaning, shape (nb bodies with 0 the ground, nc clust
                  '(compiled.frame_propagators) of cluster k are [y_support[k] - m_k, y_support[k])',
     'G_const': 'G_const[k, j]: column j of G_k of SINGLE (identity) and COUPLED clusters, the initial '
                'data.G (nc, M, N)',
-    'n_rows': 'number of constraint rows of cluster k (nc)',
     'K_const': 'constant (coupling) rows of K_k among its active rows, zero on the rows of loops (nc, R, N)',
     'active': 'constraint rows that are not identically zero, first n_active[k] entries (nc, R)',
     'n_active': 'number of active rows of cluster k (nc)',
@@ -275,7 +274,7 @@ def _cluster_fields(model):
         'kind': np.zeros(nc, dtype=np.int64), 'output': np.zeros(nc, dtype=np.int64),
         'body_range': _ints(model.body_range), 'v_range': _ints(model.v_range),
         'y_range': _ints(model.y_range), 'y_support': np.zeros(nc, dtype=np.int64), 'G_const': np.zeros((nc, M, N)),
-        'n_rows': np.zeros(nc, dtype=np.int64), 'K_const': np.zeros((nc, R, N)),
+        'K_const': np.zeros((nc, R, N)),
         'active': np.zeros((nc, R), dtype=np.int64), 'n_active': np.zeros(nc, dtype=np.int64),
         'dependent': np.zeros((nc, N), dtype=np.int64), 'independent': np.zeros((nc, N), dtype=np.int64),
     }
@@ -304,14 +303,13 @@ def _cluster_fields(model):
 
 
 def _coupling_rows(cluster, k, fields):
-    """K_const: the coupling rows of a LOOP cluster among its active rows; the active rows; the rows count."""
+    """K_const: the coupling rows of a LOOP cluster among its active rows; the active rows."""
     K, row = np.zeros((sum(con.rows for con in cluster.constraints), cluster.n)), 0
     for con in cluster.constraints:
         if isinstance(con, CouplingConstraint):
             K[row] = con.evaluate(None, None, cluster.col, cluster.n, None)[0][0]
         row += con.rows
     active = cluster.active_rows
-    fields['n_rows'][k] = row
     fields['n_active'][k] = len(active)
     fields['active'][k, :len(active)] = active
     fields['K_const'][k, :len(active), :cluster.n] = K[active]
