@@ -1,5 +1,6 @@
-"""The public calls of Model as single compiled entry points, on a FlatModel ``m``, its FlatData ``d``, a
-CheckPlan ``c`` (and for LCABA an LcabaPlan ``p`` with its LcabaData ``w``).
+"""The public calls of Model as single compiled entry points, on a FlatModel ``m``, its FlatData ``d`` and a
+CheckPlan ``c``, passed as one CallContext ``x`` (flat_checks.py), and for LCABA an LcabaPlan ``p`` with its
+LcabaData ``w``.
 
 Each entry point checks its inputs as state.py does (lengths, finite entries within the bounds of
 bounds.py, unit quaternions, closed loops and couplings, consistent spanning velocities and
@@ -93,8 +94,9 @@ def generalized(m, x, bound):
 
 
 @njit(cache=True, nogil=True)
-def forward_dynamics(m, d, c, q, v, tau, f_ext):
+def forward_dynamics(x, q, v, tau, f_ext):
     """Model.forward_dynamics with the cluster ABA: spanning accelerations into d.qdd."""
+    m, d, c = x.m, x.d, x.c
     if not (positions(m, d, c, q) and motion(m, v, c.limits[VELOCITY_BOUND], d.yd_checked)
             and generalized(m, tau, c.limits[FORCE_BOUND])):
         return REFER
@@ -104,9 +106,10 @@ def forward_dynamics(m, d, c, q, v, tau, f_ext):
 
 
 @njit(cache=True, nogil=True)
-def inverse_dynamics(m, d, c, q, v, a, f_ext):
+def inverse_dynamics(x, q, v, a, f_ext):
     """Model.inverse_dynamics (bias and gravity forces: a, v zero): independent forces into d.tau.
     Spanning accelerations must equal G ydd + g (state.py's VELOCITY_TOLERANCE, relative)."""
+    m, d, c = x.m, x.d, x.c
     if not (positions(m, d, c, q) and motion(m, v, c.limits[VELOCITY_BOUND], d.yd_checked)
             and generalized(m, a, c.limits[ACCELERATION_BOUND])):
         return REFER
@@ -126,16 +129,18 @@ def inverse_dynamics(m, d, c, q, v, a, f_ext):
 
 
 @njit(cache=True, nogil=True)
-def mass_matrix(m, d, c, q):
+def mass_matrix(x, q):
     """Model.mass_matrix: H_y into d.H."""
+    m, d, c = x.m, x.d, x.c
     if not positions(m, d, c, q) or crba(m, d, None) != OK or not finite(d.H):
         return REFER
     return OK
 
 
 @njit(cache=True, nogil=True)
-def inverse_osim(m, d, c, q, frame_body, frame_X, T, Omega):
+def inverse_osim(x, q, frame_body, frame_X, T, Omega):
     """Model.inverse_osim (links checked by the caller): Lambda^-1 into Omega."""
+    m, d, c = x.m, x.d, x.c
     if not positions(m, d, c, q) or efpa(m, d, None, frame_body, frame_X, T, Omega) != OK \
             or not finite(Omega):
         return REFER
@@ -143,9 +148,10 @@ def inverse_osim(m, d, c, q, frame_body, frame_X, T, Omega):
 
 
 @njit(cache=True, nogil=True)
-def forward_dynamics_lcaba(m, d, c, p, w, q, v, tau, f_ext, mu, tolerance, max_iterations):
+def forward_dynamics_lcaba(x, p, w, q, v, tau, f_ext, mu, tolerance, max_iterations):
     """Model.forward_dynamics with LCABA: spanning accelerations into w.qdd. Independent velocities are
     lifted to G yd (refused at a singular configuration), independent forces act on their joints."""
+    m, d, c = x.m, x.d, x.c
     if not (positions(m, d, c, q) and generalized(m, tau, c.limits[FORCE_BOUND])
             and motion(m, v, c.limits[VELOCITY_BOUND], d.yd_checked) and consistent(m, d, c, v, False)):
         return REFER

@@ -1,5 +1,6 @@
 """Numba kernel of state completion (completion.py) on a FlatModel ``m``, its FlatData ``d`` and a CheckPlan
-``c`` (flat_checks.py): spanning positions from the independent ones.
+``c`` (flat_checks.py; the entry point takes them as one CallContext): spanning positions from the independent
+ones.
 
 The same steps as completion.py without its restarts: the couplings solved explicitly (q_d = D q + d,
 seed 003 eq. 3), then each loop cluster closed by continuation from the previous solution (steps of
@@ -145,9 +146,10 @@ def continuation(m, d, c, k, q, previous):
 
 
 @njit(cache=True, nogil=True)
-def complete(m, d, c, q_independent, previous, q):
+def complete(x, q_independent, previous, q):
     """Spanning positions into q (nq): previous with the independent positions, the couplings solved and
     every loop cluster closed from previous (completion.complete_positions without restarts)."""
+    m, d, c = x.m, x.d, x.c
     if c.completion_compiled[0] == 0 or len(q_independent) != len(c.independent_q):
         return REFER
     for j in range(len(q)):

@@ -83,6 +83,25 @@ def _new_check_ref(*fields):
     return CheckPlanRef(*borrowed(fields))
 
 
+@structref.register
+class CallContextType(_StructType):
+    """numba type of CallContextRef."""
+
+
+class CallContextRef(structref.StructRefProxy):
+    """A workspace's FlatModel, FlatData and CheckPlan views (m, d, c) as the one argument of the fused public
+    calls and the completion (compiled_calls.py, compiled_completion.py): a call from Python unboxes one
+    structref instead of three (0.40 -> 0.26 us per call)."""
+
+
+structref.define_proxy(CallContextRef, CallContextType, ['m', 'd', 'c'])
+
+
+@njit(cache=True)
+def call_context(m, d, c):
+    return CallContextRef(m, d, c)
+
+
 _PLANS = weakref.WeakKeyDictionary()
 
 
