@@ -24,6 +24,13 @@ which spills registers: each pass reads its fields into locals once and loops ov
 bodies itself (per-cluster functions reading ~15 fields made up most of the kinematics' time).
 Helpers that return 6-tuples (add_scaled, combination, rigid_force, ...) keep small results in
 registers; summed as combinations of rows or columns (mat6_vec, right_transform) they vectorize.
+A view such as Xup_E[i] that lives across a loop or branch keeps its incref/decref call pair, so the
+kinematics and the loop constraints walk transforms as tuples (E a row-major 9-tuple, r a 3-tuple:
+transform_at, product, transformed_motion, ...; the array helpers compose, transform_motion and
+transform_force load them): a loop path so takes 40 % of its time on arrays. A LOOP cluster's K
+holds its active rows only (flat.py's loop_active), and its QR carries K_i along (G without a
+solve per column).
+The fused public calls (compiled_calls.py) pass q = None: their position check left d.Xup at q.
 No kernel allocates: every buffer lives in d. Each returns a status (OK or one of the singular
 cases below, details in d.info) instead of raising; fast_path.py raises the library's errors.
 
@@ -44,37 +51,16 @@ OK, SINGULAR_SPLIT, D_NOT_POSITIVE, D_ILL_CONDITIONED = 0, 1, 2, 3
 
 @njit(inline='always')
 def transform_motion(E, r, m, out):
-    """out = X m = [E w; E (v - r x w)]; out may alias m."""
-    w0, w1, w2 = m[0], m[1], m[2]
-    t0 = m[3] - r[1] * w2 + r[2] * w1
-    t1 = m[4] - r[2] * w0 + r[0] * w2
-    t2 = m[5] - r[0] * w1 + r[1] * w0
-    for a in range(3):
-        out[a] = E[a, 0] * w0 + E[a, 1] * w1 + E[a, 2] * w2
-        out[a + 3] = E[a, 0] * t0 + E[a, 1] * t1 + E[a, 2] * t2
-
-
-@njit(inline='always')
-def inverse_motion(E, r, m, out):
-    """out = X^-1 m = [E^T w; E^T v + r x E^T w] for a 6-tuple m."""
-    w0 = E[0, 0] * m[0] + E[1, 0] * m[1] + E[2, 0] * m[2]
-    w1 = E[0, 1] * m[0] + E[1, 1] * m[1] + E[2, 1] * m[2]
-    w2 = E[0, 2] * m[0] + E[1, 2] * m[1] + E[2, 2] * m[2]
-    out[0], out[1], out[2] = w0, w1, w2
-    out[3] = E[0, 0] * m[3] + E[1, 0] * m[4] + E[2, 0] * m[5] + r[1] * w2 - r[2] * w1
-    out[4] = E[0, 1] * m[3] + E[1, 1] * m[4] + E[2, 1] * m[5] + r[2] * w0 - r[0] * w2
-    out[5] = E[0, 2] * m[3] + E[1, 2] * m[4] + E[2, 2] * m[5] + r[0] * w1 - r[1] * w0
+    """out = X m (transformed_motion); out may alias m."""
+    x = transformed_motion(rotation_tuple(E), (r[0], r[1], r[2]), m)
+    for e in range(6):
+        out[e] = x[e]
 
 
 @njit(inline='always')
 def transform_force(E, r, f, out, add):
-    """out = X^T f = [E^T n + r x E^T f0; E^T f0] (add=False) or out += X^T f; out may alias f."""
-    g0 = E[0, 0] * f[3] + E[1, 0] * f[4] + E[2, 0] * f[5]
-    g1 = E[0, 1] * f[3] + E[1, 1] * f[4] + E[2, 1] * f[5]
-    g2 = E[0, 2] * f[3] + E[1, 2] * f[4] + E[2, 2] * f[5]
-    n0 = E[0, 0] * f[0] + E[1, 0] * f[1] + E[2, 0] * f[2] + r[1] * g2 - r[2] * g1
-    n1 = E[0, 1] * f[0] + E[1, 1] * f[1] + E[2, 1] * f[2] + r[2] * g0 - r[0] * g2
-    n2 = E[0, 2] * f[0] + E[1, 2] * f[1] + E[2, 2] * f[2] + r[0] * g1 - r[1] * g0
+    """out = X^T f (transposed_force) (add=False) or out += X^T f; out may alias f."""
+    n0, n1, n2, g0, g1, g2 = transposed_force(rotation_tuple(E), (r[0], r[1], r[2]), f)
     if add:
         n0, n1, n2, g0, g1, g2 = n0 + out[0], n1 + out[1], n2 + out[2], g0 + out[3], g1 + out[4], g2 + out[5]
     out[0], out[1], out[2], out[3], out[4], out[5] = n0, n1, n2, g0, g1, g2
@@ -82,31 +68,100 @@ def transform_force(E, r, f, out, add):
 
 @njit(inline='always')
 def compose(E1, r1, E2, r2, E, r):
-    """X = X1 X2: E = E1 E2, r = r2 + E2^T r1; the outputs must not alias the inputs."""
+    """X = X1 X2 (product) into E, r, which must not alias the inputs."""
+    E12, r12 = product(rotation_tuple(E1), (r1[0], r1[1], r1[2]), rotation_tuple(E2), (r2[0], r2[1], r2[2]))
     for a in range(3):
         for b in range(3):
-            E[a, b] = E1[a, 0] * E2[0, b] + E1[a, 1] * E2[1, b] + E1[a, 2] * E2[2, b]
-        r[a] = r2[a] + E2[0, a] * r1[0] + E2[1, a] * r1[1] + E2[2, a] * r1[2]
-
-
-@njit(inline='always')
-def copy_transform(E, r, E_out, r_out):
-    for a in range(3):
-        for b in range(3):
-            E_out[a, b] = E[a, b]
-        r_out[a] = r[a]
+            E[a, b] = E12[3 * a + b]
+        r[a] = r12[a]
 
 
 @njit
 def chain(d, path, n, E, r, E_tmp, r_tmp):
-    """^bodyX_top of the last of the n bodies of path below top (constraints.chain_transform)."""
+    """path_transform at the transforms d.Xup into E, r (E_tmp, r_tmp: unused, kept for compiled_lcaba)."""
+    E_path, r_path = path_transform(d.Xup_E, d.Xup_r, path, n)
     for a in range(3):
         for b in range(3):
-            E[a, b] = 1.0 if a == b else 0.0
-        r[a] = 0.0
+            E[a, b] = E_path[3 * a + b]
+        r[a] = r_path[a]
+
+
+# ---- transforms in registers: E as a row-major 9-tuple, r as a 3-tuple. Views of arrays (Xup_E[i], ...) that
+#      live across a loop cost an NRT call pair each (header): the loop paths walked on tuples take 40 % of the
+#      time they took on arrays ----
+
+IDENTITY = ((1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0), (0.0, 0.0, 0.0))
+ZERO6 = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
+
+
+@njit(inline='always')
+def rotation_tuple(E):
+    """A 3x3 array as a row-major 9-tuple."""
+    return E[0, 0], E[0, 1], E[0, 2], E[1, 0], E[1, 1], E[1, 2], E[2, 0], E[2, 1], E[2, 2]
+
+
+@njit(inline='always')
+def transform_at(E, r, i):
+    """Transform i of a stack (E[i], r[i]) as tuples."""
+    return ((E[i, 0, 0], E[i, 0, 1], E[i, 0, 2], E[i, 1, 0], E[i, 1, 1], E[i, 1, 2], E[i, 2, 0], E[i, 2, 1],
+             E[i, 2, 2]), (r[i, 0], r[i, 1], r[i, 2]))
+
+
+@njit(inline='always')
+def product(E1, r1, E2, r2):
+    """X1 X2 as tuples: E = E1 E2, r = r2 + E2^T r1."""
+    return ((E1[0] * E2[0] + E1[1] * E2[3] + E1[2] * E2[6], E1[0] * E2[1] + E1[1] * E2[4] + E1[2] * E2[7],
+             E1[0] * E2[2] + E1[1] * E2[5] + E1[2] * E2[8], E1[3] * E2[0] + E1[4] * E2[3] + E1[5] * E2[6],
+             E1[3] * E2[1] + E1[4] * E2[4] + E1[5] * E2[7], E1[3] * E2[2] + E1[4] * E2[5] + E1[5] * E2[8],
+             E1[6] * E2[0] + E1[7] * E2[3] + E1[8] * E2[6], E1[6] * E2[1] + E1[7] * E2[4] + E1[8] * E2[7],
+             E1[6] * E2[2] + E1[7] * E2[5] + E1[8] * E2[8]),
+            (r2[0] + E2[0] * r1[0] + E2[3] * r1[1] + E2[6] * r1[2],
+             r2[1] + E2[1] * r1[0] + E2[4] * r1[1] + E2[7] * r1[2],
+             r2[2] + E2[2] * r1[0] + E2[5] * r1[1] + E2[8] * r1[2]))
+
+
+@njit(inline='always')
+def rotated_back(E, x):
+    """E^T x (3-tuple): a vector of the frame below E in the frame above."""
+    return (E[0] * x[0] + E[3] * x[1] + E[6] * x[2], E[1] * x[0] + E[4] * x[1] + E[7] * x[2],
+            E[2] * x[0] + E[5] * x[1] + E[8] * x[2])
+
+
+@njit(inline='always')
+def transformed_motion(E, r, m):
+    """X m = [E w; E (v - r x w)] as a 6-tuple."""
+    w0, w1, w2 = m[0], m[1], m[2]
+    t0 = m[3] - r[1] * w2 + r[2] * w1
+    t1 = m[4] - r[2] * w0 + r[0] * w2
+    t2 = m[5] - r[0] * w1 + r[1] * w0
+    return (E[0] * w0 + E[1] * w1 + E[2] * w2, E[3] * w0 + E[4] * w1 + E[5] * w2, E[6] * w0 + E[7] * w1 + E[8] * w2,
+            E[0] * t0 + E[1] * t1 + E[2] * t2, E[3] * t0 + E[4] * t1 + E[5] * t2, E[6] * t0 + E[7] * t1 + E[8] * t2)
+
+
+@njit(inline='always')
+def inverse_motion(E, r, m):
+    """X^-1 m = [E^T w; E^T v + r x E^T w] as a 6-tuple."""
+    w0, w1, w2 = rotated_back(E, (m[0], m[1], m[2]))
+    t0, t1, t2 = rotated_back(E, (m[3], m[4], m[5]))
+    return w0, w1, w2, t0 + r[1] * w2 - r[2] * w1, t1 + r[2] * w0 - r[0] * w2, t2 + r[0] * w1 - r[1] * w0
+
+
+@njit(inline='always')
+def transposed_force(E, r, f):
+    """X^T f = [E^T n + r x E^T f0; E^T f0] as a 6-tuple."""
+    g0, g1, g2 = rotated_back(E, (f[3], f[4], f[5]))
+    n0, n1, n2 = rotated_back(E, (f[0], f[1], f[2]))
+    return n0 + r[1] * g2 - r[2] * g1, n1 + r[2] * g0 - r[0] * g2, n2 + r[0] * g1 - r[1] * g0, g0, g1, g2
+
+
+@njit(inline='always')
+def path_transform(Xup_E, Xup_r, path, n):
+    """^bodyX_top of the last of the n bodies of path below top as tuples (constraints.chain_transform)."""
+    E, r = IDENTITY
     for p in range(n):
-        compose(d.Xup_E[path[p]], d.Xup_r[path[p]], E, r, E_tmp, r_tmp)
-        copy_transform(E_tmp, r_tmp, E, r)
+        E_body, r_body = transform_at(Xup_E, Xup_r, path[p])
+        E, r = product(E_body, r_body, E, r)
+    return E, r
 
 
 @njit(inline='always')
@@ -354,9 +409,9 @@ def backward_solve(L, n, x):
 
 
 @njit
-def householder(A, rows, cols, beta):
+def householder(A, rows, cols, width, beta):
     """In-place Householder QR of A[:rows, :cols] (LAPACK geqrf layout: R on and above the diagonal,
-    reflectors below with an implicit leading 1)."""
+    reflectors below with an implicit leading 1), Q^T applied to the columns cols..width-1 too."""
     for j in range(cols):
         norm = 0.0
         for i in range(j, rows):
@@ -371,14 +426,30 @@ def householder(A, rows, cols, beta):
             A[i, j] /= head
         beta[j] = -head / rjj
         A[j, j] = rjj
-        for c in range(j + 1, cols):
-            s = A[j, c]
+        for c in range(j + 1, width, 2):             # two columns at once: independent sums hide the latency
+            c2 = min(c + 1, width - 1)                   # (the last column twice where width - j - 1 is odd)
+            s, t = A[j, c], A[j, c2]
             for i in range(j + 1, rows):
                 s += A[i, j] * A[i, c]
-            s *= beta[j]
+                t += A[i, j] * A[i, c2]
+            s, t = s * beta[j], t * beta[j] if c2 > c else 0.0
             A[j, c] -= s
+            A[j, c2] -= t
             for i in range(j + 1, rows):
                 A[i, c] -= s * A[i, j]
+                A[i, c2] -= t * A[i, j]
+
+
+@njit
+def back_substitute(A, cols, width):
+    """A[:cols, cols:width] <- R^-1 A[:cols, cols:width] after householder: the least-squares solutions
+    for the carried columns, row by row (vectorizes over them)."""
+    for i in range(cols - 1, -1, -1):
+        for p in range(i + 1, cols):
+            for c in range(cols, width):
+                A[i, c] -= A[i, p] * A[p, c]
+        for c in range(cols, width):
+            A[i, c] /= A[i, i]
 
 
 @njit
@@ -522,154 +593,146 @@ def body_transforms(m, d, q, b0, b1):
 
 # ---- cluster kinematics (kinematics.py; seed 003, Alg. 1 lines 1-19) ----
 
-@njit
-def loop_jacobian(m, d, lp):
-    """Rows of loop lp in d.K: Psi^T (J_S - J_P), joint columns and Psi in NCA coordinates
-    (constraints.py LoopConstraint.evaluate)."""
-    joint, axes, col, path, path_len = m.joint, m.axes, m.col, m.loop_path[lp], m.loop_path_len[lp]
-    Xup_E, Xup_r, path_E, path_r, path_s = d.Xup_E, d.Xup_r, d.path_E[lp], d.path_r[lp], d.path_s[lp]
-    for side in range(2):
-        for p in range(path_len[side]):
-            body = path[side, p]
-            if p == 0:
-                copy_transform(Xup_E[body], Xup_r[body], path_E[side, 0], path_r[side, 0])
-            else:                                                    # ^bodyX_NCA
-                compose(Xup_E[body], Xup_r[body], path_E[side, p - 1], path_r[side, p - 1],
-                        path_E[side, p], path_r[side, p])
-            for j in range(joint_nv(joint[body])):
-                inverse_motion(path_E[side, p], path_r[side, p], joint_column(joint[body], axes[body], j),
-                               path_s[side, p, j])
-    last = path_len[0] - 1
-    if last < 0:                                                     # ^PX_NCA = ^PX_pred ^predX_NCA
-        copy_transform(m.loop_E[lp], m.loop_r[lp], d.E3, d.r3)
-    else:
-        compose(m.loop_E[lp], m.loop_r[lp], path_E[0, last], path_r[0, last], d.E3, d.r3)
-    Psi, rows, row0 = d.Psi_nca[lp], m.loop_rows[lp], m.loop_row[lp]
-    for j in range(rows):
-        transform_force(d.E3, d.r3, m.loop_Psi[lp, j], Psi[j], False)  # force-like: ^PX_NCA^T Psi
-    if m.loop_universal[lp]:
-        universal_row(m, d, lp)
-    for side in range(2):
-        sign = -1.0 if side == 0 else 1.0
-        for p in range(path_len[side]):
-            body = path[side, p]
-            for j in range(joint_nv(joint[body])):
-                for row in range(rows):
-                    d.K[row0 + row, col[body] + j] += sign * dot6(Psi[row], path_s[side, p, j])
-
-
-@njit
-def universal_row(m, d, lp):
-    """A universal loop's rotation row n = a1 x a2 (NCA coordinates, Psi_nca[lp, 0]) with a1 fixed in P
-    (^PX_NCA in d.E3) and a2 fixed in S (^SX_NCA = ^SX_succ ^succX_NCA); a1, a2 into d.loop_a for
-    loop_bias (constraints.py LoopConstraint.directions)."""
-    last = m.loop_path_len[lp, 1] - 1
-    E = d.X66[0, :3, :3]
-    if last < 0:
-        for a in range(3):
-            for b in range(3):
-                E[a, b] = m.loop_S_E[lp, a, b]
-    else:
-        for a in range(3):
-            for b in range(3):
-                E[a, b] = (m.loop_S_E[lp, a, 0] * d.path_E[lp, 1, last, 0, b]
-                           + m.loop_S_E[lp, a, 1] * d.path_E[lp, 1, last, 1, b]
-                           + m.loop_S_E[lp, a, 2] * d.path_E[lp, 1, last, 2, b])
-    a1, a2 = d.loop_a[lp, 0], d.loop_a[lp, 1]
-    for a in range(3):
-        a1[a] = d.E3[0, a] * m.loop_axes[lp, 0, 0] + d.E3[1, a] * m.loop_axes[lp, 0, 1] \
-            + d.E3[2, a] * m.loop_axes[lp, 0, 2]
-        a2[a] = E[0, a] * m.loop_axes[lp, 1, 0] + E[1, a] * m.loop_axes[lp, 1, 1] + E[2, a] * m.loop_axes[lp, 1, 2]
-    n = d.Psi_nca[lp, 0]
-    n[0], n[1], n[2] = a1[1] * a2[2] - a1[2] * a2[1], a1[2] * a2[0] - a1[0] * a2[2], a1[0] * a2[1] - a1[1] * a2[0]
-    n[3] = n[4] = n[5] = 0.0
-
-
-@njit
-def loop_bias(m, d, lp, v0):
-    """Rows of loop lp of k = Psi^T (v_P x v_S - (a_S - a_P)) into d.bias, with a the branches' bias
-    accelerations (qdd = 0) accumulated down each path."""
-    joint, col, path, path_len, path_s, qd, branch = m.joint, m.col, m.loop_path[lp], m.loop_path_len[lp], \
-        d.path_s[lp], d.qd, d.branch
-    for side in range(2):
-        v, a, vJ = branch[side, 0], branch[side, 1], branch[side, 2]
-        for e in range(6):
-            v[e] = a[e] = 0.0
-        for p in range(path_len[side]):
-            body = path[side, p]
+@njit(inline='always')
+def path_columns(joint, axes, Xup_E, Xup_r, path, length, columns):
+    """Walk one path of a loop down from the NCA: the joint columns of its bodies in NCA coordinates into
+    columns[p, j]; returns ^bodyX_NCA of its last body (the identity for an empty path) as tuples."""
+    E, r = IDENTITY
+    for p in range(length):
+        body = path[p]
+        E_body, r_body = transform_at(Xup_E, Xup_r, body)
+        E, r = product(E_body, r_body, E, r)
+        code = joint[body]
+        for j in range(joint_nv(code)):
+            s = inverse_motion(E, r, joint_column(code, axes[body], j))
             for e in range(6):
-                vJ[e] = 0.0
-                for j in range(joint_nv(joint[body])):
-                    vJ[e] += path_s[side, p, j, e] * qd[v0 + col[body] + j]
-                v[e] += vJ[e]
-            x = cross_motion(v, vJ)                  # d/dt (s qd) = v x (s qd), s fixed in the body
-            for e in range(6):
-                a[e] += x[e]
-    x = cross_motion(branch[0, 0], branch[1, 0])
-    w = branch[0, 2]
-    for e in range(6):
-        w[e] = x[e] - branch[1, 1, e] + branch[0, 1, e]
-    for row in range(m.loop_rows[lp]):
-        d.bias[m.loop_row[lp] + row] = dot6(d.Psi_nca[lp, row], w)
-    if m.loop_universal[lp]:                     # n turns with S too: + (a1.w_r)(a2.w_r) - (a1.a2)|w_r|^2
-        a1, a2, vP, vS = d.loop_a[lp, 0], d.loop_a[lp, 1], branch[0, 0], branch[1, 0]
-        w0, w1, w2 = vS[0] - vP[0], vS[1] - vP[1], vS[2] - vP[2]
-        d.bias[m.loop_row[lp]] += (a1[0] * w0 + a1[1] * w1 + a1[2] * w2) * (a2[0] * w0 + a2[1] * w1 + a2[2] * w2) \
-            - (a1[0] * a2[0] + a1[1] * a2[1] + a1[2] * a2[2]) * (w0 * w0 + w1 * w1 + w2 * w2)
+                columns[p, j, e] = s[e]
+    return E, r
 
 
 @njit
 def constraint_rows(m, d, k):
-    """K_k of the LOOP cluster k into d.K: its constant coupling rows and the rows of its loops."""
-    for r in range(m.n_rows[k]):
-        for c in range(m.v_range[k, 1] - m.v_range[k, 0]):
-            d.K[r, c] = m.K_const[k, r, c]
+    """K_k of the LOOP cluster k over its active rows into d.K[k]: its constant coupling rows and, for each
+    loop, Psi^T (J_S - J_P) with the joint columns and Psi in NCA coordinates (constraints.py
+    LoopConstraint.evaluate), which stay in d.path_s and d.Psi_nca for constraint_bias. A universal loop's
+    first row n = a1 x a2 turns with both bodies: a1 fixed in the predecessor, a2 in the successor (into
+    d.loop_a, NCA coordinates; LoopConstraint.directions)."""
+    joint, axes, col, loop_path, loop_path_len, loop_active = m.joint, m.axes, m.col, m.loop_path, m.loop_path_len, \
+        m.loop_active
+    loop_E, loop_r, loop_Psi, universal, loop_axes = m.loop_E, m.loop_r, m.loop_Psi, m.loop_universal, m.loop_axes
+    Xup_E, Xup_r, path_s, Psi_nca, loop_a = d.Xup_E, d.Xup_r, d.path_s, d.Psi_nca, d.loop_a
+    K, K_const, columns = d.K[k], m.K_const[k], m.v_range[k, 1] - m.v_range[k, 0]
+    for a in range(m.n_active[k]):
+        for j in range(columns):
+            K[a, j] = K_const[a, j]
     for lp in range(m.loop_range[k, 0], m.loop_range[k, 1]):
-        loop_jacobian(m, d, lp)
+        path, length, a0, rows = loop_path[lp], loop_path_len[lp], loop_active[lp, 0], \
+            loop_active[lp, 1] - loop_active[lp, 0]
+        E_A, r_A = path_columns(joint, axes, Xup_E, Xup_r, path[0], length[0], path_s[lp, 0])    # ^predX_NCA
+        E_B, r_B = path_columns(joint, axes, Xup_E, Xup_r, path[1], length[1], path_s[lp, 1])    # ^succX_NCA
+        E, r = transform_at(loop_E, loop_r, lp)
+        E, r = product(E, r, E_A, r_A)                               # ^PX_NCA = ^PX_pred ^predX_NCA
+        for row in range(universal[lp], rows):
+            psi = transposed_force(E, r, loop_Psi[lp, row])          # force-like: ^PX_NCA^T Psi
+            for e in range(6):
+                Psi_nca[lp, row, e] = psi[e]
+        if universal[lp]:
+            a1, a2 = rotated_back(E_A, loop_axes[lp, 0]), rotated_back(E_B, loop_axes[lp, 1])
+            n = (a1[1] * a2[2] - a1[2] * a2[1], a1[2] * a2[0] - a1[0] * a2[2], a1[0] * a2[1] - a1[1] * a2[0])
+            for e in range(3):
+                loop_a[lp, 0, e], loop_a[lp, 1, e], Psi_nca[lp, 0, e], Psi_nca[lp, 0, 3 + e] = a1[e], a2[e], n[e], 0.0
+        for side in range(2):
+            sign = -1.0 if side == 0 else 1.0
+            for p in range(length[side]):
+                body = path[side, p]
+                for j in range(joint_nv(joint[body])):
+                    c = col[body] + j
+                    for row in range(rows):
+                        K[a0 + row, c] += sign * dot6(Psi_nca[lp, row], path_s[lp, side, p, j])
+
+
+@njit(inline='always')
+def branch_motion(joint, col, path, length, path_s, qd):
+    """Velocity v and bias acceleration a (qdd = 0) at the end of one path of a loop, NCA coordinates:
+    v = sum s qd and a = sum v x (s qd) down the path (d/dt (s qd) = v x (s qd), s fixed in the body)."""
+    v = a = ZERO6
+    for p in range(length):
+        body = path[p]
+        vJ = ZERO6
+        for j in range(joint_nv(joint[body])):
+            vJ = add_scaled(vJ, qd[col[body] + j], path_s[p, j])
+        v = add_scaled(vJ, 1.0, v)
+        a = add_scaled(cross_motion(v, vJ), 1.0, a)
+    return v, a
+
+
+@njit
+def constraint_bias(m, d, k, qd, bias):
+    """k_k of the LOOP cluster k over its active rows into bias, at its spanning velocities qd: zero on the
+    coupling rows and, on the rows of each loop, Psi^T (v_P x v_S - (a_S - a_P)) with the paths' velocities
+    and bias accelerations (branch_motion), from the columns and Psi of constraint_rows; a universal loop's
+    first row adds (a1.w_r)(a2.w_r) - (a1.a2)|w_r|^2, w_r = w_S - w_P (constraints.py)."""
+    joint, col, loop_path, loop_path_len, loop_active, universal = m.joint, m.col, m.loop_path, m.loop_path_len, \
+        m.loop_active, m.loop_universal
+    path_s, Psi_nca, loop_a = d.path_s, d.Psi_nca, d.loop_a
+    for a in range(m.n_active[k]):
+        bias[a] = 0.0
+    for lp in range(m.loop_range[k, 0], m.loop_range[k, 1]):
+        path, length, Psi = loop_path[lp], loop_path_len[lp], Psi_nca[lp]
+        vP, aP = branch_motion(joint, col, path[0], length[0], path_s[lp, 0], qd)
+        vS, aS = branch_motion(joint, col, path[1], length[1], path_s[lp, 1], qd)
+        x = cross_motion(vP, vS)
+        w = (x[0] - aS[0] + aP[0], x[1] - aS[1] + aP[1], x[2] - aS[2] + aP[2], x[3] - aS[3] + aP[3],
+             x[4] - aS[4] + aP[4], x[5] - aS[5] + aP[5])
+        a0 = loop_active[lp, 0]
+        for row in range(loop_active[lp, 1] - a0):
+            bias[a0 + row] = dot6(Psi[row], w)
+        if universal[lp]:
+            a1, a2 = loop_a[lp, 0], loop_a[lp, 1]
+            w0, w1, w2 = vS[0] - vP[0], vS[1] - vP[1], vS[2] - vP[2]
+            bias[a0] += (a1[0] * w0 + a1[1] * w1 + a1[2] * w2) * (a2[0] * w0 + a2[1] * w1 + a2[2] * w2) \
+                - (a1[0] * a2[0] + a1[1] * a2[1] + a1[2] * a2[2]) * (w0 * w0 + w1 * w1 + w2 * w2)
 
 
 @njit
 def loop_constraint(m, d, k, yd):
     """G_k = P [1; -K_d^+ K_i], g_k = P [0; K_d^+ k] and qd_k = G_k yd_k from a Householder QR of the
-    active dependent columns of K_k (kinematics.py explicit_constraint, seed 000 Sec. 1.1)."""
+    dependent columns of K_k that carries its independent ones (kinematics.py explicit_constraint, seed 000
+    Sec. 1.1)."""
     v0, v1, y0, y1 = m.v_range[k, 0], m.v_range[k, 1], m.y_range[k, 0], m.y_range[k, 1]
-    n, mk, rows, na = v1 - v0, y1 - y0, m.n_rows[k], m.n_active[k]
+    n, mk, na = v1 - v0, y1 - y0, m.n_active[k]
     nd = n - mk
-    active, dependent, independent = m.active[k], m.dependent[k], m.independent[k]
-    K, A, b, G, qd = d.K, d.QR, d.rhs, d.G[k], d.qd
+    dependent, independent = m.dependent[k], m.independent[k]
+    K, A, beta, b, G, qd, g = d.K[k], d.QR, d.beta, d.rhs, d.G[k], d.qd, d.g
     constraint_rows(m, d, k)
     for r in range(na):
         for j in range(nd):
-            A[r, j] = K[active[r], dependent[j]]
-    householder(A, na, nd, d.beta)
+            A[r, j] = K[r, dependent[j]]
+        for j in range(mk):
+            A[r, nd + j] = K[r, independent[j]]
+    householder(A, na, nd, n, beta)
     smallest, largest = math.inf, 0.0
     for j in range(nd):
         smallest, largest = min(smallest, abs(A[j, j])), max(largest, abs(A[j, j]))
     if smallest <= m.singularity_threshold * max(largest, 1.0):
         d.info[0], d.info[1] = k, smallest / largest if largest > 0.0 else 0.0
         return SINGULAR_SPLIT
+    back_substitute(A, nd, n)                                        # K_d^+ K_i
     for j in range(mk):
-        for r in range(na):
-            b[r] = K[active[r], independent[j]]
-        qr_solve(A, na, nd, d.beta, b)
         for r in range(n):
             G[j, r] = 0.0
         G[j, independent[j]] = 1.0
         for p in range(nd):
-            G[j, dependent[p]] = -b[p]
+            G[j, dependent[p]] = -A[p, nd + j]
     for r in range(n):
-        qd[v0 + r] = 0.0
+        t = 0.0
         for j in range(mk):
-            qd[v0 + r] += G[j, r] * yd[y0 + j]
-    for r in range(rows):
-        d.bias[r] = 0.0                          # k = 0 on coupling rows
-    for lp in range(m.loop_range[k, 0], m.loop_range[k, 1]):
-        loop_bias(m, d, lp, v0)
-    for r in range(na):
-        b[r] = d.bias[active[r]]
-    qr_solve(A, na, nd, d.beta, b)
+            t += G[j, r] * yd[y0 + j]
+        qd[v0 + r] = t
+    constraint_bias(m, d, k, qd[v0:v1], b)
+    qr_solve(A, na, nd, beta, b)
     for p in range(nd):
-        d.g[v0 + dependent[p]] = b[p]
+        g[v0 + dependent[p]] = b[p]
     return OK
 
 
@@ -696,11 +759,13 @@ def explicit_constraints(m, d, yd):
 
 @njit
 def kinematics(m, d, q, yd, velocities=True):
-    """Transforms and constraints, then base to tips for each body i of each cluster k: Xo, its rows of
-    S_k = Omega blkdiag(S_i) G_k (eq. 24) and, with velocities (CRBA and EFPA do without: yd = 0), v (eq. 33)
+    """Transforms (q None: d.Xup is at the positions already, computed by the position check of a fused
+    call, compiled_calls.py) and constraints, then base to tips for each body i of each cluster k: Xo, its rows
+    of S_k = Omega blkdiag(S_i) G_k (eq. 24) and, with velocities (CRBA and EFPA do without: yd = 0), v (eq. 33)
     and its rows of c_k = Omega (blkdiag(S_i) g_k + stack(v_i x S_i qd_i)) (digest 1.8); Omega is applied
     recursively along the in-cluster parents. Bodies are numbered cluster by cluster."""
-    update_transforms(m, d, q)
+    if q is not None:
+        update_transforms(m, d, q)
     status = explicit_constraints(m, d, yd)
     if status != OK:
         return status
@@ -709,31 +774,31 @@ def kinematics(m, d, q, yd, velocities=True):
     Xup_E, Xup_r, Xo_E, Xo_r, S, G = d.Xup_E, d.Xup_r, d.Xo_E, d.Xo_r, d.S, d.G
     v, c, qd, g = d.v, d.c, d.qd, d.g
     for i in range(1, len(parent)):
-        k, p, E, r = cluster[i], parent[i], Xup_E[i], Xup_r[i]
+        k, p = cluster[i], parent[i]
         v0, mk, single = v_range[k, 0], y_range[k, 1] - y_range[k, 0], kind[k] == SINGLE
         inside = p >= body_range[k, 0]
-        if inside:
-            compose(E, r, Xo_E[p], Xo_r[p], Xo_E[i], Xo_r[i])
-        else:
-            copy_transform(E, r, Xo_E[i], Xo_r[i])
+        E, r = transform_at(Xup_E, Xup_r, i)                         # in registers (header)
+        E_o, r_o = transform_at(Xo_E, Xo_r, p) if inside else IDENTITY
+        E_o, r_o = product(E, r, E_o, r_o) if inside else (E, r)
+        for a in range(3):
+            for b in range(3):
+                Xo_E[i, a, b] = E_o[3 * a + b]
+            Xo_r[i, a] = r_o[a]
         for j in range(mk):                                          # S_i G_k, G_k = 1 for one body
             x = joint_column(joint[i], axes[i], j) if single else joint_motion(joint[i], axes[i], G[k, j], col[i])
-            if inside:
-                transform_motion(E, r, S[p, j], S[i, j])
+            y = transformed_motion(E, r, S[p, j]) if inside else ZERO6
             for e in range(6):
-                S[i, j, e] = x[e] + S[i, j, e] if inside else x[e]
+                S[i, j, e] = x[e] + y[e] if inside else x[e]
         if not velocities:
             continue
         vJ = joint_motion(joint[i], axes[i], qd, v0 + col[i])
-        transform_motion(E, r, v[p], v[i])
-        for e in range(6):
-            v[i, e] += vJ[e]
-        x = cross_motion(v[i], vJ)
+        vi = add_scaled(transformed_motion(E, r, v[p]), 1.0, vJ)
+        x = cross_motion(vi, vJ)
         gJ = joint_motion(joint[i], axes[i], g, v0 + col[i])
-        if inside:
-            transform_motion(E, r, c[p], c[i])
+        y = transformed_motion(E, r, c[p]) if inside else ZERO6
         for e in range(6):
-            c[i, e] = x[e] + gJ[e] + c[i, e] if inside else x[e] + gJ[e]
+            v[i, e] = vi[e]
+            c[i, e] = x[e] + gJ[e] + y[e] if inside else x[e] + gJ[e]
     return OK
 
 
@@ -801,20 +866,27 @@ def rnea(m, d, q, yd, ydd, f_ext):
 def articulated_inertias(m, d):
     """I^A of every body, tips to base, from I^A = I: for each cluster k U_k = I^A_k S_k,
     D_k = S_k^T U_k = L_k L_k^T, V_k = L_k^-1 (^kX_o^T U_k)^T and
-    I^A_o += sum_i ^iX_o^T I^A_i ^iX_o - V_k^T V_k (I^a of eqs. 55-56 carried to the output body)."""
+    I^A_o += sum_i ^iX_o^T I^A_i ^iX_o - V_k^T V_k (I^a of eqs. 55-56 carried to the output body). A leaf's
+    I^A is its I, used as 10 parameters (rigid_force, rigid_congruence); d.IA holds the others'."""
     inertia, rigid, leaf, output, body_range, y_range = \
         m.inertia, m.rigid_inertia, m.leaf, m.output, m.body_range, m.y_range
     Xo_E, Xo_r, S, U, IA, L, V = d.Xo_E, d.Xo_r, d.S, d.U, d.IA, d.L, d.V
     limit = m.d_condition_limit
     for i in range(1, len(inertia)):
-        for r in range(6):
-            for c in range(6):
-                IA[i, r, c] = inertia[i, r, c]
+        if not leaf[i]:
+            for r in range(6):
+                for c in range(6):
+                    IA[i, r, c] = inertia[i, r, c]
     for k in range(len(output) - 1, -1, -1):
         b0, b1, mk, Lk, Vk = body_range[k, 0], body_range[k, 1], y_range[k, 1] - y_range[k, 0], L[k], V[k]
         for i in range(b0, b1):
             for j in range(mk):
-                mat6_vec(IA[i], S[i, j], U[i, j])
+                if leaf[i]:
+                    x, u = rigid_force(rigid[i], S[i, j]), U[i, j]
+                    for e in range(6):
+                        u[e] = x[e]
+                else:
+                    mat6_vec(IA[i], S[i, j], U[i, j])
         for r in range(mk):
             for c in range(r + 1):
                 Lk[r, c] = 0.0
@@ -855,7 +927,8 @@ def articulated_inertias(m, d):
 def articulated_biases(m, d, tau):
     """Tips to base, for each cluster k: u_k = tau_k - S_k^T p^A_k (tau_k = G_k^T tau for spanning forces)
     and p^A_o += sum_i ^iX_o^T (p^A_i + I^A_i c_i) + V_k^T L_k^-1 (u_k - U_k^T c_k) (p^a of Alg. 1)."""
-    output, body_range, v_range, y_range = m.output, m.body_range, m.v_range, m.y_range
+    rigid, leaf, output, body_range, v_range, y_range = m.rigid_inertia, m.leaf, m.output, m.body_range, \
+        m.v_range, m.y_range
     Xo_E, Xo_r, S, U, IA, c, pA, u, z, w = d.Xo_E, d.Xo_r, d.S, d.U, d.IA, d.c, d.f, d.u, d.z, d.w6
     G, L, V = d.G, d.L, d.V
     spanning = tau.shape[0] != m.ny
@@ -881,9 +954,14 @@ def articulated_biases(m, d, tau):
                 z[j] -= dot6(U[i, j], c[i])
         forward_solve(L[k], mk, z)
         for i in range(b0, b1):
-            mat6_vec(IA[i], c[i], w)
-            for e in range(6):
-                w[e] += pA[i, e]
+            if leaf[i]:
+                x = rigid_force(rigid[i], c[i])
+                for e in range(6):
+                    w[e] = x[e] + pA[i, e]
+            else:
+                mat6_vec(IA[i], c[i], w)
+                for e in range(6):
+                    w[e] += pA[i, e]
             transform_force(Xo_E[i], Xo_r[i], w, pA[o], True)
         for j in range(mk):
             for e in range(6):

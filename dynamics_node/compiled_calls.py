@@ -1,5 +1,6 @@
-"""The public calls of Model as single compiled entry points, on a FlatModel ``m``, its FlatData ``d``, a
-CheckPlan ``c`` (and for LCABA an LcabaPlan ``p`` with its LcabaData ``w``).
+"""The public calls of Model as single compiled entry points, on a FlatModel ``m``, its FlatData ``d`` and a
+CheckPlan ``c``, passed as one CallContext ``x`` (flat_checks.py), and for LCABA an LcabaPlan ``p`` with its
+LcabaData ``w``.
 
 Each entry point checks its inputs as state.py does (lengths, finite entries within the bounds of
 bounds.py, unit quaternions, closed loops and couplings, consistent spanning velocities and
@@ -9,6 +10,10 @@ those calls cost 3-5 us per public call, as much as a whole tree ABA. Inputs are
 (model.py makes sure of it). An entry point returns OK, or REFER for anything it does not accept: an
 input a check refuses, a singular configuration or a non-finite result. Model then takes its Python
 path, which names the error (or falls back to LCABA): the compiled path only ever accepts.
+
+Checks and algorithm share their work: the position check leaves d.Xup at q, where the algorithms
+start (q None), and spanning velocities are checked against the K that the algorithm's kinematics
+built (constraint_violation; the same rows and criterion as velocity_violation), after it ran.
 
 Checked inputs are kept in d (q_checked: q with its quaternions normalized; yd_checked, ydd_checked:
 independent velocities and accelerations; qd_spanning, tau_spanning: LCABA's spanning inputs).
@@ -20,7 +25,7 @@ from numba import njit
 
 from .compiled import (aba, crba, efpa, explicit_constraints, OK, rnea, spanning_accelerations,
                        update_transforms)
-from .compiled_checks import accept_positions, all_within, velocity_violation
+from .compiled_checks import accept_positions, all_within, constraint_violation, velocity_violation
 from .compiled_lcaba import lcaba
 from .kernel_cache import key_on_helpers
 
@@ -42,32 +47,44 @@ def finite(x):
 
 @njit
 def positions(m, d, c, q):
-    """state.positions(check=True): q into d.q_checked, quaternions normalized, loops closed."""
+    """state.positions(check=True): q into d.q_checked, quaternions normalized, loops closed; d.Xup left at
+    q, where the algorithms take it (their q None)."""
     if len(q) != len(d.q_checked):
         return False
     for i in range(len(q)):
         d.q_checked[i] = q[i]
-    return accept_positions(m, d, c, d.q_checked, True, c.limits[POSITION_TOLERANCE], c.limits[POSITION_BOUND])
+    if not accept_positions(m, d, c, d.q_checked, True, c.limits[POSITION_TOLERANCE], c.limits[POSITION_BOUND]):
+        return False
+    if len(c.rotation_mode) == 0:              # accept_positions transforms only where it checks loops
+        update_transforms(m, d, d.q_checked)
+    return True
 
 
 @njit
-def motion(m, d, c, x, bound, out):
-    """state.vector and state.independent_velocities of a velocity-like x (nv spanning or ny
-    independent): its independent entries into out; spanning x must satisfy K x = 0 within tolerance
-    (at the transforms of positions())."""
+def motion(m, x, bound, out):
+    """state.vector of a velocity-like x (nv spanning or ny independent): its independent entries into out
+    (consistent() checks spanning x)."""
     n = len(x)
     if not ((n == m.nv or n == m.ny) and all_within(x, bound)):
         return False
-    if n == m.ny and m.ny != m.nv:
-        for j in range(n):
-            out[j] = x[j]
-        return True
-    velocity_violation(m, d, c, x)
-    if c.worst[0] > c.limits[VELOCITY_TOLERANCE] * max(1.0, c.worst[2]):
-        return False
+    independent = n == m.ny and m.ny != m.nv
     for j in range(m.ny):
-        out[j] = x[m.independent_v[j]]
+        out[j] = x[j] if independent else x[m.independent_v[j]]
     return True
+
+
+@njit
+def consistent(m, d, c, x, kinematics_K):
+    """state.independent_velocities of a velocity-like x accepted by motion(): independent, or spanning with
+    K x = 0 within tolerance, K at the checked q: that of the algorithm's kinematics (kinematics_K, the same
+    rows as velocity_violation's) or computed here."""
+    if len(x) == m.ny and m.ny != m.nv:
+        return True
+    if kinematics_K:
+        constraint_violation(m, d, c, x)
+    else:
+        velocity_violation(m, d, c, x)
+    return not c.worst[0] > c.limits[VELOCITY_TOLERANCE] * max(1.0, c.worst[2])
 
 
 @njit(inline='always')
@@ -77,27 +94,29 @@ def generalized(m, x, bound):
 
 
 @njit(cache=True, nogil=True)
-def forward_dynamics(m, d, c, q, v, tau, f_ext):
+def forward_dynamics(x, q, v, tau, f_ext):
     """Model.forward_dynamics with the cluster ABA: spanning accelerations into d.qdd."""
-    if not (positions(m, d, c, q) and motion(m, d, c, v, c.limits[VELOCITY_BOUND], d.yd_checked)
+    m, d, c = x.m, x.d, x.c
+    if not (positions(m, d, c, q) and motion(m, v, c.limits[VELOCITY_BOUND], d.yd_checked)
             and generalized(m, tau, c.limits[FORCE_BOUND])):
         return REFER
-    if aba(m, d, d.q_checked, d.yd_checked, tau, f_ext) != OK or not finite(d.qdd):
+    if aba(m, d, None, d.yd_checked, tau, f_ext) != OK or not consistent(m, d, c, v, True) or not finite(d.qdd):
         return REFER
     return OK
 
 
 @njit(cache=True, nogil=True)
-def inverse_dynamics(m, d, c, q, v, a, f_ext):
+def inverse_dynamics(x, q, v, a, f_ext):
     """Model.inverse_dynamics (bias and gravity forces: a, v zero): independent forces into d.tau.
     Spanning accelerations must equal G ydd + g (state.py's VELOCITY_TOLERANCE, relative)."""
-    if not (positions(m, d, c, q) and motion(m, d, c, v, c.limits[VELOCITY_BOUND], d.yd_checked)
+    m, d, c = x.m, x.d, x.c
+    if not (positions(m, d, c, q) and motion(m, v, c.limits[VELOCITY_BOUND], d.yd_checked)
             and generalized(m, a, c.limits[ACCELERATION_BOUND])):
         return REFER
     ydd = d.ydd_checked
     for j in range(m.ny):
         ydd[j] = a[j] if len(a) == m.ny and m.ny != m.nv else a[m.independent_v[j]]
-    if rnea(m, d, d.q_checked, d.yd_checked, ydd, f_ext) != OK or not finite(d.tau):
+    if rnea(m, d, None, d.yd_checked, ydd, f_ext) != OK or not consistent(m, d, c, v, True) or not finite(d.tau):
         return REFER
     if len(a) == m.nv:                         # G and g are those of q, yd since rnea's kinematics
         spanning_accelerations(m, d, ydd)
@@ -110,35 +129,37 @@ def inverse_dynamics(m, d, c, q, v, a, f_ext):
 
 
 @njit(cache=True, nogil=True)
-def mass_matrix(m, d, c, q):
+def mass_matrix(x, q):
     """Model.mass_matrix: H_y into d.H."""
-    if not positions(m, d, c, q) or crba(m, d, d.q_checked) != OK or not finite(d.H):
+    m, d, c = x.m, x.d, x.c
+    if not positions(m, d, c, q) or crba(m, d, None) != OK or not finite(d.H):
         return REFER
     return OK
 
 
 @njit(cache=True, nogil=True)
-def inverse_osim(m, d, c, q, frame_body, frame_X, T, Omega):
+def inverse_osim(x, q, frame_body, frame_X, T, Omega):
     """Model.inverse_osim (links checked by the caller): Lambda^-1 into Omega."""
-    if not positions(m, d, c, q) or efpa(m, d, d.q_checked, frame_body, frame_X, T, Omega) != OK \
+    m, d, c = x.m, x.d, x.c
+    if not positions(m, d, c, q) or efpa(m, d, None, frame_body, frame_X, T, Omega) != OK \
             or not finite(Omega):
         return REFER
     return OK
 
 
 @njit(cache=True, nogil=True)
-def forward_dynamics_lcaba(m, d, c, p, w, q, v, tau, f_ext, mu, tolerance, max_iterations):
+def forward_dynamics_lcaba(x, p, w, q, v, tau, f_ext, mu, tolerance, max_iterations):
     """Model.forward_dynamics with LCABA: spanning accelerations into w.qdd. Independent velocities are
     lifted to G yd (refused at a singular configuration), independent forces act on their joints."""
+    m, d, c = x.m, x.d, x.c
     if not (positions(m, d, c, q) and generalized(m, tau, c.limits[FORCE_BOUND])
-            and motion(m, d, c, v, c.limits[VELOCITY_BOUND], d.yd_checked)):
+            and motion(m, v, c.limits[VELOCITY_BOUND], d.yd_checked) and consistent(m, d, c, v, False)):
         return REFER
     qd, tau_spanning = d.qd_spanning, d.tau_spanning
     if len(v) == m.nv:
         for j in range(m.nv):
             qd[j] = v[j]
     else:
-        update_transforms(m, d, d.q_checked)
         if explicit_constraints(m, d, d.zero_y) != OK:          # G at q (g = 0 at rest)
             return REFER
         spanning_accelerations(m, d, v)

@@ -5,14 +5,16 @@
 quaternions, normalized in place; couplings and loops closed within tolerance, with
 LoopConstraint.residual's phi), False otherwise, where state.py's NumPy check runs and raises the
 error naming the constraint. ``velocity_violation`` is state.independent_velocities' measure
-max |K v| over the coupling rows and the LOOP clusters' active rows (K of compiled.py).
+max |K v| over the coupling rows and the LOOP clusters' active rows (K of compiled.constraint_rows);
+``constraint_violation`` measures it with the K that an algorithm's kinematics left in d.K.
 """
 
 import math
 
 from numba import njit, types
 
-from .compiled import chain, compose, constraint_rows, FLOATING, LOOP, SPHERICAL, update_transforms
+from .compiled import (constraint_rows, FLOATING, LOOP, path_transform, product, rotated_back, SPHERICAL, transform_at,
+                       update_transforms)
 from .kernel_cache import key_on_helpers
 
 QUATERNION_TOLERANCE = 1e-5       # |norm - 1| accepted, as state.positions
@@ -33,61 +35,69 @@ def all_within(x, bound):
 
 @njit
 def rotation_log_component(E, e):
-    """e . log(R_rel) for R_rel = E^T (spatial.rotation_log, angles below pi)."""
-    cos_angle = min(1.0, max(-1.0, 0.5 * (E[0, 0] + E[1, 1] + E[2, 2] - 1.0)))
+    """e . log(R_rel) for R_rel = E^T, E a row-major 9-tuple (spatial.rotation_log, angles below pi)."""
+    cos_angle = min(1.0, max(-1.0, 0.5 * (E[0] + E[4] + E[8] - 1.0)))
     angle = math.acos(cos_angle)
-    w0, w1, w2 = 0.5 * (E[1, 2] - E[2, 1]), 0.5 * (E[2, 0] - E[0, 2]), 0.5 * (E[0, 1] - E[1, 0])
+    w0, w1, w2 = 0.5 * (E[5] - E[7]), 0.5 * (E[6] - E[2]), 0.5 * (E[1] - E[3])
     scale = 1.0 if angle < 1e-8 else angle / math.sin(angle)
     return scale * (e[0] * w0 + e[1] * w1 + e[2] * w2)
 
 
 @njit
-def loop_residual(m, d, c, lp, phi):
-    """phi of loop lp into phi[0:rows] in the order of its rows of K (LoopConstraint.residual,
-    flat_checks.ROTATION_MODE and POSITION_MODE); returns max |phi|."""
-    E, r = c.E, c.r
-    chain(d, m.loop_path[lp, 0], m.loop_path_len[lp, 0], E[0], r[0], E[2], r[2])     # ^AX_nca
-    chain(d, m.loop_path[lp, 1], m.loop_path_len[lp, 1], E[1], r[1], E[2], r[2])     # ^BX_nca
-    compose(c.pred_E[lp], c.pred_r[lp], E[0], r[0], E[2], r[2])                       # ^PX_nca
-    compose(c.succ_E[lp], c.succ_r[lp], E[1], r[1], E[3], r[3])                       # ^SX_nca
-    for a in range(3):                           # ^SX_P = ^SX_nca ^PX_nca^-1: E_S E_P^T, E_P (r_S - r_P)
-        for b in range(3):
-            E[0, a, b] = E[3, a, 0] * E[2, b, 0] + E[3, a, 1] * E[2, b, 1] + E[3, a, 2] * E[2, b, 2]
-        r[0, a] = 0.0
-        for b in range(3):
-            r[0, a] += E[2, a, b] * (r[3, b] - r[2, b])
-    ES, p, frame, mode = E[0], r[0], c.frame[lp], c.rotation_mode[lp]
-    row = 0
-    if mode == TURNED_AXIS:                      # the axis turned by R_rel = E^T: (-e2, e1) . turned
-        turned = (ES[0, 0] * frame[0, 2] + ES[1, 0] * frame[1, 2] + ES[2, 0] * frame[2, 2],
-                  ES[0, 1] * frame[0, 2] + ES[1, 1] * frame[1, 2] + ES[2, 1] * frame[2, 2],
-                  ES[0, 2] * frame[0, 2] + ES[1, 2] * frame[1, 2] + ES[2, 2] * frame[2, 2])
-        phi[0] = -(frame[0, 1] * turned[0] + frame[1, 1] * turned[1] + frame[2, 1] * turned[2])
-        phi[1] = frame[0, 0] * turned[0] + frame[1, 0] * turned[1] + frame[2, 0] * turned[2]
-        row = 2
-    elif mode == LOG:                            # every component of log(R_rel)
-        for a in range(3):
-            phi[a] = rotation_log_component(ES, (1.0 if a == 0 else 0.0, 1.0 if a == 1 else 0.0,
-                                                 1.0 if a == 2 else 0.0))
-        row = 3
-    elif mode == AXES_PERPENDICULAR:             # universal: -a1 . R_rel a2
-        a2 = c.axis2[lp]
-        phi[0] = 0.0
-        for a in range(3):
-            phi[0] -= frame[a, 2] * (ES[0, a] * a2[0] + ES[1, a] * a2[1] + ES[2, a] * a2[2])
-        row = 1
-    mode = c.position_mode[lp]
-    for j in range(3):
-        if mode == ALL:
-            phi[row] = p[j]
-        elif mode == ACROSS_AXIS and j < 2 or mode == ALONG_AXIS and j == 2:
-            phi[row] = frame[0, j] * p[0] + frame[1, j] * p[1] + frame[2, j] * p[2]
-        else:
-            continue
-        row += 1
+def loop_residuals(m, d, c, l0, l1, rows):
+    """phi of the loops l0..l1-1 of a cluster into rows, each loop's at its rows of the cluster (loop_row) in
+    the order of K (LoopConstraint.residual, flat_checks.ROTATION_MODE and POSITION_MODE); returns max |phi|."""
+    Xup_E, Xup_r, loop_path, loop_path_len, loop_row = d.Xup_E, d.Xup_r, m.loop_path, m.loop_path_len, m.loop_row
+    pred_E, pred_r, succ_E, succ_r, frames, axis2 = c.pred_E, c.pred_r, c.succ_E, c.succ_r, c.frame, c.axis2
+    rotation_mode, position_mode = c.rotation_mode, c.position_mode
     worst = 0.0
-    for j in range(row):
-        worst = max(worst, abs(phi[j]))
+    for lp in range(l0, l1):
+        path, length = loop_path[lp], loop_path_len[lp]
+        E_A, r_A = path_transform(Xup_E, Xup_r, path[0], length[0])             # ^AX_nca
+        E_B, r_B = path_transform(Xup_E, Xup_r, path[1], length[1])             # ^BX_nca
+        E, r = transform_at(pred_E, pred_r, lp)
+        E_P, r_P = product(E, r, E_A, r_A)                                       # ^PX_nca
+        E, r = transform_at(succ_E, succ_r, lp)
+        E_S, r_S = product(E, r, E_B, r_B)                                       # ^SX_nca
+        ES = (E_S[0] * E_P[0] + E_S[1] * E_P[1] + E_S[2] * E_P[2],  # ^SX_P = ^SX_nca ^PX_nca^-1: E_S E_P^T,
+              E_S[0] * E_P[3] + E_S[1] * E_P[4] + E_S[2] * E_P[5],  # E_P (r_S - r_P)
+              E_S[0] * E_P[6] + E_S[1] * E_P[7] + E_S[2] * E_P[8],
+              E_S[3] * E_P[0] + E_S[4] * E_P[1] + E_S[5] * E_P[2],
+              E_S[3] * E_P[3] + E_S[4] * E_P[4] + E_S[5] * E_P[5],
+              E_S[3] * E_P[6] + E_S[4] * E_P[7] + E_S[5] * E_P[8],
+              E_S[6] * E_P[0] + E_S[7] * E_P[1] + E_S[8] * E_P[2],
+              E_S[6] * E_P[3] + E_S[7] * E_P[4] + E_S[8] * E_P[5],
+              E_S[6] * E_P[6] + E_S[7] * E_P[7] + E_S[8] * E_P[8])
+        u = (r_S[0] - r_P[0], r_S[1] - r_P[1], r_S[2] - r_P[2])
+        p = (E_P[0] * u[0] + E_P[1] * u[1] + E_P[2] * u[2], E_P[3] * u[0] + E_P[4] * u[1] + E_P[5] * u[2],
+             E_P[6] * u[0] + E_P[7] * u[1] + E_P[8] * u[2])
+        frame, mode, row0 = frames[lp], rotation_mode[lp], loop_row[lp]
+        row = row0
+        if mode == TURNED_AXIS:                  # the axis turned by R_rel = ES^T: (-e2, e1) . turned
+            turned = rotated_back(ES, (frame[0, 2], frame[1, 2], frame[2, 2]))
+            rows[row] = -(frame[0, 1] * turned[0] + frame[1, 1] * turned[1] + frame[2, 1] * turned[2])
+            rows[row + 1] = frame[0, 0] * turned[0] + frame[1, 0] * turned[1] + frame[2, 0] * turned[2]
+            row += 2
+        elif mode == LOG:                        # every component of log(R_rel)
+            for a in range(3):
+                rows[row + a] = rotation_log_component(ES, (1.0 if a == 0 else 0.0, 1.0 if a == 1 else 0.0,
+                                                            1.0 if a == 2 else 0.0))
+            row += 3
+        elif mode == AXES_PERPENDICULAR:         # universal: -a1 . R_rel a2
+            turned = rotated_back(ES, axis2[lp])
+            rows[row] = -(frame[0, 2] * turned[0] + frame[1, 2] * turned[1] + frame[2, 2] * turned[2])
+            row += 1
+        mode = position_mode[lp]
+        for j in range(3):
+            if mode == ALL:
+                rows[row] = p[j]
+            elif mode == ACROSS_AXIS and j < 2 or mode == ALONG_AXIS and j == 2:
+                rows[row] = frame[0, j] * p[0] + frame[1, j] * p[1] + frame[2, j] * p[2]
+            else:
+                continue
+            row += 1
+        for j in range(row0, row):
+            worst = max(worst, abs(rows[j]))
     return worst
 
 
@@ -99,10 +109,11 @@ def accept_positions(m, d, c, q, closure, tolerance, bound):
     for value in q:
         if not abs(value) <= bound:
             return False
+    joint, idx_q = m.joint, m.idx_q
     unit = True
-    for i in range(1, len(m.joint)):
-        if m.joint[i] == FLOATING or m.joint[i] == SPHERICAL:
-            i0 = m.idx_q[i] + (3 if m.joint[i] == FLOATING else 0)
+    for i in range(1, len(joint)):
+        if joint[i] == FLOATING or joint[i] == SPHERICAL:
+            i0 = idx_q[i] + (3 if joint[i] == FLOATING else 0)
             norm = math.sqrt(q[i0] ** 2 + q[i0 + 1] ** 2 + q[i0 + 2] ** 2 + q[i0 + 3] ** 2)
             if not abs(norm - 1.0) <= QUATERNION_TOLERANCE:
                 unit = False
@@ -111,45 +122,54 @@ def accept_positions(m, d, c, q, closure, tolerance, bound):
                     q[i0 + j] /= norm
     if not closure:
         return unit
-    if len(c.rotation_mode):               # before any refusal: the NumPy check may still accept q
+    loops = len(c.rotation_mode)
+    if loops:                              # before any refusal: the NumPy check may still accept q
         update_transforms(m, d, q)
     if not unit:
         return False
-    for row in range(len(c.b)):
-        t = c.b[row]
-        for e in range(c.q_rows[row], c.q_rows[row + 1]):
-            t += c.q_coefficient[e] * q[c.q_index[e]]
+    b, q_rows, q_index, q_coefficient = c.b, c.q_rows, c.q_index, c.q_coefficient
+    for row in range(len(b)):
+        t = b[row]
+        for e in range(q_rows[row], q_rows[row + 1]):
+            t += q_coefficient[e] * q[q_index[e]]
         if not abs(t) <= tolerance:
             return False
-    for lp in range(len(c.rotation_mode)):
-        if not loop_residual(m, d, c, lp, c.phi) <= tolerance:
-            return False
-    return True
+    return loops == 0 or loop_residuals(m, d, c, 0, loops, c.rows) <= tolerance
 
 
 @njit(cache=True, nogil=True)
 def velocity_violation(m, d, c, v):
-    """max |K v| over the coupling rows and the active rows of every LOOP cluster into c.worst[0], its
-    cluster into c.worst[1] and max |v| into c.worst[2], at the transforms of the last accept_positions."""
+    """constraint_violation at the transforms of the last accept_positions: K of every LOOP cluster first."""
+    kind = m.kind
+    for k in range(len(kind)):
+        if kind[k] == LOOP:
+            constraint_rows(m, d, k)
+    constraint_violation(m, d, c, v)
+
+
+@njit
+def constraint_violation(m, d, c, v):
+    """max |K v| over the coupling rows and the active rows of every LOOP cluster (their K in d.K) into
+    c.worst[0], its cluster into c.worst[1] and max |v| into c.worst[2]."""
+    v_rows, v_index, v_coefficient, v_cluster = c.v_rows, c.v_index, c.v_coefficient, c.v_cluster
+    kind, v_range, n_active, K = m.kind, m.v_range, m.n_active, d.K
     worst, cluster, scale = 0.0, -1.0, 0.0
     for j in range(len(v)):
         scale = max(scale, abs(v[j]))
-    for row in range(len(c.v_cluster)):
+    for row in range(len(v_cluster)):
         t = 0.0
-        for e in range(c.v_rows[row], c.v_rows[row + 1]):
-            t += c.v_coefficient[e] * v[c.v_index[e]]
+        for e in range(v_rows[row], v_rows[row + 1]):
+            t += v_coefficient[e] * v[v_index[e]]
         if abs(t) > worst:
-            worst, cluster = abs(t), c.v_cluster[row]
-    for k in range(len(m.kind)):
-        if m.kind[k] != LOOP:
+            worst, cluster = abs(t), v_cluster[row]
+    for k in range(len(kind)):
+        if kind[k] != LOOP:
             continue
-        constraint_rows(m, d, k)
-        v0 = m.v_range[k, 0]
-        for a in range(m.n_active[k]):
-            row = m.active[k, a]
+        v0 = v_range[k, 0]
+        for a in range(n_active[k]):
             t = 0.0
-            for j in range(m.v_range[k, 1] - v0):
-                t += d.K[row, j] * v[v0 + j]
+            for j in range(v_range[k, 1] - v0):
+                t += K[k, a, j] * v[v0 + j]
             if abs(t) > worst:
                 worst, cluster = abs(t), k
     c.worst[0], c.worst[1], c.worst[2] = worst, cluster, scale

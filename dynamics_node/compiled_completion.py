@@ -1,5 +1,6 @@
 """Numba kernel of state completion (completion.py) on a FlatModel ``m``, its FlatData ``d`` and a CheckPlan
-``c`` (flat_checks.py): spanning positions from the independent ones.
+``c`` (flat_checks.py; the entry point takes them as one CallContext): spanning positions from the independent
+ones.
 
 The same steps as completion.py without its restarts: the couplings solved explicitly (q_d = D q + d,
 seed 003 eq. 3), then each loop cluster closed by continuation from the previous solution (steps of
@@ -15,8 +16,8 @@ import math
 
 from numba import njit
 
-from .compiled import body_transforms, constraint_rows, householder, LOOP, OK, qr_solve, SPHERICAL
-from .compiled_checks import loop_residual
+from .compiled import back_substitute, body_transforms, constraint_rows, householder, LOOP, OK, SPHERICAL
+from .compiled_checks import loop_residuals
 from .kernel_cache import key_on_helpers
 
 REFER = -1
@@ -32,18 +33,18 @@ def residual(m, d, c, k, q, phi):
     """The active rows of phi(q) of cluster k into phi (completion._residual); returns |phi|^2 and
     max |phi|."""
     body_transforms(m, d, q, m.body_range[k, 0], m.body_range[k, 1])    # all the loop paths need
-    rows = c.rows
-    for lp in range(m.loop_range[k, 0], m.loop_range[k, 1]):
-        loop_residual(m, d, c, lp, rows[m.loop_row[lp]:])
-    for e in range(len(c.b)):
-        if c.coupling_cluster[e] == k:
-            t = c.b[e]
-            for j in range(c.q_rows[e], c.q_rows[e + 1]):
-                t += c.q_coefficient[j] * q[c.q_index[j]]
-            rows[c.coupling_row[e]] = t
+    rows, b, coupling_cluster, coupling_row = c.rows, c.b, c.coupling_cluster, c.coupling_row
+    q_rows, q_index, q_coefficient, active = c.q_rows, c.q_index, c.q_coefficient, m.active[k]
+    loop_residuals(m, d, c, m.loop_range[k, 0], m.loop_range[k, 1], rows)
+    for e in range(len(b)):
+        if coupling_cluster[e] == k:
+            t = b[e]
+            for j in range(q_rows[e], q_rows[e + 1]):
+                t += q_coefficient[j] * q[q_index[j]]
+            rows[coupling_row[e]] = t
     squares, worst = 0.0, 0.0
     for a in range(m.n_active[k]):
-        phi[a] = rows[m.active[k, a]]
+        phi[a] = rows[active[a]]
         squares, worst = squares + phi[a] * phi[a], max(worst, abs(phi[a]))
     return squares, worst
 
@@ -55,7 +56,8 @@ def newton(m, d, c, k, q):
     tolerance, iterations = c.completion[TOLERANCE_AT], int(c.completion[MAX_ITERATIONS_AT])
     v0, v1 = m.v_range[k, 0], m.v_range[k, 1]
     na, nd = m.n_active[k], v1 - v0 - (m.y_range[k, 1] - m.y_range[k, 0])
-    phi, trial, step, start, A, b = c.phi, c.trial, c.step, c.start, d.QR, d.rhs
+    phi, trial, step, start, A, beta = c.phi, c.trial, c.step, c.start, d.QR, d.beta
+    K, dependent, threshold = d.K[k], m.dependent[k], m.singularity_threshold
     squares, worst = residual(m, d, c, k, q, phi)
     for _ in range(iterations):
         if worst <= tolerance:
@@ -63,19 +65,19 @@ def newton(m, d, c, k, q):
         constraint_rows(m, d, k)                             # K at q (Xup current since residual)
         for r in range(na):
             for j in range(nd):
-                A[r, j] = d.K[m.active[k, r], m.dependent[k, j]]
-            b[r] = phi[r]
-        householder(A, na, nd, d.beta)
+                A[r, j] = K[r, dependent[j]]
+            A[r, nd] = phi[r]
+        householder(A, na, nd, nd + 1, beta)
         smallest, largest = math.inf, 0.0
         for j in range(nd):
             smallest, largest = min(smallest, abs(A[j, j])), max(largest, abs(A[j, j]))
-        if not smallest > m.singularity_threshold * largest:
+        if not smallest > threshold * largest:
             return math.inf
-        qr_solve(A, na, nd, d.beta, b)                       # K_d^+ phi
+        back_substitute(A, nd, nd + 1)                       # K_d^+ phi
         for j in range(v1 - v0):
             step[j] = 0.0
         for j in range(nd):
-            step[m.dependent[k, j]] = b[j]
+            step[dependent[j]] = A[j, nd]
         for j in range(len(q)):
             start[j] = q[j]
         scale = 1.0
@@ -99,14 +101,15 @@ def newton(m, d, c, k, q):
 def retract_dependent(m, c, k, q, start, step, scale):
     """q = start (+) (-scale step) on the dependent joints of cluster k (joints.retract): a spherical
     joint's quaternion times exp(-scale step / 2), its child-frame rotation; others take q - scale step."""
+    role, idx_q, col, joint = c.role, m.idx_q, m.col, m.joint
     for i in range(m.body_range[k, 0], m.body_range[k, 1]):
-        if c.role[i] != DEPENDENT:
+        if role[i] != DEPENDENT:
             continue
-        j, col = m.idx_q[i], m.col[i]
-        if m.joint[i] != SPHERICAL:
-            q[j] = start[j] - scale * step[col]
+        j, column = idx_q[i], col[i]
+        if joint[i] != SPHERICAL:
+            q[j] = start[j] - scale * step[column]
             continue
-        w0, w1, w2 = -scale * step[col], -scale * step[col + 1], -scale * step[col + 2]
+        w0, w1, w2 = -scale * step[column], -scale * step[column + 1], -scale * step[column + 2]
         angle = math.sqrt(w0 * w0 + w1 * w1 + w2 * w2)
         s = 0.5 if angle == 0.0 else math.sin(0.5 * angle) / angle
         x, y, z, w = s * w0, s * w1, s * w2, math.cos(0.5 * angle)
@@ -143,9 +146,10 @@ def continuation(m, d, c, k, q, previous):
 
 
 @njit(cache=True, nogil=True)
-def complete(m, d, c, q_independent, previous, q):
+def complete(x, q_independent, previous, q):
     """Spanning positions into q (nq): previous with the independent positions, the couplings solved and
     every loop cluster closed from previous (completion.complete_positions without restarts)."""
+    m, d, c = x.m, x.d, x.c
     if c.completion_compiled[0] == 0 or len(q_independent) != len(c.independent_q):
         return REFER
     for j in range(len(q)):

@@ -20,13 +20,13 @@ from numba import typeof, types
 from . import compiled, compiled_calls, compiled_checks, compiled_completion, compiled_lcaba
 from .errors import ModelError, quote, SingularConfigurationError
 from .flat import FlatModel
-from .flat_checks import check_plan
+from .flat_checks import call_context, check_plan
 from .flat_lcaba import lcaba_plan
 from .lcaba import LcabaResult, ProximalSettings
 
 _INPUT = types.Array(types.float64, 1, 'A', readonly=True)      # any float64 vector
 _FORCES = types.Array(types.float64, 2, 'A', readonly=True)
-_FLOAT = np.dtype(np.float64)
+_FLOAT, _ARRAY = np.dtype(np.float64), np.ndarray       # module names: quicker than np.ndarray
 _DISPATCHERS = {kernel.__name__: kernel for kernel in
                 (compiled.aba, compiled.rnea, compiled.crba, compiled.efpa, compiled.spanning, compiled_lcaba.lcaba,
                  compiled_checks.accept_positions, compiled_checks.velocity_violation, compiled_completion.complete)}
@@ -52,6 +52,7 @@ class FastPath:
         self._p, self._w = self.plan.ref, self.lcaba_data.ref
         self.checks = check_plan(model)                  # the state checks' data (flat_checks.py)
         self._c, self._check_scratch = self.checks.create_ref()
+        self._x = call_context(self._m, self._d, self._c)   # the fused calls' argument
         self._frame_sets = {}
         self._use(_ENTRY_POINTS or {name: self._warm_up_then(name) for name in _DISPATCHERS})
 
@@ -140,9 +141,9 @@ class FastPath:
         if not _float_vectors(q, v, tau):
             return None
         if settings is None:
-            if self._checked_forward_dynamics(self._m, self._d, self._c, q, v, tau, f_ext) == compiled.OK:
+            if self._checked_forward_dynamics(self._x, q, v, tau, f_ext) == compiled.OK:
                 return self.data.qdd.copy()
-        elif self._checked_forward_dynamics_lcaba(self._m, self._d, self._c, self._p, self._w, q, v, tau, f_ext,
+        elif self._checked_forward_dynamics_lcaba(self._x, self._p, self._w, q, v, tau, f_ext,
                                                   settings.mu, settings.tolerance,
                                                   settings.max_iterations) == compiled.OK:
             return self.lcaba_data.qdd.copy()
@@ -151,13 +152,13 @@ class FastPath:
     def checked_inverse_dynamics(self, q, v, a, f_ext):
         """Model.inverse_dynamics(q, v, a): tau_y."""
         if _float_vectors(q, v, a) and \
-                self._checked_inverse_dynamics(self._m, self._d, self._c, q, v, a, f_ext) == compiled.OK:
+                self._checked_inverse_dynamics(self._x, q, v, a, f_ext) == compiled.OK:
             return self.data.tau.copy()
         return None
 
     def checked_mass_matrix(self, q):
         """Model.mass_matrix(q): H_y."""
-        if _float_vectors(q) and self._checked_mass_matrix(self._m, self._d, self._c, q) == compiled.OK:
+        if _float_vectors(q) and self._checked_mass_matrix(self._x, q) == compiled.OK:
             return self.data.H.copy()
         return None
 
@@ -166,14 +167,14 @@ class FastPath:
         if not _float_vectors(q):
             return None
         body, X, T, Omega = self._frame_set(tuple(links))
-        if self._checked_inverse_osim(self._m, self._d, self._c, q, body, X, T, Omega) == compiled.OK:
+        if self._checked_inverse_osim(self._x, q, body, X, T, Omega) == compiled.OK:
             return Omega.copy()
         return None
 
     def checked_completion(self, q_independent, previous):
         """Model.complete_positions from previous (nq) without restarts (compiled_completion.py): spanning
         q, or None where completion.py must run."""
-        if self._complete(self._m, self._d, self._c, q_independent, previous, self.data.q_checked) == compiled.OK:
+        if self._complete(self._x, q_independent, previous, self.data.q_checked) == compiled.OK:
             return self.data.q_checked.copy()
         return None
 
@@ -182,7 +183,7 @@ class FastPath:
         forbids later compilation. Returns the seconds it took."""
         start = time.perf_counter()
         frames = self._frame_set((self.model.root_link,))
-        self._use(_compile_kernels(self._m, self._d, self._p, self._w, self._c, frames))
+        self._use(_compile_kernels(self._m, self._d, self._p, self._w, self._c, self._x, frames))
         q = self.model.q_neutral
         y, f = self.data.zero_y, self.data.zero_f
         self._aba(self._m, self._d, q, y, y, f)                      # statuses ignored: q may be singular
@@ -246,16 +247,16 @@ class FastPath:
 def _float_vectors(*arrays):
     """Every array a float64 NumPy vector (the compiled signatures' _INPUT)."""
     for x in arrays:
-        if type(x) is not np.ndarray or x.dtype is not _FLOAT or x.ndim != 1:
+        if type(x) is not _ARRAY or x.dtype is not _FLOAT or x.ndim != 1:
             return False
     return True
 
 
-def _compile_kernels(m, d, p, w, c, frames):
+def _compile_kernels(m, d, p, w, c, x, frames):
     """The entry points of the kernels compiled for float64 arrays of any layout, once per process;
     later compilation is disabled (numba converts other float64 arrays to these signatures)."""
     if not _ENTRY_POINTS:
-        model, data, checks = typeof(m), typeof(d), typeof(c)
+        model, data, checks, context = typeof(m), typeof(d), typeof(c), typeof(x)
         signatures = {
             'aba': (model, data, _INPUT, _INPUT, _INPUT, _FORCES),
             'rnea': (model, data, _INPUT, _INPUT, _INPUT, _FORCES),
@@ -267,17 +268,17 @@ def _compile_kernels(m, d, p, w, c, frames):
             'accept_positions': (model, data, checks, types.Array(types.float64, 1, 'C'), types.boolean,
                                  types.float64, types.float64),
             'velocity_violation': (model, data, checks, _INPUT),
-            'checked_forward_dynamics': (model, data, checks, _INPUT, _INPUT, _INPUT, _FORCES),
-            'checked_forward_dynamics_lcaba': (model, data, checks, typeof(p), typeof(w), _INPUT, _INPUT, _INPUT,
-                                               _FORCES, types.float64, types.float64, types.int64),
-            'checked_inverse_dynamics': (model, data, checks, _INPUT, _INPUT, _INPUT, _FORCES),
-            'checked_mass_matrix': (model, data, checks, _INPUT),
-            'complete': (model, data, checks, _INPUT, _INPUT, types.Array(types.float64, 1, 'C')),
-            'checked_inverse_osim': (model, data, checks, _INPUT) + tuple(typeof(a) for a in frames),
+            'checked_forward_dynamics': (context, _INPUT, _INPUT, _INPUT, _FORCES),
+            'checked_forward_dynamics_lcaba': (context, typeof(p), typeof(w), _INPUT, _INPUT, _INPUT, _FORCES,
+                                               types.float64, types.float64, types.int64),
+            'checked_inverse_dynamics': (context, _INPUT, _INPUT, _INPUT, _FORCES),
+            'checked_mass_matrix': (context, _INPUT),
+            'complete': (context, _INPUT, _INPUT, types.Array(types.float64, 1, 'C')),
+            'checked_inverse_osim': (context, _INPUT) + tuple(typeof(a) for a in frames),
         }
+        for name, signature in signatures.items():      # a fused call may compile other types of a kernel
+            _DISPATCHERS[name].compile(signature)            # (the algorithms at the transforms of its check)
         for name, signature in signatures.items():
-            kernel = _DISPATCHERS[name]
-            kernel.compile(signature)
-            kernel.disable_compile()
-            _ENTRY_POINTS[name] = kernel.get_overload(signature)
+            _DISPATCHERS[name].disable_compile()
+            _ENTRY_POINTS[name] = _DISPATCHERS[name].get_overload(signature)
     return _ENTRY_POINTS

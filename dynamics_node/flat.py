@@ -53,21 +53,22 @@ MODEL_FIELDS = {   # name: meaning, shape (nb bodies with 0 the ground, nc clust
                  '(compiled.frame_propagators) of cluster k are [y_support[k] - m_k, y_support[k])',
     'G_const': 'G_const[k, j]: column j of G_k of SINGLE (identity) and COUPLED clusters, the initial '
                'data.G (nc, M, N)',
-    'n_rows': 'number of constraint rows of cluster k (nc)',
-    'K_const': 'constant (coupling) rows of K_k, zero on loop rows (nc, R, N)',
+    'K_const': 'constant (coupling) rows of K_k among its active rows, zero on the rows of loops (nc, R, N)',
     'active': 'constraint rows that are not identically zero, first n_active[k] entries (nc, R)',
     'n_active': 'number of active rows of cluster k (nc)',
     'dependent': 'local columns of the dependent joints, first n - m entries (nc, N)',
     'independent': 'local columns of the independent joints, first m entries (nc, N)',
     'loop_range': 'loops [l0, l1) of cluster k (nc, 2)',
-    'loop_row': 'first row of loop l in its cluster K (nl)',
-    'loop_Psi': 'loop_Psi[l, j]: constrained direction j < loop_rows[l] of loop l, frame P (nl, 6, 6)',
-    'loop_rows': 'number of rows of loop l (nl)',
+    'loop_row': 'first row of loop l among all the rows (phi) of its cluster (nl)',
+    'loop_active': 'rows [loop_active[l, 0], loop_active[l, 1]) of loop l among the active rows of its cluster '
+                   '(its rows of K) (nl, 2)',
+    'loop_Psi': 'loop_Psi[l, j]: constrained direction of the j-th active row of loop l, frame P (nl, 6, 6)',
     'loop_E': 'rotation of ^PX_pred, the loop frame P on the predecessor body (nl, 3, 3)',
     'loop_r': 'translation of ^PX_pred (nl, 3)',
-    'loop_universal': '1 for a universal loop, whose first row turns with both frames, else 0 (nl)',
-    'loop_S_E': 'rotation of ^SX_succ, the loop frame S on the successor body (nl, 3, 3)',
-    'loop_axes': 'universal loop: axis a1 in P [0] and axis2 a2 in S [1] (nl, 2, 3)',
+    'loop_universal': '1 for a universal loop whose first row (along a1 x a2, turning with both frames) is active, '
+                      'else 0 (nl)',
+    'loop_axes': 'universal loop: axis a1 in predecessor-body [0] and axis2 a2 in successor-body coordinates [1] '
+                 '(nl, 2, 3)',
     'loop_path': 'bodies below the NCA to the predecessor [0] and successor [1] (nl, 2, P)',
     'loop_path_len': 'lengths of the two paths (nl, 2)',
     'gravity': 'gravity acceleration in the root frame, m/s^2, the only writable field (3)',
@@ -90,7 +91,7 @@ DATA_FIELDS = {    # name: meaning, shape
     'a': 'body accelerations (nb, 6)',
     'f': 'body forces (RNEA) or articulated bias forces p^A (ABA) (nb, 6)',
     'c': 'rows of body i of the cluster bias c_k (nb, 6)',
-    'IA': 'articulated inertias (ABA, EFPA), block diagonal per cluster (nb, 6, 6)',
+    'IA': 'articulated inertias (ABA, EFPA), block diagonal per cluster; a leaf\'s is its rigid_inertia (nb, 6, 6)',
     'Ic': 'composite rigid-body inertias (CRBA), as rigid_inertia (nb, 10)',
     'G': 'G[k, j]: column j of the explicit constraint Jacobian G_k (nc, M, N)',
     'g': 'explicit constraint bias g, spanning (nv)',
@@ -106,20 +107,14 @@ DATA_FIELDS = {    # name: meaning, shape
     'tau': 'independent forces (ny)',
     'ydd': 'independent accelerations (ny)',
     'H': 'mass matrix H_y (ny, ny)',
-    'K': 'constraint rows of the current LOOP cluster (R, N)',
-    'QR': 'Householder QR of its active dependent columns (R, N)',
+    'K': 'K[k]: the active constraint rows of LOOP cluster k over its spanning velocities (nc, R, N)',
+    'QR': 'Householder QR of the dependent columns of the current LOOP cluster\'s K, carrying others (R, N + 1)',
     'beta': 'Householder coefficients (N)',
-    'bias': 'constraint bias k of the current LOOP cluster (R)',
     'rhs': 'right-hand side of a solve with the QR (R)',
-    'path_E': 'rotation of ^bodyX_NCA along each loop path (nl, 2, P, 3, 3)',
-    'path_r': 'translation of ^bodyX_NCA (nl, 2, P, 3)',
     'path_s': 'path_s[l, side, p, j]: joint column j of path body p, NCA coordinates (nl, 2, P, 6, 6)',
-    'Psi_nca': 'Psi_nca[l, j]: constrained direction j of loop l, NCA coordinates (nl, 6, 6)',
+    'Psi_nca': 'Psi_nca[l, j]: direction of the j-th active row of loop l, NCA coordinates (nl, 6, 6)',
     'loop_a': 'universal loop l: a1 [0] and a2 [1] in NCA coordinates (nl, 2, 3)',
-    'branch': 'velocity, bias acceleration and joint velocity of the two branches of a loop (2, 3, 6)',
-    'r3': 'scratch translation (3)',
     'w6': 'scratch spatial vector (6)',
-    'X66': 'scratch 6x6 matrices (2, 6, 6)',
     'info': 'details of the last non-zero status: cluster, conditioning (2)',
     'zero_y': 'zeros (ny), for calls without velocities or accelerations',
     'zero_f': 'zeros (nb, 6), for calls without external forces',
@@ -219,11 +214,10 @@ class FlatData:
             'S': (nb, M, 6), 'U': (nb, M, 6), 'v': (nb, 6), 'a': (nb, 6), 'f': (nb, 6), 'c': (nb, 6),
             'IA': (nb, 6, 6), 'Ic': (nb, 10), 'G': (nc, M, N), 'g': (flat.nv,), 'qd': (flat.nv,), 'qdd': (flat.nv,),
             'L': (nc, M, M), 'V': (nc, M, 6), 'u': (flat.ny,), 'z': (M,), 'F': (M, 6), 'SL': (M, 6), 'E3': (3, 3),
-            'tau': (flat.ny,), 'ydd': (flat.ny,), 'H': (flat.ny, flat.ny), 'K': (R, N),
-            'QR': (R, N), 'beta': (N,), 'bias': (R,), 'rhs': (R,), 'path_E': (nl, 2, P, 3, 3),
-            'path_r': (nl, 2, P, 3), 'path_s': (nl, 2, P, 6, 6), 'Psi_nca': (nl, 6, 6), 'loop_a': (nl, 2, 3),
-            'branch': (2, 3, 6),
-            'r3': (3,), 'w6': (6,), 'X66': (2, 6, 6), 'info': (2,), 'zero_y': (flat.ny,), 'zero_f': (nb, 6),
+            'tau': (flat.ny,), 'ydd': (flat.ny,), 'H': (flat.ny, flat.ny), 'K': (nc, R, N),
+            'QR': (R, N + 1), 'beta': (N,), 'rhs': (R,), 'path_s': (nl, 2, P, 6, 6),
+            'Psi_nca': (nl, 6, 6), 'loop_a': (nl, 2, 3), 'w6': (6,), 'info': (2,), 'zero_y': (flat.ny,),
+            'zero_f': (nb, 6),
             'q_checked': (flat.nq,), 'yd_checked': (flat.ny,), 'ydd_checked': (flat.ny,), 'qd_spanning': (flat.nv,),
             'tau_spanning': (flat.nv,),
         }
@@ -280,7 +274,7 @@ def _cluster_fields(model):
         'kind': np.zeros(nc, dtype=np.int64), 'output': np.zeros(nc, dtype=np.int64),
         'body_range': _ints(model.body_range), 'v_range': _ints(model.v_range),
         'y_range': _ints(model.y_range), 'y_support': np.zeros(nc, dtype=np.int64), 'G_const': np.zeros((nc, M, N)),
-        'n_rows': np.zeros(nc, dtype=np.int64), 'K_const': np.zeros((nc, R, N)),
+        'K_const': np.zeros((nc, R, N)),
         'active': np.zeros((nc, R), dtype=np.int64), 'n_active': np.zeros(nc, dtype=np.int64),
         'dependent': np.zeros((nc, N), dtype=np.int64), 'independent': np.zeros((nc, N), dtype=np.int64),
     }
@@ -309,15 +303,16 @@ def _cluster_fields(model):
 
 
 def _coupling_rows(cluster, k, fields):
-    """K_const rows of the couplings of a LOOP cluster; the active rows; the rows count."""
-    row = 0
+    """K_const: the coupling rows of a LOOP cluster among its active rows; the active rows."""
+    K, row = np.zeros((sum(con.rows for con in cluster.constraints), cluster.n)), 0
     for con in cluster.constraints:
         if isinstance(con, CouplingConstraint):
-            fields['K_const'][k, row, :cluster.n] = con.evaluate(None, None, cluster.col, cluster.n, None)[0][0]
+            K[row] = con.evaluate(None, None, cluster.col, cluster.n, None)[0][0]
         row += con.rows
-    fields['n_rows'][k] = row
-    fields['n_active'][k] = len(cluster.active_rows)
-    fields['active'][k, :len(cluster.active_rows)] = cluster.active_rows
+    active = cluster.active_rows
+    fields['n_active'][k] = len(active)
+    fields['active'][k, :len(active)] = active
+    fields['K_const'][k, :len(active), :cluster.n] = K[active]
 
 
 def _loop_fields(model):
@@ -329,27 +324,26 @@ def _loop_fields(model):
             row = 0
             for con in c.constraints:
                 if not isinstance(con, CouplingConstraint):
-                    loops.append((row, con))
+                    loops.append((row, con, np.asarray(c.active_rows)))
                 row += con.rows
         ranges[k, 1] = len(loops)
     nl = len(loops)
-    P = max([1] + [max(len(con.pred_path), len(con.succ_path)) for _, con in loops])
+    P = max([1] + [max(len(con.pred_path), len(con.succ_path)) for _, con, _ in loops])
     fields = {
         'loop_range': ranges, 'loop_row': np.zeros(nl, dtype=np.int64), 'loop_Psi': np.zeros((nl, 6, 6)),
-        'loop_rows': np.zeros(nl, dtype=np.int64), 'loop_E': np.zeros((nl, 3, 3)), 'loop_r': np.zeros((nl, 3)),
+        'loop_active': np.zeros((nl, 2), dtype=np.int64), 'loop_E': np.zeros((nl, 3, 3)), 'loop_r': np.zeros((nl, 3)),
         'loop_path': np.zeros((nl, 2, P), dtype=np.int64), 'loop_path_len': np.zeros((nl, 2), dtype=np.int64),
-        'loop_universal': np.zeros(nl, dtype=np.int64), 'loop_S_E': np.zeros((nl, 3, 3)),
-        'loop_axes': np.zeros((nl, 2, 3)),
+        'loop_universal': np.zeros(nl, dtype=np.int64), 'loop_axes': np.zeros((nl, 2, 3)),
     }
-    for index, (row, con) in enumerate(loops):
+    for index, (row, con, active) in enumerate(loops):
+        mine = np.flatnonzero((active >= row) & (active < row + con.rows))     # its rows of K, consecutive
         fields['loop_row'][index] = row
-        fields['loop_rows'][index] = con.rows
-        fields['loop_Psi'][index, :con.rows] = con.Psi.T
+        fields['loop_active'][index] = (mine[0], mine[-1] + 1) if mine.size else (0, 0)
+        fields['loop_Psi'][index, :mine.size] = con.Psi.T[active[mine] - row]
         fields['loop_E'][index], fields['loop_r'][index] = _plucker_parts(con.X_P_pred)
-        fields['loop_S_E'][index] = con.X_S_succ[:3, :3]
-        if con.kind == 'universal':
+        if con.kind == 'universal' and mine.size and active[mine[0]] == row:
             fields['loop_universal'][index] = 1
-            fields['loop_axes'][index] = con.frame[:, 2], con.axis2
+            fields['loop_axes'][index] = con.X_P_pred[:3, :3].T @ con.frame[:, 2], con.X_S_succ[:3, :3].T @ con.axis2
         for side, path in enumerate((con.pred_path, con.succ_path)):
             fields['loop_path'][index, side, :len(path)] = path
             fields['loop_path_len'][index, side] = len(path)

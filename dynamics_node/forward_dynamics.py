@@ -5,6 +5,7 @@ import numpy as np
 
 from .clusters import constraint_jacobian
 from .errors import ModelError, quote, SingularConfigurationError
+from .kinematics import update_transforms
 from .lcaba import DEFAULT_SETTINGS, ProximalSettings
 from .state import independent_velocities
 
@@ -48,10 +49,11 @@ def lcaba_is_cheaper(model):
 
 def aba_info(model, data, q, yd, qdd):
     """Report on a cluster-ABA solution: the residual of K qdd = k, couplings as one product (k = 0)
-    and loop clusters from their rows at qd = G yd (their transforms are current after positions())."""
+    and loop clusters from their rows at qd = G yd."""
     residual = model.couplings.worst_velocity_violation(qdd)[0]
     if model.loop_bodies:
         qd = data.engine.spanning(q, np.zeros(model.ny), yd)      # G yd (g vanishes at zero velocity)
+        update_transforms(model, data, q, model.loop_bodies)      # the compiled checks leave data.Xup as it was
         for cluster, (v0, v1) in zip(model.cluster_list, model.v_range):
             if not cluster.linear:
                 K, k = constraint_jacobian(cluster, data.Xup, model.S, qd[v0:v1])

@@ -6,6 +6,7 @@ follow ``joint_names``; y (independent velocities) follows ``independent_joint_n
 """
 
 from dataclasses import dataclass
+import functools
 import threading
 
 import numpy as np
@@ -337,6 +338,8 @@ class Model:
     def _wrenches_accepted(self, data, wrenches):
         """data.f_ext set from wrenches for a compiled call, or False where they are refused (the
         Python path then names the error after those of the inputs checked before the wrenches)."""
+        if wrenches is None and not data.f_ext_set:            # the common case, without a call
+            return True
         try:
             external_forces(self, data, wrenches)
         except ModelError:
@@ -386,18 +389,15 @@ class Data:
         self.qd = np.zeros(model.nv)           # spanning velocities G yd
         self.q_last = None                     # last completed positions (Newton warm start)
         self._model = model
-        self._engine = None
 
-    @property
+    @functools.cached_property
     def engine(self):
-        """The algorithms on this workspace: the compiled FastPath, or the NumPy ReferencePath."""
-        if self._engine is None:
-            if self._model.compiled:
-                from .fast_path import FastPath
-                self._engine = FastPath(self._model, self._model.flat)
-            else:
-                self._engine = ReferencePath(self._model, self)
-        return self._engine
+        """The algorithms on this workspace: the compiled FastPath, or the NumPy ReferencePath (built at
+        the first use, then a plain attribute)."""
+        if self._model.compiled:
+            from .fast_path import FastPath
+            return FastPath(self._model, self._model.flat)
+        return ReferencePath(self._model, self)
 
 
 def _joint_roles(clusters, nv):
