@@ -7,7 +7,9 @@ what differs:
 - D_i^-1 enters through its Cholesky factor L_i: with Z_i = L_i^-1 U_i^T, Y_ij = L_i^-1 (H_ij^T S_i)^T
   and ubar_i = L_i^-1 u_i, the eliminations of eqs. 30a-30e are H_pp += X^T (H_ii - Z^T Z) X,
   H_jk -= Y_j^T Y_k, ..., and the rollout is qdd_i = L_i^-T (ubar_i - Z_i a'_i - sum_j Y_ij a_j);
-- transforms are (E, r) pairs (compiled.py).
+- transforms are (E, r) pairs (compiled.py); X^T H^a X and X^T P_i H_ij run on 3x3 blocks held as
+  9-tuples, and products of K rows accumulate in 6-tuples: both stay in registers, where array elements
+  would be reloaded after every store into H (the compiler cannot rule out that H aliases them).
 No kernel allocates. ``lcaba`` returns OK or NOT_POSITIVE (w.info: the body) instead of raising.
 
 The kernels reuse compiled.py's helpers, so numba's cache of this file is keyed on both files
@@ -18,7 +20,7 @@ import math
 
 from numba import njit
 
-from .compiled import (backward_solve, chain, cholesky, congruence_add, cross_force, cross_motion, dot6,
+from .compiled import (backward_solve, chain, cholesky, cross_force, cross_motion, dot6,
                        forward_solve, forward_solve_rows, joint_column, joint_motion, joint_nv, mat6_vec,
                        transform_force, transform_motion, update_transforms)
 from .kernel_cache import key_on_helpers
@@ -31,33 +33,136 @@ key_on_helpers(__file__)
 
 # ---- blocks of the cost-to-go H (one per unordered pair, stored as H[min, max]) ----
 
-@njit
-def get_block(H, slot, j, k, out):
-    """out = H[j, k] (blocks H, their slots)."""
-    B = H[slot[j, k]]
-    for r in range(6):
-        for c in range(6):
-            out[r, c] = B[r, c] if j <= k else B[c, r]
-
-
-@njit
-def add_block(H, slot, j, k, M, scale, transpose):
-    """H[j, k] += scale M (or scale M^T); on the diagonal the caller keeps the block symmetric."""
-    B = H[slot[j, k]]
-    flip = (j > k) != transpose
-    for r in range(6):
-        for c in range(6):
-            if flip:
-                B[c, r] += scale * M[r, c]
-            else:
-                B[r, c] += scale * M[r, c]
-
-
-@njit
-def force_columns(E, r, M, out):
-    """out = X^T M for a 6x6 M, column by column."""
+@njit(inline='always')
+def row_times(s, B, transposed, out):
+    """out = s^T B (or s^T B^T with transposed) for a 6-tuple s."""
     for c in range(6):
-        transform_force(E, r, M[:, c], out[:, c], False)
+        if transposed:
+            out[c] = dot6(s, B[c])
+        else:
+            out[c] = s[0] * B[0, c] + s[1] * B[1, c] + s[2] * B[2, c] + s[3] * B[3, c] + s[4] * B[4, c] + s[5] * B[5, c]
+
+
+@njit(inline='always')
+def row_of_product(K1, K2, rows, r):
+    """Row r of K1^T K2 for the first rows rows of K1 and K2, as a 6-tuple."""
+    t0 = t1 = t2 = t3 = t4 = t5 = 0.0
+    for row in range(rows):
+        k = K1[row, r]
+        t0, t1, t2 = t0 + k * K2[row, 0], t1 + k * K2[row, 1], t2 + k * K2[row, 2]
+        t3, t4, t5 = t3 + k * K2[row, 3], t4 + k * K2[row, 4], t5 + k * K2[row, 5]
+    return t0, t1, t2, t3, t4, t5
+
+
+# ---- 6x6 matrices as four 3x3 blocks [11, 12, 21, 22], each a row-major 9-tuple ----
+
+@njit(inline='always')
+def block3(M, r0, c0):
+    return (M[r0, c0], M[r0, c0 + 1], M[r0, c0 + 2], M[r0 + 1, c0], M[r0 + 1, c0 + 1], M[r0 + 1, c0 + 2],
+            M[r0 + 2, c0], M[r0 + 2, c0 + 1], M[r0 + 2, c0 + 2])
+
+
+@njit(inline='always')
+def blocks(M, transposed):
+    """The 3x3 blocks [11, 12, 21, 22] of M (or of M^T)."""
+    if transposed:
+        return (transpose3(block3(M, 0, 0)), transpose3(block3(M, 3, 0)), transpose3(block3(M, 0, 3)),
+                transpose3(block3(M, 3, 3)))
+    return block3(M, 0, 0), block3(M, 0, 3), block3(M, 3, 0), block3(M, 3, 3)
+
+
+@njit(inline='always')
+def add_block3(M, r0, c0, A, transposed):
+    """M[r0:r0 + 3, c0:c0 + 3] += A (or A^T)."""
+    for a in range(3):
+        for b in range(3):
+            M[r0 + a, c0 + b] += A[3 * b + a] if transposed else A[3 * a + b]
+
+
+@njit(inline='always')
+def add_blocks(M, N11, N12, N21, N22, transposed):
+    """M += N (or N^T) for N = [N11 N12; N21 N22]."""
+    add_block3(M, 0, 0, N11, transposed)
+    add_block3(M, 0, 3, N21 if transposed else N12, transposed)
+    add_block3(M, 3, 0, N12 if transposed else N21, transposed)
+    add_block3(M, 3, 3, N22, transposed)
+
+
+@njit(inline='always')
+def transpose3(A):
+    return A[0], A[3], A[6], A[1], A[4], A[7], A[2], A[5], A[8]
+
+
+@njit(inline='always')
+def add3(A, B):
+    return (A[0] + B[0], A[1] + B[1], A[2] + B[2], A[3] + B[3], A[4] + B[4], A[5] + B[5], A[6] + B[6], A[7] + B[7],
+            A[8] + B[8])
+
+
+@njit(inline='always')
+def sub3(A, B):
+    return (A[0] - B[0], A[1] - B[1], A[2] - B[2], A[3] - B[3], A[4] - B[4], A[5] - B[5], A[6] - B[6], A[7] - B[7],
+            A[8] - B[8])
+
+
+@njit(inline='always')
+def sub_outer3(A, u, v):
+    """A - u v^T."""
+    return (A[0] - u[0] * v[0], A[1] - u[0] * v[1], A[2] - u[0] * v[2], A[3] - u[1] * v[0], A[4] - u[1] * v[1],
+            A[5] - u[1] * v[2], A[6] - u[2] * v[0], A[7] - u[2] * v[1], A[8] - u[2] * v[2])
+
+
+@njit(inline='always')
+def mul3(A, B):
+    """A B."""
+    return (A[0] * B[0] + A[1] * B[3] + A[2] * B[6], A[0] * B[1] + A[1] * B[4] + A[2] * B[7],
+            A[0] * B[2] + A[1] * B[5] + A[2] * B[8], A[3] * B[0] + A[4] * B[3] + A[5] * B[6],
+            A[3] * B[1] + A[4] * B[4] + A[5] * B[7], A[3] * B[2] + A[4] * B[5] + A[5] * B[8],
+            A[6] * B[0] + A[7] * B[3] + A[8] * B[6], A[6] * B[1] + A[7] * B[4] + A[8] * B[7],
+            A[6] * B[2] + A[7] * B[5] + A[8] * B[8])
+
+
+@njit(inline='always')
+def tmul3(A, B):
+    """A^T B."""
+    return (A[0] * B[0] + A[3] * B[3] + A[6] * B[6], A[0] * B[1] + A[3] * B[4] + A[6] * B[7],
+            A[0] * B[2] + A[3] * B[5] + A[6] * B[8], A[1] * B[0] + A[4] * B[3] + A[7] * B[6],
+            A[1] * B[1] + A[4] * B[4] + A[7] * B[7], A[1] * B[2] + A[4] * B[5] + A[7] * B[8],
+            A[2] * B[0] + A[5] * B[3] + A[8] * B[6], A[2] * B[1] + A[5] * B[4] + A[8] * B[7],
+            A[2] * B[2] + A[5] * B[5] + A[8] * B[8])
+
+
+@njit(inline='always')
+def cross3(r, A):
+    """rx A: r x every column of A."""
+    return (r[1] * A[6] - r[2] * A[3], r[1] * A[7] - r[2] * A[4], r[1] * A[8] - r[2] * A[5],
+            r[2] * A[0] - r[0] * A[6], r[2] * A[1] - r[0] * A[7], r[2] * A[2] - r[0] * A[8],
+            r[0] * A[3] - r[1] * A[0], r[0] * A[4] - r[1] * A[1], r[0] * A[5] - r[1] * A[2])
+
+
+@njit(inline='always')
+def mul_cross3(A, r):
+    """A rx: every row of A times rx (row x r)."""
+    return (A[1] * r[2] - A[2] * r[1], A[2] * r[0] - A[0] * r[2], A[0] * r[1] - A[1] * r[0],
+            A[4] * r[2] - A[5] * r[1], A[5] * r[0] - A[3] * r[2], A[3] * r[1] - A[4] * r[0],
+            A[7] * r[2] - A[8] * r[1], A[8] * r[0] - A[6] * r[2], A[6] * r[1] - A[7] * r[0])
+
+
+@njit(inline='always')
+def congruence_blocks(E, r, A, B, C):
+    """X^T M X of a symmetric M = [A B; B^T C] as blocks [11, 12, 22]: X = diag(E, E) [1 0; -rx 1] turns M
+    into [A' B'; B'^T C'] = [E^T A E, E^T B E; ., E^T C E], then with F = rx C', G = rx B'^T into
+    [A' + G + G^T - F rx, B' + F; ., C'] (E a 9-tuple, r a 3-tuple)."""
+    A, B, C = tmul3(E, mul3(A, E)), tmul3(E, mul3(B, E)), tmul3(E, mul3(C, E))
+    F, G = cross3(r, C), cross3(r, transpose3(B))
+    return add3(add3(A, G), sub3(transpose3(G), mul_cross3(F, r))), add3(B, F), C
+
+
+@njit(inline='always')
+def force_blocks(E, r, P, Q, R, S):
+    """X^T [P Q; R S] = [E^T P + rx E^T R, E^T Q + rx E^T S; E^T R, E^T S] (transform_force on every column)."""
+    R, S = tmul3(E, R), tmul3(E, S)
+    return add3(tmul3(E, P), cross3(r, R)), add3(tmul3(E, Q), cross3(r, S)), R, S
 
 
 # ---- sweeps ----
@@ -65,26 +170,27 @@ def force_columns(E, r, M, out):
 @njit
 def first_forward_sweep(m, d, p, w, qd, f_ext):
     """v_i, c_i = v_i x S_i qd_i, H_ii = I_i, f_i = f_ext - v_i x* I_i v_i (seed 004 Sec. IV-C1)."""
-    H, v, x = w.H, d.v, w.x[0]
-    for s in range(H.shape[0]):
+    H, v, x, nb = w.H, d.v, w.x[0], len(m.parent)
+    for s in range(nb - 1, H.shape[0]):                   # the couplings H[j, k], j < k, start at zero
         for r in range(6):
             for c in range(6):
                 H[s, r, c] = 0.0
     for e in range(6):
         v[0, e] = 0.0
-    for i in range(1, len(m.parent)):
-        E, r = d.Xup_E[i], d.Xup_r[i]
+    for i in range(1, nb):
+        E, r, inertia, Hii = d.Xup_E[i], d.Xup_r[i], m.inertia[i], H[p.slot[i, i]]
         vJ = joint_motion(m.joint[i], m.axes[i], qd, p.idx_v[i])
         transform_motion(E, r, v[m.parent[i]], v[i])
         for e in range(6):
             v[i, e] += vJ[e]
         c = cross_motion(v[i], vJ)
-        mat6_vec(m.inertia[i], v[i], x)
+        mat6_vec(inertia, v[i], x)
         b = cross_force(v[i], x)
         for e in range(6):
             w.c[i, e] = c[e]
             w.f[i, e] = w.f_tree[i, e] = f_ext[i, e] - b[e]
-        add_block(w.H, p.slot, i, i, m.inertia[i], 1.0, False)
+            for col in range(6):
+                Hii[e, col] = inertia[e, col]
 
 
 @njit
@@ -138,7 +244,7 @@ def universal_row(d, p, w, lp, A, vB, k):
     with a2 = R_rel axis2 (R_rel = E_P X_A_B's rotation E_S^T, in P), PsiT[0] = ^PX_A^T [a1 x a2; 0] and
     k[0] += (a1 . w_r)(a2 . w_r) - (a1 . a2)|w_r|^2, w_r = E_P (w_B - w_A) in P (vB: v_B in A)."""
     EP, EAB, ES, a1 = p.loop_pred_E[lp], w.E[2], p.loop_succ_E[lp], p.loop_a1[lp]
-    x, a2, n = w.M[1, 0], w.M[1, 1], w.M[1, 2]
+    x, a2, n = w.x[3], w.x[4], w.x[5]
     for a in range(3):                                       # E_S^T axis2, then X_A_B's rotation, then E_P
         x[a] = ES[0, a] * p.loop_a2[lp, 0] + ES[1, a] * p.loop_a2[lp, 1] + ES[2, a] * p.loop_a2[lp, 2]
     for a in range(3):
@@ -160,9 +266,10 @@ def universal_row(d, p, w, lp, A, vB, k):
 
 @njit
 def add_penalty(p, w, con, mu, a0):
-    """Ground entries folded into k (eq. 35), then (mu/2) |sum_l K^l a_l - k|^2 (eqs. 20, 25)."""
+    """Ground entries folded into k (eq. 35), then (mu/2) |sum_l K^l a_l - k|^2 (eqs. 20, 25): f_b += mu K_b^T k
+    and H[b, b2] += mu K_b^T K_b2 for every pair of entries (the diagonal blocks symmetric)."""
     rows, e0, e1, K, k = p.con_rows[con], p.con_entries[con, 0], p.con_entries[con, 1], w.K, w.k[con]
-    M = w.M[0]
+    f, H, slot = w.f, w.H, p.slot
     for e in range(e0, e1):
         if p.entry_body[e] == 0:
             for row in range(rows):
@@ -172,97 +279,105 @@ def add_penalty(p, w, con, mu, a0):
         if b == 0:
             continue
         for c in range(6):
+            t = 0.0
             for row in range(rows):
-                w.f[b, c] += mu * K[e, row, c] * k[row]
-        for e2 in range(e0, e1):
+                t += K[e, row, c] * k[row]
+            f[b, c] += mu * t
+        for e2 in range(e, e1):                          # the entries of a constraint are distinct bodies
             b2 = p.entry_body[e2]
-            if b2 == 0 or b2 < b:
+            if b2 == 0:
                 continue
+            B = H[slot[b, b2]]
             for r in range(6):
+                M = row_of_product(K[e], K[e2], rows, r)
                 for c in range(6):
-                    M[r, c] = 0.0
-                    for row in range(rows):
-                        M[r, c] += K[e, row, r] * K[e2, row, c]
-            add_block(w.H, p.slot, b, b2, M, mu, False)
+                    if b <= b2:
+                        B[r, c] += mu * M[c]
+                    else:
+                        B[c, r] += mu * M[c]
 
 
 @njit
-def eliminate(m, d, p, w, i, tau, a0):
-    """Eliminate body i (seed 004 Alg. 1 lines 11-23, eqs. 29-30, 34-35): Z_i, Y_ij, ubar_i stored."""
-    joint, axes, slot = m.joint, m.axes, p.slot
-    n, parent, E, r = joint_nv(joint[i]), m.parent[i], d.Xup_E[i], d.Xup_r[i]
-    Hii, L, Z, Y, ub, Ha, C, M, x = w.H[slot[i, i]], w.L[i], w.Z[i], w.Y[i], w.ubar[i], w.Ha, w.C, w.M[0], w.x[0]
-    for j in range(n):                                               # Z rows: U^T = S^T H_ii
-        s = joint_column(joint[i], axes[i], j)
-        for c in range(6):
-            Z[j, c] = 0.0
+def backward_sweep(m, d, p, w, tau, a0):
+    """Eliminate the bodies in S^E (seed 004 Alg. 1 lines 11-23, eqs. 29-30, 34-35): Z_i, Y_ij, ubar_i stored."""
+    joint, axes, parent, Xup_E, Xup_r = m.joint, m.axes, m.parent, d.Xup_E, d.Xup_r
+    slot, neighbours, H, f, c, x = p.slot, p.neighbours, w.H, w.f, w.c, w.x[0]
+    for s in range(len(p.order)):
+        i = p.order[s]
+        n, pa, E, r = joint_nv(joint[i]), parent[i], block3(Xup_E[i], 0, 0), Xup_r[i]
+        r = r[0], r[1], r[2]
+        Hii, L, Z, Y, ub = H[slot[i, i]], w.L[i], w.Z[i], w.Y[i], w.ubar[i]
+        for a in range(n):                                   # Z rows: U^T = S^T H_ii; D = S^T U; u = tau_i + S^T f_i
+            s_a = joint_column(joint[i], axes[i], a)
+            row_times(s_a, Hii, False, Z[a])
+            for b in range(a + 1):
+                L[a, b] = dot6(Z[b], s_a)
+            ub[a] = tau[p.idx_v[i] + a] + dot6(s_a, f[i])
+        if not cholesky(L, n):
+            w.info[0] = i
+            return NOT_POSITIVE
+        forward_solve_rows(L, n, Z)
+        forward_solve(L, n, ub)
+        nN = p.n_neighbours[i]
+        for q in range(nN):                                  # Y_j rows: L^-1 S^T H_ij
+            j = neighbours[i, q]
+            for a in range(n):
+                row_times(joint_column(joint[i], axes[i], a), H[slot[i, j]], i > j, Y[q, a])
+            forward_solve_rows(L, n, Y[q])
+        ct, cb = (c[i, 0], c[i, 1], c[i, 2]), (c[i, 3], c[i, 4], c[i, 5])
+        if pa > 0:
+            Ha11, Ha12, _, Ha22 = blocks(Hii, False)         # H^a_i = H_ii - Z^T Z
+            for a in range(n):
+                zt, zb = (Z[a, 0], Z[a, 1], Z[a, 2]), (Z[a, 3], Z[a, 4], Z[a, 5])
+                Ha11, Ha12, Ha22 = sub_outer3(Ha11, zt, zt), sub_outer3(Ha12, zt, zb), sub_outer3(Ha22, zb, zb)
+            N11, N12, N22 = congruence_blocks(E, r, Ha11, Ha12, Ha22)
+            add_blocks(H[slot[pa, pa]], N11, N12, transpose3(N12), N22, False)      # eq. 30a
+            for e in range(3):                               # eq. 30b: f_i - Ha c_i - U D^-1 u
+                x[e] = f[i, e] - (Ha11[3 * e] * ct[0] + Ha11[3 * e + 1] * ct[1] + Ha11[3 * e + 2] * ct[2]
+                                  + Ha12[3 * e] * cb[0] + Ha12[3 * e + 1] * cb[1] + Ha12[3 * e + 2] * cb[2])
+                x[3 + e] = f[i, 3 + e] - (Ha12[e] * ct[0] + Ha12[3 + e] * ct[1] + Ha12[6 + e] * ct[2]
+                                          + Ha22[3 * e] * cb[0] + Ha22[3 * e + 1] * cb[1] + Ha22[3 * e + 2] * cb[2])
             for e in range(6):
-                Z[j, c] += s[e] * Hii[e, c]
-    for a in range(n):                                               # D = S^T H_ii S
-        sa = joint_column(joint[i], axes[i], a)
-        for b in range(a + 1):
-            L[a, b] = dot6(Z[b], sa)
-        ub[a] = tau[p.idx_v[i] + a] + dot6(sa, w.f[i])              # u = tau_i + S^T f_i
-    if not cholesky(L, n):
-        w.info[0] = i
-        return NOT_POSITIVE
-    forward_solve_rows(L, n, Z)
-    forward_solve(L, n, ub)
-    nN = p.n_neighbours[i]
-    for q in range(nN):                                              # Y_j rows: L^-1 S^T H_ij
-        get_block(w.H, p.slot, i, p.neighbours[i, q], C)
-        for a in range(n):
-            s = joint_column(joint[i], axes[i], a)
-            for c in range(6):
-                Y[q, a, c] = 0.0
-                for e in range(6):
-                    Y[q, a, c] += s[e] * C[e, c]
-        forward_solve_rows(L, n, Y[q])
-    for r_ in range(6):                                              # H^a_i = H_ii - Z^T Z
-        for c in range(6):
-            Ha[r_, c] = Hii[r_, c]
-            for a in range(n):
-                Ha[r_, c] -= Z[a, r_] * Z[a, c]
-    if parent > 0:
-        congruence_add(E, r, Ha, M, w.H[slot[parent, parent]])       # eq. 30a
-        mat6_vec(Ha, w.c[i], x)
-        for e in range(6):                                           # eq. 30b: f_i - Ha c_i - U D^-1 u
-            x[e] = w.f[i, e] - x[e]
-            for a in range(n):
-                x[e] -= Z[a, e] * ub[a]
-        transform_force(E, r, x, w.f[parent], True)
-    for q in range(nN):
-        j = p.neighbours[i, q]
-        get_block(w.H, p.slot, i, j, C)
-        for r_ in range(6):                                          # C = P_i H_ij = H_ij - Z^T Y_j
-            for c in range(6):
                 for a in range(n):
-                    C[r_, c] -= Z[a, r_] * Y[q, a, c]
-        for c in range(6):                                           # eq. 30e
-            t = 0.0
+                    x[e] -= Z[a, e] * ub[a]
+            transform_force(Xup_E[i], Xup_r[i], x, f[pa], True)
+        for q in range(nN):
+            j = neighbours[i, q]
+            C11, C12, C21, C22 = blocks(H[slot[i, j]], i > j)    # C = P_i H_ij = H_ij - Z^T Y_j
             for a in range(n):
-                t += Y[q, a, c] * ub[a]
+                zt, zb = (Z[a, 0], Z[a, 1], Z[a, 2]), (Z[a, 3], Z[a, 4], Z[a, 5])
+                yt, yb = (Y[q, a, 0], Y[q, a, 1], Y[q, a, 2]), (Y[q, a, 3], Y[q, a, 4], Y[q, a, 5])
+                C11, C12 = sub_outer3(C11, zt, yt), sub_outer3(C12, zt, yb)
+                C21, C22 = sub_outer3(C21, zb, yt), sub_outer3(C22, zb, yb)
+            if pa > 0:                                       # eq. 30c; with j = parent eq. 34
+                N11, N12, N21, N22 = force_blocks(E, r, C11, C12, C21, C22)
+                add_blocks(H[slot[pa, j]], N11, N12, N21, N22, pa > j)
+                if j == pa:
+                    add_blocks(H[slot[pa, j]], N11, N12, N21, N22, True)
+                xt, xb = ct, cb                              # eq. 30e: f_j -= Y_j^T ubar + C^T c_i
+            else:                                            # eqs. 30e and 35: f_j -= Y_j^T ubar + C^T (c_i + X a_0)
+                transform_motion(Xup_E[i], Xup_r[i], a0, x)
+                xt, xb = (ct[0] + x[0], ct[1] + x[1], ct[2] + x[2]), (cb[0] + x[3], cb[1] + x[4], cb[2] + x[5])
+            for e in range(3):
+                f[j, e] -= (C11[e] * xt[0] + C11[3 + e] * xt[1] + C11[6 + e] * xt[2] + C21[e] * xb[0]
+                            + C21[3 + e] * xb[1] + C21[6 + e] * xb[2])
+                f[j, 3 + e] -= (C12[e] * xt[0] + C12[3 + e] * xt[1] + C12[6 + e] * xt[2] + C22[e] * xb[0]
+                                + C22[3 + e] * xb[1] + C22[6 + e] * xb[2])
             for e in range(6):
-                t += C[e, c] * w.c[i, e]
-            w.f[j, c] -= t
-        if parent > 0:
-            force_columns(E, r, C, M)                                # eq. 30c; with j = parent eq. 34
-            add_block(w.H, p.slot, parent, j, M, 1.0, False)
-            if j == parent:
-                add_block(w.H, p.slot, parent, j, M, 1.0, True)
-        else:
-            transform_motion(E, r, a0, x)                            # eq. 35
-            for c in range(6):
-                for e in range(6):
-                    w.f[j, c] -= C[e, c] * x[e]
-        for q2 in range(q, nN):                                      # eq. 30d (fill-in)
-            k = p.neighbours[i, q2]
-            for r_ in range(6):
-                for c in range(6):
-                    M[r_, c] = 0.0
-                    for a in range(n):
-                        M[r_, c] += Y[q, a, r_] * Y[q2, a, c]
-            add_block(w.H, p.slot, j, k, M, -1.0, False)
+                for a in range(n):
+                    f[j, e] -= Y[q, a, e] * ub[a]
+            for q2 in range(q, nN):                          # eq. 30d (fill-in)
+                k = neighbours[i, q2]
+                B = H[slot[j, k]]
+                for row in range(6):
+                    for col in range(6):
+                        t = 0.0
+                        for a in range(n):
+                            t += Y[q, a, row] * Y[q2, a, col]
+                        if j <= k:
+                            B[row, col] -= t
+                        else:
+                            B[col, row] -= t
     return OK
 
 
@@ -365,10 +480,9 @@ def lcaba(m, d, p, w, q, qd, tau, f_ext, mu, tolerance, max_iterations):
     for con in range(len(p.con_rows)):
         cut_rows(m, d, p, w, con)
         add_penalty(p, w, con, mu, a0)
-    for s in range(len(p.order)):
-        status = eliminate(m, d, p, w, p.order[s], tau, a0)
-        if status != OK:
-            return status
+    status = backward_sweep(m, d, p, w, tau, a0)
+    if status != OK:
+        return status
     for e in range(6):
         w.a[0, e] = a0[e]
     rollout(m, d, p, w, w.c, w.a, w.qdd)

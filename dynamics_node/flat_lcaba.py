@@ -23,7 +23,7 @@ PLAN_FIELDS = {    # name: meaning, shape (nb bodies, ncon constraints, ne entri
     'order': 'bodies in elimination order S^E (nb - 1)',
     'n_neighbours': 'size of N_i at the elimination of body i (nb)',
     'neighbours': 'N_i, first n_neighbours[i] entries (nb, N)',
-    'slot': 'block of H[j, k] in data.H, -1 where H never couples j and k (nb, nb)',
+    'slot': 'block of H[j, k] in data.H, -1 where H never couples j and k; H[i, i] is block i - 1 (nb, nb)',
     'idx_v': 'first spanning velocity of the joint of body i (nb)',
     'con_rows': 'rows of constraint c (ncon)',
     'con_row0': 'first row of constraint c in the multipliers (ncon)',
@@ -64,12 +64,9 @@ DATA_FIELDS = {    # name: meaning, shape
     'qdd': 'spanning accelerations (nv)',
     'dqdd': 'change of qdd of a reduced sweep (nv)',
     'zero_c': 'zeros (nb, 6): no velocity product in a reduced sweep',
-    'Ha': 'scratch: P_i H_ii (6, 6)',
-    'C': 'scratch: P_i H_ij (6, 6)',
-    'M': 'scratch 6x6 products (2, 6, 6)',
     'E': 'scratch rotations (4, 3, 3)',
     'p': 'scratch translations (4, 3)',
-    'x': 'scratch vectors (3, 6)',
+    'x': 'scratch vectors (6, 6)',
     'result': 'iterations, residual ||K qdd - k||_inf, converged (3)',
     'info': 'body of a D_i that is not positive definite (1)',
 }
@@ -151,8 +148,8 @@ class LcabaData:
             'H': (plan.n_slots, 6, 6), 'f': (nb, 6), 'f_tree': (nb, 6), 'c': (nb, 6), 'K': (ne, 6, 6), 'PsiT': (6, 6),
             'k': (ncon, 6), 'r': (ncon, 6), 'lam': (plan.rows,), 'L': (nb, 6, 6), 'Z': (nb, 6, 6),
             'Y': (nb, N, 6, 6), 'ubar': (nb, 6), 'a': (nb, 6), 'da': (nb, 6), 'qdd': (plan.nv,),
-            'dqdd': (plan.nv,), 'zero_c': (nb, 6), 'Ha': (6, 6), 'C': (6, 6), 'M': (2, 6, 6),
-            'E': (4, 3, 3), 'p': (4, 3), 'x': (3, 6), 'result': (3,), 'info': (1,),
+            'dqdd': (plan.nv,), 'zero_c': (nb, 6), 'E': (4, 3, 3), 'p': (4, 3), 'x': (6, 6), 'result': (3,),
+            'info': (1,),
         }
         fields = {name: np.zeros(shapes[name]) for name in DATA_FIELDS}
         self.__dict__.update(fields)
@@ -221,8 +218,8 @@ def _end(path, nca):
 
 
 def _slots(model, plan, fields):
-    """Block index of every pair of bodies H ever couples: the diagonal, the bodies of one constraint
-    (the penalty, eq. 25) and the fill-in of the elimination (eqs. 30c, 30d, 34)."""
+    """Block index of every pair of bodies H ever couples: the diagonal (first, in body order), the bodies of
+    one constraint (the penalty, eq. 25) and the fill-in of the elimination (eqs. 30c, 30d, 34)."""
     pairs = {(i, i) for i in range(1, model.nb)}
     for e0, e1 in fields['con_entries']:
         moving = [b for b in fields['entry_body'][e0:e1] if b > 0]
@@ -232,7 +229,7 @@ def _slots(model, plan, fields):
         pairs |= {(min(p, j), max(p, j)) for j in N if p > 0}
         pairs |= {(min(j, k), max(j, k)) for j in N for k in N}
     slot = -np.ones((model.nb, model.nb), dtype=np.int64)
-    for index, (a, b) in enumerate(sorted(pairs)):
+    for index, (a, b) in enumerate(sorted(pairs, key=lambda pair: (pair[0] != pair[1], pair))):
         slot[a, b] = slot[b, a] = index
     return slot
 
