@@ -7,9 +7,11 @@ what differs:
 - D_i^-1 enters through its Cholesky factor L_i: with Z_i = L_i^-1 U_i^T, Y_ij = L_i^-1 (H_ij^T S_i)^T
   and ubar_i = L_i^-1 u_i, the eliminations of eqs. 30a-30e are H_pp += X^T (H_ii - Z^T Z) X,
   H_jk -= Y_j^T Y_k, ..., and the rollout is qdd_i = L_i^-T (ubar_i - Z_i a'_i - sum_j Y_ij a_j);
-- transforms are (E, r) pairs (compiled.py); X^T H^a X and X^T P_i H_ij run on 3x3 blocks held as
-  9-tuples, and products of K rows accumulate in 6-tuples: both stay in registers, where array elements
-  would be reloaded after every store into H (the compiler cannot rule out that H aliases them).
+- transforms are (E, r) pairs (compiled.py).
+The sweeps hold 6-vectors, transforms and 3x3 blocks of H as tuples, read from and written to the
+buffers with full indices. A tuple stays in registers, where an array element would be reloaded after
+every store into H (the compiler cannot rule out aliasing), and a view (v[i], H[s]) would cost a
+reference-count call at its creation and at its end wherever it outlives a basic block.
 No kernel allocates. ``lcaba`` returns OK or NOT_POSITIVE (w.info: the body) instead of raising.
 
 The kernels reuse compiled.py's helpers, so numba's cache of this file is keyed on both files
@@ -20,9 +22,7 @@ import math
 
 from numba import njit
 
-from .compiled import (backward_solve, chain, cholesky, cross_force, cross_motion, dot6,
-                       forward_solve, forward_solve_rows, joint_column, joint_motion, joint_nv, mat6_vec,
-                       transform_force, transform_motion, update_transforms)
+from .compiled import cholesky, cross_force, cross_motion, dot6, joint_nv, update_transforms
 from .kernel_cache import key_on_helpers
 
 OK, NOT_POSITIVE = 0, 1
@@ -31,61 +31,135 @@ OK, NOT_POSITIVE = 0, 1
 key_on_helpers(__file__)
 
 
-# ---- blocks of the cost-to-go H (one per unordered pair, stored as H[min, max]) ----
+# ---- rows of buffers as tuples ----
 
 @njit(inline='always')
-def row_times(s, B, transposed, out):
-    """out = s^T B (or s^T B^T with transposed) for a 6-tuple s."""
-    for c in range(6):
-        if transposed:
-            out[c] = dot6(s, B[c])
-        else:
-            out[c] = s[0] * B[0, c] + s[1] * B[1, c] + s[2] * B[2, c] + s[3] * B[3, c] + s[4] * B[4, c] + s[5] * B[5, c]
+def row3(x, i):
+    return x[i, 0], x[i, 1], x[i, 2]
 
 
 @njit(inline='always')
-def row_of_product(K1, K2, rows, r):
-    """Row r of K1^T K2 for the first rows rows of K1 and K2, as a 6-tuple."""
-    t0 = t1 = t2 = t3 = t4 = t5 = 0.0
-    for row in range(rows):
-        k = K1[row, r]
-        t0, t1, t2 = t0 + k * K2[row, 0], t1 + k * K2[row, 1], t2 + k * K2[row, 2]
-        t3, t4, t5 = t3 + k * K2[row, 3], t4 + k * K2[row, 4], t5 + k * K2[row, 5]
-    return t0, t1, t2, t3, t4, t5
-
-
-# ---- 6x6 matrices as four 3x3 blocks [11, 12, 21, 22], each a row-major 9-tuple ----
-
-@njit(inline='always')
-def block3(M, r0, c0):
-    return (M[r0, c0], M[r0, c0 + 1], M[r0, c0 + 2], M[r0 + 1, c0], M[r0 + 1, c0 + 1], M[r0 + 1, c0 + 2],
-            M[r0 + 2, c0], M[r0 + 2, c0 + 1], M[r0 + 2, c0 + 2])
+def row6(x, i):
+    return x[i, 0], x[i, 1], x[i, 2], x[i, 3], x[i, 4], x[i, 5]
 
 
 @njit(inline='always')
-def blocks(M, transposed):
-    """The 3x3 blocks [11, 12, 21, 22] of M (or of M^T)."""
+def row6_of(x, i, j):
+    """x[i, j] of a 3-d buffer."""
+    return x[i, j, 0], x[i, j, 1], x[i, j, 2], x[i, j, 3], x[i, j, 4], x[i, j, 5]
+
+
+@njit(inline='always')
+def set_row6(x, i, t):
+    x[i, 0], x[i, 1], x[i, 2], x[i, 3], x[i, 4], x[i, 5] = t
+
+
+@njit(inline='always')
+def set_row6_of(x, i, j, t):
+    x[i, j, 0], x[i, j, 1], x[i, j, 2], x[i, j, 3], x[i, j, 4], x[i, j, 5] = t
+
+
+@njit(inline='always')
+def add_row6(x, i, t):
+    x[i, 0], x[i, 1], x[i, 2] = x[i, 0] + t[0], x[i, 1] + t[1], x[i, 2] + t[2]
+    x[i, 3], x[i, 4], x[i, 5] = x[i, 3] + t[3], x[i, 4] + t[4], x[i, 5] + t[5]
+
+
+@njit(inline='always')
+def add6(a, b):
+    return a[0] + b[0], a[1] + b[1], a[2] + b[2], a[3] + b[3], a[4] + b[4], a[5] + b[5]
+
+
+@njit(inline='always')
+def sub6(a, b):
+    return a[0] - b[0], a[1] - b[1], a[2] - b[2], a[3] - b[3], a[4] - b[4], a[5] - b[5]
+
+
+@njit(inline='always')
+def add_scaled6(a, s, b):
+    """a + s b."""
+    return a[0] + s * b[0], a[1] + s * b[1], a[2] + s * b[2], a[3] + s * b[3], a[4] + s * b[4], a[5] + s * b[5]
+
+
+@njit(inline='always')
+def scale6(s, a):
+    return s * a[0], s * a[1], s * a[2], s * a[3], s * a[4], s * a[5]
+
+
+@njit(inline='always')
+def times6(M, i, x):
+    """M[i] x for a 6x6 M[i] of a 3-d buffer (compiled.mat6_vec)."""
+    return (dot6(row6_of(M, i, 0), x), dot6(row6_of(M, i, 1), x), dot6(row6_of(M, i, 2), x),
+            dot6(row6_of(M, i, 3), x), dot6(row6_of(M, i, 4), x), dot6(row6_of(M, i, 5), x))
+
+
+# ---- spatial algebra on tuples: E a row-major 9-tuple, r a 3-tuple (compiled.py's transform_motion,
+# transform_force, compose) ----
+
+@njit(inline='always')
+def transform(E, r, i):
+    """(E, r) of transform i of the buffers E (n, 3, 3) and r (n, 3)."""
+    return block3(E, i, 0, 0), row3(r, i)
+
+
+@njit(inline='always')
+def motion(E, r, m):
+    """X m = [E w; E (v - r x w)]."""
+    t0, t1, t2 = m[3] - r[1] * m[2] + r[2] * m[1], m[4] - r[2] * m[0] + r[0] * m[2], m[5] - r[0] * m[1] + r[1] * m[0]
+    return (E[0] * m[0] + E[1] * m[1] + E[2] * m[2], E[3] * m[0] + E[4] * m[1] + E[5] * m[2],
+            E[6] * m[0] + E[7] * m[1] + E[8] * m[2], E[0] * t0 + E[1] * t1 + E[2] * t2,
+            E[3] * t0 + E[4] * t1 + E[5] * t2, E[6] * t0 + E[7] * t1 + E[8] * t2)
+
+
+@njit(inline='always')
+def force(E, r, f):
+    """X^T f = [E^T n + r x E^T f0; E^T f0]."""
+    g0, g1, g2 = tmul_vector3(E, (f[3], f[4], f[5]))
+    return (E[0] * f[0] + E[3] * f[1] + E[6] * f[2] + r[1] * g2 - r[2] * g1,
+            E[1] * f[0] + E[4] * f[1] + E[7] * f[2] + r[2] * g0 - r[0] * g2,
+            E[2] * f[0] + E[5] * f[1] + E[8] * f[2] + r[0] * g1 - r[1] * g0, g0, g1, g2)
+
+
+@njit(inline='always')
+def compose(E1, r1, E2, r2):
+    """X1 X2: E = E1 E2, r = r2 + E2^T r1."""
+    t = tmul_vector3(E2, r1)
+    return mul3(E1, E2), (r2[0] + t[0], r2[1] + t[1], r2[2] + t[2])
+
+
+# ---- 3x3 blocks as row-major 9-tuples; 6x6 matrices as four blocks [11, 12, 21, 22] ----
+
+@njit(inline='always')
+def block3(M, i, r0, c0):
+    """M[i, r0:r0 + 3, c0:c0 + 3] of a 3-d buffer."""
+    return (M[i, r0, c0], M[i, r0, c0 + 1], M[i, r0, c0 + 2], M[i, r0 + 1, c0], M[i, r0 + 1, c0 + 1],
+            M[i, r0 + 1, c0 + 2], M[i, r0 + 2, c0], M[i, r0 + 2, c0 + 1], M[i, r0 + 2, c0 + 2])
+
+
+@njit(inline='always')
+def blocks(M, i, transposed):
+    """The blocks of M[i] (or of M[i]^T)."""
     if transposed:
-        return (transpose3(block3(M, 0, 0)), transpose3(block3(M, 3, 0)), transpose3(block3(M, 0, 3)),
-                transpose3(block3(M, 3, 3)))
-    return block3(M, 0, 0), block3(M, 0, 3), block3(M, 3, 0), block3(M, 3, 3)
+        return (transpose3(block3(M, i, 0, 0)), transpose3(block3(M, i, 3, 0)), transpose3(block3(M, i, 0, 3)),
+                transpose3(block3(M, i, 3, 3)))
+    return block3(M, i, 0, 0), block3(M, i, 0, 3), block3(M, i, 3, 0), block3(M, i, 3, 3)
 
 
 @njit(inline='always')
-def add_block3(M, r0, c0, A, transposed):
-    """M[r0:r0 + 3, c0:c0 + 3] += A (or A^T)."""
+def add_block3(M, i, r0, c0, A, transposed):
+    """M[i, r0:r0 + 3, c0:c0 + 3] += A (or A^T)."""
     for a in range(3):
         for b in range(3):
-            M[r0 + a, c0 + b] += A[3 * b + a] if transposed else A[3 * a + b]
+            M[i, r0 + a, c0 + b] += A[3 * b + a] if transposed else A[3 * a + b]
 
 
 @njit(inline='always')
-def add_blocks(M, N11, N12, N21, N22, transposed):
-    """M += N (or N^T) for N = [N11 N12; N21 N22]."""
-    add_block3(M, 0, 0, N11, transposed)
-    add_block3(M, 0, 3, N21 if transposed else N12, transposed)
-    add_block3(M, 3, 0, N12 if transposed else N21, transposed)
-    add_block3(M, 3, 3, N22, transposed)
+def add_blocks(M, i, N11, N12, N21, N22, transposed):
+    """M[i] += N (or N^T) for N = [N11 N12; N21 N22]."""
+    add_block3(M, i, 0, 0, N11, transposed)
+    add_block3(M, i, 0, 3, N21 if transposed else N12, transposed)
+    add_block3(M, i, 3, 0, N12 if transposed else N21, transposed)
+    add_block3(M, i, 3, 3, N22, transposed)
 
 
 @njit(inline='always')
@@ -133,6 +207,20 @@ def tmul3(A, B):
 
 
 @njit(inline='always')
+def mul_vector3(A, x):
+    """A x."""
+    return (A[0] * x[0] + A[1] * x[1] + A[2] * x[2], A[3] * x[0] + A[4] * x[1] + A[5] * x[2],
+            A[6] * x[0] + A[7] * x[1] + A[8] * x[2])
+
+
+@njit(inline='always')
+def tmul_vector3(A, x):
+    """A^T x."""
+    return (A[0] * x[0] + A[3] * x[1] + A[6] * x[2], A[1] * x[0] + A[4] * x[1] + A[7] * x[2],
+            A[2] * x[0] + A[5] * x[1] + A[8] * x[2])
+
+
+@njit(inline='always')
 def cross3(r, A):
     """rx A: r x every column of A."""
     return (r[1] * A[6] - r[2] * A[3], r[1] * A[7] - r[2] * A[4], r[1] * A[8] - r[2] * A[5],
@@ -149,10 +237,28 @@ def mul_cross3(A, r):
 
 
 @njit(inline='always')
+def mul_blocks(M, x):
+    """M x for M = (M11, M12, M21, M22) and a 6-tuple x."""
+    M11, M12, M21, M22 = M
+    t1, t2 = mul_vector3(M11, (x[0], x[1], x[2])), mul_vector3(M12, (x[3], x[4], x[5]))
+    b1, b2 = mul_vector3(M21, (x[0], x[1], x[2])), mul_vector3(M22, (x[3], x[4], x[5]))
+    return t1[0] + t2[0], t1[1] + t2[1], t1[2] + t2[2], b1[0] + b2[0], b1[1] + b2[1], b1[2] + b2[2]
+
+
+@njit(inline='always')
+def tmul_blocks(M, x):
+    """M^T x for M = (M11, M12, M21, M22) and a 6-tuple x."""
+    M11, M12, M21, M22 = M
+    t1, t2 = tmul_vector3(M11, (x[0], x[1], x[2])), tmul_vector3(M21, (x[3], x[4], x[5]))
+    b1, b2 = tmul_vector3(M12, (x[0], x[1], x[2])), tmul_vector3(M22, (x[3], x[4], x[5]))
+    return t1[0] + t2[0], t1[1] + t2[1], t1[2] + t2[2], b1[0] + b2[0], b1[1] + b2[1], b1[2] + b2[2]
+
+
+@njit(inline='always')
 def congruence_blocks(E, r, A, B, C):
     """X^T M X of a symmetric M = [A B; B^T C] as blocks [11, 12, 22]: X = diag(E, E) [1 0; -rx 1] turns M
     into [A' B'; B'^T C'] = [E^T A E, E^T B E; ., E^T C E], then with F = rx C', G = rx B'^T into
-    [A' + G + G^T - F rx, B' + F; ., C'] (E a 9-tuple, r a 3-tuple)."""
+    [A' + G + G^T - F rx, B' + F; ., C']."""
     A, B, C = tmul3(E, mul3(A, E)), tmul3(E, mul3(B, E)), tmul3(E, mul3(C, E))
     F, G = cross3(r, C), cross3(r, transpose3(B))
     return add3(add3(A, G), sub3(transpose3(G), mul_cross3(F, r))), add3(B, F), C
@@ -160,9 +266,54 @@ def congruence_blocks(E, r, A, B, C):
 
 @njit(inline='always')
 def force_blocks(E, r, P, Q, R, S):
-    """X^T [P Q; R S] = [E^T P + rx E^T R, E^T Q + rx E^T S; E^T R, E^T S] (transform_force on every column)."""
+    """X^T [P Q; R S] = [E^T P + rx E^T R, E^T Q + rx E^T S; E^T R, E^T S] (force on every column)."""
     R, S = tmul3(E, R), tmul3(E, S)
     return add3(tmul3(E, P), cross3(r, R)), add3(tmul3(E, Q), cross3(r, S)), R, S
+
+
+@njit(inline='always')
+def row_of_product(X, i1, j1, i2, j2, rows, c):
+    """Row c of X[i1, j1:j1 + rows]^T X[i2, j2:j2 + rows] (6-vector rows of a 3-d buffer), accumulated in
+    registers."""
+    t0 = t1 = t2 = t3 = t4 = t5 = 0.0
+    for row in range(rows):
+        x = X[i1, j1 + row, c]
+        t0, t1, t2 = t0 + x * X[i2, j2 + row, 0], t1 + x * X[i2, j2 + row, 1], t2 + x * X[i2, j2 + row, 2]
+        t3, t4, t5 = t3 + x * X[i2, j2 + row, 3], t4 + x * X[i2, j2 + row, 4], t5 + x * X[i2, j2 + row, 5]
+    return t0, t1, t2, t3, t4, t5
+
+
+# ---- triangular solves with L_i = L[i] (compiled.py's forward_solve, forward_solve_rows, backward_solve on
+# full indices) ----
+
+@njit(inline='always')
+def solve_rows(L, i, n, X, j0):
+    """X[i, j0:j0 + n] <- L_i^-1 X[i, j0:j0 + n] for 6-vector rows."""
+    for a in range(n):
+        x = row6_of(X, i, j0 + a)
+        for b in range(a):
+            x = add_scaled6(x, -L[i, a, b], row6_of(X, i, j0 + b))
+        set_row6_of(X, i, j0 + a, scale6(1.0 / L[i, a, a], x))
+
+
+@njit(inline='always')
+def solve(L, i, n, x):
+    """x[i, :n] <- L_i^-1 x[i, :n]."""
+    for a in range(n):
+        t = x[i, a]
+        for b in range(a):
+            t -= L[i, a, b] * x[i, b]
+        x[i, a] = t / L[i, a, a]
+
+
+@njit(inline='always')
+def solve_transposed(L, i, n, x):
+    """x[:n] <- L_i^-T x[:n]."""
+    for a in range(n - 1, -1, -1):
+        t = x[a]
+        for b in range(a + 1, n):
+            t -= L[i, b, a] * x[b]
+        x[a] = t / L[i, a, a]
 
 
 # ---- sweeps ----
@@ -170,214 +321,186 @@ def force_blocks(E, r, P, Q, R, S):
 @njit
 def first_forward_sweep(m, d, p, w, qd, f_ext):
     """v_i, c_i = v_i x S_i qd_i, H_ii = I_i, f_i = f_ext - v_i x* I_i v_i (seed 004 Sec. IV-C1)."""
-    H, v, x, nb = w.H, d.v, w.x[0], len(m.parent)
+    parent, inertia, Xup_E, Xup_r, v, S, H = m.parent, m.inertia, d.Xup_E, d.Xup_r, d.v, p.S, w.H
+    nb = len(parent)
     for s in range(nb - 1, H.shape[0]):                   # the couplings H[j, k], j < k, start at zero
         for r in range(6):
             for c in range(6):
                 H[s, r, c] = 0.0
-    for e in range(6):
-        v[0, e] = 0.0
+    set_row6(v, 0, (0.0, 0.0, 0.0, 0.0, 0.0, 0.0))
     for i in range(1, nb):
-        E, r, inertia, Hii = d.Xup_E[i], d.Xup_r[i], m.inertia[i], H[p.slot[i, i]]
-        vJ = joint_motion(m.joint[i], m.axes[i], qd, p.idx_v[i])
-        transform_motion(E, r, v[m.parent[i]], v[i])
+        E, r = transform(Xup_E, Xup_r, i)
+        vJ = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
+        for a in range(joint_nv(m.joint[i])):
+            vJ = add_scaled6(vJ, qd[p.idx_v[i] + a], row6_of(S, i, a))
+        vi = add6(motion(E, r, row6(v, parent[i])), vJ)
+        set_row6(v, i, vi)
+        set_row6(w.c, i, cross_motion(vi, vJ))
+        fi = sub6(row6(f_ext, i), cross_force(vi, times6(inertia, i, vi)))
+        set_row6(w.f, i, fi)
+        set_row6(w.f_tree, i, fi)
         for e in range(6):
-            v[i, e] += vJ[e]
-        c = cross_motion(v[i], vJ)
-        mat6_vec(inertia, v[i], x)
-        b = cross_force(v[i], x)
-        for e in range(6):
-            w.c[i, e] = c[e]
-            w.f[i, e] = w.f_tree[i, e] = f_ext[i, e] - b[e]
-            for col in range(6):
-                Hii[e, col] = inertia[e, col]
+            for c in range(6):
+                H[p.slot[i, i], e, c] = inertia[i, e, c]
 
 
 @njit
 def cut_rows(m, d, p, w, con):
     """Entries K (rows on each body's acceleration) and k of constraint con (lcaba.cut_rows)."""
-    rows, e0, e1, K, k = p.con_rows[con], p.con_entries[con, 0], p.con_entries[con, 1], w.K, w.k[con]
-    for e in range(e0, e1):
-        for row in range(rows):
-            for c in range(6):
-                K[e, row, c] = 0.0
-    for row in range(rows):
-        k[row] = 0.0
+    rows, e0, K, k, Xup_E, Xup_r = p.con_rows[con], p.con_entries[con, 0], w.K, w.k, d.Xup_E, d.Xup_r
     lp = p.con_loop[con]
     if lp < 0:                     # sum_j c_j (S_j^T a_j - S_j^T Xup_j a_parent) = 0 (seed 004 Remark 1)
-        x = w.x[0]
+        for e in range(e0, p.con_entries[con, 1]):
+            set_row6_of(K, e, 0, (0.0, 0.0, 0.0, 0.0, 0.0, 0.0))
+        k[con, 0] = 0.0
         for t in range(p.con_terms[con, 0], p.con_terms[con, 1]):
             j, coefficient = p.term_body[t], p.term_coefficient[t]
-            s = joint_column(m.joint[j], m.axes[j], 0)
-            transform_force(d.Xup_E[j], d.Xup_r[j], s, x, False)
+            E, r = transform(Xup_E, Xup_r, j)
+            s = row6_of(p.S, j, 0)
+            x = force(E, r, s)
             for c in range(6):
                 K[p.term_entry[t, 0], 0, c] += coefficient * s[c]
                 K[p.term_entry[t, 1], 0, c] -= coefficient * x[c]
         return
-    EA, rA, EB, rB, E, r = w.E[0], w.p[0], w.E[1], w.p[1], w.E[2], w.p[2]
-    chain(d, p.loop_path[lp, 0], p.loop_path_len[lp, 0], EA, rA, E, r)
-    chain(d, p.loop_path[lp, 1], p.loop_path_len[lp, 1], EB, rB, E, r)
-    for a in range(3):                        # X_A_B = X_A_nca X_B_nca^-1: E_A E_B^T, E_B (r_A - r_B)
-        for b in range(3):
-            E[a, b] = EA[a, 0] * EB[b, 0] + EA[a, 1] * EB[b, 1] + EA[a, 2] * EB[b, 2]
-        r[a] = 0.0
-        for b in range(3):
-            r[a] += EB[a, b] * (rA[b] - rB[b])
-    A, B, PsiT, vB = p.entry_body[e0], p.entry_body[e0 + 1], w.PsiT, w.x[0]
-    transform_motion(E, r, d.v[B], vB)
+    EA, rA = chain(Xup_E, Xup_r, p.loop_path[lp, 0], p.loop_path_len[lp, 0])
+    EB, rB = chain(Xup_E, Xup_r, p.loop_path[lp, 1], p.loop_path_len[lp, 1])
+    E = mul3(EA, transpose3(EB))              # X_A_B = X_A_nca X_B_nca^-1: E_A E_B^T, E_B (r_A - r_B)
+    r = mul_vector3(EB, (rA[0] - rB[0], rA[1] - rB[1], rA[2] - rB[2]))
+    A, B = p.entry_body[e0], p.entry_body[e0 + 1]
+    vA, vB = row6(d.v, A), motion(E, r, row6(d.v, B))
+    vAxvB = cross_motion(vA, vB)
     for row in range(rows):
-        for c in range(6):
-            PsiT[row, c] = p.loop_PsiT[lp, row, c]
-    if p.loop_universal[lp]:
-        universal_row(d, p, w, lp, A, vB, k)
-    vAxvB = cross_motion(d.v[A], vB)
-    for row in range(rows):
-        transform_force(E, r, PsiT[row], K[e0 + 1, row], False)      # Psi^T X_P_A X_A_B
-        for c in range(6):
-            K[e0, row, c] = -PsiT[row, c]
-        k[row] += dot6(PsiT[row], vAxvB)
+        PsiT, bias = row6_of(p.loop_PsiT, lp, row), 0.0
+        if row == 0 and p.loop_universal[lp]:
+            PsiT, bias = universal_row(p, lp, E, vA, vB)
+        set_row6_of(K, e0 + 1, row, force(E, r, PsiT))               # Psi^T X_P_A X_A_B
+        set_row6_of(K, e0, row, scale6(-1.0, PsiT))
+        k[con, row] = dot6(PsiT, vAxvB) + bias
+
+
+@njit(inline='always')
+def chain(Xup_E, Xup_r, path, n):
+    """^bodyX_top of the last of the n bodies of path below top (constraints.chain_transform)."""
+    E, r = (1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0), (0.0, 0.0, 0.0)
+    for b in range(n):
+        E_b, r_b = transform(Xup_E, Xup_r, path[b])
+        E, r = compose(E_b, r_b, E, r)
+    return E, r
 
 
 @njit
-def universal_row(d, p, w, lp, A, vB, k):
-    """A universal loop's first row turns with both frames (LoopConstraint.directions, turning_bias):
-    with a2 = R_rel axis2 (R_rel = E_P X_A_B's rotation E_S^T, in P), PsiT[0] = ^PX_A^T [a1 x a2; 0] and
-    k[0] += (a1 . w_r)(a2 . w_r) - (a1 . a2)|w_r|^2, w_r = E_P (w_B - w_A) in P (vB: v_B in A)."""
-    EP, EAB, ES, a1 = p.loop_pred_E[lp], w.E[2], p.loop_succ_E[lp], p.loop_a1[lp]
-    x, a2, n = w.x[3], w.x[4], w.x[5]
-    for a in range(3):                                       # E_S^T axis2, then X_A_B's rotation, then E_P
-        x[a] = ES[0, a] * p.loop_a2[lp, 0] + ES[1, a] * p.loop_a2[lp, 1] + ES[2, a] * p.loop_a2[lp, 2]
-    for a in range(3):
-        n[a] = EAB[a, 0] * x[0] + EAB[a, 1] * x[1] + EAB[a, 2] * x[2]
-    for a in range(3):
-        a2[a] = EP[a, 0] * n[0] + EP[a, 1] * n[1] + EP[a, 2] * n[2]
-    for a in range(3):                                       # w_r = E_P (w_B - w_A), P coordinates
-        x[a] = vB[a] - d.v[A, a]
-    wr = (EP[0, 0] * x[0] + EP[0, 1] * x[1] + EP[0, 2] * x[2], EP[1, 0] * x[0] + EP[1, 1] * x[1] + EP[1, 2] * x[2],
-          EP[2, 0] * x[0] + EP[2, 1] * x[1] + EP[2, 2] * x[2])
-    n[0], n[1], n[2] = a1[1] * a2[2] - a1[2] * a2[1], a1[2] * a2[0] - a1[0] * a2[2], a1[0] * a2[1] - a1[1] * a2[0]
-    n[3] = n[4] = n[5] = 0.0
-    transform_force(EP, p.loop_pred_r[lp], n, w.PsiT[0], False)
+def universal_row(p, lp, E_AB, vA, vB):
+    """A universal loop's first row, which turns with both frames (LoopConstraint.directions, turning_bias),
+    and its bias: with a2 = R_rel axis2 (R_rel = E_P X_A_B's rotation E_S^T, in P), ^PX_A^T [a1 x a2; 0] and
+    (a1 . w_r)(a2 . w_r) - (a1 . a2)|w_r|^2, w_r = E_P (w_B - w_A) in P (vB: v_B in A)."""
+    EP, a1 = block3(p.loop_pred_E, lp, 0, 0), row3(p.loop_a1, lp)
+    a2 = mul_vector3(EP, mul_vector3(E_AB, tmul_vector3(block3(p.loop_succ_E, lp, 0, 0), row3(p.loop_a2, lp))))
+    wr = mul_vector3(EP, (vB[0] - vA[0], vB[1] - vA[1], vB[2] - vA[2]))
+    n = (a1[1] * a2[2] - a1[2] * a2[1], a1[2] * a2[0] - a1[0] * a2[2], a1[0] * a2[1] - a1[1] * a2[0], 0.0, 0.0, 0.0)
     a1w = a1[0] * wr[0] + a1[1] * wr[1] + a1[2] * wr[2]
     a2w = a2[0] * wr[0] + a2[1] * wr[1] + a2[2] * wr[2]
-    k[0] += a1w * a2w - (a1[0] * a2[0] + a1[1] * a2[1] + a1[2] * a2[2]) * (
-        wr[0] * wr[0] + wr[1] * wr[1] + wr[2] * wr[2])
+    bias = a1w * a2w - (a1[0] * a2[0] + a1[1] * a2[1] + a1[2] * a2[2]) * (wr[0] * wr[0] + wr[1] * wr[1] + wr[2] * wr[2])
+    return force(EP, row3(p.loop_pred_r, lp), n), bias
 
 
 @njit
 def add_penalty(p, w, con, mu, a0):
     """Ground entries folded into k (eq. 35), then (mu/2) |sum_l K^l a_l - k|^2 (eqs. 20, 25): f_b += mu K_b^T k
-    and H[b, b2] += mu K_b^T K_b2 for every pair of entries (the diagonal blocks symmetric)."""
-    rows, e0, e1, K, k = p.con_rows[con], p.con_entries[con, 0], p.con_entries[con, 1], w.K, w.k[con]
-    f, H, slot = w.f, w.H, p.slot
+    and H[b, b2] += mu K_b^T K_b2 for every pair of entries."""
+    rows, e0, e1, K, k, H, slot = p.con_rows[con], p.con_entries[con, 0], p.con_entries[con, 1], w.K, w.k, w.H, p.slot
     for e in range(e0, e1):
         if p.entry_body[e] == 0:
             for row in range(rows):
-                k[row] -= dot6(K[e, row], a0)
+                k[con, row] -= dot6(row6_of(K, e, row), a0)
     for e in range(e0, e1):
         b = p.entry_body[e]
         if b == 0:
             continue
-        for c in range(6):
-            t = 0.0
-            for row in range(rows):
-                t += K[e, row, c] * k[row]
-            f[b, c] += mu * t
+        Kk = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
+        for row in range(rows):
+            Kk = add_scaled6(Kk, k[con, row], row6_of(K, e, row))
+        add_row6(w.f, b, (mu * Kk[0], mu * Kk[1], mu * Kk[2], mu * Kk[3], mu * Kk[4], mu * Kk[5]))
         for e2 in range(e, e1):                          # the entries of a constraint are distinct bodies
             b2 = p.entry_body[e2]
             if b2 == 0:
                 continue
-            B = H[slot[b, b2]]
+            s = slot[b, b2]
             for r in range(6):
-                M = row_of_product(K[e], K[e2], rows, r)
+                M = row_of_product(K, e, 0, e2, 0, rows, r)
                 for c in range(6):
                     if b <= b2:
-                        B[r, c] += mu * M[c]
+                        H[s, r, c] += mu * M[c]
                     else:
-                        B[c, r] += mu * M[c]
+                        H[s, c, r] += mu * M[c]
 
 
 @njit
 def backward_sweep(m, d, p, w, tau, a0):
     """Eliminate the bodies in S^E (seed 004 Alg. 1 lines 11-23, eqs. 29-30, 34-35): Z_i, Y_ij, ubar_i stored."""
-    joint, axes, parent, Xup_E, Xup_r = m.joint, m.axes, m.parent, d.Xup_E, d.Xup_r
-    slot, neighbours, H, f, c, x = p.slot, p.neighbours, w.H, w.f, w.c, w.x[0]
+    parent, Xup_E, Xup_r, S, slot, neighbours = m.parent, d.Xup_E, d.Xup_r, p.S, p.slot, p.neighbours
+    H, f, L, Z, Y, ubar = w.H, w.f, w.L, w.Z, w.Y, w.ubar
     for s in range(len(p.order)):
         i = p.order[s]
-        n, pa, E, r = joint_nv(joint[i]), parent[i], block3(Xup_E[i], 0, 0), Xup_r[i]
-        r = r[0], r[1], r[2]
-        Hii, L, Z, Y, ub = H[slot[i, i]], w.L[i], w.Z[i], w.Y[i], w.ubar[i]
+        n, pa, nN, E, r = joint_nv(m.joint[i]), parent[i], p.n_neighbours[i], block3(Xup_E, i, 0, 0), row3(Xup_r, i)
+        Hii = blocks(H, slot[i, i], False)
         for a in range(n):                                   # Z rows: U^T = S^T H_ii; D = S^T U; u = tau_i + S^T f_i
-            s_a = joint_column(joint[i], axes[i], a)
-            row_times(s_a, Hii, False, Z[a])
+            s_a = row6_of(S, i, a)
+            set_row6_of(Z, i, a, tmul_blocks(Hii, s_a))
             for b in range(a + 1):
-                L[a, b] = dot6(Z[b], s_a)
-            ub[a] = tau[p.idx_v[i] + a] + dot6(s_a, f[i])
-        if not cholesky(L, n):
+                L[i, a, b] = dot6(row6_of(Z, i, b), s_a)
+            ubar[i, a] = tau[p.idx_v[i] + a] + dot6(s_a, row6(f, i))
+        if not cholesky(L[i], n):
             w.info[0] = i
             return NOT_POSITIVE
-        forward_solve_rows(L, n, Z)
-        forward_solve(L, n, ub)
-        nN = p.n_neighbours[i]
+        solve_rows(L, i, n, Z, 0)
+        solve(L, i, n, ubar)
         for q in range(nN):                                  # Y_j rows: L^-1 S^T H_ij
-            j = neighbours[i, q]
+            Hij = blocks(H, slot[i, neighbours[i, q]], i > neighbours[i, q])
             for a in range(n):
-                row_times(joint_column(joint[i], axes[i], a), H[slot[i, j]], i > j, Y[q, a])
-            forward_solve_rows(L, n, Y[q])
-        ct, cb = (c[i, 0], c[i, 1], c[i, 2]), (c[i, 3], c[i, 4], c[i, 5])
+                set_row6_of(Y, i, 6 * q + a, tmul_blocks(Hij, row6_of(S, i, a)))
+            solve_rows(L, i, n, Y, 6 * q)
+        c_i, ub = row6(w.c, i), row6(ubar, i)
         if pa > 0:
-            Ha11, Ha12, _, Ha22 = blocks(Hii, False)         # H^a_i = H_ii - Z^T Z
+            Ha11, Ha12, _, Ha22 = Hii                        # H^a_i = H_ii - Z^T Z
             for a in range(n):
-                zt, zb = (Z[a, 0], Z[a, 1], Z[a, 2]), (Z[a, 3], Z[a, 4], Z[a, 5])
+                z = row6_of(Z, i, a)
+                zt, zb = (z[0], z[1], z[2]), (z[3], z[4], z[5])
                 Ha11, Ha12, Ha22 = sub_outer3(Ha11, zt, zt), sub_outer3(Ha12, zt, zb), sub_outer3(Ha22, zb, zb)
             N11, N12, N22 = congruence_blocks(E, r, Ha11, Ha12, Ha22)
-            add_blocks(H[slot[pa, pa]], N11, N12, transpose3(N12), N22, False)      # eq. 30a
-            for e in range(3):                               # eq. 30b: f_i - Ha c_i - U D^-1 u
-                x[e] = f[i, e] - (Ha11[3 * e] * ct[0] + Ha11[3 * e + 1] * ct[1] + Ha11[3 * e + 2] * ct[2]
-                                  + Ha12[3 * e] * cb[0] + Ha12[3 * e + 1] * cb[1] + Ha12[3 * e + 2] * cb[2])
-                x[3 + e] = f[i, 3 + e] - (Ha12[e] * ct[0] + Ha12[3 + e] * ct[1] + Ha12[6 + e] * ct[2]
-                                          + Ha22[3 * e] * cb[0] + Ha22[3 * e + 1] * cb[1] + Ha22[3 * e + 2] * cb[2])
-            for e in range(6):
-                for a in range(n):
-                    x[e] -= Z[a, e] * ub[a]
-            transform_force(Xup_E[i], Xup_r[i], x, f[pa], True)
+            add_blocks(H, slot[pa, pa], N11, N12, transpose3(N12), N22, False)      # eq. 30a
+            x = sub6(row6(f, i), mul_blocks((Ha11, Ha12, transpose3(Ha12), Ha22), c_i))
+            for a in range(n):                               # eq. 30b: f_i - Ha c_i - U D^-1 u
+                x = add_scaled6(x, -ub[a], row6_of(Z, i, a))
+            add_row6(f, pa, force(E, r, x))
         for q in range(nN):
             j = neighbours[i, q]
-            C11, C12, C21, C22 = blocks(H[slot[i, j]], i > j)    # C = P_i H_ij = H_ij - Z^T Y_j
+            C11, C12, C21, C22 = blocks(H, slot[i, j], i > j)    # C = P_i H_ij = H_ij - Z^T Y_j
             for a in range(n):
-                zt, zb = (Z[a, 0], Z[a, 1], Z[a, 2]), (Z[a, 3], Z[a, 4], Z[a, 5])
-                yt, yb = (Y[q, a, 0], Y[q, a, 1], Y[q, a, 2]), (Y[q, a, 3], Y[q, a, 4], Y[q, a, 5])
+                z, y = row6_of(Z, i, a), row6_of(Y, i, 6 * q + a)
+                zt, zb, yt, yb = (z[0], z[1], z[2]), (z[3], z[4], z[5]), (y[0], y[1], y[2]), (y[3], y[4], y[5])
                 C11, C12 = sub_outer3(C11, zt, yt), sub_outer3(C12, zt, yb)
                 C21, C22 = sub_outer3(C21, zb, yt), sub_outer3(C22, zb, yb)
             if pa > 0:                                       # eq. 30c; with j = parent eq. 34
                 N11, N12, N21, N22 = force_blocks(E, r, C11, C12, C21, C22)
-                add_blocks(H[slot[pa, j]], N11, N12, N21, N22, pa > j)
+                add_blocks(H, slot[pa, j], N11, N12, N21, N22, pa > j)
                 if j == pa:
-                    add_blocks(H[slot[pa, j]], N11, N12, N21, N22, True)
-                xt, xb = ct, cb                              # eq. 30e: f_j -= Y_j^T ubar + C^T c_i
+                    add_blocks(H, slot[pa, j], N11, N12, N21, N22, True)
+                x = c_i                                      # eq. 30e: f_j -= Y_j^T ubar + C^T c_i
             else:                                            # eqs. 30e and 35: f_j -= Y_j^T ubar + C^T (c_i + X a_0)
-                transform_motion(Xup_E[i], Xup_r[i], a0, x)
-                xt, xb = (ct[0] + x[0], ct[1] + x[1], ct[2] + x[2]), (cb[0] + x[3], cb[1] + x[4], cb[2] + x[5])
-            for e in range(3):
-                f[j, e] -= (C11[e] * xt[0] + C11[3 + e] * xt[1] + C11[6 + e] * xt[2] + C21[e] * xb[0]
-                            + C21[3 + e] * xb[1] + C21[6 + e] * xb[2])
-                f[j, 3 + e] -= (C12[e] * xt[0] + C12[3 + e] * xt[1] + C12[6 + e] * xt[2] + C22[e] * xb[0]
-                                + C22[3 + e] * xb[1] + C22[6 + e] * xb[2])
-            for e in range(6):
-                for a in range(n):
-                    f[j, e] -= Y[q, a, e] * ub[a]
+                x = add6(c_i, motion(E, r, a0))
+            x = tmul_blocks((C11, C12, C21, C22), x)
+            for a in range(n):
+                x = add_scaled6(x, ub[a], row6_of(Y, i, 6 * q + a))
+            add_row6(f, j, (-x[0], -x[1], -x[2], -x[3], -x[4], -x[5]))
             for q2 in range(q, nN):                          # eq. 30d (fill-in)
                 k = neighbours[i, q2]
-                B = H[slot[j, k]]
                 for row in range(6):
+                    M = row_of_product(Y, i, 6 * q, i, 6 * q2, n, row)
                     for col in range(6):
-                        t = 0.0
-                        for a in range(n):
-                            t += Y[q, a, row] * Y[q2, a, col]
                         if j <= k:
-                            B[row, col] -= t
+                            H[slot[j, k], row, col] -= M[col]
                         else:
-                            B[col, row] -= t
+                            H[slot[j, k], col, row] -= M[col]
     return OK
 
 
@@ -385,49 +508,47 @@ def backward_sweep(m, d, p, w, tau, a0):
 def rollout(m, d, p, w, c, a, qdd):
     """Accelerations in reverse elimination order (Alg. 1 lines 24-26): qdd_i = L_i^-T (ubar_i - Z_i a'_i
     - sum_j Y_ij a_j), a'_i = Xup_i a_parent + c_i and a_i = a'_i + S_i qdd_i (a[0] set by the caller)."""
-    z = w.x[1]
+    Xup_E, Xup_r, S, Z, Y, L, ubar, neighbours, z = d.Xup_E, d.Xup_r, p.S, w.Z, w.Y, w.L, w.ubar, p.neighbours, w.z
     for s in range(len(p.order) - 1, -1, -1):
         i = p.order[s]
         n = joint_nv(m.joint[i])
-        transform_motion(d.Xup_E[i], d.Xup_r[i], a[m.parent[i]], a[i])
-        for e in range(6):
-            a[i, e] += c[i, e]
+        E, r = transform(Xup_E, Xup_r, i)
+        ai = add6(motion(E, r, row6(a, m.parent[i])), row6(c, i))
         for j in range(n):
-            z[j] = w.ubar[i, j] - dot6(w.Z[i, j], a[i])
+            t = ubar[i, j] - dot6(row6_of(Z, i, j), ai)
             for q in range(p.n_neighbours[i]):
-                z[j] -= dot6(w.Y[i, q, j], a[p.neighbours[i, q]])
-        backward_solve(w.L[i], n, z)
+                t -= dot6(row6_of(Y, i, 6 * q + j), row6(a, neighbours[i, q]))
+            z[j] = t
+        solve_transposed(L, i, n, z)
         for j in range(n):
             qdd[p.idx_v[i] + j] = z[j]
-            s_j = joint_column(m.joint[i], m.axes[i], j)
-            for e in range(6):
-                a[i, e] += s_j[e] * z[j]
+            ai = add_scaled6(ai, z[j], row6_of(S, i, j))
+        set_row6(a, i, ai)
 
 
 @njit
 def reduced_sweeps(m, d, p, w, df, dtau):
     """Change of qdd (into w.dqdd) and of the body accelerations (w.da) caused by body forces df and
     joint forces dtau, reusing the elimination (seed 004 Alg. 2: H does not depend on lambda)."""
-    x = w.x[0]
+    Xup_E, Xup_r, S, Z, Y, L, ubar, neighbours = d.Xup_E, d.Xup_r, p.S, w.Z, w.Y, w.L, w.ubar, p.neighbours
     for s in range(len(p.order)):
         i = p.order[s]
-        n, parent = joint_nv(m.joint[i]), m.parent[i]
+        n, parent, df_i = joint_nv(m.joint[i]), m.parent[i], row6(df, i)
         for j in range(n):
-            w.ubar[i, j] = dtau[p.idx_v[i] + j] + dot6(joint_column(m.joint[i], m.axes[i], j), df[i])
-        forward_solve(w.L[i], n, w.ubar[i])
+            ubar[i, j] = dtau[p.idx_v[i] + j] + dot6(row6_of(S, i, j), df_i)
+        solve(L, i, n, ubar)
         if parent > 0:
-            for e in range(6):
-                x[e] = df[i, e]
-                for j in range(n):
-                    x[e] -= w.Z[i, j, e] * w.ubar[i, j]
-            transform_force(d.Xup_E[i], d.Xup_r[i], x, df[parent], True)
+            x = df_i
+            for j in range(n):
+                x = add_scaled6(x, -ubar[i, j], row6_of(Z, i, j))
+            E, r = transform(Xup_E, Xup_r, i)
+            add_row6(df, parent, force(E, r, x))
         for q in range(p.n_neighbours[i]):
-            nb = p.neighbours[i, q]
-            for e in range(6):
-                for j in range(n):
-                    df[nb, e] -= w.Y[i, q, j, e] * w.ubar[i, j]
-    for e in range(6):
-        w.da[0, e] = 0.0
+            x = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
+            for j in range(n):
+                x = add_scaled6(x, -ubar[i, j], row6_of(Y, i, 6 * q + j))
+            add_row6(df, neighbours[i, q], x)
+    set_row6(w.da, 0, (0.0, 0.0, 0.0, 0.0, 0.0, 0.0))
     rollout(m, d, p, w, w.zero_c, w.da, w.dqdd)
 
 
@@ -440,7 +561,7 @@ def constraint_residuals(p, w, a):
             t = -w.k[con, row]
             for e in range(p.con_entries[con, 0], p.con_entries[con, 1]):
                 if p.entry_body[e] > 0:
-                    t += dot6(w.K[e, row], a[p.entry_body[e]])
+                    t += dot6(row6_of(w.K, e, row), row6(a, p.entry_body[e]))
             w.r[con, row] = t
             worst = max(worst, abs(t))
     return worst
@@ -450,11 +571,8 @@ def constraint_residuals(p, w, a):
 def gradient_forces(m, p, w, df, mu):
     """df = f_tree - I a - sum K^T (lambda + mu r): the body forces of the augmented Lagrangian's
     gradient at the current accelerations (lcaba._gradient_forces)."""
-    x = w.x[0]
     for i in range(1, len(m.parent)):
-        mat6_vec(m.inertia[i], w.a[i], x)
-        for e in range(6):
-            df[i, e] = w.f_tree[i, e] - x[e]
+        set_row6(df, i, sub6(row6(w.f_tree, i), times6(m.inertia, i, row6(w.a, i))))
     for con in range(len(p.con_rows)):
         row0 = p.con_row0[con]
         for e in range(p.con_entries[con, 0], p.con_entries[con, 1]):
@@ -474,17 +592,14 @@ def lcaba(m, d, p, w, q, qd, tau, f_ext, mu, tolerance, max_iterations):
     qd, tau spanning (nv); f_ext (nb x 6) in body coordinates."""
     update_transforms(m, d, q)
     first_forward_sweep(m, d, p, w, qd, f_ext)
-    a0 = w.x[2]
-    for e in range(3):
-        a0[e], a0[3 + e] = 0.0, -m.gravity[e]
+    a0 = (0.0, 0.0, 0.0, -m.gravity[0], -m.gravity[1], -m.gravity[2])
     for con in range(len(p.con_rows)):
         cut_rows(m, d, p, w, con)
         add_penalty(p, w, con, mu, a0)
     status = backward_sweep(m, d, p, w, tau, a0)
     if status != OK:
         return status
-    for e in range(6):
-        w.a[0, e] = a0[e]
+    set_row6(w.a, 0, a0)
     rollout(m, d, p, w, w.c, w.a, w.qdd)
     for row in range(len(w.lam)):
         w.lam[row] = 0.0
@@ -504,8 +619,7 @@ def lcaba(m, d, p, w, q, qd, tau, f_ext, mu, tolerance, max_iterations):
             w.qdd[j] += w.dqdd[j]
             step = max(step, abs(w.dqdd[j]))
         for i in range(len(m.parent)):
-            for e in range(6):
-                w.a[i, e] += w.da[i, e]
+            add_row6(w.a, i, row6(w.da, i))
         iterations += 1
     w.result[0], w.result[1], w.result[2] = iterations, residual, 1.0 if converged else 0.0
     return OK
