@@ -11,7 +11,9 @@ what differs:
 The sweeps hold 6-vectors, transforms and 3x3 blocks of H as tuples, read from and written to the
 buffers with full indices. A tuple stays in registers, where an array element would be reloaded after
 every store into H (the compiler cannot rule out aliasing), and a view (v[i], H[s]) would cost a
-reference-count call at its creation and at its end wherever it outlives a basic block.
+reference-count call at its creation and at its end wherever it outlives a basic block. The sweeps
+call no other kernel and divide without checks (error_model='numpy': inf or nan, never an exception):
+without a raise path numba's pruning also drops the reference counts of the fields they read.
 No kernel allocates. ``lcaba`` returns OK or NOT_POSITIVE (w.info: the body) instead of raising.
 
 The kernels reuse compiled.py's helpers, so numba's cache of this file is keyed on both files
@@ -22,7 +24,7 @@ import math
 
 from numba import njit
 
-from .compiled import cholesky, cross_force, cross_motion, dot6, joint_nv, update_transforms
+from .compiled import cross_force, cross_motion, dot6, joint_nv, update_transforms
 from .kernel_cache import key_on_helpers
 
 OK, NOT_POSITIVE = 0, 1
@@ -283,8 +285,27 @@ def row_of_product(X, i1, j1, i2, j2, rows, c):
     return t0, t1, t2, t3, t4, t5
 
 
-# ---- triangular solves with L_i = L[i] (compiled.py's forward_solve, forward_solve_rows, backward_solve on
-# full indices) ----
+# ---- Cholesky factor L_i = L[i] of D_i and its triangular solves (compiled.py's cholesky, forward_solve,
+# forward_solve_rows, backward_solve on full indices) ----
+
+@njit(inline='always')
+def cholesky_of(L, i, n):
+    """L[i, :n, :n] <- its lower Cholesky factor (lower triangle read); False if not positive definite
+    (then factored on, into nan)."""
+    positive = True
+    for j in range(n):
+        s = L[i, j, j]
+        for k in range(j):
+            s -= L[i, j, k] * L[i, j, k]
+        positive = positive and s > 0.0
+        L[i, j, j] = math.sqrt(s)
+        for a in range(j + 1, n):
+            t = L[i, a, j]
+            for k in range(j):
+                t -= L[i, a, k] * L[i, j, k]
+            L[i, a, j] = t / L[i, j, j]
+    return positive
+
 
 @njit(inline='always')
 def solve_rows(L, i, n, X, j0):
@@ -318,7 +339,7 @@ def solve_transposed(L, i, n, x):
 
 # ---- sweeps ----
 
-@njit
+@njit(error_model='numpy')
 def first_forward_sweep(m, d, p, w, qd, f_ext):
     """v_i, c_i = v_i x S_i qd_i, H_ii = I_i, f_i = f_ext - v_i x* I_i v_i (seed 004 Sec. IV-C1)."""
     parent, inertia, Xup_E, Xup_r, v, S, H = m.parent, m.inertia, d.Xup_E, d.Xup_r, d.v, p.S, w.H
@@ -344,24 +365,29 @@ def first_forward_sweep(m, d, p, w, qd, f_ext):
                 H[p.slot[i, i], e, c] = inertia[i, e, c]
 
 
-@njit
-def cut_rows(m, d, p, w, con):
-    """Entries K (rows on each body's acceleration) and k of constraint con (lcaba.cut_rows)."""
-    rows, e0, K, k, Xup_E, Xup_r = p.con_rows[con], p.con_entries[con, 0], w.K, w.k, d.Xup_E, d.Xup_r
-    lp = p.con_loop[con]
-    if lp < 0:                     # sum_j c_j (S_j^T a_j - S_j^T Xup_j a_parent) = 0 (seed 004 Remark 1)
-        for e in range(e0, p.con_entries[con, 1]):
-            set_row6_of(K, e, 0, (0.0, 0.0, 0.0, 0.0, 0.0, 0.0))
-        k[con, 0] = 0.0
-        for t in range(p.con_terms[con, 0], p.con_terms[con, 1]):
-            j, coefficient = p.term_body[t], p.term_coefficient[t]
-            E, r = transform(Xup_E, Xup_r, j)
-            s = row6_of(p.S, j, 0)
-            x = force(E, r, s)
-            for c in range(6):
-                K[p.term_entry[t, 0], 0, c] += coefficient * s[c]
-                K[p.term_entry[t, 1], 0, c] -= coefficient * x[c]
-        return
+@njit(error_model='numpy')
+def coupling_rows(d, p, w, con):
+    """Entries K (rows on each body's acceleration) and k of coupling con (lcaba.cut_rows):
+    sum_j c_j (S_j^T a_j - S_j^T Xup_j a_parent) = 0 (seed 004 Remark 1)."""
+    K, k, Xup_E, Xup_r = w.K, w.k, d.Xup_E, d.Xup_r
+    for e in range(p.con_entries[con, 0], p.con_entries[con, 1]):
+        set_row6_of(K, e, 0, (0.0, 0.0, 0.0, 0.0, 0.0, 0.0))
+    k[con, 0] = 0.0
+    for t in range(p.con_terms[con, 0], p.con_terms[con, 1]):
+        j, coefficient = p.term_body[t], p.term_coefficient[t]
+        E, r = transform(Xup_E, Xup_r, j)
+        s = row6_of(p.S, j, 0)
+        x = force(E, r, s)
+        for c in range(6):
+            K[p.term_entry[t, 0], 0, c] += coefficient * s[c]
+            K[p.term_entry[t, 1], 0, c] -= coefficient * x[c]
+
+
+@njit(error_model='numpy')
+def loop_rows(d, p, w, con):
+    """Entries K (rows on each body's acceleration) and k of loop constraint con (lcaba.cut_rows)."""
+    rows, e0, lp, K, k = p.con_rows[con], p.con_entries[con, 0], p.con_loop[con], w.K, w.k
+    Xup_E, Xup_r = d.Xup_E, d.Xup_r
     EA, rA = chain(Xup_E, Xup_r, p.loop_path[lp, 0], p.loop_path_len[lp, 0])
     EB, rB = chain(Xup_E, Xup_r, p.loop_path[lp, 1], p.loop_path_len[lp, 1])
     E = mul3(EA, transpose3(EB))              # X_A_B = X_A_nca X_B_nca^-1: E_A E_B^T, E_B (r_A - r_B)
@@ -388,7 +414,7 @@ def chain(Xup_E, Xup_r, path, n):
     return E, r
 
 
-@njit
+@njit(inline='always')
 def universal_row(p, lp, E_AB, vA, vB):
     """A universal loop's first row, which turns with both frames (LoopConstraint.directions, turning_bias),
     and its bias: with a2 = R_rel axis2 (R_rel = E_P X_A_B's rotation E_S^T, in P), ^PX_A^T [a1 x a2; 0] and
@@ -403,7 +429,7 @@ def universal_row(p, lp, E_AB, vA, vB):
     return force(EP, row3(p.loop_pred_r, lp), n), bias
 
 
-@njit
+@njit(error_model='numpy')
 def add_penalty(p, w, con, mu, a0):
     """Ground entries folded into k (eq. 35), then (mu/2) |sum_l K^l a_l - k|^2 (eqs. 20, 25): f_b += mu K_b^T k
     and H[b, b2] += mu K_b^T K_b2 for every pair of entries."""
@@ -434,24 +460,25 @@ def add_penalty(p, w, con, mu, a0):
                         H[s, c, r] += mu * M[c]
 
 
-@njit
+@njit(error_model='numpy')
 def backward_sweep(m, d, p, w, tau, a0):
-    """Eliminate the bodies in S^E (seed 004 Alg. 1 lines 11-23, eqs. 29-30, 34-35): Z_i, Y_ij, ubar_i stored."""
+    """Eliminate the bodies in S^E (seed 004 Alg. 1 lines 11-23, eqs. 29-30, 34-35): Z_i, Y_ij, ubar_i stored.
+    NOT_POSITIVE with the first body whose D_i is not positive definite in w.info."""
     parent, Xup_E, Xup_r, S, slot, neighbours = m.parent, d.Xup_E, d.Xup_r, p.S, p.slot, p.neighbours
-    H, f, L, Z, Y, ubar = w.H, w.f, w.L, w.Z, w.Y, w.ubar
-    for s in range(len(p.order)):
-        i = p.order[s]
-        n, pa, nN, E, r = joint_nv(m.joint[i]), parent[i], p.n_neighbours[i], block3(Xup_E, i, 0, 0), row3(Xup_r, i)
+    joint, order, n_neighbours, idx_v = m.joint, p.order, p.n_neighbours, p.idx_v
+    H, f, c, L, Z, Y, ubar, info, status = w.H, w.f, w.c, w.L, w.Z, w.Y, w.ubar, w.info, OK
+    for s in range(len(order)):
+        i = order[s]
+        n, pa, nN, E, r = joint_nv(joint[i]), parent[i], n_neighbours[i], block3(Xup_E, i, 0, 0), row3(Xup_r, i)
         Hii = blocks(H, slot[i, i], False)
         for a in range(n):                                   # Z rows: U^T = S^T H_ii; D = S^T U; u = tau_i + S^T f_i
             s_a = row6_of(S, i, a)
             set_row6_of(Z, i, a, tmul_blocks(Hii, s_a))
             for b in range(a + 1):
                 L[i, a, b] = dot6(row6_of(Z, i, b), s_a)
-            ubar[i, a] = tau[p.idx_v[i] + a] + dot6(s_a, row6(f, i))
-        if not cholesky(L[i], n):
-            w.info[0] = i
-            return NOT_POSITIVE
+            ubar[i, a] = tau[idx_v[i] + a] + dot6(s_a, row6(f, i))
+        if not cholesky_of(L, i, n) and status == OK:     # the first such body; the sweep goes on, into nan
+            status, info[0] = NOT_POSITIVE, i
         solve_rows(L, i, n, Z, 0)
         solve(L, i, n, ubar)
         for q in range(nN):                                  # Y_j rows: L^-1 S^T H_ij
@@ -459,7 +486,7 @@ def backward_sweep(m, d, p, w, tau, a0):
             for a in range(n):
                 set_row6_of(Y, i, 6 * q + a, tmul_blocks(Hij, row6_of(S, i, a)))
             solve_rows(L, i, n, Y, 6 * q)
-        c_i, ub = row6(w.c, i), row6(ubar, i)
+        c_i, ub = row6(c, i), row6(ubar, i)
         if pa > 0:
             Ha11, Ha12, _, Ha22 = Hii                        # H^a_i = H_ii - Z^T Z
             for a in range(n):
@@ -501,10 +528,10 @@ def backward_sweep(m, d, p, w, tau, a0):
                             H[slot[j, k], row, col] -= M[col]
                         else:
                             H[slot[j, k], col, row] -= M[col]
-    return OK
+    return status
 
 
-@njit
+@njit(error_model='numpy')
 def rollout(m, d, p, w, c, a, qdd):
     """Accelerations in reverse elimination order (Alg. 1 lines 24-26): qdd_i = L_i^-T (ubar_i - Z_i a'_i
     - sum_j Y_ij a_j), a'_i = Xup_i a_parent + c_i and a_i = a'_i + S_i qdd_i (a[0] set by the caller)."""
@@ -526,10 +553,10 @@ def rollout(m, d, p, w, c, a, qdd):
         set_row6(a, i, ai)
 
 
-@njit
-def reduced_sweeps(m, d, p, w, df, dtau):
-    """Change of qdd (into w.dqdd) and of the body accelerations (w.da) caused by body forces df and
-    joint forces dtau, reusing the elimination (seed 004 Alg. 2: H does not depend on lambda)."""
+@njit(error_model='numpy')
+def reduced_backward_sweep(m, d, p, w, df, dtau):
+    """ubar_i of body forces df and joint forces dtau, reusing the elimination (seed 004 Alg. 2: H does not
+    depend on lambda); the rollout with c = 0 then gives the change of qdd and of the body accelerations."""
     Xup_E, Xup_r, S, Z, Y, L, ubar, neighbours = d.Xup_E, d.Xup_r, p.S, w.Z, w.Y, w.L, w.ubar, p.neighbours
     for s in range(len(p.order)):
         i = p.order[s]
@@ -548,11 +575,9 @@ def reduced_sweeps(m, d, p, w, df, dtau):
             for j in range(n):
                 x = add_scaled6(x, -ubar[i, j], row6_of(Y, i, 6 * q + j))
             add_row6(df, neighbours[i, q], x)
-    set_row6(w.da, 0, (0.0, 0.0, 0.0, 0.0, 0.0, 0.0))
-    rollout(m, d, p, w, w.zero_c, w.da, w.dqdd)
 
 
-@njit
+@njit(error_model='numpy')
 def constraint_residuals(p, w, a):
     """r_c = sum_l K^l a_l - k on every constraint; returns ||r||_inf."""
     worst = 0.0
@@ -567,7 +592,7 @@ def constraint_residuals(p, w, a):
     return worst
 
 
-@njit
+@njit(error_model='numpy')
 def gradient_forces(m, p, w, df, mu):
     """df = f_tree - I a - sum K^T (lambda + mu r): the body forces of the augmented Lagrangian's
     gradient at the current accelerations (lcaba._gradient_forces)."""
@@ -585,7 +610,7 @@ def gradient_forces(m, p, w, df, mu):
                     df[b, c] -= w.K[e, row, c] * weight
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, error_model='numpy')
 def lcaba(m, d, p, w, q, qd, tau, f_ext, mu, tolerance, max_iterations):
     """Spanning accelerations of the closed-loop system into w.qdd by the proximal LCABA (seed 004,
     Alg. 3; lcaba.lcaba); multipliers into w.lam, [iterations, residual, converged] into w.result.
@@ -594,7 +619,10 @@ def lcaba(m, d, p, w, q, qd, tau, f_ext, mu, tolerance, max_iterations):
     first_forward_sweep(m, d, p, w, qd, f_ext)
     a0 = (0.0, 0.0, 0.0, -m.gravity[0], -m.gravity[1], -m.gravity[2])
     for con in range(len(p.con_rows)):
-        cut_rows(m, d, p, w, con)
+        if p.con_loop[con] < 0:
+            coupling_rows(d, p, w, con)
+        else:
+            loop_rows(d, p, w, con)
         add_penalty(p, w, con, mu, a0)
     status = backward_sweep(m, d, p, w, tau, a0)
     if status != OK:
@@ -613,7 +641,9 @@ def lcaba(m, d, p, w, q, qd, tau, f_ext, mu, tolerance, max_iterations):
         if converged or iterations == max_iterations:
             break
         gradient_forces(m, p, w, df, mu)
-        reduced_sweeps(m, d, p, w, df, tau)
+        reduced_backward_sweep(m, d, p, w, df, tau)
+        set_row6(w.da, 0, (0.0, 0.0, 0.0, 0.0, 0.0, 0.0))
+        rollout(m, d, p, w, w.zero_c, w.da, w.dqdd)
         step = 0.0
         for j in range(len(w.qdd)):
             w.qdd[j] += w.dqdd[j]
