@@ -11,9 +11,12 @@ what differs:
 The sweeps hold 6-vectors, transforms and 3x3 blocks of H as tuples, read from and written to the
 buffers with full indices. A tuple stays in registers, where an array element would be reloaded after
 every store into H (the compiler cannot rule out aliasing), and a view (v[i], H[s]) would cost a
-reference-count call at its creation and at its end wherever it outlives a basic block. The sweeps
-call no other kernel and divide without checks (error_model='numpy': inf or nan, never an exception):
-without a raise path numba's pruning also drops the reference counts of the fields they read.
+reference-count call at its creation and at its end wherever it outlives a basic block. Each kernel
+reads the fields it uses into locals first: numba emits no alias information, so a field read after a
+store into any buffer would be loaded again through the struct. The sweeps call no other kernel and
+divide without checks (error_model='numpy': inf or nan, never an exception): without a raise path
+numba's pruning also drops the reference counts of the fields they read. fastmath={'contract'} fuses
+a * b + c into one rounding (FMA).
 No kernel allocates. ``lcaba`` returns OK or NOT_POSITIVE (w.info: the body) instead of raising.
 
 The kernels reuse compiled.py's helpers, so numba's cache of this file is keyed on both files
@@ -339,51 +342,63 @@ def solve_transposed(L, i, n, x):
 
 # ---- sweeps ----
 
-@njit(error_model='numpy')
+@njit(error_model='numpy', fastmath={'contract'})
 def first_forward_sweep(m, d, p, w, qd, f_ext):
     """v_i, c_i = v_i x S_i qd_i, H_ii = I_i, f_i = f_ext - v_i x* I_i v_i (seed 004 Sec. IV-C1)."""
-    parent, inertia, Xup_E, Xup_r, v, S, H = m.parent, m.inertia, d.Xup_E, d.Xup_r, d.v, p.S, w.H
-    nb = len(parent)
-    for s in range(nb - 1, H.shape[0]):                   # the couplings H[j, k], j < k, start at zero
-        for r in range(6):
-            for c in range(6):
-                H[s, r, c] = 0.0
+    joint, parent, inertia, Xup_E, Xup_r, v = m.joint, m.parent, m.inertia, d.Xup_E, d.Xup_r, d.v
+    S, slot, idx_v, H, c, f, f_tree, nb = p.S, p.slot, p.idx_v, w.H, w.c, w.f, w.f_tree, len(parent)
+    for jk in range(nb - 1, H.shape[0]):                  # the couplings H[j, k], j < k, start at zero
+        for row in range(6):
+            for col in range(6):
+                H[jk, row, col] = 0.0
     set_row6(v, 0, (0.0, 0.0, 0.0, 0.0, 0.0, 0.0))
     for i in range(1, nb):
         E, r = transform(Xup_E, Xup_r, i)
         vJ = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
-        for a in range(joint_nv(m.joint[i])):
-            vJ = add_scaled6(vJ, qd[p.idx_v[i] + a], row6_of(S, i, a))
+        for a in range(joint_nv(joint[i])):
+            vJ = add_scaled6(vJ, qd[idx_v[i] + a], row6_of(S, i, a))
         vi = add6(motion(E, r, row6(v, parent[i])), vJ)
         set_row6(v, i, vi)
-        set_row6(w.c, i, cross_motion(vi, vJ))
+        set_row6(c, i, cross_motion(vi, vJ))
         fi = sub6(row6(f_ext, i), cross_force(vi, times6(inertia, i, vi)))
-        set_row6(w.f, i, fi)
-        set_row6(w.f_tree, i, fi)
-        for e in range(6):
-            for c in range(6):
-                H[p.slot[i, i], e, c] = inertia[i, e, c]
+        set_row6(f, i, fi)
+        set_row6(f_tree, i, fi)
+        ii = slot[i, i]
+        for row in range(6):
+            for col in range(6):
+                H[ii, row, col] = inertia[i, row, col]
 
 
-@njit(error_model='numpy')
+@njit(error_model='numpy', fastmath={'contract'})
+def constraint_penalties(d, p, w, mu, a0):
+    """Cut rows K, k of every constraint and their penalty in H and f."""
+    for con in range(len(p.con_rows)):
+        if p.con_loop[con] < 0:
+            coupling_rows(d, p, w, con)
+        else:
+            loop_rows(d, p, w, con)
+        add_penalty(p, w, con, mu, a0)
+
+
+@njit(error_model='numpy', fastmath={'contract'})
 def coupling_rows(d, p, w, con):
     """Entries K (rows on each body's acceleration) and k of coupling con (lcaba.cut_rows):
     sum_j c_j (S_j^T a_j - S_j^T Xup_j a_parent) = 0 (seed 004 Remark 1)."""
-    K, k, Xup_E, Xup_r = w.K, w.k, d.Xup_E, d.Xup_r
+    K, k, Xup_E, Xup_r, S, term_entry = w.K, w.k, d.Xup_E, d.Xup_r, p.S, p.term_entry
     for e in range(p.con_entries[con, 0], p.con_entries[con, 1]):
         set_row6_of(K, e, 0, (0.0, 0.0, 0.0, 0.0, 0.0, 0.0))
     k[con, 0] = 0.0
     for t in range(p.con_terms[con, 0], p.con_terms[con, 1]):
-        j, coefficient = p.term_body[t], p.term_coefficient[t]
+        j, coefficient, e_j, e_parent = p.term_body[t], p.term_coefficient[t], term_entry[t, 0], term_entry[t, 1]
         E, r = transform(Xup_E, Xup_r, j)
-        s = row6_of(p.S, j, 0)
+        s = row6_of(S, j, 0)
         x = force(E, r, s)
         for c in range(6):
-            K[p.term_entry[t, 0], 0, c] += coefficient * s[c]
-            K[p.term_entry[t, 1], 0, c] -= coefficient * x[c]
+            K[e_j, 0, c] += coefficient * s[c]
+            K[e_parent, 0, c] -= coefficient * x[c]
 
 
-@njit(error_model='numpy')
+@njit(error_model='numpy', fastmath={'contract'})
 def loop_rows(d, p, w, con):
     """Entries K (rows on each body's acceleration) and k of loop constraint con (lcaba.cut_rows)."""
     rows, e0, lp, K, k = p.con_rows[con], p.con_entries[con, 0], p.con_loop[con], w.K, w.k
@@ -429,25 +444,26 @@ def universal_row(p, lp, E_AB, vA, vB):
     return force(EP, row3(p.loop_pred_r, lp), n), bias
 
 
-@njit(error_model='numpy')
+@njit(error_model='numpy', fastmath={'contract'})
 def add_penalty(p, w, con, mu, a0):
     """Ground entries folded into k (eq. 35), then (mu/2) |sum_l K^l a_l - k|^2 (eqs. 20, 25): f_b += mu K_b^T k
     and H[b, b2] += mu K_b^T K_b2 for every pair of entries."""
-    rows, e0, e1, K, k, H, slot = p.con_rows[con], p.con_entries[con, 0], p.con_entries[con, 1], w.K, w.k, w.H, p.slot
+    rows, e0, e1, entry_body = p.con_rows[con], p.con_entries[con, 0], p.con_entries[con, 1], p.entry_body
+    K, k, f, H, slot = w.K, w.k, w.f, w.H, p.slot
     for e in range(e0, e1):
-        if p.entry_body[e] == 0:
+        if entry_body[e] == 0:
             for row in range(rows):
                 k[con, row] -= dot6(row6_of(K, e, row), a0)
     for e in range(e0, e1):
-        b = p.entry_body[e]
+        b = entry_body[e]
         if b == 0:
             continue
         Kk = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
         for row in range(rows):
             Kk = add_scaled6(Kk, k[con, row], row6_of(K, e, row))
-        add_row6(w.f, b, (mu * Kk[0], mu * Kk[1], mu * Kk[2], mu * Kk[3], mu * Kk[4], mu * Kk[5]))
+        add_row6(f, b, scale6(mu, Kk))
         for e2 in range(e, e1):                          # the entries of a constraint are distinct bodies
-            b2 = p.entry_body[e2]
+            b2 = entry_body[e2]
             if b2 == 0:
                 continue
             s = slot[b, b2]
@@ -460,7 +476,7 @@ def add_penalty(p, w, con, mu, a0):
                         H[s, c, r] += mu * M[c]
 
 
-@njit(error_model='numpy')
+@njit(error_model='numpy', fastmath={'contract'})
 def backward_sweep(m, d, p, w, tau, a0):
     """Eliminate the bodies in S^E (seed 004 Alg. 1 lines 11-23, eqs. 29-30, 34-35): Z_i, Y_ij, ubar_i stored.
     NOT_POSITIVE with the first body whose D_i is not positive definite in w.info."""
@@ -521,96 +537,120 @@ def backward_sweep(m, d, p, w, tau, a0):
             add_row6(f, j, (-x[0], -x[1], -x[2], -x[3], -x[4], -x[5]))
             for q2 in range(q, nN):                          # eq. 30d (fill-in)
                 k = neighbours[i, q2]
+                jk = slot[j, k]
                 for row in range(6):
                     M = row_of_product(Y, i, 6 * q, i, 6 * q2, n, row)
                     for col in range(6):
                         if j <= k:
-                            H[slot[j, k], row, col] -= M[col]
+                            H[jk, row, col] -= M[col]
                         else:
-                            H[slot[j, k], col, row] -= M[col]
+                            H[jk, col, row] -= M[col]
     return status
 
 
-@njit(error_model='numpy')
-def rollout(m, d, p, w, c, a, qdd):
+@njit(error_model='numpy', fastmath={'contract'})
+def rollout(m, d, p, w, a0, reduced):
     """Accelerations in reverse elimination order (Alg. 1 lines 24-26): qdd_i = L_i^-T (ubar_i - Z_i a'_i
-    - sum_j Y_ij a_j), a'_i = Xup_i a_parent + c_i and a_i = a'_i + S_i qdd_i (a[0] set by the caller)."""
-    Xup_E, Xup_r, S, Z, Y, L, ubar, neighbours, z = d.Xup_E, d.Xup_r, p.S, w.Z, w.Y, w.L, w.ubar, p.neighbours, w.z
-    for s in range(len(p.order) - 1, -1, -1):
-        i = p.order[s]
-        n = joint_nv(m.joint[i])
+    - sum_j Y_ij a_j), a'_i = Xup_i a_parent + c_i and a_i = a'_i + S_i qdd_i from a_0, into w.qdd and w.a;
+    reduced (Alg. 2): their changes dqdd, da from Delta a_0 = a0 with c = 0."""
+    c, a, qdd = (w.zero_c, w.da, w.dqdd) if reduced else (w.c, w.a, w.qdd)
+    set_row6(a, 0, a0)
+    joint, parent, Xup_E, Xup_r, S, order, idx_v = m.joint, m.parent, d.Xup_E, d.Xup_r, p.S, p.order, p.idx_v
+    n_neighbours, neighbours, Z, Y, L, ubar, z = p.n_neighbours, p.neighbours, w.Z, w.Y, w.L, w.ubar, w.z
+    for s in range(len(order) - 1, -1, -1):
+        i = order[s]
+        n = joint_nv(joint[i])
         E, r = transform(Xup_E, Xup_r, i)
-        ai = add6(motion(E, r, row6(a, m.parent[i])), row6(c, i))
+        ai = add6(motion(E, r, row6(a, parent[i])), row6(c, i))
         for j in range(n):
             t = ubar[i, j] - dot6(row6_of(Z, i, j), ai)
-            for q in range(p.n_neighbours[i]):
+            for q in range(n_neighbours[i]):
                 t -= dot6(row6_of(Y, i, 6 * q + j), row6(a, neighbours[i, q]))
             z[j] = t
         solve_transposed(L, i, n, z)
         for j in range(n):
-            qdd[p.idx_v[i] + j] = z[j]
+            qdd[idx_v[i] + j] = z[j]
             ai = add_scaled6(ai, z[j], row6_of(S, i, j))
         set_row6(a, i, ai)
 
 
-@njit(error_model='numpy')
-def reduced_backward_sweep(m, d, p, w, df, dtau):
-    """ubar_i of body forces df and joint forces dtau, reusing the elimination (seed 004 Alg. 2: H does not
-    depend on lambda); the rollout with c = 0 then gives the change of qdd and of the body accelerations."""
-    Xup_E, Xup_r, S, Z, Y, L, ubar, neighbours = d.Xup_E, d.Xup_r, p.S, w.Z, w.Y, w.L, w.ubar, p.neighbours
-    for s in range(len(p.order)):
-        i = p.order[s]
-        n, parent, df_i = joint_nv(m.joint[i]), m.parent[i], row6(df, i)
+@njit(error_model='numpy', fastmath={'contract'})
+def reduced_backward_sweep(m, d, p, w, dtau):
+    """ubar_i of the body forces df = d.f and joint forces dtau, reusing the elimination (seed 004 Alg. 2:
+    H does not depend on lambda); the reduced rollout then gives the changes of qdd and of a."""
+    joint, parent, Xup_E, Xup_r, df, S, order, idx_v = m.joint, m.parent, d.Xup_E, d.Xup_r, d.f, p.S, p.order, p.idx_v
+    n_neighbours, neighbours, Z, Y, L, ubar = p.n_neighbours, p.neighbours, w.Z, w.Y, w.L, w.ubar
+    for s in range(len(order)):
+        i = order[s]
+        n, pa, df_i = joint_nv(joint[i]), parent[i], row6(df, i)
         for j in range(n):
-            ubar[i, j] = dtau[p.idx_v[i] + j] + dot6(row6_of(S, i, j), df_i)
+            ubar[i, j] = dtau[idx_v[i] + j] + dot6(row6_of(S, i, j), df_i)
         solve(L, i, n, ubar)
-        if parent > 0:
+        if pa > 0:
             x = df_i
             for j in range(n):
                 x = add_scaled6(x, -ubar[i, j], row6_of(Z, i, j))
             E, r = transform(Xup_E, Xup_r, i)
-            add_row6(df, parent, force(E, r, x))
-        for q in range(p.n_neighbours[i]):
+            add_row6(df, pa, force(E, r, x))
+        for q in range(n_neighbours[i]):
             x = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
             for j in range(n):
                 x = add_scaled6(x, -ubar[i, j], row6_of(Y, i, 6 * q + j))
             add_row6(df, neighbours[i, q], x)
 
 
-@njit(error_model='numpy')
-def constraint_residuals(p, w, a):
-    """r_c = sum_l K^l a_l - k on every constraint; returns ||r||_inf."""
-    worst = 0.0
-    for con in range(len(p.con_rows)):
-        for row in range(p.con_rows[con]):
-            t = -w.k[con, row]
-            for e in range(p.con_entries[con, 0], p.con_entries[con, 1]):
-                if p.entry_body[e] > 0:
-                    t += dot6(row6_of(w.K, e, row), row6(a, p.entry_body[e]))
-            w.r[con, row] = t
+@njit(error_model='numpy', fastmath={'contract'})
+def update_multipliers(p, w, mu, first):
+    """r_c = sum_l K^l a_l - k on every constraint and lambda += mu r (eq. 33; lambda^0 = 0 with first);
+    returns ||r||_inf."""
+    con_rows, con_row0, con_entries, entry_body = p.con_rows, p.con_row0, p.con_entries, p.entry_body
+    K, k, a, r, lam, worst = w.K, w.k, w.a, w.r, w.lam, 0.0
+    for con in range(len(con_rows)):
+        e0, e1 = con_entries[con, 0], con_entries[con, 1]
+        for row in range(con_rows[con]):
+            t = -k[con, row]
+            for e in range(e0, e1):
+                if entry_body[e] > 0:
+                    t += dot6(row6_of(K, e, row), row6(a, entry_body[e]))
+            r[con, row] = t
             worst = max(worst, abs(t))
+            j = con_row0[con] + row
+            lam[j] = mu * t if first else lam[j] + mu * t
     return worst
 
 
-@njit(error_model='numpy')
-def gradient_forces(m, p, w, df, mu):
-    """df = f_tree - I a - sum K^T (lambda + mu r): the body forces of the augmented Lagrangian's
+@njit(error_model='numpy', fastmath={'contract'})
+def take_step(m, w):
+    """qdd += dqdd and a += da; returns ||dqdd||_inf."""
+    qdd, dqdd, a, da, step = w.qdd, w.dqdd, w.a, w.da, 0.0
+    for j in range(len(qdd)):
+        qdd[j] += dqdd[j]
+        step = max(step, abs(dqdd[j]))
+    for i in range(len(a)):
+        add_row6(a, i, row6(da, i))
+    return step
+
+
+@njit(error_model='numpy', fastmath={'contract'})
+def gradient_forces(m, d, p, w, mu):
+    """df = f_tree - I a - sum K^T (lambda + mu r) into d.f: the body forces of the augmented Lagrangian's
     gradient at the current accelerations (lcaba._gradient_forces)."""
-    for i in range(1, len(m.parent)):
-        set_row6(df, i, sub6(row6(w.f_tree, i), times6(m.inertia, i, row6(w.a, i))))
-    for con in range(len(p.con_rows)):
-        row0 = p.con_row0[con]
-        for e in range(p.con_entries[con, 0], p.con_entries[con, 1]):
-            b = p.entry_body[e]
+    inertia, df, f_tree, a, K, r, lam = m.inertia, d.f, w.f_tree, w.a, w.K, w.r, w.lam
+    con_rows, con_row0, con_entries, entry_body = p.con_rows, p.con_row0, p.con_entries, p.entry_body
+    for i in range(1, len(a)):
+        set_row6(df, i, sub6(row6(f_tree, i), times6(inertia, i, row6(a, i))))
+    for con in range(len(con_rows)):
+        for e in range(con_entries[con, 0], con_entries[con, 1]):
+            b = entry_body[e]
             if b == 0:
                 continue
-            for row in range(p.con_rows[con]):
-                weight = w.lam[row0 + row] + mu * w.r[con, row]
-                for c in range(6):
-                    df[b, c] -= w.K[e, row, c] * weight
+            x = row6(df, b)
+            for row in range(con_rows[con]):
+                x = add_scaled6(x, -(lam[con_row0[con] + row] + mu * r[con, row]), row6_of(K, e, row))
+            set_row6(df, b, x)
 
 
-@njit(cache=True, nogil=True, error_model='numpy')
+@njit(cache=True, nogil=True, error_model='numpy', fastmath={'contract'})
 def lcaba(m, d, p, w, q, qd, tau, f_ext, mu, tolerance, max_iterations):
     """Spanning accelerations of the closed-loop system into w.qdd by the proximal LCABA (seed 004,
     Alg. 3; lcaba.lcaba); multipliers into w.lam, [iterations, residual, converged] into w.result.
@@ -618,38 +658,21 @@ def lcaba(m, d, p, w, q, qd, tau, f_ext, mu, tolerance, max_iterations):
     update_transforms(m, d, q)
     first_forward_sweep(m, d, p, w, qd, f_ext)
     a0 = (0.0, 0.0, 0.0, -m.gravity[0], -m.gravity[1], -m.gravity[2])
-    for con in range(len(p.con_rows)):
-        if p.con_loop[con] < 0:
-            coupling_rows(d, p, w, con)
-        else:
-            loop_rows(d, p, w, con)
-        add_penalty(p, w, con, mu, a0)
+    constraint_penalties(d, p, w, mu, a0)
     status = backward_sweep(m, d, p, w, tau, a0)
     if status != OK:
         return status
-    set_row6(w.a, 0, a0)
-    rollout(m, d, p, w, w.c, w.a, w.qdd)
-    for row in range(len(w.lam)):
-        w.lam[row] = 0.0
-    iterations, step, df = 1, math.inf, d.f
+    rollout(m, d, p, w, a0, False)
+    iterations, step = 1, math.inf
     while True:
-        residual = constraint_residuals(p, w, w.a)
-        for con in range(len(p.con_rows)):
-            for row in range(p.con_rows[con]):
-                w.lam[p.con_row0[con] + row] += mu * w.r[con, row]      # eq. 33
+        residual = update_multipliers(p, w, mu, iterations == 1)
         converged = min(step, residual) < tolerance
         if converged or iterations == max_iterations:
             break
-        gradient_forces(m, p, w, df, mu)
-        reduced_backward_sweep(m, d, p, w, df, tau)
-        set_row6(w.da, 0, (0.0, 0.0, 0.0, 0.0, 0.0, 0.0))
-        rollout(m, d, p, w, w.zero_c, w.da, w.dqdd)
-        step = 0.0
-        for j in range(len(w.qdd)):
-            w.qdd[j] += w.dqdd[j]
-            step = max(step, abs(w.dqdd[j]))
-        for i in range(len(m.parent)):
-            add_row6(w.a, i, row6(w.da, i))
+        gradient_forces(m, d, p, w, mu)
+        reduced_backward_sweep(m, d, p, w, tau)
+        rollout(m, d, p, w, (0.0, 0.0, 0.0, 0.0, 0.0, 0.0), True)
+        step = take_step(m, w)
         iterations += 1
     w.result[0], w.result[1], w.result[2] = iterations, residual, 1.0 if converged else 0.0
     return OK
