@@ -384,12 +384,13 @@ def constraint_penalties(d, p, w, mu, a0):
 def coupling_rows(d, p, w, con):
     """Entries K (rows on each body's acceleration) and k of coupling con (lcaba.cut_rows):
     sum_j c_j (S_j^T a_j - S_j^T Xup_j a_parent) = 0 (seed 004 Remark 1)."""
-    K, k, Xup_E, Xup_r, S, term_entry = w.K, w.k, d.Xup_E, d.Xup_r, p.S, p.term_entry
+    K, k, Xup_E, Xup_r, S = w.K, w.k, d.Xup_E, d.Xup_r, p.S
+    term_body, term_coefficient, term_entry = p.term_body, p.term_coefficient, p.term_entry
     for e in range(p.con_entries[con, 0], p.con_entries[con, 1]):
         set_row6_of(K, e, 0, (0.0, 0.0, 0.0, 0.0, 0.0, 0.0))
     k[con, 0] = 0.0
     for t in range(p.con_terms[con, 0], p.con_terms[con, 1]):
-        j, coefficient, e_j, e_parent = p.term_body[t], p.term_coefficient[t], term_entry[t, 0], term_entry[t, 1]
+        j, coefficient, e_j, e_parent = term_body[t], term_coefficient[t], term_entry[t, 0], term_entry[t, 1]
         E, r = transform(Xup_E, Xup_r, j)
         s = row6_of(S, j, 0)
         x = force(E, r, s)
@@ -402,7 +403,7 @@ def coupling_rows(d, p, w, con):
 def loop_rows(d, p, w, con):
     """Entries K (rows on each body's acceleration) and k of loop constraint con (lcaba.cut_rows)."""
     rows, e0, lp, K, k = p.con_rows[con], p.con_entries[con, 0], p.con_loop[con], w.K, w.k
-    Xup_E, Xup_r = d.Xup_E, d.Xup_r
+    Xup_E, Xup_r, loop_PsiT, universal = d.Xup_E, d.Xup_r, p.loop_PsiT, p.loop_universal[lp]
     EA, rA = chain(Xup_E, Xup_r, p.loop_path[lp, 0], p.loop_path_len[lp, 0])
     EB, rB = chain(Xup_E, Xup_r, p.loop_path[lp, 1], p.loop_path_len[lp, 1])
     E = mul3(EA, transpose3(EB))              # X_A_B = X_A_nca X_B_nca^-1: E_A E_B^T, E_B (r_A - r_B)
@@ -411,8 +412,8 @@ def loop_rows(d, p, w, con):
     vA, vB = row6(d.v, A), motion(E, r, row6(d.v, B))
     vAxvB = cross_motion(vA, vB)
     for row in range(rows):
-        PsiT, bias = row6_of(p.loop_PsiT, lp, row), 0.0
-        if row == 0 and p.loop_universal[lp]:
+        PsiT, bias = row6_of(loop_PsiT, lp, row), 0.0
+        if row == 0 and universal:
             PsiT, bias = universal_row(p, lp, E, vA, vB)
         set_row6_of(K, e0 + 1, row, force(E, r, PsiT))               # Psi^T X_P_A X_A_B
         set_row6_of(K, e0, row, scale6(-1.0, PsiT))
@@ -511,8 +512,8 @@ def backward_sweep(m, d, p, w, tau, a0):
                 Ha11, Ha12, Ha22 = sub_outer3(Ha11, zt, zt), sub_outer3(Ha12, zt, zb), sub_outer3(Ha22, zb, zb)
             N11, N12, N22 = congruence_blocks(E, r, Ha11, Ha12, Ha22)
             add_blocks(H, slot[pa, pa], N11, N12, transpose3(N12), N22, False)      # eq. 30a
-            x = sub6(row6(f, i), mul_blocks((Ha11, Ha12, transpose3(Ha12), Ha22), c_i))
-            for a in range(n):                               # eq. 30b: f_i - Ha c_i - U D^-1 u
+            x = sub6(row6(f, i), mul_blocks((Ha11, Ha12, transpose3(Ha12), Ha22), c_i))   # eq. 30b:
+            for a in range(n):                                                          # f_i - Ha c_i - U D^-1 u
                 x = add_scaled6(x, -ub[a], row6_of(Z, i, a))
             add_row6(f, pa, force(E, r, x))
         for q in range(nN):

@@ -64,7 +64,7 @@ DATA_FIELDS = {    # name: meaning, shape
     'qdd': 'spanning accelerations (nv)',
     'dqdd': 'change of qdd of a reduced sweep (nv)',
     'zero_c': 'zeros (nb, 6): no velocity product in a reduced sweep',
-    'z': 'scratch of a rollout: L_i^T qdd_i (6)',
+    'z': 'scratch of a rollout: L_i^T qdd_i, then qdd_i (6)',
     'result': 'iterations, residual ||K qdd - k||_inf, converged (3)',
     'info': 'body of a D_i that is not positive definite (1)',
 }
