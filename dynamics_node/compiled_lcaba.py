@@ -277,15 +277,14 @@ def force_blocks(E, r, P, Q, R, S):
 
 
 @njit(inline='always')
-def row_of_product(X, i1, j1, i2, j2, rows, c):
-    """Row c of X[i1, j1:j1 + rows]^T X[i2, j2:j2 + rows] (6-vector rows of a 3-d buffer), accumulated in
-    registers."""
-    t0 = t1 = t2 = t3 = t4 = t5 = 0.0
+def rows_of_product(X, i1, j1, i2, j2, rows, c):
+    """Rows c and c + 1 of X[i1, j1:j1 + rows]^T X[i2, j2:j2 + rows] (6-vector rows of a 3-d buffer),
+    accumulated in registers: twelve independent sums."""
+    t = u = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
     for row in range(rows):
-        x = X[i1, j1 + row, c]
-        t0, t1, t2 = t0 + x * X[i2, j2 + row, 0], t1 + x * X[i2, j2 + row, 1], t2 + x * X[i2, j2 + row, 2]
-        t3, t4, t5 = t3 + x * X[i2, j2 + row, 3], t4 + x * X[i2, j2 + row, 4], t5 + x * X[i2, j2 + row, 5]
-    return t0, t1, t2, t3, t4, t5
+        x = row6_of(X, i2, j2 + row)
+        t, u = add_scaled6(t, X[i1, j1 + row, c], x), add_scaled6(u, X[i1, j1 + row, c + 1], x)
+    return t, u
 
 
 # ---- Cholesky factor L_i = L[i] of D_i and its triangular solves (compiled.py's cholesky, forward_solve,
@@ -468,13 +467,14 @@ def add_penalty(p, w, con, mu, a0):
             if b2 == 0:
                 continue
             s = slot[b, b2]
-            for r in range(6):
-                M = row_of_product(K, e, 0, e2, 0, rows, r)
-                for c in range(6):
-                    if b <= b2:
-                        H[s, r, c] += mu * M[c]
-                    else:
-                        H[s, c, r] += mu * M[c]
+            for r in range(0, 6, 2):
+                M = rows_of_product(K, e, 0, e2, 0, rows, r)
+                for h in range(2):
+                    for c in range(6):
+                        if b <= b2:
+                            H[s, r + h, c] += mu * M[h][c]
+                        else:
+                            H[s, c, r + h] += mu * M[h][c]
 
 
 @njit(error_model='numpy', fastmath={'contract'})
@@ -539,13 +539,14 @@ def backward_sweep(m, d, p, w, tau, a0):
             for q2 in range(q, nN):                          # eq. 30d (fill-in)
                 k = neighbours[i, q2]
                 jk = slot[j, k]
-                for row in range(6):
-                    M = row_of_product(Y, i, 6 * q, i, 6 * q2, n, row)
-                    for col in range(6):
-                        if j <= k:
-                            H[jk, row, col] -= M[col]
-                        else:
-                            H[jk, col, row] -= M[col]
+                for row in range(0, 6, 2):
+                    M = rows_of_product(Y, i, 6 * q, i, 6 * q2, n, row)
+                    for h in range(2):
+                        for col in range(6):
+                            if j <= k:
+                                H[jk, row + h, col] -= M[h][col]
+                            else:
+                                H[jk, col, row + h] -= M[h][col]
     return status
 
 
