@@ -370,7 +370,7 @@ def first_forward_sweep(m, d, p, w, qd, f_ext):
 
 @njit(error_model='numpy', fastmath={'contract'})
 def constraint_penalties(d, p, w, mu, a0):
-    """Cut rows K, k of every constraint and their penalty in H and f."""
+    """Cut rows K, k of every constraint (lcaba.cut_rows) and their penalty in H and f (eqs. 20, 25, 35)."""
     for con in range(len(p.con_rows)):
         if p.con_loop[con] < 0:
             coupling_rows(d, p, w, con)
@@ -622,7 +622,7 @@ def update_multipliers(p, w, mu, first):
 
 
 @njit(error_model='numpy', fastmath={'contract'})
-def take_step(m, w):
+def take_step(w):
     """qdd += dqdd and a += da; returns ||dqdd||_inf."""
     qdd, dqdd, a, da, step = w.qdd, w.dqdd, w.a, w.da, 0.0
     for j in range(len(qdd)):
@@ -674,7 +674,7 @@ def lcaba(m, d, p, w, q, qd, tau, f_ext, mu, tolerance, max_iterations):
         gradient_forces(m, d, p, w, mu)
         reduced_backward_sweep(m, d, p, w, tau)
         rollout(m, d, p, w, (0.0, 0.0, 0.0, 0.0, 0.0, 0.0), True)
-        step = take_step(m, w)
+        step = take_step(w)
         iterations += 1
     w.result[0], w.result[1], w.result[2] = iterations, residual, 1.0 if converged else 0.0
     return OK
