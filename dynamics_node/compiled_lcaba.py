@@ -8,6 +8,15 @@ what differs:
   and ubar_i = L_i^-1 u_i, the eliminations of eqs. 30a-30e are H_pp += X^T (H_ii - Z^T Z) X,
   H_jk -= Y_j^T Y_k, ..., and the rollout is qdd_i = L_i^-T (ubar_i - Z_i a'_i - sum_j Y_ij a_j);
 - transforms are (E, r) pairs (compiled.py).
+The sweeps hold 6-vectors, transforms and 3x3 blocks of H as tuples, read from and written to the
+buffers with full indices. A tuple stays in registers, where an array element would be reloaded after
+every store into H (the compiler cannot rule out aliasing), and a view (v[i], H[s]) would cost a
+reference-count call at its creation and at its end wherever it outlives a basic block. Each kernel
+reads the fields it uses into locals first: numba emits no alias information, so a field read after a
+store into any buffer would be loaded again through the struct. The sweeps call no other kernel and
+divide without checks (error_model='numpy': inf or nan, never an exception): without a raise path
+numba's pruning also drops the reference counts of the fields they read. fastmath={'contract'} fuses
+a * b + c into one rounding (FMA).
 No kernel allocates. ``lcaba`` returns OK or NOT_POSITIVE (w.info: the body) instead of raising.
 
 The kernels reuse compiled.py's helpers, so numba's cache of this file is keyed on both files
@@ -18,9 +27,7 @@ import math
 
 from numba import njit
 
-from .compiled import (backward_solve, chain, cholesky, congruence_add, cross_force, cross_motion, dot6,
-                       forward_solve, forward_solve_rows, joint_column, joint_motion, joint_nv, mat6_vec,
-                       transform_force, transform_motion, update_transforms)
+from .compiled import cross_force, cross_motion, dot6, joint_nv, update_transforms
 from .kernel_cache import key_on_helpers
 
 OK, NOT_POSITIVE = 0, 1
@@ -29,369 +36,645 @@ OK, NOT_POSITIVE = 0, 1
 key_on_helpers(__file__)
 
 
-# ---- blocks of the cost-to-go H (one per unordered pair, stored as H[min, max]) ----
+# ---- rows of buffers as tuples ----
 
-@njit
-def get_block(H, slot, j, k, out):
-    """out = H[j, k] (blocks H, their slots)."""
-    B = H[slot[j, k]]
-    for r in range(6):
-        for c in range(6):
-            out[r, c] = B[r, c] if j <= k else B[c, r]
+@njit(inline='always')
+def row3(x, i):
+    return x[i, 0], x[i, 1], x[i, 2]
 
 
-@njit
-def add_block(H, slot, j, k, M, scale, transpose):
-    """H[j, k] += scale M (or scale M^T); on the diagonal the caller keeps the block symmetric."""
-    B = H[slot[j, k]]
-    flip = (j > k) != transpose
-    for r in range(6):
-        for c in range(6):
-            if flip:
-                B[c, r] += scale * M[r, c]
-            else:
-                B[r, c] += scale * M[r, c]
+@njit(inline='always')
+def row6(x, i):
+    return x[i, 0], x[i, 1], x[i, 2], x[i, 3], x[i, 4], x[i, 5]
 
 
-@njit
-def force_columns(E, r, M, out):
-    """out = X^T M for a 6x6 M, column by column."""
-    for c in range(6):
-        transform_force(E, r, M[:, c], out[:, c], False)
+@njit(inline='always')
+def row6_of(x, i, j):
+    """x[i, j] of a 3-d buffer."""
+    return x[i, j, 0], x[i, j, 1], x[i, j, 2], x[i, j, 3], x[i, j, 4], x[i, j, 5]
+
+
+@njit(inline='always')
+def set_row6(x, i, t):
+    x[i, 0], x[i, 1], x[i, 2], x[i, 3], x[i, 4], x[i, 5] = t
+
+
+@njit(inline='always')
+def set_row6_of(x, i, j, t):
+    x[i, j, 0], x[i, j, 1], x[i, j, 2], x[i, j, 3], x[i, j, 4], x[i, j, 5] = t
+
+
+@njit(inline='always')
+def add_row6(x, i, t):
+    x[i, 0], x[i, 1], x[i, 2] = x[i, 0] + t[0], x[i, 1] + t[1], x[i, 2] + t[2]
+    x[i, 3], x[i, 4], x[i, 5] = x[i, 3] + t[3], x[i, 4] + t[4], x[i, 5] + t[5]
+
+
+@njit(inline='always')
+def add6(a, b):
+    return a[0] + b[0], a[1] + b[1], a[2] + b[2], a[3] + b[3], a[4] + b[4], a[5] + b[5]
+
+
+@njit(inline='always')
+def sub6(a, b):
+    return a[0] - b[0], a[1] - b[1], a[2] - b[2], a[3] - b[3], a[4] - b[4], a[5] - b[5]
+
+
+@njit(inline='always')
+def add_scaled6(a, s, b):
+    """a + s b."""
+    return a[0] + s * b[0], a[1] + s * b[1], a[2] + s * b[2], a[3] + s * b[3], a[4] + s * b[4], a[5] + s * b[5]
+
+
+@njit(inline='always')
+def scale6(s, a):
+    return s * a[0], s * a[1], s * a[2], s * a[3], s * a[4], s * a[5]
+
+
+@njit(inline='always')
+def times6(M, i, x):
+    """M[i] x for a 6x6 M[i] of a 3-d buffer (compiled.mat6_vec)."""
+    return (dot6(row6_of(M, i, 0), x), dot6(row6_of(M, i, 1), x), dot6(row6_of(M, i, 2), x),
+            dot6(row6_of(M, i, 3), x), dot6(row6_of(M, i, 4), x), dot6(row6_of(M, i, 5), x))
+
+
+# ---- spatial algebra on tuples: E a row-major 9-tuple, r a 3-tuple (compiled.py's transform_motion,
+# transform_force, compose) ----
+
+@njit(inline='always')
+def transform(E, r, i):
+    """(E, r) of transform i of the buffers E (n, 3, 3) and r (n, 3)."""
+    return block3(E, i, 0, 0), row3(r, i)
+
+
+@njit(inline='always')
+def motion(E, r, m):
+    """X m = [E w; E (v - r x w)]."""
+    t0, t1, t2 = m[3] - r[1] * m[2] + r[2] * m[1], m[4] - r[2] * m[0] + r[0] * m[2], m[5] - r[0] * m[1] + r[1] * m[0]
+    return (E[0] * m[0] + E[1] * m[1] + E[2] * m[2], E[3] * m[0] + E[4] * m[1] + E[5] * m[2],
+            E[6] * m[0] + E[7] * m[1] + E[8] * m[2], E[0] * t0 + E[1] * t1 + E[2] * t2,
+            E[3] * t0 + E[4] * t1 + E[5] * t2, E[6] * t0 + E[7] * t1 + E[8] * t2)
+
+
+@njit(inline='always')
+def force(E, r, f):
+    """X^T f = [E^T n + r x E^T f0; E^T f0]."""
+    g0, g1, g2 = tmul_vector3(E, (f[3], f[4], f[5]))
+    return (E[0] * f[0] + E[3] * f[1] + E[6] * f[2] + r[1] * g2 - r[2] * g1,
+            E[1] * f[0] + E[4] * f[1] + E[7] * f[2] + r[2] * g0 - r[0] * g2,
+            E[2] * f[0] + E[5] * f[1] + E[8] * f[2] + r[0] * g1 - r[1] * g0, g0, g1, g2)
+
+
+@njit(inline='always')
+def compose(E1, r1, E2, r2):
+    """X1 X2: E = E1 E2, r = r2 + E2^T r1."""
+    t = tmul_vector3(E2, r1)
+    return mul3(E1, E2), (r2[0] + t[0], r2[1] + t[1], r2[2] + t[2])
+
+
+# ---- 3x3 blocks as row-major 9-tuples; 6x6 matrices as four blocks [11, 12, 21, 22] ----
+
+@njit(inline='always')
+def block3(M, i, r0, c0):
+    """M[i, r0:r0 + 3, c0:c0 + 3] of a 3-d buffer."""
+    return (M[i, r0, c0], M[i, r0, c0 + 1], M[i, r0, c0 + 2], M[i, r0 + 1, c0], M[i, r0 + 1, c0 + 1],
+            M[i, r0 + 1, c0 + 2], M[i, r0 + 2, c0], M[i, r0 + 2, c0 + 1], M[i, r0 + 2, c0 + 2])
+
+
+@njit(inline='always')
+def blocks(M, i, transposed):
+    """The blocks of M[i] (or of M[i]^T)."""
+    if transposed:
+        return (transpose3(block3(M, i, 0, 0)), transpose3(block3(M, i, 3, 0)), transpose3(block3(M, i, 0, 3)),
+                transpose3(block3(M, i, 3, 3)))
+    return block3(M, i, 0, 0), block3(M, i, 0, 3), block3(M, i, 3, 0), block3(M, i, 3, 3)
+
+
+@njit(inline='always')
+def add_block3(M, i, r0, c0, A, transposed):
+    """M[i, r0:r0 + 3, c0:c0 + 3] += A (or A^T)."""
+    for a in range(3):
+        for b in range(3):
+            M[i, r0 + a, c0 + b] += A[3 * b + a] if transposed else A[3 * a + b]
+
+
+@njit(inline='always')
+def add_blocks(M, i, N11, N12, N21, N22, transposed):
+    """M[i] += N (or N^T) for N = [N11 N12; N21 N22]."""
+    add_block3(M, i, 0, 0, N11, transposed)
+    add_block3(M, i, 0, 3, N21 if transposed else N12, transposed)
+    add_block3(M, i, 3, 0, N12 if transposed else N21, transposed)
+    add_block3(M, i, 3, 3, N22, transposed)
+
+
+@njit(inline='always')
+def transpose3(A):
+    return A[0], A[3], A[6], A[1], A[4], A[7], A[2], A[5], A[8]
+
+
+@njit(inline='always')
+def add3(A, B):
+    return (A[0] + B[0], A[1] + B[1], A[2] + B[2], A[3] + B[3], A[4] + B[4], A[5] + B[5], A[6] + B[6], A[7] + B[7],
+            A[8] + B[8])
+
+
+@njit(inline='always')
+def sub3(A, B):
+    return (A[0] - B[0], A[1] - B[1], A[2] - B[2], A[3] - B[3], A[4] - B[4], A[5] - B[5], A[6] - B[6], A[7] - B[7],
+            A[8] - B[8])
+
+
+@njit(inline='always')
+def sub_outer3(A, u, v):
+    """A - u v^T."""
+    return (A[0] - u[0] * v[0], A[1] - u[0] * v[1], A[2] - u[0] * v[2], A[3] - u[1] * v[0], A[4] - u[1] * v[1],
+            A[5] - u[1] * v[2], A[6] - u[2] * v[0], A[7] - u[2] * v[1], A[8] - u[2] * v[2])
+
+
+@njit(inline='always')
+def mul3(A, B):
+    """A B."""
+    return (A[0] * B[0] + A[1] * B[3] + A[2] * B[6], A[0] * B[1] + A[1] * B[4] + A[2] * B[7],
+            A[0] * B[2] + A[1] * B[5] + A[2] * B[8], A[3] * B[0] + A[4] * B[3] + A[5] * B[6],
+            A[3] * B[1] + A[4] * B[4] + A[5] * B[7], A[3] * B[2] + A[4] * B[5] + A[5] * B[8],
+            A[6] * B[0] + A[7] * B[3] + A[8] * B[6], A[6] * B[1] + A[7] * B[4] + A[8] * B[7],
+            A[6] * B[2] + A[7] * B[5] + A[8] * B[8])
+
+
+@njit(inline='always')
+def tmul3(A, B):
+    """A^T B."""
+    return (A[0] * B[0] + A[3] * B[3] + A[6] * B[6], A[0] * B[1] + A[3] * B[4] + A[6] * B[7],
+            A[0] * B[2] + A[3] * B[5] + A[6] * B[8], A[1] * B[0] + A[4] * B[3] + A[7] * B[6],
+            A[1] * B[1] + A[4] * B[4] + A[7] * B[7], A[1] * B[2] + A[4] * B[5] + A[7] * B[8],
+            A[2] * B[0] + A[5] * B[3] + A[8] * B[6], A[2] * B[1] + A[5] * B[4] + A[8] * B[7],
+            A[2] * B[2] + A[5] * B[5] + A[8] * B[8])
+
+
+@njit(inline='always')
+def mul_vector3(A, x):
+    """A x."""
+    return (A[0] * x[0] + A[1] * x[1] + A[2] * x[2], A[3] * x[0] + A[4] * x[1] + A[5] * x[2],
+            A[6] * x[0] + A[7] * x[1] + A[8] * x[2])
+
+
+@njit(inline='always')
+def tmul_vector3(A, x):
+    """A^T x."""
+    return (A[0] * x[0] + A[3] * x[1] + A[6] * x[2], A[1] * x[0] + A[4] * x[1] + A[7] * x[2],
+            A[2] * x[0] + A[5] * x[1] + A[8] * x[2])
+
+
+@njit(inline='always')
+def cross3(r, A):
+    """rx A: r x every column of A."""
+    return (r[1] * A[6] - r[2] * A[3], r[1] * A[7] - r[2] * A[4], r[1] * A[8] - r[2] * A[5],
+            r[2] * A[0] - r[0] * A[6], r[2] * A[1] - r[0] * A[7], r[2] * A[2] - r[0] * A[8],
+            r[0] * A[3] - r[1] * A[0], r[0] * A[4] - r[1] * A[1], r[0] * A[5] - r[1] * A[2])
+
+
+@njit(inline='always')
+def mul_cross3(A, r):
+    """A rx: every row of A times rx (row x r)."""
+    return (A[1] * r[2] - A[2] * r[1], A[2] * r[0] - A[0] * r[2], A[0] * r[1] - A[1] * r[0],
+            A[4] * r[2] - A[5] * r[1], A[5] * r[0] - A[3] * r[2], A[3] * r[1] - A[4] * r[0],
+            A[7] * r[2] - A[8] * r[1], A[8] * r[0] - A[6] * r[2], A[6] * r[1] - A[7] * r[0])
+
+
+@njit(inline='always')
+def mul_blocks(M, x):
+    """M x for M = (M11, M12, M21, M22) and a 6-tuple x."""
+    M11, M12, M21, M22 = M
+    t1, t2 = mul_vector3(M11, (x[0], x[1], x[2])), mul_vector3(M12, (x[3], x[4], x[5]))
+    b1, b2 = mul_vector3(M21, (x[0], x[1], x[2])), mul_vector3(M22, (x[3], x[4], x[5]))
+    return t1[0] + t2[0], t1[1] + t2[1], t1[2] + t2[2], b1[0] + b2[0], b1[1] + b2[1], b1[2] + b2[2]
+
+
+@njit(inline='always')
+def tmul_blocks(M, x):
+    """M^T x for M = (M11, M12, M21, M22) and a 6-tuple x."""
+    M11, M12, M21, M22 = M
+    t1, t2 = tmul_vector3(M11, (x[0], x[1], x[2])), tmul_vector3(M21, (x[3], x[4], x[5]))
+    b1, b2 = tmul_vector3(M12, (x[0], x[1], x[2])), tmul_vector3(M22, (x[3], x[4], x[5]))
+    return t1[0] + t2[0], t1[1] + t2[1], t1[2] + t2[2], b1[0] + b2[0], b1[1] + b2[1], b1[2] + b2[2]
+
+
+@njit(inline='always')
+def congruence_blocks(E, r, A, B, C):
+    """X^T M X of a symmetric M = [A B; B^T C] as blocks [11, 12, 22]: X = diag(E, E) [1 0; -rx 1] turns M
+    into [A' B'; B'^T C'] = [E^T A E, E^T B E; ., E^T C E], then with F = rx C', G = rx B'^T into
+    [A' + G + G^T - F rx, B' + F; ., C']."""
+    A, B, C = tmul3(E, mul3(A, E)), tmul3(E, mul3(B, E)), tmul3(E, mul3(C, E))
+    F, G = cross3(r, C), cross3(r, transpose3(B))
+    return add3(add3(A, G), sub3(transpose3(G), mul_cross3(F, r))), add3(B, F), C
+
+
+@njit(inline='always')
+def force_blocks(E, r, P, Q, R, S):
+    """X^T [P Q; R S] = [E^T P + rx E^T R, E^T Q + rx E^T S; E^T R, E^T S] (force on every column)."""
+    R, S = tmul3(E, R), tmul3(E, S)
+    return add3(tmul3(E, P), cross3(r, R)), add3(tmul3(E, Q), cross3(r, S)), R, S
+
+
+@njit(inline='always')
+def rows_of_product(X, i1, j1, i2, j2, rows, c):
+    """Rows c and c + 1 of X[i1, j1:j1 + rows]^T X[i2, j2:j2 + rows] (6-vector rows of a 3-d buffer),
+    accumulated in registers: twelve independent sums."""
+    t = u = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
+    for row in range(rows):
+        x = row6_of(X, i2, j2 + row)
+        t, u = add_scaled6(t, X[i1, j1 + row, c], x), add_scaled6(u, X[i1, j1 + row, c + 1], x)
+    return t, u
+
+
+# ---- Cholesky factor L_i = L[i] of D_i and its triangular solves (compiled.py's cholesky, forward_solve,
+# forward_solve_rows, backward_solve on full indices) ----
+
+@njit(inline='always')
+def cholesky_of(L, i, n):
+    """L[i, :n, :n] <- its lower Cholesky factor (lower triangle read); False if not positive definite
+    (then factored on, into nan)."""
+    positive = True
+    for j in range(n):
+        s = L[i, j, j]
+        for k in range(j):
+            s -= L[i, j, k] * L[i, j, k]
+        positive = positive and s > 0.0
+        L[i, j, j] = math.sqrt(s)
+        for a in range(j + 1, n):
+            t = L[i, a, j]
+            for k in range(j):
+                t -= L[i, a, k] * L[i, j, k]
+            L[i, a, j] = t / L[i, j, j]
+    return positive
+
+
+@njit(inline='always')
+def solve_rows(L, i, n, X, j0):
+    """X[i, j0:j0 + n] <- L_i^-1 X[i, j0:j0 + n] for 6-vector rows."""
+    for a in range(n):
+        x = row6_of(X, i, j0 + a)
+        for b in range(a):
+            x = add_scaled6(x, -L[i, a, b], row6_of(X, i, j0 + b))
+        set_row6_of(X, i, j0 + a, scale6(1.0 / L[i, a, a], x))
+
+
+@njit(inline='always')
+def solve(L, i, n, x):
+    """x[i, :n] <- L_i^-1 x[i, :n]."""
+    for a in range(n):
+        t = x[i, a]
+        for b in range(a):
+            t -= L[i, a, b] * x[i, b]
+        x[i, a] = t / L[i, a, a]
+
+
+@njit(inline='always')
+def solve_transposed(L, i, n, x):
+    """x[:n] <- L_i^-T x[:n]."""
+    for a in range(n - 1, -1, -1):
+        t = x[a]
+        for b in range(a + 1, n):
+            t -= L[i, b, a] * x[b]
+        x[a] = t / L[i, a, a]
 
 
 # ---- sweeps ----
 
-@njit
+@njit(error_model='numpy', fastmath={'contract'})
 def first_forward_sweep(m, d, p, w, qd, f_ext):
     """v_i, c_i = v_i x S_i qd_i, H_ii = I_i, f_i = f_ext - v_i x* I_i v_i (seed 004 Sec. IV-C1)."""
-    H, v, x = w.H, d.v, w.x[0]
-    for s in range(H.shape[0]):
-        for r in range(6):
-            for c in range(6):
-                H[s, r, c] = 0.0
-    for e in range(6):
-        v[0, e] = 0.0
-    for i in range(1, len(m.parent)):
-        E, r = d.Xup_E[i], d.Xup_r[i]
-        vJ = joint_motion(m.joint[i], m.axes[i], qd, p.idx_v[i])
-        transform_motion(E, r, v[m.parent[i]], v[i])
-        for e in range(6):
-            v[i, e] += vJ[e]
-        c = cross_motion(v[i], vJ)
-        mat6_vec(m.inertia[i], v[i], x)
-        b = cross_force(v[i], x)
-        for e in range(6):
-            w.c[i, e] = c[e]
-            w.f[i, e] = w.f_tree[i, e] = f_ext[i, e] - b[e]
-        add_block(w.H, p.slot, i, i, m.inertia[i], 1.0, False)
+    joint, parent, inertia, Xup_E, Xup_r, v = m.joint, m.parent, m.inertia, d.Xup_E, d.Xup_r, d.v
+    S, slot, idx_v, H, c, f, f_tree, nb = p.S, p.slot, p.idx_v, w.H, w.c, w.f, w.f_tree, len(parent)
+    for jk in range(nb - 1, H.shape[0]):                  # the couplings H[j, k], j < k, start at zero
+        for row in range(6):
+            for col in range(6):
+                H[jk, row, col] = 0.0
+    set_row6(v, 0, (0.0, 0.0, 0.0, 0.0, 0.0, 0.0))
+    for i in range(1, nb):
+        E, r = transform(Xup_E, Xup_r, i)
+        vJ = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
+        for a in range(joint_nv(joint[i])):
+            vJ = add_scaled6(vJ, qd[idx_v[i] + a], row6_of(S, i, a))
+        vi = add6(motion(E, r, row6(v, parent[i])), vJ)
+        set_row6(v, i, vi)
+        set_row6(c, i, cross_motion(vi, vJ))
+        fi = sub6(row6(f_ext, i), cross_force(vi, times6(inertia, i, vi)))
+        set_row6(f, i, fi)
+        set_row6(f_tree, i, fi)
+        ii = slot[i, i]
+        for row in range(6):
+            for col in range(6):
+                H[ii, row, col] = inertia[i, row, col]
 
 
-@njit
-def cut_rows(m, d, p, w, con):
-    """Entries K (rows on each body's acceleration) and k of constraint con (lcaba.cut_rows)."""
-    rows, e0, e1, K, k = p.con_rows[con], p.con_entries[con, 0], p.con_entries[con, 1], w.K, w.k[con]
-    for e in range(e0, e1):
-        for row in range(rows):
-            for c in range(6):
-                K[e, row, c] = 0.0
-    for row in range(rows):
-        k[row] = 0.0
-    lp = p.con_loop[con]
-    if lp < 0:                     # sum_j c_j (S_j^T a_j - S_j^T Xup_j a_parent) = 0 (seed 004 Remark 1)
-        x = w.x[0]
-        for t in range(p.con_terms[con, 0], p.con_terms[con, 1]):
-            j, coefficient = p.term_body[t], p.term_coefficient[t]
-            s = joint_column(m.joint[j], m.axes[j], 0)
-            transform_force(d.Xup_E[j], d.Xup_r[j], s, x, False)
-            for c in range(6):
-                K[p.term_entry[t, 0], 0, c] += coefficient * s[c]
-                K[p.term_entry[t, 1], 0, c] -= coefficient * x[c]
-        return
-    EA, rA, EB, rB, E, r = w.E[0], w.p[0], w.E[1], w.p[1], w.E[2], w.p[2]
-    chain(d, p.loop_path[lp, 0], p.loop_path_len[lp, 0], EA, rA, E, r)
-    chain(d, p.loop_path[lp, 1], p.loop_path_len[lp, 1], EB, rB, E, r)
-    for a in range(3):                        # X_A_B = X_A_nca X_B_nca^-1: E_A E_B^T, E_B (r_A - r_B)
-        for b in range(3):
-            E[a, b] = EA[a, 0] * EB[b, 0] + EA[a, 1] * EB[b, 1] + EA[a, 2] * EB[b, 2]
-        r[a] = 0.0
-        for b in range(3):
-            r[a] += EB[a, b] * (rA[b] - rB[b])
-    A, B, PsiT, vB = p.entry_body[e0], p.entry_body[e0 + 1], w.PsiT, w.x[0]
-    transform_motion(E, r, d.v[B], vB)
-    for row in range(rows):
+@njit(error_model='numpy', fastmath={'contract'})
+def constraint_penalties(d, p, w, mu, a0):
+    """Cut rows K, k of every constraint (lcaba.cut_rows) and their penalty in H and f (eqs. 20, 25, 35)."""
+    for con in range(len(p.con_rows)):
+        if p.con_loop[con] < 0:
+            coupling_rows(d, p, w, con)
+        else:
+            loop_rows(d, p, w, con)
+        add_penalty(p, w, con, mu, a0)
+
+
+@njit(error_model='numpy', fastmath={'contract'})
+def coupling_rows(d, p, w, con):
+    """Entries K (rows on each body's acceleration) and k of coupling con (lcaba.cut_rows):
+    sum_j c_j (S_j^T a_j - S_j^T Xup_j a_parent) = 0 (seed 004 Remark 1)."""
+    K, k, Xup_E, Xup_r, S = w.K, w.k, d.Xup_E, d.Xup_r, p.S
+    term_body, term_coefficient, term_entry = p.term_body, p.term_coefficient, p.term_entry
+    for e in range(p.con_entries[con, 0], p.con_entries[con, 1]):
+        set_row6_of(K, e, 0, (0.0, 0.0, 0.0, 0.0, 0.0, 0.0))
+    k[con, 0] = 0.0
+    for t in range(p.con_terms[con, 0], p.con_terms[con, 1]):
+        j, coefficient, e_j, e_parent = term_body[t], term_coefficient[t], term_entry[t, 0], term_entry[t, 1]
+        E, r = transform(Xup_E, Xup_r, j)
+        s = row6_of(S, j, 0)
+        x = force(E, r, s)
         for c in range(6):
-            PsiT[row, c] = p.loop_PsiT[lp, row, c]
-    if p.loop_universal[lp]:
-        universal_row(d, p, w, lp, A, vB, k)
-    vAxvB = cross_motion(d.v[A], vB)
+            K[e_j, 0, c] += coefficient * s[c]
+            K[e_parent, 0, c] -= coefficient * x[c]
+
+
+@njit(error_model='numpy', fastmath={'contract'})
+def loop_rows(d, p, w, con):
+    """Entries K (rows on each body's acceleration) and k of loop constraint con (lcaba.cut_rows)."""
+    rows, e0, lp, K, k = p.con_rows[con], p.con_entries[con, 0], p.con_loop[con], w.K, w.k
+    Xup_E, Xup_r, loop_PsiT, universal = d.Xup_E, d.Xup_r, p.loop_PsiT, p.loop_universal[lp]
+    EA, rA = chain(Xup_E, Xup_r, p.loop_path[lp, 0], p.loop_path_len[lp, 0])
+    EB, rB = chain(Xup_E, Xup_r, p.loop_path[lp, 1], p.loop_path_len[lp, 1])
+    E = mul3(EA, transpose3(EB))              # X_A_B = X_A_nca X_B_nca^-1: E_A E_B^T, E_B (r_A - r_B)
+    r = mul_vector3(EB, (rA[0] - rB[0], rA[1] - rB[1], rA[2] - rB[2]))
+    A, B = p.entry_body[e0], p.entry_body[e0 + 1]
+    vA, vB = row6(d.v, A), motion(E, r, row6(d.v, B))
+    vAxvB = cross_motion(vA, vB)
     for row in range(rows):
-        transform_force(E, r, PsiT[row], K[e0 + 1, row], False)      # Psi^T X_P_A X_A_B
-        for c in range(6):
-            K[e0, row, c] = -PsiT[row, c]
-        k[row] += dot6(PsiT[row], vAxvB)
+        PsiT, bias = row6_of(loop_PsiT, lp, row), 0.0
+        if row == 0 and universal:
+            PsiT, bias = universal_row(p, lp, E, vA, vB)
+        set_row6_of(K, e0 + 1, row, force(E, r, PsiT))               # Psi^T X_P_A X_A_B
+        set_row6_of(K, e0, row, scale6(-1.0, PsiT))
+        k[con, row] = dot6(PsiT, vAxvB) + bias
 
 
-@njit
-def universal_row(d, p, w, lp, A, vB, k):
-    """A universal loop's first row turns with both frames (LoopConstraint.directions, turning_bias):
-    with a2 = R_rel axis2 (R_rel = E_P X_A_B's rotation E_S^T, in P), PsiT[0] = ^PX_A^T [a1 x a2; 0] and
-    k[0] += (a1 . w_r)(a2 . w_r) - (a1 . a2)|w_r|^2, w_r = E_P (w_B - w_A) in P (vB: v_B in A)."""
-    EP, EAB, ES, a1 = p.loop_pred_E[lp], w.E[2], p.loop_succ_E[lp], p.loop_a1[lp]
-    x, a2, n = w.M[1, 0], w.M[1, 1], w.M[1, 2]
-    for a in range(3):                                       # E_S^T axis2, then X_A_B's rotation, then E_P
-        x[a] = ES[0, a] * p.loop_a2[lp, 0] + ES[1, a] * p.loop_a2[lp, 1] + ES[2, a] * p.loop_a2[lp, 2]
-    for a in range(3):
-        n[a] = EAB[a, 0] * x[0] + EAB[a, 1] * x[1] + EAB[a, 2] * x[2]
-    for a in range(3):
-        a2[a] = EP[a, 0] * n[0] + EP[a, 1] * n[1] + EP[a, 2] * n[2]
-    for a in range(3):                                       # w_r = E_P (w_B - w_A), P coordinates
-        x[a] = vB[a] - d.v[A, a]
-    wr = (EP[0, 0] * x[0] + EP[0, 1] * x[1] + EP[0, 2] * x[2], EP[1, 0] * x[0] + EP[1, 1] * x[1] + EP[1, 2] * x[2],
-          EP[2, 0] * x[0] + EP[2, 1] * x[1] + EP[2, 2] * x[2])
-    n[0], n[1], n[2] = a1[1] * a2[2] - a1[2] * a2[1], a1[2] * a2[0] - a1[0] * a2[2], a1[0] * a2[1] - a1[1] * a2[0]
-    n[3] = n[4] = n[5] = 0.0
-    transform_force(EP, p.loop_pred_r[lp], n, w.PsiT[0], False)
+@njit(inline='always')
+def chain(Xup_E, Xup_r, path, n):
+    """^bodyX_top of the last of the n bodies of path below top (constraints.chain_transform)."""
+    E, r = (1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0), (0.0, 0.0, 0.0)
+    for b in range(n):
+        E_b, r_b = transform(Xup_E, Xup_r, path[b])
+        E, r = compose(E_b, r_b, E, r)
+    return E, r
+
+
+@njit(inline='always')
+def universal_row(p, lp, E_AB, vA, vB):
+    """A universal loop's first row, which turns with both frames (LoopConstraint.directions, turning_bias),
+    and its bias: with a2 = R_rel axis2 (R_rel = E_P X_A_B's rotation E_S^T, in P), ^PX_A^T [a1 x a2; 0] and
+    (a1 . w_r)(a2 . w_r) - (a1 . a2)|w_r|^2, w_r = E_P (w_B - w_A) in P (vB: v_B in A)."""
+    EP, a1 = block3(p.loop_pred_E, lp, 0, 0), row3(p.loop_a1, lp)
+    a2 = mul_vector3(EP, mul_vector3(E_AB, tmul_vector3(block3(p.loop_succ_E, lp, 0, 0), row3(p.loop_a2, lp))))
+    wr = mul_vector3(EP, (vB[0] - vA[0], vB[1] - vA[1], vB[2] - vA[2]))
+    n = (a1[1] * a2[2] - a1[2] * a2[1], a1[2] * a2[0] - a1[0] * a2[2], a1[0] * a2[1] - a1[1] * a2[0], 0.0, 0.0, 0.0)
     a1w = a1[0] * wr[0] + a1[1] * wr[1] + a1[2] * wr[2]
     a2w = a2[0] * wr[0] + a2[1] * wr[1] + a2[2] * wr[2]
-    k[0] += a1w * a2w - (a1[0] * a2[0] + a1[1] * a2[1] + a1[2] * a2[2]) * (
-        wr[0] * wr[0] + wr[1] * wr[1] + wr[2] * wr[2])
+    bias = a1w * a2w - (a1[0] * a2[0] + a1[1] * a2[1] + a1[2] * a2[2]) * (wr[0] * wr[0] + wr[1] * wr[1] + wr[2] * wr[2])
+    return force(EP, row3(p.loop_pred_r, lp), n), bias
 
 
-@njit
+@njit(error_model='numpy', fastmath={'contract'})
 def add_penalty(p, w, con, mu, a0):
-    """Ground entries folded into k (eq. 35), then (mu/2) |sum_l K^l a_l - k|^2 (eqs. 20, 25)."""
-    rows, e0, e1, K, k = p.con_rows[con], p.con_entries[con, 0], p.con_entries[con, 1], w.K, w.k[con]
-    M = w.M[0]
+    """Ground entries folded into k (eq. 35), then (mu/2) |sum_l K^l a_l - k|^2 (eqs. 20, 25): f_b += mu K_b^T k
+    and H[b, b2] += mu K_b^T K_b2 for every pair of entries."""
+    rows, e0, e1, entry_body = p.con_rows[con], p.con_entries[con, 0], p.con_entries[con, 1], p.entry_body
+    K, k, f, H, slot = w.K, w.k, w.f, w.H, p.slot
     for e in range(e0, e1):
-        if p.entry_body[e] == 0:
+        if entry_body[e] == 0:
             for row in range(rows):
-                k[row] -= dot6(K[e, row], a0)
+                k[con, row] -= dot6(row6_of(K, e, row), a0)
     for e in range(e0, e1):
-        b = p.entry_body[e]
+        b = entry_body[e]
         if b == 0:
             continue
-        for c in range(6):
-            for row in range(rows):
-                w.f[b, c] += mu * K[e, row, c] * k[row]
-        for e2 in range(e0, e1):
-            b2 = p.entry_body[e2]
-            if b2 == 0 or b2 < b:
+        Kk = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
+        for row in range(rows):
+            Kk = add_scaled6(Kk, k[con, row], row6_of(K, e, row))
+        add_row6(f, b, scale6(mu, Kk))
+        for e2 in range(e, e1):                          # the entries of a constraint are distinct bodies
+            b2 = entry_body[e2]
+            if b2 == 0:
                 continue
-            for r in range(6):
-                for c in range(6):
-                    M[r, c] = 0.0
-                    for row in range(rows):
-                        M[r, c] += K[e, row, r] * K[e2, row, c]
-            add_block(w.H, p.slot, b, b2, M, mu, False)
+            s = slot[b, b2]
+            for r in range(0, 6, 2):
+                M = rows_of_product(K, e, 0, e2, 0, rows, r)
+                for h in range(2):
+                    for c in range(6):
+                        if b <= b2:
+                            H[s, r + h, c] += mu * M[h][c]
+                        else:
+                            H[s, c, r + h] += mu * M[h][c]
 
 
-@njit
-def eliminate(m, d, p, w, i, tau, a0):
-    """Eliminate body i (seed 004 Alg. 1 lines 11-23, eqs. 29-30, 34-35): Z_i, Y_ij, ubar_i stored."""
-    joint, axes, slot = m.joint, m.axes, p.slot
-    n, parent, E, r = joint_nv(joint[i]), m.parent[i], d.Xup_E[i], d.Xup_r[i]
-    Hii, L, Z, Y, ub, Ha, C, M, x = w.H[slot[i, i]], w.L[i], w.Z[i], w.Y[i], w.ubar[i], w.Ha, w.C, w.M[0], w.x[0]
-    for j in range(n):                                               # Z rows: U^T = S^T H_ii
-        s = joint_column(joint[i], axes[i], j)
-        for c in range(6):
-            Z[j, c] = 0.0
-            for e in range(6):
-                Z[j, c] += s[e] * Hii[e, c]
-    for a in range(n):                                               # D = S^T H_ii S
-        sa = joint_column(joint[i], axes[i], a)
-        for b in range(a + 1):
-            L[a, b] = dot6(Z[b], sa)
-        ub[a] = tau[p.idx_v[i] + a] + dot6(sa, w.f[i])              # u = tau_i + S^T f_i
-    if not cholesky(L, n):
-        w.info[0] = i
-        return NOT_POSITIVE
-    forward_solve_rows(L, n, Z)
-    forward_solve(L, n, ub)
-    nN = p.n_neighbours[i]
-    for q in range(nN):                                              # Y_j rows: L^-1 S^T H_ij
-        get_block(w.H, p.slot, i, p.neighbours[i, q], C)
-        for a in range(n):
-            s = joint_column(joint[i], axes[i], a)
-            for c in range(6):
-                Y[q, a, c] = 0.0
-                for e in range(6):
-                    Y[q, a, c] += s[e] * C[e, c]
-        forward_solve_rows(L, n, Y[q])
-    for r_ in range(6):                                              # H^a_i = H_ii - Z^T Z
-        for c in range(6):
-            Ha[r_, c] = Hii[r_, c]
+@njit(error_model='numpy', fastmath={'contract'})
+def backward_sweep(m, d, p, w, tau, a0):
+    """Eliminate the bodies in S^E (seed 004 Alg. 1 lines 11-23, eqs. 29-30, 34-35): Z_i, Y_ij, ubar_i stored.
+    NOT_POSITIVE with the first body whose D_i is not positive definite in w.info."""
+    parent, Xup_E, Xup_r, S, slot, neighbours = m.parent, d.Xup_E, d.Xup_r, p.S, p.slot, p.neighbours
+    joint, order, n_neighbours, idx_v = m.joint, p.order, p.n_neighbours, p.idx_v
+    H, f, c, L, Z, Y, ubar, info, status = w.H, w.f, w.c, w.L, w.Z, w.Y, w.ubar, w.info, OK
+    for s in range(len(order)):
+        i = order[s]
+        n, pa, nN, E, r = joint_nv(joint[i]), parent[i], n_neighbours[i], block3(Xup_E, i, 0, 0), row3(Xup_r, i)
+        Hii = blocks(H, slot[i, i], False)
+        for a in range(n):                                   # Z rows: U^T = S^T H_ii; D = S^T U; u = tau_i + S^T f_i
+            s_a = row6_of(S, i, a)
+            set_row6_of(Z, i, a, tmul_blocks(Hii, s_a))
+            for b in range(a + 1):
+                L[i, a, b] = dot6(row6_of(Z, i, b), s_a)
+            ubar[i, a] = tau[idx_v[i] + a] + dot6(s_a, row6(f, i))
+        if not cholesky_of(L, i, n) and status == OK:     # the first such body; the sweep goes on, into nan
+            status, info[0] = NOT_POSITIVE, i
+        solve_rows(L, i, n, Z, 0)
+        solve(L, i, n, ubar)
+        for q in range(nN):                                  # Y_j rows: L^-1 S^T H_ij
+            Hij = blocks(H, slot[i, neighbours[i, q]], i > neighbours[i, q])
             for a in range(n):
-                Ha[r_, c] -= Z[a, r_] * Z[a, c]
-    if parent > 0:
-        congruence_add(E, r, Ha, w.H[slot[parent, parent]])          # eq. 30a
-        mat6_vec(Ha, w.c[i], x)
-        for e in range(6):                                           # eq. 30b: f_i - Ha c_i - U D^-1 u
-            x[e] = w.f[i, e] - x[e]
+                set_row6_of(Y, i, 6 * q + a, tmul_blocks(Hij, row6_of(S, i, a)))
+            solve_rows(L, i, n, Y, 6 * q)
+        c_i, ub = row6(c, i), row6(ubar, i)
+        if pa > 0:
+            Ha11, Ha12, _, Ha22 = Hii                        # H^a_i = H_ii - Z^T Z
             for a in range(n):
-                x[e] -= Z[a, e] * ub[a]
-        transform_force(E, r, x, w.f[parent], True)
-    for q in range(nN):
-        j = p.neighbours[i, q]
-        get_block(w.H, p.slot, i, j, C)
-        for r_ in range(6):                                          # C = P_i H_ij = H_ij - Z^T Y_j
-            for c in range(6):
-                for a in range(n):
-                    C[r_, c] -= Z[a, r_] * Y[q, a, c]
-        for c in range(6):                                           # eq. 30e
-            t = 0.0
+                z = row6_of(Z, i, a)
+                zt, zb = (z[0], z[1], z[2]), (z[3], z[4], z[5])
+                Ha11, Ha12, Ha22 = sub_outer3(Ha11, zt, zt), sub_outer3(Ha12, zt, zb), sub_outer3(Ha22, zb, zb)
+            N11, N12, N22 = congruence_blocks(E, r, Ha11, Ha12, Ha22)
+            add_blocks(H, slot[pa, pa], N11, N12, transpose3(N12), N22, False)      # eq. 30a
+            x = sub6(row6(f, i), mul_blocks((Ha11, Ha12, transpose3(Ha12), Ha22), c_i))   # eq. 30b:
+            for a in range(n):                                                          # f_i - Ha c_i - U D^-1 u
+                x = add_scaled6(x, -ub[a], row6_of(Z, i, a))
+            add_row6(f, pa, force(E, r, x))
+        for q in range(nN):
+            j = neighbours[i, q]
+            C11, C12, C21, C22 = blocks(H, slot[i, j], i > j)    # C = P_i H_ij = H_ij - Z^T Y_j
             for a in range(n):
-                t += Y[q, a, c] * ub[a]
-            for e in range(6):
-                t += C[e, c] * w.c[i, e]
-            w.f[j, c] -= t
-        if parent > 0:
-            force_columns(E, r, C, M)                                # eq. 30c; with j = parent eq. 34
-            add_block(w.H, p.slot, parent, j, M, 1.0, False)
-            if j == parent:
-                add_block(w.H, p.slot, parent, j, M, 1.0, True)
-        else:
-            transform_motion(E, r, a0, x)                            # eq. 35
-            for c in range(6):
-                for e in range(6):
-                    w.f[j, c] -= C[e, c] * x[e]
-        for q2 in range(q, nN):                                      # eq. 30d (fill-in)
-            k = p.neighbours[i, q2]
-            for r_ in range(6):
-                for c in range(6):
-                    M[r_, c] = 0.0
-                    for a in range(n):
-                        M[r_, c] += Y[q, a, r_] * Y[q2, a, c]
-            add_block(w.H, p.slot, j, k, M, -1.0, False)
-    return OK
+                z, y = row6_of(Z, i, a), row6_of(Y, i, 6 * q + a)
+                zt, zb, yt, yb = (z[0], z[1], z[2]), (z[3], z[4], z[5]), (y[0], y[1], y[2]), (y[3], y[4], y[5])
+                C11, C12 = sub_outer3(C11, zt, yt), sub_outer3(C12, zt, yb)
+                C21, C22 = sub_outer3(C21, zb, yt), sub_outer3(C22, zb, yb)
+            if pa > 0:                                       # eq. 30c; with j = parent eq. 34
+                N11, N12, N21, N22 = force_blocks(E, r, C11, C12, C21, C22)
+                add_blocks(H, slot[pa, j], N11, N12, N21, N22, pa > j)
+                if j == pa:
+                    add_blocks(H, slot[pa, j], N11, N12, N21, N22, True)
+                x = c_i                                      # eq. 30e: f_j -= Y_j^T ubar + C^T c_i
+            else:                                            # eqs. 30e and 35: f_j -= Y_j^T ubar + C^T (c_i + X a_0)
+                x = add6(c_i, motion(E, r, a0))
+            x = tmul_blocks((C11, C12, C21, C22), x)
+            for a in range(n):
+                x = add_scaled6(x, ub[a], row6_of(Y, i, 6 * q + a))
+            add_row6(f, j, (-x[0], -x[1], -x[2], -x[3], -x[4], -x[5]))
+            for q2 in range(q, nN):                          # eq. 30d (fill-in)
+                k = neighbours[i, q2]
+                jk = slot[j, k]
+                for row in range(0, 6, 2):
+                    M = rows_of_product(Y, i, 6 * q, i, 6 * q2, n, row)
+                    for h in range(2):
+                        for col in range(6):
+                            if j <= k:
+                                H[jk, row + h, col] -= M[h][col]
+                            else:
+                                H[jk, col, row + h] -= M[h][col]
+    return status
 
 
-@njit
-def rollout(m, d, p, w, c, a, qdd):
+@njit(error_model='numpy', fastmath={'contract'})
+def rollout(m, d, p, w, a0, reduced):
     """Accelerations in reverse elimination order (Alg. 1 lines 24-26): qdd_i = L_i^-T (ubar_i - Z_i a'_i
-    - sum_j Y_ij a_j), a'_i = Xup_i a_parent + c_i and a_i = a'_i + S_i qdd_i (a[0] set by the caller)."""
-    z = w.x[1]
-    for s in range(len(p.order) - 1, -1, -1):
-        i = p.order[s]
-        n = joint_nv(m.joint[i])
-        transform_motion(d.Xup_E[i], d.Xup_r[i], a[m.parent[i]], a[i])
-        for e in range(6):
-            a[i, e] += c[i, e]
+    - sum_j Y_ij a_j), a'_i = Xup_i a_parent + c_i and a_i = a'_i + S_i qdd_i from a_0, into w.qdd and w.a;
+    reduced (Alg. 2): their changes dqdd, da from Delta a_0 = a0 with c = 0."""
+    c, a, qdd = (w.zero_c, w.da, w.dqdd) if reduced else (w.c, w.a, w.qdd)
+    set_row6(a, 0, a0)
+    joint, parent, Xup_E, Xup_r, S, order, idx_v = m.joint, m.parent, d.Xup_E, d.Xup_r, p.S, p.order, p.idx_v
+    n_neighbours, neighbours, Z, Y, L, ubar, z = p.n_neighbours, p.neighbours, w.Z, w.Y, w.L, w.ubar, w.z
+    for s in range(len(order) - 1, -1, -1):
+        i = order[s]
+        n = joint_nv(joint[i])
+        E, r = transform(Xup_E, Xup_r, i)
+        ai = add6(motion(E, r, row6(a, parent[i])), row6(c, i))
         for j in range(n):
-            z[j] = w.ubar[i, j] - dot6(w.Z[i, j], a[i])
-            for q in range(p.n_neighbours[i]):
-                z[j] -= dot6(w.Y[i, q, j], a[p.neighbours[i, q]])
-        backward_solve(w.L[i], n, z)
+            t = ubar[i, j] - dot6(row6_of(Z, i, j), ai)
+            for q in range(n_neighbours[i]):
+                t -= dot6(row6_of(Y, i, 6 * q + j), row6(a, neighbours[i, q]))
+            z[j] = t
+        solve_transposed(L, i, n, z)
         for j in range(n):
-            qdd[p.idx_v[i] + j] = z[j]
-            s_j = joint_column(m.joint[i], m.axes[i], j)
-            for e in range(6):
-                a[i, e] += s_j[e] * z[j]
+            qdd[idx_v[i] + j] = z[j]
+            ai = add_scaled6(ai, z[j], row6_of(S, i, j))
+        set_row6(a, i, ai)
 
 
-@njit
-def reduced_sweeps(m, d, p, w, df, dtau):
-    """Change of qdd (into w.dqdd) and of the body accelerations (w.da) caused by body forces df and
-    joint forces dtau, reusing the elimination (seed 004 Alg. 2: H does not depend on lambda)."""
-    x = w.x[0]
-    for s in range(len(p.order)):
-        i = p.order[s]
-        n, parent = joint_nv(m.joint[i]), m.parent[i]
+@njit(error_model='numpy', fastmath={'contract'})
+def reduced_backward_sweep(m, d, p, w, dtau):
+    """ubar_i of the body forces df = d.f and joint forces dtau, reusing the elimination (seed 004 Alg. 2:
+    H does not depend on lambda); the reduced rollout then gives the changes of qdd and of a."""
+    joint, parent, Xup_E, Xup_r, df, S, order, idx_v = m.joint, m.parent, d.Xup_E, d.Xup_r, d.f, p.S, p.order, p.idx_v
+    n_neighbours, neighbours, Z, Y, L, ubar = p.n_neighbours, p.neighbours, w.Z, w.Y, w.L, w.ubar
+    for s in range(len(order)):
+        i = order[s]
+        n, pa, df_i = joint_nv(joint[i]), parent[i], row6(df, i)
         for j in range(n):
-            w.ubar[i, j] = dtau[p.idx_v[i] + j] + dot6(joint_column(m.joint[i], m.axes[i], j), df[i])
-        forward_solve(w.L[i], n, w.ubar[i])
-        if parent > 0:
-            for e in range(6):
-                x[e] = df[i, e]
-                for j in range(n):
-                    x[e] -= w.Z[i, j, e] * w.ubar[i, j]
-            transform_force(d.Xup_E[i], d.Xup_r[i], x, df[parent], True)
-        for q in range(p.n_neighbours[i]):
-            nb = p.neighbours[i, q]
-            for e in range(6):
-                for j in range(n):
-                    df[nb, e] -= w.Y[i, q, j, e] * w.ubar[i, j]
-    for e in range(6):
-        w.da[0, e] = 0.0
-    rollout(m, d, p, w, w.zero_c, w.da, w.dqdd)
+            ubar[i, j] = dtau[idx_v[i] + j] + dot6(row6_of(S, i, j), df_i)
+        solve(L, i, n, ubar)
+        if pa > 0:
+            x = df_i
+            for j in range(n):
+                x = add_scaled6(x, -ubar[i, j], row6_of(Z, i, j))
+            E, r = transform(Xup_E, Xup_r, i)
+            add_row6(df, pa, force(E, r, x))
+        for q in range(n_neighbours[i]):
+            x = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
+            for j in range(n):
+                x = add_scaled6(x, -ubar[i, j], row6_of(Y, i, 6 * q + j))
+            add_row6(df, neighbours[i, q], x)
 
 
-@njit
-def constraint_residuals(p, w, a):
-    """r_c = sum_l K^l a_l - k on every constraint; returns ||r||_inf."""
-    worst = 0.0
-    for con in range(len(p.con_rows)):
-        for row in range(p.con_rows[con]):
-            t = -w.k[con, row]
-            for e in range(p.con_entries[con, 0], p.con_entries[con, 1]):
-                if p.entry_body[e] > 0:
-                    t += dot6(w.K[e, row], a[p.entry_body[e]])
-            w.r[con, row] = t
+@njit(error_model='numpy', fastmath={'contract'})
+def update_multipliers(p, w, mu, first):
+    """r_c = sum_l K^l a_l - k on every constraint and lambda += mu r (eq. 33; lambda^0 = 0 with first);
+    returns ||r||_inf."""
+    con_rows, con_row0, con_entries, entry_body = p.con_rows, p.con_row0, p.con_entries, p.entry_body
+    K, k, a, r, lam, worst = w.K, w.k, w.a, w.r, w.lam, 0.0
+    for con in range(len(con_rows)):
+        e0, e1 = con_entries[con, 0], con_entries[con, 1]
+        for row in range(con_rows[con]):
+            t = -k[con, row]
+            for e in range(e0, e1):
+                if entry_body[e] > 0:
+                    t += dot6(row6_of(K, e, row), row6(a, entry_body[e]))
+            r[con, row] = t
             worst = max(worst, abs(t))
+            j = con_row0[con] + row
+            lam[j] = mu * t if first else lam[j] + mu * t
     return worst
 
 
-@njit
-def gradient_forces(m, p, w, df, mu):
-    """df = f_tree - I a - sum K^T (lambda + mu r): the body forces of the augmented Lagrangian's
+@njit(error_model='numpy', fastmath={'contract'})
+def take_step(w):
+    """qdd += dqdd and a += da; returns ||dqdd||_inf."""
+    qdd, dqdd, a, da, step = w.qdd, w.dqdd, w.a, w.da, 0.0
+    for j in range(len(qdd)):
+        qdd[j] += dqdd[j]
+        step = max(step, abs(dqdd[j]))
+    for i in range(len(a)):
+        add_row6(a, i, row6(da, i))
+    return step
+
+
+@njit(error_model='numpy', fastmath={'contract'})
+def gradient_forces(m, d, p, w, mu):
+    """df = f_tree - I a - sum K^T (lambda + mu r) into d.f: the body forces of the augmented Lagrangian's
     gradient at the current accelerations (lcaba._gradient_forces)."""
-    x = w.x[0]
-    for i in range(1, len(m.parent)):
-        mat6_vec(m.inertia[i], w.a[i], x)
-        for e in range(6):
-            df[i, e] = w.f_tree[i, e] - x[e]
-    for con in range(len(p.con_rows)):
-        row0 = p.con_row0[con]
-        for e in range(p.con_entries[con, 0], p.con_entries[con, 1]):
-            b = p.entry_body[e]
+    inertia, df, f_tree, a, K, r, lam = m.inertia, d.f, w.f_tree, w.a, w.K, w.r, w.lam
+    con_rows, con_row0, con_entries, entry_body = p.con_rows, p.con_row0, p.con_entries, p.entry_body
+    for i in range(1, len(a)):
+        set_row6(df, i, sub6(row6(f_tree, i), times6(inertia, i, row6(a, i))))
+    for con in range(len(con_rows)):
+        for e in range(con_entries[con, 0], con_entries[con, 1]):
+            b = entry_body[e]
             if b == 0:
                 continue
-            for row in range(p.con_rows[con]):
-                weight = w.lam[row0 + row] + mu * w.r[con, row]
-                for c in range(6):
-                    df[b, c] -= w.K[e, row, c] * weight
+            x = row6(df, b)
+            for row in range(con_rows[con]):
+                x = add_scaled6(x, -(lam[con_row0[con] + row] + mu * r[con, row]), row6_of(K, e, row))
+            set_row6(df, b, x)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, error_model='numpy', fastmath={'contract'})
 def lcaba(m, d, p, w, q, qd, tau, f_ext, mu, tolerance, max_iterations):
     """Spanning accelerations of the closed-loop system into w.qdd by the proximal LCABA (seed 004,
     Alg. 3; lcaba.lcaba); multipliers into w.lam, [iterations, residual, converged] into w.result.
     qd, tau spanning (nv); f_ext (nb x 6) in body coordinates."""
     update_transforms(m, d, q)
     first_forward_sweep(m, d, p, w, qd, f_ext)
-    a0 = w.x[2]
-    for e in range(3):
-        a0[e], a0[3 + e] = 0.0, -m.gravity[e]
-    for con in range(len(p.con_rows)):
-        cut_rows(m, d, p, w, con)
-        add_penalty(p, w, con, mu, a0)
-    for s in range(len(p.order)):
-        status = eliminate(m, d, p, w, p.order[s], tau, a0)
-        if status != OK:
-            return status
-    for e in range(6):
-        w.a[0, e] = a0[e]
-    rollout(m, d, p, w, w.c, w.a, w.qdd)
-    for row in range(len(w.lam)):
-        w.lam[row] = 0.0
-    iterations, step, df = 1, math.inf, d.f
+    a0 = (0.0, 0.0, 0.0, -m.gravity[0], -m.gravity[1], -m.gravity[2])
+    constraint_penalties(d, p, w, mu, a0)
+    status = backward_sweep(m, d, p, w, tau, a0)
+    if status != OK:
+        return status
+    rollout(m, d, p, w, a0, False)
+    iterations, step = 1, math.inf
     while True:
-        residual = constraint_residuals(p, w, w.a)
-        for con in range(len(p.con_rows)):
-            for row in range(p.con_rows[con]):
-                w.lam[p.con_row0[con] + row] += mu * w.r[con, row]      # eq. 33
+        residual = update_multipliers(p, w, mu, iterations == 1)
         converged = min(step, residual) < tolerance
         if converged or iterations == max_iterations:
             break
-        gradient_forces(m, p, w, df, mu)
-        reduced_sweeps(m, d, p, w, df, tau)
-        step = 0.0
-        for j in range(len(w.qdd)):
-            w.qdd[j] += w.dqdd[j]
-            step = max(step, abs(w.dqdd[j]))
-        for i in range(len(m.parent)):
-            for e in range(6):
-                w.a[i, e] += w.da[i, e]
+        gradient_forces(m, d, p, w, mu)
+        reduced_backward_sweep(m, d, p, w, tau)
+        rollout(m, d, p, w, (0.0, 0.0, 0.0, 0.0, 0.0, 0.0), True)
+        step = take_step(w)
         iterations += 1
     w.result[0], w.result[1], w.result[2] = iterations, residual, 1.0 if converged else 0.0
     return OK

@@ -23,8 +23,9 @@ PLAN_FIELDS = {    # name: meaning, shape (nb bodies, ncon constraints, ne entri
     'order': 'bodies in elimination order S^E (nb - 1)',
     'n_neighbours': 'size of N_i at the elimination of body i (nb)',
     'neighbours': 'N_i, first n_neighbours[i] entries (nb, N)',
-    'slot': 'block of H[j, k] in data.H, -1 where H never couples j and k (nb, nb)',
+    'slot': 'block of H[j, k] in data.H, -1 where H never couples j and k; H[i, i] is block i - 1 (nb, nb)',
     'idx_v': 'first spanning velocity of the joint of body i (nb)',
+    'S': 'S[i, j]: column j of the motion subspace S_i of the joint of body i, body coordinates (nb, 6, 6)',
     'con_rows': 'rows of constraint c (ncon)',
     'con_row0': 'first row of constraint c in the multipliers (ncon)',
     'con_entries': 'entries [e0, e1) of constraint c (ncon, 2)',
@@ -51,25 +52,19 @@ DATA_FIELDS = {    # name: meaning, shape
     'f_tree': 'f_ext - v x* I v, the tree part of the gradient (nb, 6)',
     'c': 'c_i = v_i x S_i qd_i (nb, 6)',
     'K': 'rows (first con_rows) of entry e on its body acceleration (ne, 6, 6)',
-    'PsiT': 'rows Psi^T ^PX_pred of the current loop (6, 6)',
     'k': 'right-hand side of constraint c, ground entries folded in (ncon, 6)',
     'r': 'residual K a - k of constraint c (ncon, 6)',
     'lam': 'multipliers, the paper sign (rows)',
     'L': 'Cholesky factor of D_i = S_i^T H_ii S_i (nb, 6, 6)',
     'Z': 'Z[i, j]: row j of L_i^-1 U_i^T, U_i = H_ii S_i (nb, 6, 6)',
-    'Y': 'Y[i, n, j]: row j of L_i^-1 (H_{i,N_n} S_i)^T, neighbour n (nb, N, 6, 6)',
+    'Y': 'Y[i, 6 n + j]: row j of L_i^-1 (H_{i,N_n} S_i)^T, neighbour n (nb, 6 N, 6)',
     'ubar': 'L_i^-1 u_i (nb, 6)',
     'a': 'body accelerations (nb, 6)',
     'da': 'change of the body accelerations of a reduced sweep (nb, 6)',
     'qdd': 'spanning accelerations (nv)',
     'dqdd': 'change of qdd of a reduced sweep (nv)',
     'zero_c': 'zeros (nb, 6): no velocity product in a reduced sweep',
-    'Ha': 'scratch: P_i H_ii (6, 6)',
-    'C': 'scratch: P_i H_ij (6, 6)',
-    'M': 'scratch 6x6 products (2, 6, 6)',
-    'E': 'scratch rotations (4, 3, 3)',
-    'p': 'scratch translations (4, 3)',
-    'x': 'scratch vectors (3, 6)',
+    'z': 'scratch of a rollout: L_i^T qdd_i, then qdd_i (6)',
     'result': 'iterations, residual ||K qdd - k||_inf, converged (3)',
     'info': 'body of a D_i that is not positive definite (1)',
 }
@@ -148,11 +143,10 @@ class LcabaData:
     def __init__(self, plan):
         nb, ne, ncon, N = plan.nb, len(plan.entry_body), len(plan.con_rows), plan.neighbours.shape[1]
         shapes = {
-            'H': (plan.n_slots, 6, 6), 'f': (nb, 6), 'f_tree': (nb, 6), 'c': (nb, 6), 'K': (ne, 6, 6), 'PsiT': (6, 6),
+            'H': (plan.n_slots, 6, 6), 'f': (nb, 6), 'f_tree': (nb, 6), 'c': (nb, 6), 'K': (ne, 6, 6),
             'k': (ncon, 6), 'r': (ncon, 6), 'lam': (plan.rows,), 'L': (nb, 6, 6), 'Z': (nb, 6, 6),
-            'Y': (nb, N, 6, 6), 'ubar': (nb, 6), 'a': (nb, 6), 'da': (nb, 6), 'qdd': (plan.nv,),
-            'dqdd': (plan.nv,), 'zero_c': (nb, 6), 'Ha': (6, 6), 'C': (6, 6), 'M': (2, 6, 6),
-            'E': (4, 3, 3), 'p': (4, 3), 'x': (3, 6), 'result': (3,), 'info': (1,),
+            'Y': (nb, 6 * N, 6), 'ubar': (nb, 6), 'a': (nb, 6), 'da': (nb, 6), 'qdd': (plan.nv,),
+            'dqdd': (plan.nv,), 'zero_c': (nb, 6), 'z': (6,), 'result': (3,), 'info': (1,),
         }
         fields = {name: np.zeros(shapes[name]) for name in DATA_FIELDS}
         self.__dict__.update(fields)
@@ -164,8 +158,11 @@ def _elimination_fields(model, plan):
     neighbours = np.zeros((model.nb, N), dtype=np.int64)
     for i, n in enumerate(plan.neighbours):
         neighbours[i, :len(n)] = n
+    S = np.zeros((model.nb, 6, 6))
+    for i in range(1, model.nb):
+        S[i, :model.nv_body[i]] = model.S[i].T
     return {'order': _ints(plan.order), 'n_neighbours': _ints([len(n) for n in plan.neighbours]),
-            'neighbours': neighbours, 'idx_v': _ints(model.idx_v)}
+            'neighbours': neighbours, 'idx_v': _ints(model.idx_v), 'S': S}
 
 
 def _constraint_fields(model, constraints):
@@ -221,8 +218,8 @@ def _end(path, nca):
 
 
 def _slots(model, plan, fields):
-    """Block index of every pair of bodies H ever couples: the diagonal, the bodies of one constraint
-    (the penalty, eq. 25) and the fill-in of the elimination (eqs. 30c, 30d, 34)."""
+    """Block index of every pair of bodies H ever couples: the diagonal (first, in body order), the bodies of
+    one constraint (the penalty, eq. 25) and the fill-in of the elimination (eqs. 30c, 30d, 34)."""
     pairs = {(i, i) for i in range(1, model.nb)}
     for e0, e1 in fields['con_entries']:
         moving = [b for b in fields['entry_body'][e0:e1] if b > 0]
@@ -232,7 +229,7 @@ def _slots(model, plan, fields):
         pairs |= {(min(p, j), max(p, j)) for j in N if p > 0}
         pairs |= {(min(j, k), max(j, k)) for j in N for k in N}
     slot = -np.ones((model.nb, model.nb), dtype=np.int64)
-    for index, (a, b) in enumerate(sorted(pairs)):
+    for index, (a, b) in enumerate(sorted(pairs, key=lambda pair: (pair[0] != pair[1], pair))):
         slot[a, b] = slot[b, a] = index
     return slot
 
