@@ -76,16 +76,6 @@ def compose(E1, r1, E2, r2, E, r):
         r[a] = r12[a]
 
 
-@njit
-def chain(d, path, n, E, r, E_tmp, r_tmp):
-    """path_transform at the transforms d.Xup into E, r (E_tmp, r_tmp: unused, kept for compiled_lcaba)."""
-    E_path, r_path = path_transform(d.Xup_E, d.Xup_r, path, n)
-    for a in range(3):
-        for b in range(3):
-            E[a, b] = E_path[3 * a + b]
-        r[a] = r_path[a]
-
-
 # ---- transforms in registers: E as a row-major 9-tuple, r as a 3-tuple. Views of arrays (Xup_E[i], ...) that
 #      live across a loop cost an NRT call pair each (header): the loop paths walked on tuples take 40 % of the
 #      time they took on arrays ----

@@ -27,7 +27,8 @@ import math
 
 from numba import njit
 
-from .compiled import cross_force, cross_motion, dot6, joint_nv, update_transforms
+from .compiled import (cross_force, cross_motion, dot6, joint_nv, path_transform, rotated_back, transform_at,
+                       transformed_motion, transposed_force, update_transforms)
 from .kernel_cache import key_on_helpers
 
 OK, NOT_POSITIVE = 0, 1
@@ -96,40 +97,6 @@ def times6(M, i, x):
     """M[i] x for a 6x6 M[i] of a 3-d buffer (compiled.mat6_vec)."""
     return (dot6(row6_of(M, i, 0), x), dot6(row6_of(M, i, 1), x), dot6(row6_of(M, i, 2), x),
             dot6(row6_of(M, i, 3), x), dot6(row6_of(M, i, 4), x), dot6(row6_of(M, i, 5), x))
-
-
-# ---- spatial algebra on tuples: E a row-major 9-tuple, r a 3-tuple (compiled.py's transform_motion,
-# transform_force, compose) ----
-
-@njit(inline='always')
-def transform(E, r, i):
-    """(E, r) of transform i of the buffers E (n, 3, 3) and r (n, 3)."""
-    return block3(E, i, 0, 0), row3(r, i)
-
-
-@njit(inline='always')
-def motion(E, r, m):
-    """X m = [E w; E (v - r x w)]."""
-    t0, t1, t2 = m[3] - r[1] * m[2] + r[2] * m[1], m[4] - r[2] * m[0] + r[0] * m[2], m[5] - r[0] * m[1] + r[1] * m[0]
-    return (E[0] * m[0] + E[1] * m[1] + E[2] * m[2], E[3] * m[0] + E[4] * m[1] + E[5] * m[2],
-            E[6] * m[0] + E[7] * m[1] + E[8] * m[2], E[0] * t0 + E[1] * t1 + E[2] * t2,
-            E[3] * t0 + E[4] * t1 + E[5] * t2, E[6] * t0 + E[7] * t1 + E[8] * t2)
-
-
-@njit(inline='always')
-def force(E, r, f):
-    """X^T f = [E^T n + r x E^T f0; E^T f0]."""
-    g0, g1, g2 = tmul_vector3(E, (f[3], f[4], f[5]))
-    return (E[0] * f[0] + E[3] * f[1] + E[6] * f[2] + r[1] * g2 - r[2] * g1,
-            E[1] * f[0] + E[4] * f[1] + E[7] * f[2] + r[2] * g0 - r[0] * g2,
-            E[2] * f[0] + E[5] * f[1] + E[8] * f[2] + r[0] * g1 - r[1] * g0, g0, g1, g2)
-
-
-@njit(inline='always')
-def compose(E1, r1, E2, r2):
-    """X1 X2: E = E1 E2, r = r2 + E2^T r1."""
-    t = tmul_vector3(E2, r1)
-    return mul3(E1, E2), (r2[0] + t[0], r2[1] + t[1], r2[2] + t[2])
 
 
 # ---- 3x3 blocks as row-major 9-tuples; 6x6 matrices as four blocks [11, 12, 21, 22] ----
@@ -219,13 +186,6 @@ def mul_vector3(A, x):
 
 
 @njit(inline='always')
-def tmul_vector3(A, x):
-    """A^T x."""
-    return (A[0] * x[0] + A[3] * x[1] + A[6] * x[2], A[1] * x[0] + A[4] * x[1] + A[7] * x[2],
-            A[2] * x[0] + A[5] * x[1] + A[8] * x[2])
-
-
-@njit(inline='always')
 def cross3(r, A):
     """rx A: r x every column of A."""
     return (r[1] * A[6] - r[2] * A[3], r[1] * A[7] - r[2] * A[4], r[1] * A[8] - r[2] * A[5],
@@ -254,8 +214,8 @@ def mul_blocks(M, x):
 def tmul_blocks(M, x):
     """M^T x for M = (M11, M12, M21, M22) and a 6-tuple x."""
     M11, M12, M21, M22 = M
-    t1, t2 = tmul_vector3(M11, (x[0], x[1], x[2])), tmul_vector3(M21, (x[3], x[4], x[5]))
-    b1, b2 = tmul_vector3(M12, (x[0], x[1], x[2])), tmul_vector3(M22, (x[3], x[4], x[5]))
+    t1, t2 = rotated_back(M11, (x[0], x[1], x[2])), rotated_back(M21, (x[3], x[4], x[5]))
+    b1, b2 = rotated_back(M12, (x[0], x[1], x[2])), rotated_back(M22, (x[3], x[4], x[5]))
     return t1[0] + t2[0], t1[1] + t2[1], t1[2] + t2[2], b1[0] + b2[0], b1[1] + b2[1], b1[2] + b2[2]
 
 
@@ -352,11 +312,11 @@ def first_forward_sweep(m, d, p, w, qd, f_ext):
                 H[jk, row, col] = 0.0
     set_row6(v, 0, (0.0, 0.0, 0.0, 0.0, 0.0, 0.0))
     for i in range(1, nb):
-        E, r = transform(Xup_E, Xup_r, i)
+        E, r = transform_at(Xup_E, Xup_r, i)
         vJ = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
         for a in range(joint_nv(joint[i])):
             vJ = add_scaled6(vJ, qd[idx_v[i] + a], row6_of(S, i, a))
-        vi = add6(motion(E, r, row6(v, parent[i])), vJ)
+        vi = add6(transformed_motion(E, r, row6(v, parent[i])), vJ)
         set_row6(v, i, vi)
         set_row6(c, i, cross_motion(vi, vJ))
         fi = sub6(row6(f_ext, i), cross_force(vi, times6(inertia, i, vi)))
@@ -390,9 +350,9 @@ def coupling_rows(d, p, w, con):
     k[con, 0] = 0.0
     for t in range(p.con_terms[con, 0], p.con_terms[con, 1]):
         j, coefficient, e_j, e_parent = term_body[t], term_coefficient[t], term_entry[t, 0], term_entry[t, 1]
-        E, r = transform(Xup_E, Xup_r, j)
+        E, r = transform_at(Xup_E, Xup_r, j)
         s = row6_of(S, j, 0)
-        x = force(E, r, s)
+        x = transposed_force(E, r, s)
         for c in range(6):
             K[e_j, 0, c] += coefficient * s[c]
             K[e_parent, 0, c] -= coefficient * x[c]
@@ -403,30 +363,20 @@ def loop_rows(d, p, w, con):
     """Entries K (rows on each body's acceleration) and k of loop constraint con (lcaba.cut_rows)."""
     rows, e0, lp, K, k = p.con_rows[con], p.con_entries[con, 0], p.con_loop[con], w.K, w.k
     Xup_E, Xup_r, loop_PsiT, universal = d.Xup_E, d.Xup_r, p.loop_PsiT, p.loop_universal[lp]
-    EA, rA = chain(Xup_E, Xup_r, p.loop_path[lp, 0], p.loop_path_len[lp, 0])
-    EB, rB = chain(Xup_E, Xup_r, p.loop_path[lp, 1], p.loop_path_len[lp, 1])
+    EA, rA = path_transform(Xup_E, Xup_r, p.loop_path[lp, 0], p.loop_path_len[lp, 0])
+    EB, rB = path_transform(Xup_E, Xup_r, p.loop_path[lp, 1], p.loop_path_len[lp, 1])
     E = mul3(EA, transpose3(EB))              # X_A_B = X_A_nca X_B_nca^-1: E_A E_B^T, E_B (r_A - r_B)
     r = mul_vector3(EB, (rA[0] - rB[0], rA[1] - rB[1], rA[2] - rB[2]))
     A, B = p.entry_body[e0], p.entry_body[e0 + 1]
-    vA, vB = row6(d.v, A), motion(E, r, row6(d.v, B))
+    vA, vB = row6(d.v, A), transformed_motion(E, r, row6(d.v, B))
     vAxvB = cross_motion(vA, vB)
     for row in range(rows):
         PsiT, bias = row6_of(loop_PsiT, lp, row), 0.0
         if row == 0 and universal:
             PsiT, bias = universal_row(p, lp, E, vA, vB)
-        set_row6_of(K, e0 + 1, row, force(E, r, PsiT))               # Psi^T X_P_A X_A_B
+        set_row6_of(K, e0 + 1, row, transposed_force(E, r, PsiT))               # Psi^T X_P_A X_A_B
         set_row6_of(K, e0, row, scale6(-1.0, PsiT))
         k[con, row] = dot6(PsiT, vAxvB) + bias
-
-
-@njit(inline='always')
-def chain(Xup_E, Xup_r, path, n):
-    """^bodyX_top of the last of the n bodies of path below top (constraints.chain_transform)."""
-    E, r = (1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0), (0.0, 0.0, 0.0)
-    for b in range(n):
-        E_b, r_b = transform(Xup_E, Xup_r, path[b])
-        E, r = compose(E_b, r_b, E, r)
-    return E, r
 
 
 @njit(inline='always')
@@ -435,13 +385,13 @@ def universal_row(p, lp, E_AB, vA, vB):
     and its bias: with a2 = R_rel axis2 (R_rel = E_P X_A_B's rotation E_S^T, in P), ^PX_A^T [a1 x a2; 0] and
     (a1 . w_r)(a2 . w_r) - (a1 . a2)|w_r|^2, w_r = E_P (w_B - w_A) in P (vB: v_B in A)."""
     EP, a1 = block3(p.loop_pred_E, lp, 0, 0), row3(p.loop_a1, lp)
-    a2 = mul_vector3(EP, mul_vector3(E_AB, tmul_vector3(block3(p.loop_succ_E, lp, 0, 0), row3(p.loop_a2, lp))))
+    a2 = mul_vector3(EP, mul_vector3(E_AB, rotated_back(block3(p.loop_succ_E, lp, 0, 0), row3(p.loop_a2, lp))))
     wr = mul_vector3(EP, (vB[0] - vA[0], vB[1] - vA[1], vB[2] - vA[2]))
     n = (a1[1] * a2[2] - a1[2] * a2[1], a1[2] * a2[0] - a1[0] * a2[2], a1[0] * a2[1] - a1[1] * a2[0], 0.0, 0.0, 0.0)
     a1w = a1[0] * wr[0] + a1[1] * wr[1] + a1[2] * wr[2]
     a2w = a2[0] * wr[0] + a2[1] * wr[1] + a2[2] * wr[2]
     bias = a1w * a2w - (a1[0] * a2[0] + a1[1] * a2[1] + a1[2] * a2[2]) * (wr[0] * wr[0] + wr[1] * wr[1] + wr[2] * wr[2])
-    return force(EP, row3(p.loop_pred_r, lp), n), bias
+    return transposed_force(EP, row3(p.loop_pred_r, lp), n), bias
 
 
 @njit(error_model='numpy', fastmath={'contract'})
@@ -515,7 +465,7 @@ def backward_sweep(m, d, p, w, tau, a0):
             x = sub6(row6(f, i), mul_blocks((Ha11, Ha12, transpose3(Ha12), Ha22), c_i))   # eq. 30b:
             for a in range(n):                                                          # f_i - Ha c_i - U D^-1 u
                 x = add_scaled6(x, -ub[a], row6_of(Z, i, a))
-            add_row6(f, pa, force(E, r, x))
+            add_row6(f, pa, transposed_force(E, r, x))
         for q in range(nN):
             j = neighbours[i, q]
             C11, C12, C21, C22 = blocks(H, slot[i, j], i > j)    # C = P_i H_ij = H_ij - Z^T Y_j
@@ -531,7 +481,7 @@ def backward_sweep(m, d, p, w, tau, a0):
                     add_blocks(H, slot[pa, j], N11, N12, N21, N22, True)
                 x = c_i                                      # eq. 30e: f_j -= Y_j^T ubar + C^T c_i
             else:                                            # eqs. 30e and 35: f_j -= Y_j^T ubar + C^T (c_i + X a_0)
-                x = add6(c_i, motion(E, r, a0))
+                x = add6(c_i, transformed_motion(E, r, a0))
             x = tmul_blocks((C11, C12, C21, C22), x)
             for a in range(n):
                 x = add_scaled6(x, ub[a], row6_of(Y, i, 6 * q + a))
@@ -562,8 +512,8 @@ def rollout(m, d, p, w, a0, reduced):
     for s in range(len(order) - 1, -1, -1):
         i = order[s]
         n = joint_nv(joint[i])
-        E, r = transform(Xup_E, Xup_r, i)
-        ai = add6(motion(E, r, row6(a, parent[i])), row6(c, i))
+        E, r = transform_at(Xup_E, Xup_r, i)
+        ai = add6(transformed_motion(E, r, row6(a, parent[i])), row6(c, i))
         for j in range(n):
             t = ubar[i, j] - dot6(row6_of(Z, i, j), ai)
             for q in range(n_neighbours[i]):
@@ -592,8 +542,8 @@ def reduced_backward_sweep(m, d, p, w, dtau):
             x = df_i
             for j in range(n):
                 x = add_scaled6(x, -ubar[i, j], row6_of(Z, i, j))
-            E, r = transform(Xup_E, Xup_r, i)
-            add_row6(df, pa, force(E, r, x))
+            E, r = transform_at(Xup_E, Xup_r, i)
+            add_row6(df, pa, transposed_force(E, r, x))
         for q in range(n_neighbours[i]):
             x = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
             for j in range(n):
