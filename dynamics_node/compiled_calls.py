@@ -25,11 +25,10 @@ from numba import njit
 
 from .compiled import (aba, crba, efpa, explicit_constraints, OK, rnea, spanning_accelerations,
                        update_transforms)
-from .compiled_checks import accept_positions, all_within, constraint_violation, velocity_violation
+from .compiled_checks import accept_positions, all_within, constraint_violation, REFER, velocity_violation
 from .compiled_lcaba import lcaba
 from .kernel_cache import key_on_helpers
 
-REFER = -1
 # c.limits: the bounds of bounds.py and the tolerances of state.py (flat_checks.py fills them)
 POSITION_BOUND, VELOCITY_BOUND, ACCELERATION_BOUND, FORCE_BOUND, POSITION_TOLERANCE, VELOCITY_TOLERANCE = range(6)
 

@@ -18,6 +18,7 @@ from .compiled import (constraint_rows, FLOATING, LOOP, path_transform, product,
 from .kernel_cache import key_on_helpers
 
 QUATERNION_TOLERANCE = 1e-5       # |norm - 1| accepted, as state.positions
+REFER = -1                        # status of a compiled public call whose input the checks do not accept
 NONE, TURNED_AXIS, LOG, AXES_PERPENDICULAR = 0, 1, 2, 3         # rotation rows of a loop residual
 ALL, ACROSS_AXIS, ALONG_AXIS = 0, 1, 2                          # its position rows (e1 e2, or the axis)
 

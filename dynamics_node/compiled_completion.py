@@ -17,10 +17,9 @@ import math
 from numba import njit
 
 from .compiled import back_substitute, body_transforms, constraint_rows, householder, LOOP, OK, SPHERICAL
-from .compiled_checks import loop_residuals
+from .compiled_checks import REFER, loop_residuals
 from .kernel_cache import key_on_helpers
 
-REFER = -1
 INDEPENDENT, DEPENDENT, SPLIT = 1, 2, 3                   # c.role of a body's joint (0: the ground)
 # c.completion: completion.py's constants
 TOLERANCE_AT, MAX_ITERATIONS_AT, CONTINUATION_STEP_AT, MAX_CONTINUATION_STEPS_AT = range(4)
