@@ -25,12 +25,12 @@ from numba import njit
 
 from .compiled import (aba, crba, efpa, explicit_constraints, OK, rnea, spanning_accelerations,
                        update_transforms)
-from .compiled_checks import accept_positions, all_within, constraint_violation, REFER, velocity_violation
+from .compiled_checks import (ACCELERATION_BOUND, accept_positions, all_within, constraint_violation, FORCE_BOUND,
+                              POSITION_BOUND, POSITION_TOLERANCE, REFER, VELOCITY_BOUND, VELOCITY_TOLERANCE,
+                              velocity_violation)
 from .compiled_lcaba import lcaba
 from .kernel_cache import key_on_helpers
 
-# c.limits: the bounds of bounds.py and the tolerances of state.py (flat_checks.py fills them)
-POSITION_BOUND, VELOCITY_BOUND, ACCELERATION_BOUND, FORCE_BOUND, POSITION_TOLERANCE, VELOCITY_TOLERANCE = range(6)
 
 key_on_helpers(__file__)
 

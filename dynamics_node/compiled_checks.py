@@ -19,6 +19,8 @@ from .kernel_cache import key_on_helpers
 
 QUATERNION_TOLERANCE = 1e-5       # |norm - 1| accepted, as state.positions
 REFER = -1                        # status of a compiled public call whose input the checks do not accept
+# c.limits: the bounds of bounds.py and the tolerances of state.py (flat_checks.py fills them)
+POSITION_BOUND, VELOCITY_BOUND, ACCELERATION_BOUND, FORCE_BOUND, POSITION_TOLERANCE, VELOCITY_TOLERANCE = range(6)
 NONE, TURNED_AXIS, LOG, AXES_PERPENDICULAR = 0, 1, 2, 3         # rotation rows of a loop residual
 ALL, ACROSS_AXIS, ALONG_AXIS = 0, 1, 2                          # its position rows (e1 e2, or the axis)
 

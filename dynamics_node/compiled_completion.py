@@ -17,7 +17,7 @@ import math
 from numba import njit
 
 from .compiled import back_substitute, body_transforms, constraint_rows, householder, LOOP, OK, SPHERICAL
-from .compiled_checks import REFER, loop_residuals
+from .compiled_checks import accept_positions, loop_residuals, POSITION_BOUND, REFER
 from .kernel_cache import key_on_helpers
 
 INDEPENDENT, DEPENDENT, SPLIT = 1, 2, 3                   # c.role of a body's joint (0: the ground)
@@ -147,7 +147,8 @@ def continuation(m, d, c, k, q, previous):
 @njit(cache=True, nogil=True)
 def complete(x, q_independent, previous, q):
     """Spanning positions into q (nq): previous with the independent positions, the couplings solved and
-    every loop cluster closed from previous (completion.complete_positions without restarts)."""
+    every loop cluster closed from previous (completion.complete_positions without restarts), then
+    state.positions(check=False): every |q_i| within bounds.POSITION, unit quaternions normalized."""
     m, d, c = x.m, x.d, x.c
     if c.completion_compiled[0] == 0 or len(q_independent) != len(c.independent_q):
         return REFER
@@ -163,4 +164,4 @@ def complete(x, q_independent, previous, q):
     for k in range(len(m.kind)):
         if m.kind[k] == LOOP and continuation(m, d, c, k, q, previous) != OK:
             return REFER
-    return OK
+    return OK if accept_positions(m, d, c, q, False, 0.0, c.limits[POSITION_BOUND]) else REFER

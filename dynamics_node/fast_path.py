@@ -173,7 +173,7 @@ class FastPath:
 
     def checked_completion(self, q_independent, previous):
         """Model.complete_positions from previous (nq) without restarts (compiled_completion.py): spanning
-        q, or None where completion.py must run."""
+        q, closed, within bounds and with unit quaternions, or None where completion.py must run."""
         if self._complete(self._x, q_independent, previous, self.data.q_checked) == compiled.OK:
             return self.data.q_checked.copy()
         return None

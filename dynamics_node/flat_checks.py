@@ -14,7 +14,7 @@ import numpy as np
 from numba import njit
 from numba.experimental import structref
 
-from . import bounds, compiled_calls as calls, completion, state
+from . import bounds, compiled_checks as checks, completion, state
 from .compiled_completion import (CONTINUATION_STEP_AT, DEPENDENT, INDEPENDENT, MAX_CONTINUATION_STEPS_AT,
                                   MAX_ITERATIONS_AT, SPLIT, TOLERANCE_AT)
 from .compiled_checks import ACROSS_AXIS, ALL, ALONG_AXIS, AXES_PERPENDICULAR, LOG, NONE, TURNED_AXIS
@@ -90,7 +90,7 @@ class CallContextType(_StructType):
 
 class CallContextRef(structref.StructRefProxy):
     """A workspace's FlatModel, FlatData and CheckPlan views (m, d, c) as the one argument of the fused public
-    calls and the completion (compiled_calls.py, compiled_completion.py): a call from Python unboxes one
+    calls and the completion (compiled_checks.py, compiled_completion.py): a call from Python unboxes one
     structref instead of three (0.40 -> 0.26 us per call)."""
 
 
@@ -140,10 +140,10 @@ class CheckPlan:
             fields['succ_E'][index], fields['succ_r'][index] = _plucker_parts(con.X_S_succ)
         fields.update(_completion_fields(model, couplings))
         fields['limits'] = np.zeros(6)
-        for index, value in ((calls.POSITION_BOUND, bounds.POSITION), (calls.VELOCITY_BOUND, bounds.VELOCITY),
-                             (calls.ACCELERATION_BOUND, bounds.ACCELERATION), (calls.FORCE_BOUND, bounds.FORCE),
-                             (calls.POSITION_TOLERANCE, state.POSITION_TOLERANCE),
-                             (calls.VELOCITY_TOLERANCE, state.VELOCITY_TOLERANCE)):
+        for index, value in ((checks.POSITION_BOUND, bounds.POSITION), (checks.VELOCITY_BOUND, bounds.VELOCITY),
+                             (checks.ACCELERATION_BOUND, bounds.ACCELERATION), (checks.FORCE_BOUND, bounds.FORCE),
+                             (checks.POSITION_TOLERANCE, state.POSITION_TOLERANCE),
+                             (checks.VELOCITY_TOLERANCE, state.VELOCITY_TOLERANCE)):
             fields['limits'][index] = value
         for value in fields.values():
             value.setflags(write=False)

@@ -321,8 +321,8 @@ class Model:
         q = data.engine.checked_completion(q_ind, self.q_neutral if data.q_last is None else data.q_last)
         if q is None:                                  # restarts, planar or split joints: completion.py
             q = complete_positions(self, data, q_ind, budget)
-        check_finite(self, 'completed positions', [('q_independent', q_ind, bounds.POSITION)], q)
-        q = positions(self, data, q, check=False)
+            check_finite(self, 'completed positions', [('q_independent', q_ind, bounds.POSITION)], q)
+            q = positions(self, data, q, check=False)
         data.q_last = q.copy()                         # the next warm start, once everything succeeded
         return q
 
