@@ -30,7 +30,7 @@ from cluster_dynamics.srv import (DescribeModel, ForwardDynamics, InverseDynamic
 import numpy as np
 import rclpy
 from rclpy.context import Context
-from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
+from rclpy.executors import SingleThreadedExecutor
 from rclpy.qos import qos_profile_sensor_data, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
 
@@ -92,10 +92,10 @@ def bare_relay(namespace):
 
 
 def _spin(node):
+    """Spin node as the dynamics node spins its own: the same executor, the same loop."""
+    from dynamics_node.node import _executor, _spin as spin_until_shutdown
     try:
-        rclpy.spin(node)
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
+        spin_until_shutdown(_executor(node), node.get_logger())
     finally:
         rclpy.try_shutdown()
 

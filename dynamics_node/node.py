@@ -27,9 +27,9 @@ thread of its own, so that the node answers signals while numba compiles.
 rclpy APIs used (all present in Humble's rclpy 3.3, Jazzy's 7.1 and Kilted's 9.1): rclpy.init,
 rclpy.try_shutdown, Node (cli_args, start_parameter_services), declare_parameter with a
 ParameterDescriptor (dynamic_typing, ranges), add_on_set_parameters_callback, create_timer with a
-steady Clock, Executor.spin_once, ExternalShutdownException, and the message-lost QoS event
-(rclpy.event_handler, rclpy.qos_event before Iron); rclpy.experimental.EventsExecutor only where
-it exists.
+steady Clock, ROSClock.ros_time_is_active, Executor.spin_once, ExternalShutdownException, and the
+message-lost QoS event (rclpy.event_handler, rclpy.qos_event before Iron);
+rclpy.experimental.EventsExecutor only where it exists.
 """
 
 from dataclasses import dataclass
@@ -641,7 +641,7 @@ class DynamicsNode(Node):
         stats.arrive(stamp, settings['stream.expected_rate'])
         max_age = settings['stream.max_age']
         if stamp and max_age > 0.0:
-            age = (self.get_clock().now().nanoseconds - stamp) * 1e-9
+            age = (self._now_ns() - stamp) * 1e-9
             if age > max_age:
                 stats.stale += 1
                 stats.last_error = f'stale joint_states: {age:.3f} s old (stream.max_age ' \
@@ -679,6 +679,12 @@ class DynamicsNode(Node):
         self._efforts.publish(efforts)
         if completed is not None:
             self._completed.publish(completed)
+
+    def _now_ns(self):
+        """The node clock's time, ns: the system time unless sim time is active (a quarter of the cost of
+        Clock.now())."""
+        clock = self.get_clock()
+        return clock.now().nanoseconds if clock.ros_time_is_active else time.time_ns()
 
     def _drop(self, reason, topic='joint_states'):
         self._stats.drop(reason)
