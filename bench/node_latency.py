@@ -5,12 +5,15 @@ process is the client, over DDS on the loopback interface. Prints the time until
 first service call (ready time, numba cache warm), the p50/p99 round-trip time of each service (after
 a few warm-up calls) and of the torque stream: joint_states published at --rate Hz for --seconds s
 (default 1 kHz for 5 s), latency from each publish to the arrival of the computed_torques message
-with the same stamp. The floor: a bare rclpy service (InverseDynamics type, fixed answer) and a bare
-relay (joint_states -> JointState, the node's QoS), each in a process of its own. The node and the
-two floors take turns for --rounds rounds (default 3), so that the machine's load hits both sides of
-a ratio alike; percentiles are of the samples pooled over the rounds, and the ratios node / floor are
-printed pooled and per round. With --chrt the served processes (node and floors) then run again under
-`chrt -f 50` (real-time FIFO priority 50; needs root or CAP_SYS_NICE).
+with the same stamp. The floors: a bare rclpy service (InverseDynamics type, fixed answer) and a bare
+relay (joint_states -> JointState, the node's QoS), each in a process of its own, spun twice over:
+by rclpy.spin (rclpy's default SingleThreadedExecutor, the plain rclpy node) and as the node spins
+(FLOORS: its executor, rclpy's EventsExecutor where it exists, in its spin_once loop), which measures
+what the node adds to the same rclpy machinery. The node and the floors take turns for --rounds
+rounds (default 3), so that the machine's load hits both sides of a ratio alike; percentiles are of
+the samples pooled over the rounds, and the ratios node / floor are printed pooled and per round.
+With --chrt the served processes (node and floors) then run again under `chrt -f 50` (real-time FIFO
+priority 50; needs root or CAP_SYS_NICE).
 
 Usage: .venv/bin/python bench/node_latency.py [--calls N] [--rate HZ] [--seconds S] [--rounds R] [--chrt]
 (the script runs itself with --sender, --bare-service or --bare-relay as its helper processes)
@@ -30,7 +33,7 @@ from cluster_dynamics.srv import (DescribeModel, ForwardDynamics, InverseDynamic
 import numpy as np
 import rclpy
 from rclpy.context import Context
-from rclpy.executors import SingleThreadedExecutor
+from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.qos import qos_profile_sensor_data, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
 
@@ -57,12 +60,15 @@ def node_command():
             '-p', 'robot_description_file:=quadruped_rotors']
 
 
-def floor_command(kind):
-    """A bare rclpy process: kind 'service' or 'relay' (name NODE as the node's)."""
-    return [sys.executable, __file__, f'--bare-{kind}', NAMESPACE]
+FLOORS = ('rclpy.spin', 'node executor')
 
 
-def bare_service(namespace):
+def floor_command(kind, spin):
+    """A bare rclpy process: kind 'service' or 'relay' (name NODE as the node's), spin one of FLOORS."""
+    return [sys.executable, __file__, f'--bare-{kind}', NAMESPACE, spin]
+
+
+def bare_service(namespace, spin):
     """An InverseDynamics service at NODE/inverse_dynamics that answers a fixed response."""
     rclpy.init()
     node = rclpy.create_node('dynamics_node', namespace=namespace)
@@ -72,10 +78,10 @@ def bare_service(namespace):
     def callback(request, response):
         return answer
     node.create_service(InverseDynamics, f'{namespace}/dynamics_node/inverse_dynamics', callback)
-    _spin(node)
+    _spin(node, spin)
 
 
-def bare_relay(namespace):
+def bare_relay(namespace, spin):
     """joint_states -> NODE/computed_torques (header copied, 12 efforts), the node's QoS."""
     from dynamics_node.node import JOINT_STATES_QOS, OUTPUT_QOS
     rclpy.init()
@@ -88,14 +94,19 @@ def bare_relay(namespace):
         output.header = msg.header
         publisher.publish(output)
     node.create_subscription(JointState, f'{namespace}/joint_states', relay, JOINT_STATES_QOS)
-    _spin(node)
+    _spin(node, spin)
 
 
-def _spin(node):
-    """Spin node as the dynamics node spins its own: the same executor, the same loop."""
+def _spin(node, spin):
+    """Spin node with rclpy.spin, or as the dynamics node spins its own (the same executor and loop)."""
     from dynamics_node.node import _executor, _spin as spin_until_shutdown
     try:
-        spin_until_shutdown(_executor(node), node.get_logger())
+        if spin == 'rclpy.spin':
+            rclpy.spin(node)
+        else:
+            spin_until_shutdown(_executor(node), node.get_logger())
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
     finally:
         rclpy.try_shutdown()
 
@@ -255,22 +266,24 @@ def run(node, executor, names, args, prefix):
             this['stream answered'] = (received, sent)
         finally:
             stop(process)
-        _new_namespace()
-        process = start(floor_command('service'), prefix)
-        try:
-            inverse = service_requests(names)[2]
-            this['floor service'] = round_trips(node, executor, inverse[1], 'inverse_dynamics', inverse[2],
-                                                args.calls)
-        finally:
-            stop(process)
-        _new_namespace()
-        process = start(floor_command('relay'), prefix)
-        try:
-            this['floor relay'], received, sent = stream_latencies(node, executor, names, args.rate, args.seconds)
-            this['relay answered'] = (received, sent)
-        finally:
-            stop(process)
-        ratios.append(_ratios(this))
+        inverse = service_requests(names)[2]
+        for spin in FLOORS:
+            _new_namespace()
+            process = start(floor_command('service', spin), prefix)
+            try:
+                this[f'service {spin}'] = round_trips(node, executor, inverse[1], 'inverse_dynamics', inverse[2],
+                                                      args.calls)
+            finally:
+                stop(process)
+            _new_namespace()
+            process = start(floor_command('relay', spin), prefix)
+            try:
+                this[f'relay {spin}'], received, sent = stream_latencies(node, executor, names, args.rate,
+                                                                         args.seconds)
+                this[f'relay {spin} answered'] = (received, sent)
+            finally:
+                stop(process)
+        ratios.append({spin: _ratios(this, spin) for spin in FLOORS})
         for key, value in this.items():
             if key.endswith('answered'):
                 samples[key] = tuple(np.add(samples.get(key, (0, 0)), value))
@@ -284,13 +297,16 @@ def run(node, executor, names, args, prefix):
     row('joint_states -> ~/computed_torques', samples['stream'],
         '{}/{} answered at {:.0f} Hz, {:g} s x {}'.format(*samples['stream answered'], args.rate,
                                                           args.seconds, args.rounds))
-    row('floor: bare rclpy service (InverseDynamics)', samples['floor service'], f'{args.calls} calls x {args.rounds}')
-    row('floor: bare relay joint_states -> JointState', samples['floor relay'],
-        '{}/{} answered'.format(*samples['relay answered']))
-    service, stream_p50, stream_p99 = _ratios(samples)
-    print(f'  ratios, pooled: inverse_dynamics p50 {service:.2f}x the bare service (target <= 1.3); stream p50 '
-          f'{stream_p50:.2f}x, p99 {stream_p99:.2f}x the bare relay (targets <= 1.3, <= 1.5)')
-    print('  per round: ' + '; '.join(f'{a:.2f} / {b:.2f} / {c:.2f}' for a, b, c in ratios))
+    for spin in FLOORS:
+        row(f'floor, {spin}: bare service', samples[f'service {spin}'], f'{args.calls} calls x {args.rounds}')
+        row(f'floor, {spin}: bare relay', samples[f'relay {spin}'],
+            '{}/{} answered'.format(*samples[f'relay {spin} answered']))
+    for spin in FLOORS:
+        service, stream_p50, stream_p99 = _ratios(samples, spin)
+        print(f'  ratios to the {spin} floor, pooled: inverse_dynamics p50 {service:.2f}x the bare service '
+              f'(target <= 1.3); stream p50 {stream_p50:.2f}x, p99 {stream_p99:.2f}x the bare relay (targets <= 1.3, '
+              '<= 1.5)')
+        print('    per round: ' + '; '.join('{:.2f} / {:.2f} / {:.2f}'.format(*r[spin]) for r in ratios))
 
 
 def _new_namespace():
@@ -301,17 +317,17 @@ def _new_namespace():
     NODE = f'{NAMESPACE}/dynamics_node'
 
 
-def _ratios(samples):
-    """(inverse_dynamics p50, stream p50, stream p99), each over its floor's."""
-    service = percentiles(samples[INVERSE_LABEL])[0] / percentiles(samples['floor service'])[0]
-    stream_p50, stream_p99 = percentiles(samples['stream']) / percentiles(samples['floor relay'])
+def _ratios(samples, spin):
+    """(inverse_dynamics p50, stream p50, stream p99), each over its floor's spun by spin."""
+    service = percentiles(samples[INVERSE_LABEL])[0] / percentiles(samples[f'service {spin}'])[0]
+    stream_p50, stream_p99 = percentiles(samples['stream']) / percentiles(samples[f'relay {spin}'])
     return service, stream_p50, stream_p99
 
 
 def main():
     helpers = {'--sender': lambda a: send(a[0], float(a[1]), float(a[2])),
-               '--bare-service': lambda a: bare_service(a[0]),
-               '--bare-relay': lambda a: bare_relay(a[0])}
+               '--bare-service': lambda a: bare_service(a[0], a[1]),
+               '--bare-relay': lambda a: bare_relay(a[0], a[1])}
     if sys.argv[1:2] and sys.argv[1] in helpers:
         return helpers[sys.argv[1]](sys.argv[2:])
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
