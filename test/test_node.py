@@ -1094,12 +1094,13 @@ BUSY_SECONDS = 2.0           # of back-to-back service calls during the 500 Hz s
 
 def test_lcaba_calls_and_a_reload_do_not_delay_the_stream(ros, nodes):
     """Services never starve the stream: while LCABA forward-dynamics calls and a reload of the
-    description run on the node, joint_states at 500 Hz keep being answered, and the services
-    add at most 2 ms to the stream's 95th-percentile latency (inputs stamped with their send
-    time; compared with the same stream before and after the calls, which carries the shared
-    machine's own scheduling noise; its rarer outliers are printed, not asserted). The node runs
-    as a controller would, with real-time priority (README) where this machine grants it, so
-    that other processes' load does not stand in for the contention under test."""
+    description run on the node, joint_states at 500 Hz keep being answered, and 99 % of the outputs
+    of inputs sent during a call arrive less than one input period (2 ms) later than the median
+    output of the same stream before and after the calls (inputs stamped with their send time; the
+    rarer outliers, in which rclpy's C calls that hold the GIL (DDS writes and takes) and the shared
+    machine take part, are printed, not asserted). The node runs as a controller would, with
+    real-time priority (README) where this machine grants it, and so does this measuring process,
+    below it, so that other processes' load does not stand in for the contention under test."""
     model = robot('quadruped_rotors')
     permitted = subprocess.run([*REALTIME, 'true'], capture_output=True).returncode == 0
     process = NodeProcess('realtime', prefix=REALTIME if permitted else (),
@@ -1239,7 +1240,7 @@ def _delays_during_services(ros, process, model, priority):
                f'{max(during) * 1e-6:.2f}; {len(busy)} service calls, longest '
                f'{max(b - a for a, b in busy) * 1e-6:.1f} ms')
     print(message)
-    assert during_p95 - idle_p95 <= 2e6, message
+    assert during_p99 - idle_p50 <= 2e6, message
 
 
 # ---- Extended URDF robots ----
