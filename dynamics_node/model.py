@@ -18,10 +18,10 @@ from .couplings import LinearConstraints
 from .errors import ModelError, quote, SingularConfigurationError
 from .extended_urdf import to_urdf_plus
 from .forward_dynamics import aba_info, check_method, check_settings, lcaba_info, lcaba_is_cheaper
-from .lcaba import DEFAULT_SETTINGS
 from .frames import link_pose as pose_of, link_transforms, positions_jacobians
 from .joints import motion_subspace, neutral_position, NQ, NV
 from .kinematics import update_transforms
+from .lcaba import DEFAULT_SETTINGS
 from .reference import ReferencePath
 from .spatial import pose_transform, SWAP_LINEAR_ANGULAR
 from .state import check_finite, external_forces, independent_velocities, positions, vector, VELOCITY_TOLERANCE
