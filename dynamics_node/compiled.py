@@ -685,6 +685,21 @@ def constraint_bias(m, d, k, qd, bias):
 
 
 @njit
+def dependent_least_squares(A, na, nd, width, beta, threshold):
+    """K_d^+ of the columns nd..width-1 of A, whose first nd columns hold K_d (na active rows), into those
+    columns' first nd rows, from a Householder QR of K_d; returns -1, or min |R_jj| / max |R_jj| where K_d
+    is singular: min |R_jj| <= threshold max(max |R_jj|, 1) (kinematics.SINGULARITY_THRESHOLD)."""
+    householder(A, na, nd, width, beta)
+    smallest, largest = math.inf, 0.0
+    for j in range(nd):
+        smallest, largest = min(smallest, abs(A[j, j])), max(largest, abs(A[j, j]))
+    if smallest <= threshold * max(largest, 1.0):
+        return smallest / largest if largest > 0.0 else 0.0
+    back_substitute(A, nd, width)
+    return -1.0
+
+
+@njit
 def loop_constraint(m, d, k, yd):
     """G_k = P [1; -K_d^+ K_i], g_k = P [0; K_d^+ k] and qd_k = G_k yd_k from a Householder QR of the
     dependent columns of K_k that carries its independent ones (kinematics.py explicit_constraint, seed 000
@@ -700,14 +715,10 @@ def loop_constraint(m, d, k, yd):
             A[r, j] = K[r, dependent[j]]
         for j in range(mk):
             A[r, nd + j] = K[r, independent[j]]
-    householder(A, na, nd, n, beta)
-    smallest, largest = math.inf, 0.0
-    for j in range(nd):
-        smallest, largest = min(smallest, abs(A[j, j])), max(largest, abs(A[j, j]))
-    if smallest <= m.singularity_threshold * max(largest, 1.0):
-        d.info[0], d.info[1] = k, smallest / largest if largest > 0.0 else 0.0
+    conditioning = dependent_least_squares(A, na, nd, n, beta, m.singularity_threshold)     # K_d^+ K_i
+    if conditioning >= 0.0:
+        d.info[0], d.info[1] = k, conditioning
         return SINGULAR_SPLIT
-    back_substitute(A, nd, n)                                        # K_d^+ K_i
     for j in range(mk):
         for r in range(n):
             G[j, r] = 0.0

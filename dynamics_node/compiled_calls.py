@@ -12,11 +12,12 @@ input a check refuses, a singular configuration or a non-finite result. Model th
 path, which names the error (or falls back to LCABA): the compiled path only ever accepts.
 
 Checks and algorithm share their work: the position check leaves d.Xup at q, where the algorithms
-start (q None), and spanning velocities are checked against the K that the algorithm's kinematics
-built (constraint_violation; the same rows and criterion as velocity_violation), after it ran.
+start (q None); the cluster ABA and RNEA check spanning velocities after they ran, against the K their
+kinematics built (constraint_violation; the same rows and criterion as velocity_violation), LCABA
+before (velocity_violation).
 
 Checked inputs are kept in d (q_checked: q with its quaternions normalized; yd_checked, ydd_checked:
-independent velocities and accelerations; qd_spanning, tau_spanning: LCABA's spanning inputs).
+independent velocities and accelerations; qd and tau_spanning: LCABA's spanning inputs).
 """
 
 import math
@@ -109,12 +110,10 @@ def inverse_dynamics(x, q, v, a, f_ext):
     """Model.inverse_dynamics (bias and gravity forces: a, v zero): independent forces into d.tau.
     Spanning accelerations must equal G ydd + g (state.py's VELOCITY_TOLERANCE, relative)."""
     m, d, c = x.m, x.d, x.c
-    if not (positions(m, d, c, q) and motion(m, v, c.limits[VELOCITY_BOUND], d.yd_checked)
-            and generalized(m, a, c.limits[ACCELERATION_BOUND])):
-        return REFER
     ydd = d.ydd_checked
-    for j in range(m.ny):
-        ydd[j] = a[j] if len(a) == m.ny and m.ny != m.nv else a[m.independent_v[j]]
+    if not (positions(m, d, c, q) and motion(m, v, c.limits[VELOCITY_BOUND], d.yd_checked)
+            and motion(m, a, c.limits[ACCELERATION_BOUND], ydd)):
+        return REFER
     if rnea(m, d, None, d.yd_checked, ydd, f_ext) != OK or not consistent(m, d, c, v, True) or not finite(d.tau):
         return REFER
     if len(a) == m.nv:                         # G and g are those of q, yd since rnea's kinematics
@@ -154,22 +153,18 @@ def forward_dynamics_lcaba(x, p, w, q, v, tau, f_ext, mu, tolerance, max_iterati
     if not (positions(m, d, c, q) and generalized(m, tau, c.limits[FORCE_BOUND])
             and motion(m, v, c.limits[VELOCITY_BOUND], d.yd_checked) and consistent(m, d, c, v, False)):
         return REFER
-    qd, tau_spanning = d.qd_spanning, d.tau_spanning
+    qd, tau_spanning = d.qd, d.tau_spanning
     if len(v) == m.nv:
         for j in range(m.nv):
             qd[j] = v[j]
-    else:
-        if explicit_constraints(m, d, d.zero_y) != OK:          # G at q (g = 0 at rest)
-            return REFER
-        spanning_accelerations(m, d, v)
-        for j in range(m.nv):
-            qd[j] = d.qdd[j]
+    elif explicit_constraints(m, d, v) != OK:                  # qd = G v at the checked transforms
+        return REFER
     for j in range(m.nv):
         tau_spanning[j] = tau[j] if len(tau) == m.nv else 0.0
     if len(tau) != m.nv:
         for j in range(m.ny):
             tau_spanning[m.independent_v[j]] = tau[j]
-    if lcaba(m, d, p, w, d.q_checked, qd, tau_spanning, f_ext, mu, tolerance, max_iterations) != OK \
+    if lcaba(m, d, p, w, None, qd, tau_spanning, f_ext, mu, tolerance, max_iterations) != OK \
             or not finite(w.qdd):
         return REFER
     return OK

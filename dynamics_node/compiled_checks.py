@@ -46,10 +46,20 @@ def rotation_log_component(E, e):
     return scale * (e[0] * w0 + e[1] * w1 + e[2] * w2)
 
 
+@njit(inline='always')
+def coupling_residual(b, q_rows, q_index, q_coefficient, row, q):
+    """phi = sum_j c_j q_j + offset of coupling row (CouplingConstraint.residual, sparse rows of flat_checks)."""
+    t = b[row]
+    for e in range(q_rows[row], q_rows[row + 1]):
+        t += q_coefficient[e] * q[q_index[e]]
+    return t
+
+
 @njit
 def loop_residuals(m, d, c, l0, l1, rows):
-    """phi of the loops l0..l1-1 of a cluster into rows, each loop's at its rows of the cluster (loop_row) in
-    the order of K (LoopConstraint.residual, flat_checks.ROTATION_MODE and POSITION_MODE); returns max |phi|."""
+    """phi of the loops l0..l1-1 into rows, each loop's at its rows of its cluster (loop_row) in the order of
+    K (LoopConstraint.residual, flat_checks.ROTATION_MODE and POSITION_MODE); returns max |phi| (loops of
+    different clusters overwrite each other's rows: only the maximum counts there)."""
     Xup_E, Xup_r, loop_path, loop_path_len, loop_row = d.Xup_E, d.Xup_r, m.loop_path, m.loop_path_len, m.loop_row
     pred_E, pred_r, succ_E, succ_r, frames, axis2 = c.pred_E, c.pred_r, c.succ_E, c.succ_r, c.frame, c.axis2
     rotation_mode, position_mode = c.rotation_mode, c.position_mode
@@ -132,10 +142,7 @@ def accept_positions(m, d, c, q, closure, tolerance, bound):
         return False
     b, q_rows, q_index, q_coefficient = c.b, c.q_rows, c.q_index, c.q_coefficient
     for row in range(len(b)):
-        t = b[row]
-        for e in range(q_rows[row], q_rows[row + 1]):
-            t += q_coefficient[e] * q[q_index[e]]
-        if not abs(t) <= tolerance:
+        if not abs(coupling_residual(b, q_rows, q_index, q_coefficient, row, q)) <= tolerance:
             return False
     return loops == 0 or loop_residuals(m, d, c, 0, loops, c.rows) <= tolerance
 

@@ -16,8 +16,8 @@ import math
 
 from numba import njit
 
-from .compiled import back_substitute, body_transforms, constraint_rows, householder, LOOP, OK, SPHERICAL
-from .compiled_checks import accept_positions, loop_residuals, POSITION_BOUND, REFER
+from .compiled import body_transforms, constraint_rows, dependent_least_squares, LOOP, OK, SPHERICAL
+from .compiled_checks import accept_positions, coupling_residual, loop_residuals, POSITION_BOUND, REFER
 from .kernel_cache import key_on_helpers
 
 INDEPENDENT, DEPENDENT, SPLIT = 1, 2, 3                   # c.role of a body's joint (0: the ground)
@@ -37,10 +37,7 @@ def residual(m, d, c, k, q, phi):
     loop_residuals(m, d, c, m.loop_range[k, 0], m.loop_range[k, 1], rows)
     for e in range(len(b)):
         if coupling_cluster[e] == k:
-            t = b[e]
-            for j in range(q_rows[e], q_rows[e + 1]):
-                t += q_coefficient[j] * q[q_index[j]]
-            rows[coupling_row[e]] = t
+            rows[coupling_row[e]] = coupling_residual(b, q_rows, q_index, q_coefficient, e, q)
     squares, worst = 0.0, 0.0
     for a in range(m.n_active[k]):
         phi[a] = rows[active[a]]
@@ -66,13 +63,8 @@ def newton(m, d, c, k, q):
             for j in range(nd):
                 A[r, j] = K[r, dependent[j]]
             A[r, nd] = phi[r]
-        householder(A, na, nd, nd + 1, beta)
-        smallest, largest = math.inf, 0.0
-        for j in range(nd):
-            smallest, largest = min(smallest, abs(A[j, j])), max(largest, abs(A[j, j]))
-        if not smallest > threshold * largest:
+        if dependent_least_squares(A, na, nd, nd + 1, beta, threshold) >= 0.0:       # K_d^+ phi
             return math.inf
-        back_substitute(A, nd, nd + 1)                       # K_d^+ phi
         for j in range(v1 - v0):
             step[j] = 0.0
         for j in range(nd):

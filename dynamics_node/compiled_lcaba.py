@@ -13,13 +13,14 @@ buffers with full indices. A tuple stays in registers, where an array element wo
 every store into H (the compiler cannot rule out aliasing), and a view (v[i], H[s]) would cost a
 reference-count call at its creation and at its end wherever it outlives a basic block. Each kernel
 reads the fields it uses into locals first: numba emits no alias information, so a field read after a
-store into any buffer would be loaded again through the struct. The sweeps call no other kernel and
-divide without checks (error_model='numpy': inf or nan, never an exception): without a raise path
-numba's pruning also drops the reference counts of the fields they read. fastmath={'contract'} fuses
+store into any buffer would be loaded again through the struct. The sweeps call no other kernel (but
+constraint_penalties its three row kernels) and divide without checks (error_model='numpy': inf or nan,
+never an exception): without a raise path numba's pruning also drops the reference counts of the fields
+they read. fastmath={'contract'} fuses
 a * b + c into one rounding (FMA).
 No kernel allocates. ``lcaba`` returns OK or NOT_POSITIVE (w.info: the body) instead of raising.
 
-The kernels reuse compiled.py's helpers, so numba's cache of this file is keyed on both files
+The kernels reuse compiled.py's helpers, so numba's cache of this file is keyed on every kernel module
 (kernel_cache.py): a change of compiled.py recompiles these kernels too.
 """
 
@@ -606,8 +607,9 @@ def gradient_forces(m, d, p, w, mu):
 def lcaba(m, d, p, w, q, qd, tau, f_ext, mu, tolerance, max_iterations):
     """Spanning accelerations of the closed-loop system into w.qdd by the proximal LCABA (seed 004,
     Alg. 3; lcaba.lcaba); multipliers into w.lam, [iterations, residual, converged] into w.result.
-    qd, tau spanning (nv); f_ext (nb x 6) in body coordinates."""
-    update_transforms(m, d, q)
+    qd, tau spanning (nv); f_ext (nb x 6) in body coordinates; q None: d.Xup is at the positions already."""
+    if q is not None:
+        update_transforms(m, d, q)
     first_forward_sweep(m, d, p, w, qd, f_ext)
     a0 = (0.0, 0.0, 0.0, -m.gravity[0], -m.gravity[1], -m.gravity[2])
     constraint_penalties(d, p, w, mu, a0)

@@ -1,15 +1,16 @@
 """FastPath: the compiled cluster algorithms (compiled.py) behind a small Python API.
 
-Inputs are assumed validated by the caller (Model's public methods): float64 NumPy vectors of the
-right lengths (any layout), spanning q with unit quaternions and closed loops, f_ext (nb x 6) in body
-coordinates (state.external_forces). Results are copies of the workspace buffers, so that a later
-call does not change them.
+The checked_* methods are Model's public calls in one compiled call each (compiled_calls.py): they
+check their inputs and return None where Model's Python path must name an error. The other methods
+assume inputs validated by that path: float64 NumPy vectors of the right lengths (any layout), spanning
+q with unit quaternions and closed loops, f_ext (nb x 6) in body coordinates (state.external_forces).
+Results are copies of the workspace buffers, so that a later call does not change them.
 
 ``warm_up()`` compiles every kernel once per process for float64 arrays of any layout (loaded from
 numba's on-disk cache after the first run) and forbids later compilation, so that no call can compile
 on the hot path; a FastPath used before warm_up() warms up at its first call. FastPath then calls the
-compiled entry points directly: numba's dispatcher would spend about a microsecond typing each of the
-two structref arguments at every call.
+compiled entry points directly: numba's dispatcher would spend about a microsecond typing each
+structref argument at every call.
 """
 
 import time

@@ -74,7 +74,6 @@ MODEL_FIELDS = {   # name: meaning, shape (nb bodies with 0 the ground, nc clust
     'gravity': 'gravity acceleration in the root frame, m/s^2, the only writable field (3)',
     'singularity_threshold': 'kinematics.SINGULARITY_THRESHOLD, relative |R_ii| of a singular split',
     'd_condition_limit': 'aba.D_CONDITION_LIMIT, reciprocal condition of an ill-conditioned D_k',
-    'nq': 'position dimension',
     'nv': 'spanning velocity dimension',
     'ny': 'independent velocity dimension',
     'independent_v': 'spanning velocity index of each independent velocity (ny)',
@@ -91,7 +90,8 @@ DATA_FIELDS = {    # name: meaning, shape
     'a': 'body accelerations (nb, 6)',
     'f': 'body forces (RNEA) or articulated bias forces p^A (ABA) (nb, 6)',
     'c': 'rows of body i of the cluster bias c_k (nb, 6)',
-    'IA': 'articulated inertias (ABA, EFPA), block diagonal per cluster; a leaf\'s is its rigid_inertia (nb, 6, 6)',
+    'IA': 'articulated inertias (ABA, EFPA), block diagonal per cluster; a leaf\'s is read from rigid_inertia '
+          'instead (nb, 6, 6)',
     'Ic': 'composite rigid-body inertias (CRBA), as rigid_inertia (nb, 10)',
     'G': 'G[k, j]: column j of the explicit constraint Jacobian G_k (nc, M, N)',
     'g': 'explicit constraint bias g, spanning (nv)',
@@ -121,7 +121,6 @@ DATA_FIELDS = {    # name: meaning, shape
     'q_checked': 'positions of the current public call, checked, unit quaternions (nq; compiled_calls.py)',
     'yd_checked': 'its independent velocities (ny)',
     'ydd_checked': 'its independent accelerations (ny)',
-    'qd_spanning': 'spanning velocities of an LCABA call (nv)',
     'tau_spanning': 'spanning forces of an LCABA call (nv)',
 }
 
@@ -192,9 +191,9 @@ class FlatModel:
             value.setflags(write=False)
         fields['gravity'] = np.array(model.gravity, dtype=float)
         fields['singularity_threshold'], fields['d_condition_limit'] = SINGULARITY_THRESHOLD, D_CONDITION_LIMIT
-        fields['nq'], fields['nv'], fields['ny'] = model.nq, model.nv, model.ny
+        fields['nv'], fields['ny'] = model.nv, model.ny
         self.__dict__.update(fields)
-        self.nb, self.nc = len(self.parent), len(self.kind)
+        self.nb, self.nc, self.nq = len(self.parent), len(self.kind), model.nq
         self.M, self.N = self.G_const.shape[1:]
         self.ref = _new_model_ref(*(fields[name] for name in MODEL_FIELDS))
 
@@ -218,7 +217,7 @@ class FlatData:
             'QR': (R, N + 1), 'beta': (N,), 'rhs': (R,), 'path_s': (nl, 2, P, 6, 6),
             'Psi_nca': (nl, 6, 6), 'loop_a': (nl, 2, 3), 'w6': (6,), 'info': (2,), 'zero_y': (flat.ny,),
             'zero_f': (nb, 6),
-            'q_checked': (flat.nq,), 'yd_checked': (flat.ny,), 'ydd_checked': (flat.ny,), 'qd_spanning': (flat.nv,),
+            'q_checked': (flat.nq,), 'yd_checked': (flat.ny,), 'ydd_checked': (flat.ny,),
             'tau_spanning': (flat.nv,),
         }
         fields = {name: np.zeros(shapes[name]) for name in DATA_FIELDS}

@@ -42,7 +42,7 @@ CHECK_FIELDS = {   # name: meaning, shape (nl loops, nr coupling rows)
     'v_index': 'velocity index of each term',
     'v_coefficient': 'its coefficient; row r is sum coefficient v[index] = 0',
     'v_cluster': 'cluster index of each velocity row',
-    'limits': 'bounds (bounds.py) and tolerances (state.py) of the public calls, at the indices of compiled_calls (6)',
+    'limits': 'bounds (bounds.py) and tolerances (state.py) of the public calls, at the indices of compiled_checks (6)',
     'coupling_cluster': 'cluster of coupling row r of q_rows (nr)',
     'coupling_row': 'its row in the K (and phi) of its cluster (nr)',
     'independent_q': 'q entries of the independent positions (Model.independent_q)',
@@ -90,7 +90,7 @@ class CallContextType(_StructType):
 
 class CallContextRef(structref.StructRefProxy):
     """A workspace's FlatModel, FlatData and CheckPlan views (m, d, c) as the one argument of the fused public
-    calls and the completion (compiled_checks.py, compiled_completion.py): a call from Python unboxes one
+    calls and the completion (compiled_calls.py, compiled_completion.py): a call from Python unboxes one
     structref instead of three (0.40 -> 0.26 us per call)."""
 
 

@@ -1,6 +1,7 @@
 """Forward dynamics by method: the LCABA route of Model.forward_dynamics and the report it returns."""
 
 from dataclasses import dataclass, field
+
 import numpy as np
 
 from .clusters import constraint_jacobian
