@@ -18,7 +18,7 @@ The small per-body helpers (spatial algebra, joints, triangular solves) are inli
 in numba's IR (inline='always'): as separate functions each call blocked LLVM's optimization across
 it, which cost about 40 % of the ABA, RNEA and CRBA times; inlining the larger per-cluster steps too
 gained little more and tripled the compile time. The arrays of m and d carry no reference counts
-(flat.borrowed), so the reference counting of views such as S[i, j] reduces to calls that return at
+(borrowed.py), so the reference counting of views such as S[i, j] reduces to calls that return at
 once, mostly pruned by numba; but every read of a field of m or d costs such an incref/decref call pair,
 which spills registers: each pass reads its fields into locals once and loops over the clusters or
 bodies itself (per-cluster functions reading ~15 fields made up most of the kinematics' time).
@@ -35,12 +35,18 @@ No kernel allocates: every buffer lives in d. Each returns a status (OK or one o
 cases below, details in d.info) instead of raising; fast_path.py raises the library's errors.
 
 Everything a kernel depends on is defined here or passed in m: numba's cache is keyed on this file
-only, so a constant imported from another module could go stale in the cache.
+(and on the other kernel modules and borrowed.py, kernel_cache.py) only, so a constant imported from
+another module could go stale in the cache.
 """
 
 import math
 
 from numba import njit
+
+from .kernel_cache import key_on_helpers
+
+key_on_helpers(__file__)
+
 
 REVOLUTE, PRISMATIC, FLOATING, SPHERICAL, PLANAR = 0, 1, 2, 3, 4   # joint codes (continuous = revolute)
 SINGLE, COUPLED, LOOP = 0, 1, 2                  # cluster kinds: one body (G = 1); constant G, g = 0; G(q)

@@ -17,13 +17,16 @@ kinematics built (constraint_violation; the same rows and criterion as velocity_
 before (velocity_violation).
 
 Checked inputs are kept in d (q_checked: q with its quaternions normalized; yd_checked, ydd_checked:
-independent velocities and accelerations; qd and tau_spanning: LCABA's spanning inputs).
+independent velocities and accelerations; qd and tau_spanning: LCABA's spanning inputs). The external
+forces are the workspace's d.f_ext (state.external_forces), not an argument: one array fewer to unbox. The
+input vectors are borrowed (borrowed.py): the caller holds them, and the kernels pass them on uncounted.
 """
 
 import math
 
 from numba import njit
 
+from .borrowed import borrowed
 from .compiled import (aba, crba, efpa, explicit_constraints, OK, rnea, spanning_accelerations,
                        update_transforms)
 from .compiled_checks import (ACCELERATION_BOUND, accept_positions, all_within, constraint_violation, FORCE_BOUND,
@@ -94,27 +97,29 @@ def generalized(m, x, bound):
 
 
 @njit(cache=True, nogil=True)
-def forward_dynamics(x, q, v, tau, f_ext):
+def forward_dynamics(x, q, v, tau):
     """Model.forward_dynamics with the cluster ABA: spanning accelerations into d.qdd."""
     m, d, c = x.m, x.d, x.c
+    q, v, tau = borrowed((q, v, tau))
     if not (positions(m, d, c, q) and motion(m, v, c.limits[VELOCITY_BOUND], d.yd_checked)
             and generalized(m, tau, c.limits[FORCE_BOUND])):
         return REFER
-    if aba(m, d, None, d.yd_checked, tau, f_ext) != OK or not consistent(m, d, c, v, True) or not finite(d.qdd):
+    if aba(m, d, None, d.yd_checked, tau, d.f_ext) != OK or not consistent(m, d, c, v, True) or not finite(d.qdd):
         return REFER
     return OK
 
 
 @njit(cache=True, nogil=True)
-def inverse_dynamics(x, q, v, a, f_ext):
+def inverse_dynamics(x, q, v, a):
     """Model.inverse_dynamics (bias and gravity forces: a, v zero): independent forces into d.tau.
     Spanning accelerations must equal G ydd + g (state.py's VELOCITY_TOLERANCE, relative)."""
     m, d, c = x.m, x.d, x.c
+    q, v, a = borrowed((q, v, a))
     ydd = d.ydd_checked
     if not (positions(m, d, c, q) and motion(m, v, c.limits[VELOCITY_BOUND], d.yd_checked)
             and motion(m, a, c.limits[ACCELERATION_BOUND], ydd)):
         return REFER
-    if rnea(m, d, None, d.yd_checked, ydd, f_ext) != OK or not consistent(m, d, c, v, True) or not finite(d.tau):
+    if rnea(m, d, None, d.yd_checked, ydd, d.f_ext) != OK or not consistent(m, d, c, v, True) or not finite(d.tau):
         return REFER
     if len(a) == m.nv:                         # G and g are those of q, yd since rnea's kinematics
         spanning_accelerations(m, d, ydd)
@@ -130,6 +135,7 @@ def inverse_dynamics(x, q, v, a, f_ext):
 def mass_matrix(x, q):
     """Model.mass_matrix: H_y into d.H."""
     m, d, c = x.m, x.d, x.c
+    (q,) = borrowed((q,))
     if not positions(m, d, c, q) or crba(m, d, None) != OK or not finite(d.H):
         return REFER
     return OK
@@ -139,6 +145,7 @@ def mass_matrix(x, q):
 def inverse_osim(x, q, frame_body, frame_X, T, Omega):
     """Model.inverse_osim (links checked by the caller): Lambda^-1 into Omega."""
     m, d, c = x.m, x.d, x.c
+    q, frame_body, frame_X, T, Omega = borrowed((q, frame_body, frame_X, T, Omega))
     if not positions(m, d, c, q) or efpa(m, d, None, frame_body, frame_X, T, Omega) != OK \
             or not finite(Omega):
         return REFER
@@ -146,10 +153,11 @@ def inverse_osim(x, q, frame_body, frame_X, T, Omega):
 
 
 @njit(cache=True, nogil=True)
-def forward_dynamics_lcaba(x, p, w, q, v, tau, f_ext, mu, tolerance, max_iterations):
+def forward_dynamics_lcaba(x, p, w, q, v, tau, mu, tolerance, max_iterations):
     """Model.forward_dynamics with LCABA: spanning accelerations into w.qdd. Independent velocities are
     lifted to G yd (refused at a singular configuration), independent forces act on their joints."""
     m, d, c = x.m, x.d, x.c
+    q, v, tau = borrowed((q, v, tau))
     if not (positions(m, d, c, q) and generalized(m, tau, c.limits[FORCE_BOUND])
             and motion(m, v, c.limits[VELOCITY_BOUND], d.yd_checked) and consistent(m, d, c, v, False)):
         return REFER
@@ -164,7 +172,7 @@ def forward_dynamics_lcaba(x, p, w, q, v, tau, f_ext, mu, tolerance, max_iterati
     if len(tau) != m.nv:
         for j in range(m.ny):
             tau_spanning[m.independent_v[j]] = tau[j]
-    if lcaba(m, d, p, w, None, qd, tau_spanning, f_ext, mu, tolerance, max_iterations) != OK \
+    if lcaba(m, d, p, w, None, qd, tau_spanning, d.f_ext, mu, tolerance, max_iterations) != OK \
             or not finite(w.qdd):
         return REFER
     return OK

@@ -16,6 +16,7 @@ import math
 
 from numba import njit
 
+from .borrowed import borrowed
 from .compiled import body_transforms, constraint_rows, dependent_least_squares, LOOP, OK, SPHERICAL
 from .compiled_checks import accept_positions, coupling_residual, loop_residuals, POSITION_BOUND, REFER
 from .kernel_cache import key_on_helpers
@@ -142,6 +143,7 @@ def complete(x, q_independent, previous, q):
     every loop cluster closed from previous (completion.complete_positions without restarts), then
     state.positions(check=False): every |q_i| within bounds.POSITION, unit quaternions normalized."""
     m, d, c = x.m, x.d, x.c
+    q_independent, previous, q = borrowed((q_independent, previous, q))
     if c.completion_compiled[0] == 0 or len(q_independent) != len(c.independent_q):
         return REFER
     for j in range(len(q)):

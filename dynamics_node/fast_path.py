@@ -19,6 +19,7 @@ import numpy as np
 from numba import typeof, types
 
 from . import compiled, compiled_calls, compiled_checks, compiled_completion, compiled_lcaba
+from .borrowed import Borrowed
 from .errors import ModelError, quote, SingularConfigurationError
 from .flat import FlatModel
 from .flat_checks import call_context, check_plan
@@ -43,17 +44,17 @@ class FastPath:
     """Compiled C-ABA, C-RNEA, CRBA, C-EFPA and LCABA of one Model with its own workspace (one per
     thread; pass ``flat`` to share the compiled model between threads)."""
 
-    def __init__(self, model, flat=None):
+    def __init__(self, model, flat=None, f_ext=None):
         self.model = model
         self.flat = FlatModel(model) if flat is None else flat
-        self.data = self.flat.create_data()
-        self._m, self._d = self.flat.ref, self.data.ref
+        self.data = self.flat.create_data(f_ext)         # f_ext: the external forces of the checked calls
         self.plan = lcaba_plan(model)                    # LCABA (seed 004), shared by threads
         self.lcaba_data = self.plan.create_data()
-        self._p, self._w = self.plan.ref, self.lcaba_data.ref
         self.checks = check_plan(model)                  # the state checks' data (flat_checks.py)
-        self._c, self._check_scratch = self.checks.create_ref()
-        self._x = call_context(self._m, self._d, self._c)   # the fused calls' argument
+        checks, self._check_scratch = self.checks.create_ref()
+        self._m, self._d, self._p, self._w, self._c = (Borrowed(ref) for ref in (
+            self.flat.ref, self.data.ref, self.plan.ref, self.lcaba_data.ref, checks))
+        self._x = Borrowed(call_context(self._m, self._d, self._c))     # the fused calls' argument
         self._frame_sets = {}
         self._use(_ENTRY_POINTS or {name: self._warm_up_then(name) for name in _DISPATCHERS})
 
@@ -137,23 +138,21 @@ class FastPath:
     # compiled checks refer to Model's Python path, which then names the error. Inputs of any other
     # type than a float64 vector are referred as well (numba would reinterpret their bytes).
 
-    def checked_forward_dynamics(self, q, v, tau, f_ext, settings=None):
+    def checked_forward_dynamics(self, q, v, tau, settings=None):
         """Model.forward_dynamics(q, v, tau): spanning qdd by the cluster ABA, by LCABA with settings."""
         if not _float_vectors(q, v, tau):
             return None
         if settings is None:
-            if self._checked_forward_dynamics(self._x, q, v, tau, f_ext) == compiled.OK:
+            if self._checked_forward_dynamics(self._x, q, v, tau) == compiled.OK:
                 return self.data.qdd.copy()
-        elif self._checked_forward_dynamics_lcaba(self._x, self._p, self._w, q, v, tau, f_ext,
-                                                  settings.mu, settings.tolerance,
+        elif self._checked_forward_dynamics_lcaba(self._x, self._p, self._w, q, v, tau, settings.mu, settings.tolerance,
                                                   settings.max_iterations) == compiled.OK:
             return self.lcaba_data.qdd.copy()
         return None
 
-    def checked_inverse_dynamics(self, q, v, a, f_ext):
+    def checked_inverse_dynamics(self, q, v, a):
         """Model.inverse_dynamics(q, v, a): tau_y."""
-        if _float_vectors(q, v, a) and \
-                self._checked_inverse_dynamics(self._x, q, v, a, f_ext) == compiled.OK:
+        if _float_vectors(q, v, a) and self._checked_inverse_dynamics(self._x, q, v, a) == compiled.OK:
             return self.data.tau.copy()
         return None
 
@@ -196,9 +195,9 @@ class FastPath:
         self._lcaba(self._m, self._d, self._p, self._w, q, v, v, f, 1e6, 1e-10, 1)
         self._accept_positions(self._m, self._d, self._c, q.copy(), True, 1e-6, np.inf)
         self._velocity_violation(self._m, self._d, self._c, v)
-        self.checked_forward_dynamics(q, y, y, f)
-        self.checked_forward_dynamics(q, y, y, f, _WARM_UP_SETTINGS)
-        self.checked_inverse_dynamics(q, y, y, f)
+        self.checked_forward_dynamics(q, y, y)
+        self.checked_forward_dynamics(q, y, y, _WARM_UP_SETTINGS)
+        self.checked_inverse_dynamics(q, y, y)
         self.checked_mass_matrix(q)
         self.checked_inverse_osim(q, (self.model.root_link,))
         self.checked_completion(q[self.model.independent_q], q)
@@ -269,10 +268,10 @@ def _compile_kernels(m, d, p, w, c, x, frames):
             'accept_positions': (model, data, checks, types.Array(types.float64, 1, 'C'), types.boolean,
                                  types.float64, types.float64),
             'velocity_violation': (model, data, checks, _INPUT),
-            'checked_forward_dynamics': (context, _INPUT, _INPUT, _INPUT, _FORCES),
-            'checked_forward_dynamics_lcaba': (context, typeof(p), typeof(w), _INPUT, _INPUT, _INPUT, _FORCES,
-                                               types.float64, types.float64, types.int64),
-            'checked_inverse_dynamics': (context, _INPUT, _INPUT, _INPUT, _FORCES),
+            'checked_forward_dynamics': (context, _INPUT, _INPUT, _INPUT),
+            'checked_forward_dynamics_lcaba': (context, typeof(p), typeof(w), _INPUT, _INPUT, _INPUT, types.float64,
+                                               types.float64, types.int64),
+            'checked_inverse_dynamics': (context, _INPUT, _INPUT, _INPUT),
             'checked_mass_matrix': (context, _INPUT),
             'complete': (context, _INPUT, _INPUT, types.Array(types.float64, 1, 'C')),
             'checked_inverse_osim': (context, _INPUT) + tuple(typeof(a) for a in frames),

@@ -15,11 +15,11 @@ cluster's roots would lie on a cycle through the cluster.
 
 import numpy as np
 from numba import njit
-from numba.core import cgutils, types
+from numba.core import types
 from numba.experimental import structref
-from numba.extending import intrinsic
 
 from .aba import D_CONDITION_LIMIT
+from .borrowed import borrowed
 from .compiled import COUPLED, FLOATING, LOOP, PLANAR, PRISMATIC, REVOLUTE, SINGLE, SPHERICAL
 from .constraints import CouplingConstraint
 from .errors import ModelError, quote
@@ -118,6 +118,7 @@ DATA_FIELDS = {    # name: meaning, shape
     'info': 'details of the last non-zero status: cluster, conditioning (2)',
     'zero_y': 'zeros (ny), for calls without velocities or accelerations',
     'zero_f': 'zeros (nb, 6), for calls without external forces',
+    'f_ext': 'external forces of the public calls, body coordinates (nb, 6): the workspace\'s (model.Data.f_ext)',
     'q_checked': 'positions of the current public call, checked, unit quaternions (nq; compiled_calls.py)',
     'yd_checked': 'its independent velocities (ny)',
     'ydd_checked': 'its independent accelerations (ny)',
@@ -152,25 +153,6 @@ structref.define_proxy(FlatModelRef, FlatModelType, list(MODEL_FIELDS))
 structref.define_proxy(FlatDataRef, FlatDataType, list(DATA_FIELDS))
 
 
-@intrinsic
-def borrowed(typingctx, fields):
-    """The tuple fields with its arrays' reference counts dropped (a NULL meminfo): numba then skips
-    the atomic increment and decrement at every view a kernel takes (S[i, j], Xo_E[i], ...), about
-    12 ns each, half of the kernels' time. The owner of the arrays (FlatModel, FlatData, ...) keeps
-    them alive as long as its ref."""
-    def codegen(context, builder, signature, args):
-        values = []
-        for i, kind in enumerate(signature.args[0]):
-            value = builder.extract_value(args[0], i)
-            if isinstance(kind, types.Array):
-                view = context.make_array(kind)(context, builder, value)
-                view.meminfo = cgutils.get_null_value(view.meminfo.type)
-                value = view._getvalue()
-            values.append(value)
-        return context.make_tuple(builder, signature.return_type, values)
-    return fields(fields), codegen
-
-
 @njit(cache=True)
 def _new_model_ref(*fields):
     return FlatModelRef(*borrowed(fields))
@@ -197,15 +179,15 @@ class FlatModel:
         self.M, self.N = self.G_const.shape[1:]
         self.ref = _new_model_ref(*(fields[name] for name in MODEL_FIELDS))
 
-    def create_data(self):
-        """A fresh workspace for the kernels (one per thread)."""
-        return FlatData(self)
+    def create_data(self, f_ext=None):
+        """A fresh workspace for the kernels (one per thread), with f_ext (nb x 6) as its external forces."""
+        return FlatData(self, f_ext)
 
 
 class FlatData:
     """The buffers of DATA_FIELDS (attributes), and ``ref`` for the kernels."""
 
-    def __init__(self, flat):
+    def __init__(self, flat, f_ext=None):
         nb, nc, N, M, nl = flat.nb, flat.nc, flat.N, flat.M, len(flat.loop_row)
         R, P = flat.K_const.shape[1], flat.loop_path.shape[2]
         shapes = {
@@ -216,12 +198,14 @@ class FlatData:
             'tau': (flat.ny,), 'ydd': (flat.ny,), 'H': (flat.ny, flat.ny), 'K': (nc, R, N),
             'QR': (R, N + 1), 'beta': (N,), 'rhs': (R,), 'path_s': (nl, 2, P, 6, 6),
             'Psi_nca': (nl, 6, 6), 'loop_a': (nl, 2, 3), 'w6': (6,), 'info': (2,), 'zero_y': (flat.ny,),
-            'zero_f': (nb, 6),
+            'zero_f': (nb, 6), 'f_ext': (nb, 6),
             'q_checked': (flat.nq,), 'yd_checked': (flat.ny,), 'ydd_checked': (flat.ny,),
             'tau_spanning': (flat.nv,),
         }
         fields = {name: np.zeros(shapes[name]) for name in DATA_FIELDS}
         fields['G'][:] = flat.G_const          # LOOP clusters overwrite theirs at every call
+        if f_ext is not None:
+            fields['f_ext'] = f_ext
         self.__dict__.update(fields)
         self.ref = _new_data_ref(*(fields[name] for name in DATA_FIELDS))
 

@@ -19,7 +19,8 @@ from .compiled_completion import (CONTINUATION_STEP_AT, DEPENDENT, INDEPENDENT, 
                                   MAX_ITERATIONS_AT, SPLIT, TOLERANCE_AT)
 from .compiled_checks import ACROSS_AXIS, ALL, ALONG_AXIS, AXES_PERPENDICULAR, LOG, NONE, TURNED_AXIS
 from .constraints import CouplingConstraint, POSITION_ROWS, ROTATION_ROWS
-from .flat import _plucker_parts, _StructType, borrowed
+from .borrowed import borrowed
+from .flat import _plucker_parts, _StructType
 
 # LoopConstraint.residual's rows by the loop type's constrained directions (constraints.py)
 ROTATION_MODE = {'e1 e2': TURNED_AXIS, 'all': LOG, '': NONE, 'a1 x a2': AXES_PERPENDICULAR}

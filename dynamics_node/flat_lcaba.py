@@ -16,7 +16,8 @@ from numba import njit
 from numba.experimental import structref
 
 from .constraints import CouplingConstraint
-from .flat import _plucker_parts, _StructType, borrowed
+from .borrowed import borrowed
+from .flat import _plucker_parts, _StructType
 from .lcaba import elimination_plan
 
 PLAN_FIELDS = {    # name: meaning, shape (nb bodies, ncon constraints, ne entries, nl loops, nt terms)

@@ -10,7 +10,8 @@ from .kinematics import update_transforms
 from .lcaba import DEFAULT_SETTINGS, ProximalSettings
 from .state import independent_velocities
 
-METHODS = ('auto', 'aba', 'lcaba')
+AUTO = 'auto'                      # the default method; Model checks any other object passed as method
+METHODS = (AUTO, 'aba', 'lcaba')
 # Cost model of method 'auto', measured on seed 003-style parallel chains (bench/run.py, scaling table) and
 # the bundled delta robot: the cluster ABA's work on a loop cluster of n_k bodies with m_k degrees of
 # freedom grows as n_k m_k (its S_k, U_k and the split of its constraints), LCABA's as the number of bodies

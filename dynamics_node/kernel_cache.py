@@ -3,9 +3,9 @@
 numba keys the cache of a function on the source file that defines it, but inlines the helpers it
 calls from other modules: a kernel of compiled_lcaba.py would keep running the old compiled.py
 helpers after compiled.py changed. ``key_on_helpers(path)`` keys the cache of the module at path on
-every kernel module (compiled*.py of this package) too: numba's cache locators, with their
-modification times and sizes added to the stamp (numba 0.68's CacheImpl._locator_classes; a change
-of that interface fails at import).
+every kernel module (compiled*.py of this package) and on borrowed.py (which lowers their field reads)
+too: numba's cache locators, with their modification times and sizes added to the stamp (numba 0.68's
+CacheImpl._locator_classes; a change of that interface fails at import).
 """
 
 import glob
@@ -13,7 +13,8 @@ import os
 
 from numba.core import caching
 
-HELPERS = sorted(glob.glob(os.path.join(os.path.dirname(os.path.abspath(__file__)), 'compiled*.py')))
+_HERE = os.path.dirname(os.path.abspath(__file__))
+HELPERS = sorted(glob.glob(os.path.join(_HERE, 'compiled*.py')) + [os.path.join(_HERE, 'borrowed.py')])
 _MODULES = set()
 
 

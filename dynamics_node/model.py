@@ -17,7 +17,7 @@ from .completion import BUDGET_MS, complete_positions, MAX_BUDGET_MS
 from .couplings import LinearConstraints
 from .errors import ModelError, quote, SingularConfigurationError
 from .extended_urdf import to_urdf_plus
-from .forward_dynamics import aba_info, check_method, check_settings, lcaba_info, lcaba_is_cheaper
+from .forward_dynamics import aba_info, AUTO, check_method, check_settings, lcaba_info, lcaba_is_cheaper
 from .frames import link_pose as pose_of, link_transforms, positions_jacobians
 from .joints import motion_subspace, neutral_position, NQ, NV
 from .kinematics import update_transforms
@@ -168,7 +168,7 @@ class Model:
 
     # ---- public API (issue contract); every method validates its inputs and raises ModelError ----
 
-    def forward_dynamics(self, q, v, tau, wrenches=None, method='auto', settings=None, info=False):
+    def forward_dynamics(self, q, v, tau, wrenches=None, method=AUTO, settings=None, info=False):
         """Spanning accelerations qdd (nv).
 
         method 'aba': qdd = G ydd + g, ydd from the cluster ABA (seed 003, Alg. 1); raises
@@ -188,13 +188,13 @@ class Model:
             info: return a ForwardDynamicsInfo (acceleration, method used, fallback reason, constraint
                 residual, iterations, multipliers) instead of the acceleration alone.
         """
-        check_method(method)
-        check_settings(settings)
+        if method is not AUTO or settings is not None:        # the defaults need no check (0.1 us)
+            check_method(method)
+            check_settings(settings)
         data = self._workspace()
         lcaba = method == 'lcaba' or method == 'auto' and self.auto_lcaba
         if not info and self._wrenches_accepted(data, wrenches):
-            qdd = data.engine.checked_forward_dynamics(q, v, tau, data.f_ext, (settings or DEFAULT_SETTINGS) if lcaba
-                                                       else None)
+            qdd = data.engine.checked_forward_dynamics(q, v, tau, (settings or DEFAULT_SETTINGS) if lcaba else None)
             if qdd is not None:
                 return qdd
         q = positions(self, data, q)
@@ -232,7 +232,7 @@ class Model:
     def _inverse_dynamics(self, q, v, a, wrenches, what):
         data = self._workspace()
         if self._wrenches_accepted(data, wrenches):
-            tau = data.engine.checked_inverse_dynamics(q, v, a, data.f_ext)
+            tau = data.engine.checked_inverse_dynamics(q, v, a)
             if tau is not None:
                 return tau
         q = positions(self, data, q)
@@ -396,7 +396,7 @@ class Data:
         the first use, then a plain attribute)."""
         if self._model.compiled:
             from .fast_path import FastPath
-            return FastPath(self._model, self._model.flat)
+            return FastPath(self._model, self._model.flat, self.f_ext)
         return ReferencePath(self._model, self)
 
 

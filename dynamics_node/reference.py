@@ -48,11 +48,11 @@ class ReferencePath:
         P = np.kron(np.eye(len(frames)), SWAP_LINEAR_ANGULAR)
         return P @ efpa(self.model, self.data, q, frames) @ P
 
-    def checked_forward_dynamics(self, q, v, tau, f_ext, settings=None):
+    def checked_forward_dynamics(self, q, v, tau, settings=None):
         """Refers every public call to Model's Python path (FastPath runs them in one compiled call)."""
         return None
 
-    def checked_inverse_dynamics(self, q, v, a, f_ext):
+    def checked_inverse_dynamics(self, q, v, a):
         return None
 
     def checked_mass_matrix(self, q):
