@@ -53,15 +53,14 @@ class _BorrowedModel(models.PrimitiveModel):
         super().__init__(dmm, fe_type, payload.as_pointer())
 
 
-class Borrowed:
-    """The kernels' argument for a structref ref (FlatModelRef, FlatDataRef, ...), which it keeps."""
+class Borrowed(int):
+    """The kernels' argument for a structref ref (FlatModelRef, FlatDataRef, ...): the address of its fields
+    as an int, which numba unboxes without a lookup; it keeps the ref."""
 
-    __slots__ = ('ref', 'address', 'numba_type')
-
-    def __init__(self, ref):
-        self.ref = ref
-        self.address = ref._meminfo.data
-        self.numba_type = BorrowedType(typeof(ref))
+    def __new__(cls, ref):
+        handle = super().__new__(cls, ref._meminfo.data)
+        handle.ref, handle.numba_type = ref, BorrowedType(typeof(ref))
+        return handle
 
 
 @typeof_impl.register(Borrowed)
@@ -71,10 +70,7 @@ def _typeof_borrowed(value, context):
 
 @unbox(BorrowedType)
 def _unbox_borrowed(typ, obj, c):
-    address = c.pyapi.object_getattr_string(obj, 'address')
-    pointer = c.pyapi.long_as_voidptr(address)
-    c.pyapi.decref(address)
-    return NativeValue(c.builder.bitcast(pointer, c.context.get_value_type(typ)))
+    return NativeValue(c.builder.bitcast(c.pyapi.long_as_voidptr(obj), c.context.get_value_type(typ)))
 
 
 @infer_getattr

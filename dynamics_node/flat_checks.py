@@ -15,12 +15,15 @@ from numba import njit
 from numba.experimental import structref
 
 from . import bounds, compiled_checks as checks, completion, state
+from .borrowed import borrowed
 from .compiled_completion import (CONTINUATION_STEP_AT, DEPENDENT, INDEPENDENT, MAX_CONTINUATION_STEPS_AT,
                                   MAX_ITERATIONS_AT, SPLIT, TOLERANCE_AT)
 from .compiled_checks import ACROSS_AXIS, ALL, ALONG_AXIS, AXES_PERPENDICULAR, LOG, NONE, TURNED_AXIS
 from .constraints import CouplingConstraint, POSITION_ROWS, ROTATION_ROWS
-from .borrowed import borrowed
 from .flat import _plucker_parts, _StructType
+from .kernel_cache import key_on_helpers
+
+key_on_helpers(__file__)                 # call_context takes Borrowed handles (borrowed.py)
 
 # LoopConstraint.residual's rows by the loop type's constrained directions (constraints.py)
 ROTATION_MODE = {'e1 e2': TURNED_AXIS, 'all': LOG, '': NONE, 'a1 x a2': AXES_PERPENDICULAR}

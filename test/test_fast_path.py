@@ -11,7 +11,7 @@ from numba.core.runtime import _nrt_python, rtsys
 
 from conftest import assert_close, random_state, robot, ROBOTS
 from dynamics_node import (borrowed, compiled, compiled_calls, compiled_checks, compiled_completion, compiled_lcaba,
-                           kernel_cache, load_model, ModelError, SingularConfigurationError)
+                           flat_checks, kernel_cache, load_model, ModelError, SingularConfigurationError)
 from dynamics_node.fast_path import FastPath
 from dynamics_node.joints import QUATERNION_AT
 from dynamics_node.kinematics import forward_pass, update_transforms
@@ -209,15 +209,15 @@ def test_quaternions_are_normalized_or_referred(rng):
 
 
 def test_kernel_caches_are_keyed_on_every_kernel_module():
-    """Kernels inline the kernels of other modules and lower their field reads in borrowed.py: their numba
-    cache must go stale with any kernel module (compiled*.py) and with borrowed.py."""
+    """Kernels inline the kernels of other modules and, like call_context, unbox and read Borrowed handles
+    (borrowed.py): their numba cache must go stale with any kernel module (compiled*.py) and borrowed.py."""
     modules = (compiled, compiled_calls, compiled_checks, compiled_completion, compiled_lcaba, borrowed)
     assert set(kernel_cache.HELPERS) == {os.path.abspath(module.__file__) for module in modules}
     stamps = tuple((os.stat(module.__file__).st_mtime, os.stat(module.__file__).st_size)
                    for module in sorted(modules, key=lambda module: os.path.abspath(module.__file__)))
     for kernel in (compiled.aba, compiled_lcaba.lcaba, compiled_checks.accept_positions,
                    compiled_checks.velocity_violation, compiled_calls.forward_dynamics, compiled_calls.inverse_dynamics,
-                   compiled_completion.complete):
+                   compiled_completion.complete, flat_checks.call_context):
         assert kernel._cache._impl.locator.get_source_stamp()[1:] == stamps, kernel
 
 
