@@ -124,7 +124,7 @@ class PinocchioCase:
 def compare(label, xml, q, rng):
     """One row: agreement, iterations and median times of ours and Pinocchio's on one mechanism."""
     model = load_model(xml)
-    fast = model._workspace().engine
+    fast = model._local.data.engine
     fast.warm_up()
     f_ext = np.zeros((model.nb, 6))
     yd = rng.normal(size=model.ny)

@@ -60,7 +60,7 @@ def contact_links(model):
 def measure(label, xml, rng):
     """Median microseconds per call of our public methods, our kernels and Pinocchio's tree algorithms."""
     model = load_model(xml)
-    fast = model._workspace().engine
+    fast = model._local.data.engine
     model.warm_up()
     q, yd, _ = random_state(model, rng)
     tau_y, ydd = rng.normal(size=model.ny), rng.normal(size=model.ny)
@@ -116,7 +116,7 @@ def scaling_table(rng):
     for depth, loop in SCALING:
         xml, q = parallel_chains(depth, loop)
         model = load_model(xml)
-        fast = model._workspace().engine
+        fast = model._local.data.engine
         model.warm_up()
         yd = rng.normal(size=model.ny)
         v, tau, f_ext = model.spanning_velocities(q, yd), rng.normal(size=model.nv), np.zeros((model.nb, 6))

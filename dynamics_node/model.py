@@ -113,7 +113,7 @@ class Model:
         self._flat = None                              # the compiled model (flat.FlatModel), on first use
         self.gravity = np.array([0.0, 0.0, -9.81])
         self._zero_y = _frozen(np.zeros(self.ny))
-        self._local = threading.local()                # one workspace per calling thread
+        self._local = _ThreadWorkspace(self)           # ._local.data: the calling thread's workspace
 
     @property
     def gravity(self):
@@ -138,7 +138,7 @@ class Model:
     def warm_up(self):
         """Compile (or load from numba's cache) the fast path before the first real call; returns the
         seconds it took (0 with the NumPy reference)."""
-        engine = self._workspace().engine
+        engine = self._local.data.engine
         return engine.warm_up() if self.compiled else 0.0
 
     @property
@@ -158,13 +158,6 @@ class Model:
     def create_data(self):
         """A fresh workspace for the algorithms (one per thread)."""
         return Data(self)
-
-    def _workspace(self):
-        """The calling thread's workspace, so that threads may share one model."""
-        data = getattr(self._local, 'data', None)
-        if data is None:
-            data = self._local.data = Data(self)
-        return data
 
     # ---- public API (issue contract); every method validates its inputs and raises ModelError ----
 
@@ -191,7 +184,7 @@ class Model:
         if method is not AUTO or settings is not None:        # the defaults need no check (0.1 us)
             check_method(method)
             check_settings(settings)
-        data = self._workspace()
+        data = self._local.data
         lcaba = method == 'lcaba' or method == 'auto' and self.auto_lcaba
         if not info and self._wrenches_accepted(data, wrenches):
             qdd = data.engine.checked_forward_dynamics(q, v, tau, (settings or DEFAULT_SETTINGS) if lcaba else None)
@@ -230,7 +223,7 @@ class Model:
         return self._inverse_dynamics(q, v, a, wrenches, 'generalized forces')
 
     def _inverse_dynamics(self, q, v, a, wrenches, what):
-        data = self._workspace()
+        data = self._local.data
         if self._wrenches_accepted(data, wrenches):
             tau = data.engine.checked_inverse_dynamics(q, v, a)
             if tau is not None:
@@ -254,7 +247,7 @@ class Model:
 
     def mass_matrix(self, q):
         """H_y = G^T H G (ny x ny), from the cluster CRBA."""
-        data = self._workspace()
+        data = self._local.data
         H = data.engine.checked_mass_matrix(q)
         if H is not None:
             return H
@@ -274,7 +267,7 @@ class Model:
     def inverse_osim(self, q, links):
         """Lambda^-1 = J_y H_y^-1 J_y^T (6k x 6k) for k links, from the cluster EFPA (seed 003 Sec. VIII);
         blocks [linear; angular] in each link's own frame at its origin."""
-        data = self._workspace()
+        data = self._local.data
         try:
             Lambda_inv = data.engine.checked_inverse_osim(q, self._link_list(links))
         except ModelError:                # named after q's checks, as below
@@ -289,7 +282,7 @@ class Model:
 
     def link_jacobian(self, q, link):
         """J (6 x ny): [linear; angular] velocity of the link frame, in that frame, from yd."""
-        data = self._workspace()
+        data = self._local.data
         q = positions(self, data, q)
         (J,) = positions_jacobians(self, data, q, [self.link_frame[self._link(link)]])
         check_finite(self, 'Jacobian entries', [('q', q, bounds.POSITION)], J)
@@ -297,7 +290,7 @@ class Model:
 
     def link_pose(self, q, link):
         """(R, p): orientation and origin of a link in the root link's frame."""
-        data = self._workspace()
+        data = self._local.data
         q = positions(self, data, q, check=False)
         update_transforms(self, data, q)
         body, X_link_body = self.link_frame[self._link(link)]
@@ -317,7 +310,7 @@ class Model:
             vector(budget_ms, 'budget_ms', {1: 'milliseconds'}, MAX_BUDGET_MS)[0]
         if budget <= 0.0:
             raise ModelError(f'budget_ms is {budget:g}; expected a time budget > 0 ms')
-        data = self._workspace()
+        data = self._local.data
         q = data.engine.checked_completion(q_ind, self.q_neutral if data.q_last is None else data.q_last)
         if q is None:                                  # restarts, planar or split joints: completion.py
             q = complete_positions(self, data, q_ind, budget)
@@ -328,7 +321,7 @@ class Model:
 
     def spanning_velocities(self, q, yd):
         """qd = G yd (nv) at positions q."""
-        data = self._workspace()
+        data = self._local.data
         q = positions(self, data, q)
         yd = vector(yd, 'yd', {self.ny: 'independent velocities'}, bounds.VELOCITY)
         qd = data.engine.spanning(q, np.zeros(self.ny), yd)        # G yd: g vanishes at zero velocity
@@ -366,6 +359,14 @@ class Model:
             duplicate = next(link for link in links if links.count(link) > 1)
             raise ModelError(f'link {quote(duplicate)} is named twice in links; name each link once')
         return links
+
+
+class _ThreadWorkspace(threading.local):
+    """``data``: a workspace (Data) per thread, made at the thread's first use, so that threads may share one model
+    (threading.local runs __init__ in every thread that uses the object)."""
+
+    def __init__(self, model):
+        self.data = Data(model)
 
 
 class Data:

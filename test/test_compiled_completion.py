@@ -16,7 +16,7 @@ MODELS = os.path.join(os.path.dirname(__file__), 'models')
 
 def counted(model):
     """model, with the outcomes of its compiled completions counted: {'compiled': n, 'referred': n}."""
-    engine = model._workspace().engine
+    engine = model._local.data.engine
     kernel, counts = engine.checked_completion, {'compiled': 0, 'referred': 0}
 
     def checked_completion(*args):

@@ -226,6 +226,6 @@ def test_lambda_inverse_buffers_stay_bounded():
     pairs = list(itertools.islice(itertools.permutations(model.links, 2), 2 * FRAME_SETS))
     for pair in pairs:
         model.inverse_osim(q, pair)
-    assert len(model._workspace().engine._frame_sets) == FRAME_SETS
+    assert len(model._local.data.engine._frame_sets) == FRAME_SETS
     fresh = load_model(bundled_model('quadruped_rotors'))
     assert_close(model.inverse_osim(q, pairs[0]), fresh.inverse_osim(q, pairs[0]), 'Lambda^-1 of an evicted list')
