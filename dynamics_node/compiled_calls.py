@@ -14,7 +14,7 @@ path, which names the error (or falls back to LCABA): the compiled path only eve
 Checks and algorithm share their work: the position check leaves d.Xup at q, where the algorithms
 start (q None); the cluster ABA and RNEA check spanning velocities after they ran, against the K their
 kinematics built (constraint_violation; the same rows and criterion as velocity_violation), LCABA
-before (velocity_violation).
+against the constraint rows it built (compiled_lcaba.coupling_rows and loop_rows).
 
 Checked inputs are kept in d (q_checked: q with its quaternions normalized; yd_checked, ydd_checked:
 independent velocities and accelerations; qd and tau_spanning: LCABA's spanning inputs). The external
@@ -30,13 +30,14 @@ from .borrowed import borrowed
 from .compiled import (aba, crba, efpa, explicit_constraints, OK, rnea, spanning_accelerations,
                        update_transforms)
 from .compiled_checks import (ACCELERATION_BOUND, accept_positions, all_within, constraint_violation, FORCE_BOUND,
-                              POSITION_BOUND, POSITION_TOLERANCE, REFER, VELOCITY_BOUND, VELOCITY_TOLERANCE,
-                              velocity_violation)
+                              POSITION_BOUND, POSITION_TOLERANCE, REFER, VELOCITY_BOUND, VELOCITY_TOLERANCE)
 from .compiled_lcaba import lcaba
 from .kernel_cache import key_on_helpers
 
 
 key_on_helpers(__file__)
+
+ROWS_IN_K = -1.0                # consistent(): the loop clusters' rows are in d.K, no LCABA measure
 
 
 @njit(inline='always')
@@ -77,17 +78,15 @@ def motion(m, x, bound, out):
 
 
 @njit
-def consistent(m, d, c, x, kinematics_K):
+def consistent(m, d, c, x, lcaba_violation):
     """state.independent_velocities of a velocity-like x accepted by motion(): independent, or spanning with
-    K x = 0 within tolerance, K at the checked q: that of the algorithm's kinematics (kinematics_K, the same
-    rows as velocity_violation's) or computed here."""
+    K x = 0 within tolerance at the checked q: max |K x| over the coupling rows and the loop clusters' active
+    rows in d.K (the algorithm's kinematics built them; constraint_violation), or LCABA's measure over all
+    its constraint rows (a superset of those rows, so never more lenient; ROWS_IN_K for the former)."""
     if len(x) == m.ny and m.ny != m.nv:
         return True
-    if kinematics_K:
-        constraint_violation(m, d, c, x)
-    else:
-        velocity_violation(m, d, c, x)
-    return not c.worst[0] > c.limits[VELOCITY_TOLERANCE] * max(1.0, c.worst[2])
+    constraint_violation(m, d, c, x, lcaba_violation == ROWS_IN_K)
+    return not max(c.worst[0], lcaba_violation) > c.limits[VELOCITY_TOLERANCE] * max(1.0, c.worst[2])
 
 
 @njit(inline='always')
@@ -104,7 +103,7 @@ def forward_dynamics(x, q, v, tau):
     if not (positions(m, d, c, q) and motion(m, v, c.limits[VELOCITY_BOUND], d.yd_checked)
             and generalized(m, tau, c.limits[FORCE_BOUND])):
         return REFER
-    if aba(m, d, None, d.yd_checked, tau, d.f_ext) != OK or not consistent(m, d, c, v, True) or not finite(d.qdd):
+    if aba(m, d, None, d.yd_checked, tau, d.f_ext) != OK or not consistent(m, d, c, v, ROWS_IN_K) or not finite(d.qdd):
         return REFER
     return OK
 
@@ -119,7 +118,7 @@ def inverse_dynamics(x, q, v, a):
     if not (positions(m, d, c, q) and motion(m, v, c.limits[VELOCITY_BOUND], d.yd_checked)
             and motion(m, a, c.limits[ACCELERATION_BOUND], ydd)):
         return REFER
-    if rnea(m, d, None, d.yd_checked, ydd, d.f_ext) != OK or not consistent(m, d, c, v, True) or not finite(d.tau):
+    if rnea(m, d, None, d.yd_checked, ydd, d.f_ext) != OK or not consistent(m, d, c, v, ROWS_IN_K) or not finite(d.tau):
         return REFER
     if len(a) == m.nv:                         # G and g are those of q, yd since rnea's kinematics
         spanning_accelerations(m, d, ydd)
@@ -159,7 +158,7 @@ def forward_dynamics_lcaba(x, p, w, q, v, tau, mu, tolerance, max_iterations):
     m, d, c = x.m, x.d, x.c
     q, v, tau = borrowed((q, v, tau))
     if not (positions(m, d, c, q) and generalized(m, tau, c.limits[FORCE_BOUND])
-            and motion(m, v, c.limits[VELOCITY_BOUND], d.yd_checked) and consistent(m, d, c, v, False)):
+            and motion(m, v, c.limits[VELOCITY_BOUND], d.yd_checked)):
         return REFER
     qd, tau_spanning = d.qd, d.tau_spanning
     if len(v) == m.nv:
@@ -173,6 +172,6 @@ def forward_dynamics_lcaba(x, p, w, q, v, tau, mu, tolerance, max_iterations):
         for j in range(m.ny):
             tau_spanning[m.independent_v[j]] = tau[j]
     if lcaba(m, d, p, w, None, qd, tau_spanning, d.f_ext, mu, tolerance, max_iterations) != OK \
-            or not finite(w.qdd):
+            or not consistent(m, d, c, v, w.violation[0]) or not finite(w.qdd):
         return REFER
     return OK

@@ -154,13 +154,13 @@ def velocity_violation(m, d, c, v):
     for k in range(len(kind)):
         if kind[k] == LOOP:
             constraint_rows(m, d, k)
-    constraint_violation(m, d, c, v)
+    constraint_violation(m, d, c, v, True)
 
 
 @njit
-def constraint_violation(m, d, c, v):
-    """max |K v| over the coupling rows and the active rows of every LOOP cluster (their K in d.K) into
-    c.worst[0], its cluster into c.worst[1] and max |v| into c.worst[2]."""
+def constraint_violation(m, d, c, v, loops):
+    """max |K v| over the coupling rows and, with loops, the active rows of every LOOP cluster (their K in
+    d.K) into c.worst[0], its cluster into c.worst[1] and max |v| into c.worst[2]."""
     v_rows, v_index, v_coefficient, v_cluster = c.v_rows, c.v_index, c.v_coefficient, c.v_cluster
     kind, v_range, n_active, K = m.kind, m.v_range, m.n_active, d.K
     worst, cluster, scale = 0.0, -1.0, 0.0
@@ -172,7 +172,7 @@ def constraint_violation(m, d, c, v):
             t += v_coefficient[e] * v[v_index[e]]
         if abs(t) > worst:
             worst, cluster = abs(t), v_cluster[row]
-    for k in range(len(kind)):
+    for k in range(len(kind) if loops else 0):
         if kind[k] != LOOP:
             continue
         v0 = v_range[k, 0]

@@ -331,7 +331,9 @@ def first_forward_sweep(m, d, p, w, qd, f_ext):
 
 @njit(error_model='numpy', fastmath={'contract'})
 def constraint_penalties(d, p, w, mu, a0):
-    """Cut rows K, k of every constraint (lcaba.cut_rows) and their penalty in H and f (eqs. 20, 25, 35)."""
+    """Cut rows K, k of every constraint (lcaba.cut_rows) and their penalty in H and f (eqs. 20, 25, 35); the
+    velocity violation max |K qd| into w.violation."""
+    w.violation[0] = 0.0
     for con in range(len(p.con_rows)):
         if p.con_loop[con] < 0:
             coupling_rows(d, p, w, con)
@@ -343,12 +345,14 @@ def constraint_penalties(d, p, w, mu, a0):
 @njit(error_model='numpy', fastmath={'contract'})
 def coupling_rows(d, p, w, con):
     """Entries K (rows on each body's acceleration) and k of coupling con (lcaba.cut_rows):
-    sum_j c_j (S_j^T a_j - S_j^T Xup_j a_parent) = 0 (seed 004 Remark 1)."""
-    K, k, Xup_E, Xup_r, S = w.K, w.k, d.Xup_E, d.Xup_r, p.S
+    sum_j c_j (S_j^T a_j - S_j^T Xup_j a_parent) = 0 (seed 004 Remark 1); its |K qd| (the same rows on the
+    velocities) into w.violation."""
+    K, k, Xup_E, Xup_r, S, v, entry_body = w.K, w.k, d.Xup_E, d.Xup_r, p.S, d.v, p.entry_body
     term_body, term_coefficient, term_entry = p.term_body, p.term_coefficient, p.term_entry
     for e in range(p.con_entries[con, 0], p.con_entries[con, 1]):
         set_row6_of(K, e, 0, (0.0, 0.0, 0.0, 0.0, 0.0, 0.0))
     k[con, 0] = 0.0
+    violation = 0.0
     for t in range(p.con_terms[con, 0], p.con_terms[con, 1]):
         j, coefficient, e_j, e_parent = term_body[t], term_coefficient[t], term_entry[t, 0], term_entry[t, 1]
         E, r = transform_at(Xup_E, Xup_r, j)
@@ -357,11 +361,14 @@ def coupling_rows(d, p, w, con):
         for c in range(6):
             K[e_j, 0, c] += coefficient * s[c]
             K[e_parent, 0, c] -= coefficient * x[c]
+        violation += coefficient * (dot6(s, row6(v, j)) - dot6(x, row6(v, entry_body[e_parent])))
+    w.violation[0] = max(w.violation[0], abs(violation))
 
 
 @njit(error_model='numpy', fastmath={'contract'})
 def loop_rows(d, p, w, con):
-    """Entries K (rows on each body's acceleration) and k of loop constraint con (lcaba.cut_rows)."""
+    """Entries K (rows on each body's acceleration) and k of loop constraint con (lcaba.cut_rows); the
+    largest |K qd| = |Psi^T (v_B - v_A)| of its rows into w.violation."""
     rows, e0, lp, K, k = p.con_rows[con], p.con_entries[con, 0], p.con_loop[con], w.K, w.k
     Xup_E, Xup_r, loop_PsiT, universal = d.Xup_E, d.Xup_r, p.loop_PsiT, p.loop_universal[lp]
     EA, rA = path_transform(Xup_E, Xup_r, p.loop_path[lp, 0], p.loop_path_len[lp, 0])
@@ -378,6 +385,7 @@ def loop_rows(d, p, w, con):
         set_row6_of(K, e0 + 1, row, transposed_force(E, r, PsiT))               # Psi^T X_P_A X_A_B
         set_row6_of(K, e0, row, scale6(-1.0, PsiT))
         k[con, row] = dot6(PsiT, vAxvB) + bias
+        w.violation[0] = max(w.violation[0], abs(dot6(PsiT, sub6(vB, vA))))
 
 
 @njit(inline='always')

@@ -68,6 +68,7 @@ DATA_FIELDS = {    # name: meaning, shape
     'z': 'scratch of a rollout: L_i^T qdd_i, then qdd_i (6)',
     'result': 'iterations, residual ||K qdd - k||_inf, converged (3)',
     'info': 'body of a D_i that is not positive definite (1)',
+    'violation': 'max |K qd| over every constraint row at the call\'s qd, for the velocity check of a fused call (1)',
 }
 
 
@@ -147,7 +148,7 @@ class LcabaData:
             'H': (plan.n_slots, 6, 6), 'f': (nb, 6), 'f_tree': (nb, 6), 'c': (nb, 6), 'K': (ne, 6, 6),
             'k': (ncon, 6), 'r': (ncon, 6), 'lam': (plan.rows,), 'L': (nb, 6, 6), 'Z': (nb, 6, 6),
             'Y': (nb, 6 * N, 6), 'ubar': (nb, 6), 'a': (nb, 6), 'da': (nb, 6), 'qdd': (plan.nv,),
-            'dqdd': (plan.nv,), 'zero_c': (nb, 6), 'z': (6,), 'result': (3,), 'info': (1,),
+            'dqdd': (plan.nv,), 'zero_c': (nb, 6), 'z': (6,), 'result': (3,), 'info': (1,), 'violation': (1,),
         }
         fields = {name: np.zeros(shapes[name]) for name in DATA_FIELDS}
         self.__dict__.update(fields)

@@ -8,7 +8,10 @@ import pytest
 
 from conftest import assert_close, random_state, robot, ROBOTS
 from dynamics_node import load_model, model as model_module, ModelError
+from dynamics_node.clusters import constraint_jacobian
+from dynamics_node.kinematics import update_transforms
 from dynamics_node.lcaba import ProximalSettings
+from dynamics_node.state import VELOCITY_TOLERANCE
 from test_lcaba import dead_point, four_bar_positions, ROCKER_DRIVEN
 
 
@@ -99,6 +102,31 @@ def _error(call, *arrays):
     except ModelError as error:
         return type(error), str(error)
     return np.asarray(result)
+
+
+@pytest.mark.parametrize('name', [name for name in ROBOTS if any(c.constraints for c in robot(name).cluster_list)])
+def test_velocities_that_violate_one_constraint_row_are_refused(name, rng):
+    """Spanning velocities off a single active constraint row (a coupling, a loop's, inside a loop cluster or
+    not) by 100 times the tolerance: every method refuses them with the Python path's error. The fused LCABA
+    call measures the violation on its own constraint rows, the cluster ABA and RNEA on their K."""
+    model = robot(name)
+    q, yd, wrenches = random_state(model, rng)
+    v = model.spanning_velocities(q, yd)
+    tau, a = rng.normal(size=model.ny), np.zeros(model.nv)
+    data = model._local.data
+    update_transforms(model, data, q)
+    for cluster, (v0, v1) in zip(model.cluster_list, model.v_range):
+        if not cluster.constraints:
+            continue
+        K = constraint_jacobian(cluster, data.Xup, model.S)[0][cluster.active_rows]
+        for row in range(K.shape[0]):
+            size = 100 * VELOCITY_TOLERANCE * max(1.0, np.max(np.abs(v)))
+            off = v.copy()
+            off[v0:v1] += np.linalg.pinv(K) @ (size * np.eye(K.shape[0])[row])     # K off = K v + size e_row
+            for label, call in calls(model, q, off, tau, a, wrenches, [model.links[-1]]).items():
+                if label in ('forward_dynamics', 'forward_dynamics lcaba', 'inverse_dynamics', 'bias_forces'):
+                    fast, python = _error(call, q, off, tau, a), _error(python_path, call, q, off, tau, a)
+                    assert isinstance(fast, tuple) and fast == python, f'{name}: {cluster.name} row {row}, {label}'
 
 
 @pytest.mark.parametrize('name', ['linkage_leg', 'quadruped_rotors', 'parallel_ankle_leg'])
