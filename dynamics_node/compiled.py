@@ -117,6 +117,19 @@ def product(E1, r1, E2, r2):
 
 
 @njit(inline='always')
+def relative(E1, r1, E2, r2):
+    """X1 X2^-1 as tuples, of two transforms from one frame: E = E1 E2^T, r = E2 (r1 - r2)."""
+    u = (r1[0] - r2[0], r1[1] - r2[1], r1[2] - r2[2])
+    return ((E1[0] * E2[0] + E1[1] * E2[1] + E1[2] * E2[2], E1[0] * E2[3] + E1[1] * E2[4] + E1[2] * E2[5],
+             E1[0] * E2[6] + E1[1] * E2[7] + E1[2] * E2[8], E1[3] * E2[0] + E1[4] * E2[1] + E1[5] * E2[2],
+             E1[3] * E2[3] + E1[4] * E2[4] + E1[5] * E2[5], E1[3] * E2[6] + E1[4] * E2[7] + E1[5] * E2[8],
+             E1[6] * E2[0] + E1[7] * E2[1] + E1[8] * E2[2], E1[6] * E2[3] + E1[7] * E2[4] + E1[8] * E2[5],
+             E1[6] * E2[6] + E1[7] * E2[7] + E1[8] * E2[8]),
+            (E2[0] * u[0] + E2[1] * u[1] + E2[2] * u[2], E2[3] * u[0] + E2[4] * u[1] + E2[5] * u[2],
+             E2[6] * u[0] + E2[7] * u[1] + E2[8] * u[2]))
+
+
+@njit(inline='always')
 def rotated_back(E, x):
     """E^T x (3-tuple): a vector of the frame below E in the frame above."""
     return (E[0] * x[0] + E[3] * x[1] + E[6] * x[2], E[1] * x[0] + E[4] * x[1] + E[7] * x[2],

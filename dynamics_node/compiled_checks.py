@@ -13,8 +13,8 @@ import math
 
 from numba import njit, types
 
-from .compiled import (constraint_rows, FLOATING, LOOP, path_transform, product, rotated_back, SPHERICAL, transform_at,
-                       update_transforms)
+from .compiled import (constraint_rows, FLOATING, LOOP, path_transform, product, relative, rotated_back, SPHERICAL,
+                       transform_at, update_transforms)
 from .kernel_cache import key_on_helpers
 
 QUATERNION_TOLERANCE = 1e-5       # |norm - 1| accepted, as state.positions
@@ -61,7 +61,7 @@ def loop_residuals(m, d, c, l0, l1, rows):
     K (LoopConstraint.residual, flat_checks.ROTATION_MODE and POSITION_MODE); returns max |phi| (loops of
     different clusters overwrite each other's rows: only the maximum counts there)."""
     Xup_E, Xup_r, loop_path, loop_path_len, loop_row = d.Xup_E, d.Xup_r, m.loop_path, m.loop_path_len, m.loop_row
-    pred_E, pred_r, succ_E, succ_r, frames, axis2 = c.pred_E, c.pred_r, c.succ_E, c.succ_r, c.frame, c.axis2
+    pred_E, pred_r, succ_E, succ_r, frames, axis2 = m.loop_E, m.loop_r, c.succ_E, c.succ_r, c.frame, c.axis2
     rotation_mode, position_mode = c.rotation_mode, c.position_mode
     worst = 0.0
     for lp in range(l0, l1):
@@ -72,18 +72,7 @@ def loop_residuals(m, d, c, l0, l1, rows):
         E_P, r_P = product(E, r, E_A, r_A)                                       # ^PX_nca
         E, r = transform_at(succ_E, succ_r, lp)
         E_S, r_S = product(E, r, E_B, r_B)                                       # ^SX_nca
-        ES = (E_S[0] * E_P[0] + E_S[1] * E_P[1] + E_S[2] * E_P[2],  # ^SX_P = ^SX_nca ^PX_nca^-1: E_S E_P^T,
-              E_S[0] * E_P[3] + E_S[1] * E_P[4] + E_S[2] * E_P[5],  # E_P (r_S - r_P)
-              E_S[0] * E_P[6] + E_S[1] * E_P[7] + E_S[2] * E_P[8],
-              E_S[3] * E_P[0] + E_S[4] * E_P[1] + E_S[5] * E_P[2],
-              E_S[3] * E_P[3] + E_S[4] * E_P[4] + E_S[5] * E_P[5],
-              E_S[3] * E_P[6] + E_S[4] * E_P[7] + E_S[5] * E_P[8],
-              E_S[6] * E_P[0] + E_S[7] * E_P[1] + E_S[8] * E_P[2],
-              E_S[6] * E_P[3] + E_S[7] * E_P[4] + E_S[8] * E_P[5],
-              E_S[6] * E_P[6] + E_S[7] * E_P[7] + E_S[8] * E_P[8])
-        u = (r_S[0] - r_P[0], r_S[1] - r_P[1], r_S[2] - r_P[2])
-        p = (E_P[0] * u[0] + E_P[1] * u[1] + E_P[2] * u[2], E_P[3] * u[0] + E_P[4] * u[1] + E_P[5] * u[2],
-             E_P[6] * u[0] + E_P[7] * u[1] + E_P[8] * u[2])
+        ES, p = relative(E_S, r_S, E_P, r_P)                                     # ^SX_P: R_rel = ES^T, p
         frame, mode, row0 = frames[lp], rotation_mode[lp], loop_row[lp]
         row = row0
         if mode == TURNED_AXIS:                  # the axis turned by R_rel = ES^T: (-e2, e1) . turned

@@ -28,7 +28,7 @@ import math
 
 from numba import njit
 
-from .compiled import (cross_force, cross_motion, dot6, joint_nv, path_transform, rotated_back, transform_at,
+from .compiled import (cross_force, cross_motion, dot6, joint_nv, path_transform, relative, rotated_back, transform_at,
                        transformed_motion, transposed_force, update_transforms)
 from .kernel_cache import key_on_helpers
 
@@ -373,8 +373,7 @@ def loop_rows(d, p, w, con):
     Xup_E, Xup_r, loop_PsiT, universal = d.Xup_E, d.Xup_r, p.loop_PsiT, p.loop_universal[lp]
     EA, rA = path_transform(Xup_E, Xup_r, p.loop_path[lp, 0], p.loop_path_len[lp, 0])
     EB, rB = path_transform(Xup_E, Xup_r, p.loop_path[lp, 1], p.loop_path_len[lp, 1])
-    E = mul3(EA, transpose3(EB))              # X_A_B = X_A_nca X_B_nca^-1: E_A E_B^T, E_B (r_A - r_B)
-    r = mul_vector3(EB, (rA[0] - rB[0], rA[1] - rB[1], rA[2] - rB[2]))
+    E, r = relative(EA, rA, EB, rB)           # X_A_B = X_A_nca X_B_nca^-1
     A, B = p.entry_body[e0], p.entry_body[e0 + 1]
     vA, vB = row6(d.v, A), transformed_motion(E, r, row6(d.v, B))
     vAxvB = cross_motion(vA, vB)

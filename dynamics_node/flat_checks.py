@@ -33,8 +33,6 @@ CHECK_FIELDS = {   # name: meaning, shape (nl loops, nr coupling rows)
     'rotation_mode': 'ROTATION_MODE of loop l (nl)',
     'position_mode': 'POSITION_MODE of loop l (nl)',
     'axis2': 'universal loop: its axis2 a2 in S (nl, 3)',
-    'pred_E': 'rotation of ^PX_pred, loop frame P on the predecessor body (nl, 3, 3)',
-    'pred_r': 'translation of ^PX_pred (nl, 3)',
     'succ_E': 'rotation of ^SX_succ, loop frame S on the successor body (nl, 3, 3)',
     'succ_r': 'translation of ^SX_succ (nl, 3)',
     'frame': 'columns e1, e2, axis of the loop joint, frame P (nl, 3, 3)',
@@ -127,8 +125,8 @@ class CheckPlan:
                   'position_mode': _ints([POSITION_MODE[POSITION_ROWS[con.kind]] for con in loops]),
                   'axis2': np.array([con.axis2 if con.kind == 'universal' else np.zeros(3) for con in loops],
                                     dtype=float).reshape(nl, 3),
-                  'pred_E': np.zeros((nl, 3, 3)), 'pred_r': np.zeros((nl, 3)), 'succ_E': np.zeros((nl, 3, 3)),
-                  'succ_r': np.zeros((nl, 3)), 'frame': np.array([con.frame for con in loops]).reshape(nl, 3, 3),
+                  'succ_E': np.zeros((nl, 3, 3)), 'succ_r': np.zeros((nl, 3)),
+                  'frame': np.array([con.frame for con in loops]).reshape(nl, 3, 3),
                   'v_cluster': np.array([[c.name for c in model.cluster_list].index(name)
                                          for name in model.couplings.clusters], dtype=np.int64)}
         couplings = [con for c in model.cluster_list for con in c.constraints if isinstance(con, CouplingConstraint)]
@@ -140,7 +138,6 @@ class CheckPlan:
         fields['q_rows'], fields['q_index'], fields['q_coefficient'] = _sparse_rows(A_q)
         fields['v_rows'], fields['v_index'], fields['v_coefficient'] = _sparse_rows(model.couplings.A_v)
         for index, con in enumerate(loops):
-            fields['pred_E'][index], fields['pred_r'][index] = _plucker_parts(con.X_P_pred)
             fields['succ_E'][index], fields['succ_r'][index] = _plucker_parts(con.X_S_succ)
         fields.update(_completion_fields(model, couplings))
         fields['limits'] = np.zeros(6)
