@@ -17,9 +17,10 @@ reference; the kernels exploit what the flat layout makes explicit:
 The small per-body helpers (spatial algebra, joints, triangular solves) are inlined into their callers
 in numba's IR (inline='always'): as separate functions each call blocked LLVM's optimization across
 it, which cost about 40 % of the ABA, RNEA and CRBA times; inlining the larger per-cluster steps too
-gained little more and tripled the compile time. The arrays of m and d carry no reference counts
-(borrowed.py), so the reference counting of views such as S[i, j] reduces to calls that return at
-once, mostly pruned by numba; but every read of a field of m or d costs such an incref/decref call pair,
+gained little more and tripled the compile time. m and d are Borrowed handles and their arrays carry
+no reference counts (borrowed.py): passing m and d on costs nothing, and the reference counting of views
+such as S[i, j] reduces to calls that return at once, mostly pruned by numba; but every read of a field
+of m or d costs such an incref/decref call pair,
 which spills registers: each pass reads its fields into locals once and loops over the clusters or
 bodies itself (per-cluster functions reading ~15 fields made up most of the kinematics' time).
 Helpers that return 6-tuples (add_scaled, combination, rigid_force, ...) keep small results in
