@@ -390,16 +390,17 @@ def loop_rows(d, p, w, con):
 @njit(inline='always')
 def universal_row(p, lp, E_AB, vA, vB):
     """A universal loop's first row, which turns with both frames (LoopConstraint.directions, turning_bias),
-    and its bias: with a2 = R_rel axis2 (R_rel = E_P X_A_B's rotation E_S^T, in P), ^PX_A^T [a1 x a2; 0] and
-    (a1 . w_r)(a2 . w_r) - (a1 . a2)|w_r|^2, w_r = E_P (w_B - w_A) in P (vB: v_B in A)."""
+    and its bias: with a2 = R_rel axis2 (R_rel = E_P X_A_B's rotation E_S^T, in P), ^PX_A^T [a1 x a2; 0] =
+    [E_P^T (a1 x a2); 0] (a pure moment: the offset of P does not enter) and (a1 . w_r)(a2 . w_r) -
+    (a1 . a2)|w_r|^2, w_r = E_P (w_B - w_A) in P (vB: v_B in A)."""
     EP, a1 = block3(p.loop_pred_E, lp, 0, 0), row3(p.loop_a1, lp)
     a2 = mul_vector3(EP, mul_vector3(E_AB, rotated_back(block3(p.loop_succ_E, lp, 0, 0), row3(p.loop_a2, lp))))
     wr = mul_vector3(EP, (vB[0] - vA[0], vB[1] - vA[1], vB[2] - vA[2]))
-    n = (a1[1] * a2[2] - a1[2] * a2[1], a1[2] * a2[0] - a1[0] * a2[2], a1[0] * a2[1] - a1[1] * a2[0], 0.0, 0.0, 0.0)
+    n = rotated_back(EP, (a1[1] * a2[2] - a1[2] * a2[1], a1[2] * a2[0] - a1[0] * a2[2], a1[0] * a2[1] - a1[1] * a2[0]))
     a1w = a1[0] * wr[0] + a1[1] * wr[1] + a1[2] * wr[2]
     a2w = a2[0] * wr[0] + a2[1] * wr[1] + a2[2] * wr[2]
     bias = a1w * a2w - (a1[0] * a2[0] + a1[1] * a2[1] + a1[2] * a2[2]) * (wr[0] * wr[0] + wr[1] * wr[1] + wr[2] * wr[2])
-    return transposed_force(EP, row3(p.loop_pred_r, lp), n), bias
+    return (n[0], n[1], n[2], 0.0, 0.0, 0.0), bias
 
 
 @njit(error_model='numpy', fastmath={'contract'})

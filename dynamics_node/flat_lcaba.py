@@ -36,7 +36,6 @@ PLAN_FIELDS = {    # name: meaning, shape (nb bodies, ncon constraints, ne entri
     'loop_PsiT': 'rows Psi^T ^PX_pred of loop l, predecessor-body coordinates (nl, 6, 6)',
     'loop_universal': '1 for a universal loop, whose first row turns with both frames (nl)',
     'loop_pred_E': 'rotation of ^PX_pred (nl, 3, 3)',
-    'loop_pred_r': 'translation of ^PX_pred (nl, 3)',
     'loop_succ_E': 'rotation of ^SX_succ (nl, 3, 3)',
     'loop_a1': 'universal loop: its axis a1 in P (nl, 3)',
     'loop_a2': 'universal loop: its axis2 a2 in S (nl, 3)',
@@ -181,7 +180,7 @@ def _constraint_fields(model, constraints):
             PsiT.append(np.zeros((6, 6)))
             PsiT[-1][:con.rows] = con.Psi.T @ con.X_P_pred
             paths.append((con.pred_path, con.succ_path))
-            universal.append((con.kind == 'universal', *_plucker_parts(con.X_P_pred), con.X_S_succ[:3, :3],
+            universal.append((con.kind == 'universal', _plucker_parts(con.X_P_pred)[0], con.X_S_succ[:3, :3],
                               con.frame[:, 2], con.axis2 if con.kind == 'universal' else np.zeros(3)))
         rows.append(con.rows)
         entries.append((e0, len(bodies), t0, len(terms)))
@@ -201,10 +200,9 @@ def _constraint_fields(model, constraints):
         'term_entry': _ints([t[2] for t in terms]).reshape(-1, 2),
         'loop_universal': _ints([u[0] for u in universal]),
         'loop_pred_E': np.array([u[1] for u in universal]).reshape(-1, 3, 3),
-        'loop_pred_r': np.array([u[2] for u in universal]).reshape(-1, 3),
-        'loop_succ_E': np.array([u[3] for u in universal]).reshape(-1, 3, 3),
-        'loop_a1': np.array([u[4] for u in universal]).reshape(-1, 3),
-        'loop_a2': np.array([u[5] for u in universal], dtype=float).reshape(-1, 3),
+        'loop_succ_E': np.array([u[2] for u in universal]).reshape(-1, 3, 3),
+        'loop_a1': np.array([u[3] for u in universal]).reshape(-1, 3),
+        'loop_a2': np.array([u[4] for u in universal], dtype=float).reshape(-1, 3),
     }
 
 
