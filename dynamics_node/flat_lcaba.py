@@ -15,8 +15,8 @@ import numpy as np
 from numba import njit
 from numba.experimental import structref
 
-from .constraints import CouplingConstraint
 from .borrowed import borrowed
+from .constraints import CouplingConstraint
 from .flat import _plucker_parts, _StructType
 from .lcaba import elimination_plan
 
