@@ -184,7 +184,7 @@ def test_auto_keeps_cluster_aba_where_it_works(name, rng):
     assert_close(model.forward_dynamics(q, yd, tau, wrenches), info.acceleration, 'qdd auto')
 
 
-@pytest.mark.parametrize('loop, method', [(8, 'aba'), (12, 'lcaba'), (24, 'lcaba')])
+@pytest.mark.parametrize('loop, method', [(6, 'aba'), (7, 'aba'), (8, 'lcaba'), (24, 'lcaba')])
 def test_auto_picks_lcaba_for_large_loop_clusters(loop, method, rng):
     """The cost rule of method 'auto' (forward_dynamics.LCABA_CROSSOVER) on one closed chain of loop links."""
     xml, q = parallel_chains(1, loop)
