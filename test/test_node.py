@@ -179,19 +179,27 @@ def nodes(ros):
                'ankle': NodeProcess('ankle', robot_description_file='parallel_ankle_leg')}
     try:
         for ns, process in started.items():
-            def ready():
-                response = ros.call(DescribeModel, f'{process.name}/describe_model', timeout=30.0)
-                return ns == 'reload' or response.success
-            try:
-                assert ros.spin_until(ready, timeout=30.0), 'no model served within 30 s'
-            except AssertionError as error:
-                raise AssertionError(f'{error}; node output:\n{process.output()}') from None
+            wait_until_served(ros, process, with_model=ns != 'reload')
         yield started
     finally:
         for process in started.values():
             process.interrupt()
         for process in started.values():
             process.stop()
+
+
+def wait_until_served(ros, process, with_model=True, timeout=60.0):
+    """Until the node answers describe_model (with a model being served, unless with_model is False);
+    else an AssertionError with the node's output. Each call waits 5 s and is repeated: a response can
+    be lost while DDS discovery between the two processes completes."""
+    def ready():
+        try:
+            response = ros.call(DescribeModel, f'{process.name}/describe_model', timeout=5.0)
+        except AssertionError:
+            return False
+        return response.success or not with_model
+    if not ros.spin_until(ready, timeout=timeout):
+        raise AssertionError(f'{process.name} served no model within {timeout} s; its output:\n{process.output()}')
 
 
 def service(nodes, ns, name):
@@ -1111,8 +1119,7 @@ def test_lcaba_calls_and_a_reload_do_not_delay_the_stream(ros, nodes):
     process = NodeProcess('realtime', prefix=REALTIME if permitted else (),
                           robot_description_file='quadruped_rotors')
     try:
-        assert ros.spin_until(lambda: ros.call(DescribeModel, f'{process.name}/describe_model',
-                                               timeout=30.0).success, timeout=30.0)
+        wait_until_served(ros, process)
         priority = 'chrt -f 50' if permitted else 'normal'
         with measuring_priority(permitted):
             try:
@@ -1140,8 +1147,9 @@ def measuring_priority(permitted):
         os.sched_setscheduler(tid, os.SCHED_FIFO, os.sched_param(40))
     try:
         yield
-    finally:
-        for tid, (policy, parameter) in before.items():
+    finally:                                     # threads started meanwhile back to normal priority too
+        for tid in (int(tid) for tid in os.listdir('/proc/self/task')):
+            policy, parameter = before.get(tid, (os.SCHED_OTHER, os.sched_param(0)))
             try:
                 os.sched_setscheduler(tid, policy, parameter)
             except ProcessLookupError:           # a thread that ended meanwhile
