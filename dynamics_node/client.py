@@ -10,8 +10,9 @@ For controllers written in Python::
     tau = dynamics.inverse_dynamics(joints, q, v, a).effort
 
 The client has a node and an executor of its own (in the given rclpy context), spun only while it
-waits for an answer, so it works next to any executor of the caller. A failed request (the node's
-``success=false``, no answer in time, inputs of the wrong shape) raises ModelError with the reason.
+waits for an answer, so it works next to any executor of the caller; it sends a request again every
+RESEND_S seconds until an answer or the timeout. A failed request (the node's ``success=false``, no
+answer in time, inputs of the wrong shape) raises ModelError with the reason.
 Joint arrays follow ``joints`` (every spanning joint, or exactly the independent ones, as the
 services accept); a floating base goes in ``base_pose`` [x y z qx qy qz qw], ``base_twist`` and
 ``base_acceleration`` [linear; angular].
@@ -19,6 +20,7 @@ services accept); a floating base goes in ``base_pose`` [x y z qx qy qz qw], ``b
 
 from collections import namedtuple
 import itertools
+import time
 
 from cluster_dynamics.msg import LinkWrench
 from cluster_dynamics.srv import (DescribeModel, ForwardDynamics, InverseDynamics,
@@ -34,6 +36,10 @@ from .errors import ModelError
 Accelerations = namedtuple('Accelerations', 'names acceleration base_acceleration method_used')
 Efforts = namedtuple('Efforts', 'names effort base_wrench')
 _instances = itertools.count()
+# An unanswered request is sent again after this many seconds: DDS can lose a response while discovery
+# between a new client and the node completes (ros2/rmw_fastrtps#392); the services compute without side
+# effects, so a repeat is harmless.
+RESEND_S = 1.0
 
 
 class DynamicsClient:
@@ -106,11 +112,19 @@ class DynamicsClient:
         if not client.wait_for_service(timeout_sec=self.timeout):
             raise ModelError(f'{self._service}/{name} is not available (is the node running, '
                              'on this ROS_DOMAIN_ID?)')
-        future = client.call_async(request)
-        self._executor.spin_until_future_complete(future, timeout_sec=self.timeout)
-        if not future.done():
+        end, sent = time.monotonic() + self.timeout, []
+        while not any(future.done() for future in sent) and time.monotonic() < end:
+            sent.append(client.call_async(request))          # again after RESEND_S without an answer
+            resend = min(time.monotonic() + RESEND_S, end)
+            while not any(future.done() for future in sent) and time.monotonic() < resend:
+                self._executor.spin_once(timeout_sec=0.01)
+        answered = [future for future in sent if future.done()]
+        for future in sent:
+            if not future.done():
+                client.remove_pending_request(future)
+        if not answered:
             raise ModelError(f'no answer from {self._service}/{name} within {self.timeout} s')
-        response = future.result()
+        response = answered[0].result()
         if not response.success:
             raise ModelError(f'{name}: {response.message}')
         return response

@@ -1352,6 +1352,45 @@ def test_client_raises_model_error_with_the_reason(ros, nodes):
                                                            ['foot']), 'Lambda^-1', RTOL)
 
 
+def test_client_sends_an_unanswered_request_again(ros):
+    """A response lost on the way (as DDS can lose one while discovery completes): the client sends the
+    request again after RESEND_S and takes the answer to the repeat. The stand-in node here fails the first
+    request before it answers."""
+    from dynamics_node.client import DynamicsClient, RESEND_S
+    node = rclpy.create_node('lossy', namespace=NAMESPACE, context=ros.node.context)
+    requests = []
+
+    def describe(request, response):
+        requests.append(time.monotonic())
+        if len(requests) == 1:
+            raise RuntimeError('the first answer is lost')
+        response.success, response.robot_name = True, 'lossy'
+        return response
+
+    node.create_service(DescribeModel, 'lossy/describe_model', describe)
+    executor = SingleThreadedExecutor(context=ros.node.context)
+    executor.add_node(node)
+    stop = threading.Event()
+
+    def serve():
+        while not stop.is_set():
+            try:
+                executor.spin_once(timeout_sec=0.01)
+            except RuntimeError:                 # the lost answer
+                pass
+    server = threading.Thread(target=serve)
+    server.start()
+    try:
+        with DynamicsClient(f'{NAMESPACE}/lossy', context=ros.node.context, timeout=10.0) as dynamics:
+            assert dynamics.describe().robot_name == 'lossy'
+    finally:
+        stop.set()
+        server.join()
+        executor.shutdown()
+        node.destroy_node()
+    assert len(requests) == 2 and requests[1] - requests[0] >= 0.9 * RESEND_S, requests
+
+
 def test_messages_quote_at_most_80_characters_of_an_input(ros, nodes):
     """Issue 9: a huge input never comes back whole in a reason or in /diagnostics."""
     process = nodes['loop']
