@@ -8,14 +8,31 @@ the data keep it alive instead, and the kernels see it without a meminfo:
   (compiled_calls.py), which the caller holds during the call;
 - Borrowed(ref): a structref as a plain pointer to its fields (BorrowedType); the kernels read m.joint,
   d.S, ... as from the structref. The Borrowed object keeps the structref, FastPath the Borrowed. A fused
-  public call on the four-bar counted 32 times without it, 14 with it (its input vectors) and 0 with both.
+  public call on the four-bar counted 32 times without it, 14 with it (its input vectors) and 0 with both;
+- INPUT_VECTOR: the type of the kernels' vector arguments from Python. numba's own unboxing allocates a
+  meminfo for every NumPy array passed in and checks neither its dtype (an int64 array would be read as
+  float64) nor its number of dimensions (a 2-d array would overrun the 1-d array's struct), which Python
+  had to check before every call (0.14 us for three vectors, one fifth of the four-bar's public call).
+  INPUT_VECTOR takes the caller's array without a meminfo and refuses anything but a float64 vector with
+  a TypeError, in a few native instructions.
 """
 
+import ctypes
+
+import numpy as np
+from llvmlite import ir
 from numba import typeof, types
 from numba.core import cgutils, imputils
 from numba.core.extending import (infer_getattr, intrinsic, lower_getattr_generic, models, NativeValue,
                                   register_model, typeof_impl, unbox)
 from numba.core.typing.templates import AttributeTemplate
+
+# NumPy's C ABI on 64-bit CPython (numpy/ndarraytypes.h; the same from NumPy 1.7 to 2.x, since compiled
+# extensions read these fields directly): PyArrayObject_fields.nd and .descr, PyArray_Descr.byteorder and
+# .type_num, as byte offsets. _check_numpy_abi() verifies them on the running NumPy at import.
+ARRAY_ND, ARRAY_DESCR, DESCR_BYTEORDER, DESCR_TYPE_NUM = 24, 56, 26, 28
+NPY_DOUBLE, NON_NATIVE = 12, ord('>')        # the type_num of float64; the byte order of a swapped array
+NPY_MAXDIMS = 64
 
 
 @intrinsic
@@ -85,3 +102,66 @@ class _BorrowedFields(AttributeTemplate):
 def _borrowed_field(context, builder, typ, value, attr):
     fields = cgutils.create_struct_proxy(typ.struct_type.get_data_type())(context, builder, ref=value)
     return imputils.impl_ret_borrowed(context, builder, typ.struct_type.field_dict[attr], getattr(fields, attr))
+
+
+class InputVector(types.Array):
+    """numba type of a float64 vector (any layout, read only) passed in from Python (INPUT_VECTOR)."""
+
+    def __init__(self):
+        super().__init__(types.float64, 1, 'A', readonly=True, name='InputVector')
+
+
+register_model(InputVector)(models.ArrayModel)
+INPUT_VECTOR = InputVector()
+_ANY_ARRAY = types.Array(types.float64, NPY_MAXDIMS, 'A')     # room for the shape and strides of any array
+
+
+@unbox(InputVector)
+def _unbox_input_vector(typ, obj, c):
+    """The array obj without a meminfo (the caller holds it) if it is a 1-d float64 NumPy array in native
+    byte order, else a TypeError. numba's numba_adapt_ndarray checks that obj is an array and reads its
+    data, shape and strides (compactly: a vector's stride follows its length)."""
+    builder, i32 = c.builder, ir.IntType(32)
+    scratch = c.context.make_array(_ANY_ARRAY)(c.context, c.builder)
+    adapt = cgutils.get_or_insert_function(builder.module, ir.FunctionType(i32, [c.pyapi.pyobj, c.pyapi.voidptr]),
+                                           'numba_adapt_ndarray')
+    is_array = builder.icmp_signed('==', builder.call(adapt, (obj, builder.bitcast(scratch._getpointer(),
+                                                                                   c.pyapi.voidptr))), i32(0))
+    accepted = cgutils.alloca_once_value(builder, cgutils.false_bit)
+    with builder.if_then(is_array):
+        descr = _field(builder, obj, ARRAY_DESCR, ir.IntType(8).as_pointer())
+        float64 = builder.and_(builder.icmp_signed('==', _field(builder, descr, DESCR_TYPE_NUM, i32), i32(NPY_DOUBLE)),
+                               builder.icmp_unsigned('!=', _field(builder, descr, DESCR_BYTEORDER, ir.IntType(8)),
+                                                     ir.IntType(8)(NON_NATIVE)))
+        builder.store(builder.and_(float64, builder.icmp_signed('==', _field(builder, obj, ARRAY_ND, i32), i32(1))),
+                      accepted)
+    refused = builder.not_(builder.load(accepted))
+    vector = c.context.make_array(typ)(c.context, builder)
+    with builder.if_else(refused, likely=False) as (refuse, accept):
+        with refuse:
+            c.pyapi.err_set_string('PyExc_TypeError', 'expected a float64 NumPy vector')
+        with accept:
+            length, stride = (builder.extract_value(scratch.shape, i) for i in (0, 1))
+            c.context.populate_array(vector, data=scratch.data, shape=cgutils.pack_array(builder, [length]),
+                                     strides=cgutils.pack_array(builder, [stride]), itemsize=scratch.itemsize,
+                                     meminfo=None, parent=obj)
+    return NativeValue(vector._getvalue(), is_error=refused)
+
+
+def _field(builder, pointer, offset, kind):
+    """The value of type kind at byte offset of pointer."""
+    address = builder.gep(builder.bitcast(pointer, ir.IntType(8).as_pointer()), [ir.IntType(64)(offset)])
+    return builder.load(builder.bitcast(address, kind.as_pointer()))
+
+
+def _check_numpy_abi():
+    x = np.zeros(1)
+    found = (ctypes.c_int.from_address(id(x) + ARRAY_ND).value, ctypes.c_void_p.from_address(id(x) + ARRAY_DESCR).value,
+             ctypes.c_char.from_address(id(x.dtype) + DESCR_BYTEORDER).value,
+             ctypes.c_int.from_address(id(x.dtype) + DESCR_TYPE_NUM).value)
+    if found != (1, id(x.dtype), b'=', NPY_DOUBLE):
+        raise ImportError(f'NumPy {np.__version__} lays out its arrays unlike ARRAY_ND, ARRAY_DESCR, ... of '
+                          f'{__name__} (found {found}); the compiled kernels cannot read its arrays')
+
+
+_check_numpy_abi()

@@ -19,7 +19,7 @@ against the constraint rows it built (compiled_lcaba.coupling_rows and loop_rows
 Checked inputs are kept in d (q_checked: q with its quaternions normalized; yd_checked, ydd_checked:
 independent velocities and accelerations; qd and tau_spanning: LCABA's spanning inputs). The external
 forces are the workspace's d.f_ext (state.external_forces), not an argument: one array fewer to unbox. The
-input vectors are borrowed (borrowed.py): the caller holds them, and the kernels pass them on uncounted.
+input vectors are borrowed.INPUT_VECTOR: the caller holds them, and the kernels pass them on uncounted.
 """
 
 import math
@@ -99,7 +99,6 @@ def generalized(m, x, bound):
 def forward_dynamics(x, q, v, tau):
     """Model.forward_dynamics with the cluster ABA: spanning accelerations into d.qdd."""
     m, d, c = x.m, x.d, x.c
-    q, v, tau = borrowed((q, v, tau))
     if not (positions(m, d, c, q) and motion(m, v, c.limits[VELOCITY_BOUND], d.yd_checked)
             and generalized(m, tau, c.limits[FORCE_BOUND])):
         return REFER
@@ -113,7 +112,6 @@ def inverse_dynamics(x, q, v, a):
     """Model.inverse_dynamics (bias and gravity forces: a, v zero): independent forces into d.tau.
     Spanning accelerations must equal G ydd + g (state.py's VELOCITY_TOLERANCE, relative)."""
     m, d, c = x.m, x.d, x.c
-    q, v, a = borrowed((q, v, a))
     ydd = d.ydd_checked
     if not (positions(m, d, c, q) and motion(m, v, c.limits[VELOCITY_BOUND], d.yd_checked)
             and motion(m, a, c.limits[ACCELERATION_BOUND], ydd)):
@@ -134,7 +132,6 @@ def inverse_dynamics(x, q, v, a):
 def mass_matrix(x, q):
     """Model.mass_matrix: H_y into d.H."""
     m, d, c = x.m, x.d, x.c
-    (q,) = borrowed((q,))
     if not positions(m, d, c, q) or crba(m, d, None) != OK or not finite(d.H):
         return REFER
     return OK
@@ -144,7 +141,7 @@ def mass_matrix(x, q):
 def inverse_osim(x, q, frame_body, frame_X, T, Omega):
     """Model.inverse_osim (links checked by the caller): Lambda^-1 into Omega."""
     m, d, c = x.m, x.d, x.c
-    q, frame_body, frame_X, T, Omega = borrowed((q, frame_body, frame_X, T, Omega))
+    frame_body, frame_X, T, Omega = borrowed((frame_body, frame_X, T, Omega))
     if not positions(m, d, c, q) or efpa(m, d, None, frame_body, frame_X, T, Omega) != OK \
             or not finite(Omega):
         return REFER
@@ -156,7 +153,6 @@ def forward_dynamics_lcaba(x, p, w, q, v, tau, mu, tolerance, max_iterations):
     """Model.forward_dynamics with LCABA: spanning accelerations into w.qdd. Independent velocities are
     lifted to G yd (refused at a singular configuration), independent forces act on their joints."""
     m, d, c = x.m, x.d, x.c
-    q, v, tau = borrowed((q, v, tau))
     if not (positions(m, d, c, q) and generalized(m, tau, c.limits[FORCE_BOUND])
             and motion(m, v, c.limits[VELOCITY_BOUND], d.yd_checked)):
         return REFER

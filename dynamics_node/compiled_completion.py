@@ -143,7 +143,7 @@ def complete(x, q_independent, previous, q):
     every loop cluster closed from previous (completion.complete_positions without restarts), then
     state.positions(check=False): every |q_i| within bounds.POSITION, unit quaternions normalized."""
     m, d, c = x.m, x.d, x.c
-    q_independent, previous, q = borrowed((q_independent, previous, q))
+    (q,) = borrowed((q,))
     if c.completion_compiled[0] == 0 or len(q_independent) != len(c.independent_q):
         return REFER
     for j in range(len(q)):

@@ -19,16 +19,16 @@ import numpy as np
 from numba import typeof, types
 
 from . import compiled, compiled_calls, compiled_checks, compiled_completion, compiled_lcaba
-from .borrowed import Borrowed
+from .borrowed import Borrowed, INPUT_VECTOR
+from .compiled import OK
 from .errors import ModelError, quote, SingularConfigurationError
 from .flat import FlatModel
 from .flat_checks import call_context, check_plan
 from .flat_lcaba import lcaba_plan
 from .lcaba import LcabaResult, ProximalSettings
 
-_INPUT = types.Array(types.float64, 1, 'A', readonly=True)      # any float64 vector
+_INPUT = INPUT_VECTOR                  # a float64 vector, else a TypeError (borrowed.py)
 _FORCES = types.Array(types.float64, 2, 'A', readonly=True)
-_FLOAT, _ARRAY = np.dtype(np.float64), np.ndarray       # module names: quicker than np.ndarray
 _DISPATCHERS = {kernel.__name__: kernel for kernel in
                 (compiled.aba, compiled.rnea, compiled.crba, compiled.efpa, compiled.spanning, compiled_lcaba.lcaba,
                  compiled_checks.accept_positions, compiled_checks.velocity_violation, compiled_completion.complete)}
@@ -136,45 +136,54 @@ class FastPath:
 
     # ---- the public calls in one compiled call each (compiled_calls.py): the result, or None where the
     # compiled checks refer to Model's Python path, which then names the error. Inputs of any other
-    # type than a float64 vector are referred as well (numba would reinterpret their bytes).
+    # type than a float64 vector are referred as well: the kernels refuse them with a TypeError
+    # (borrowed.INPUT_VECTOR).
 
     def checked_forward_dynamics(self, q, v, tau, settings=None):
         """Model.forward_dynamics(q, v, tau): spanning qdd by the cluster ABA, by LCABA with settings."""
-        if not _float_vectors(q, v, tau):
-            return None
-        if settings is None:
-            if self._checked_forward_dynamics(self._x, q, v, tau) == compiled.OK:
-                return self.data.qdd.copy()
-        elif self._checked_forward_dynamics_lcaba(self._x, self._p, self._w, q, v, tau, settings.mu, settings.tolerance,
-                                                  settings.max_iterations) == compiled.OK:
-            return self.lcaba_data.qdd.copy()
+        try:
+            if settings is None:
+                if self._checked_forward_dynamics(self._x, q, v, tau) == OK:
+                    return self.data.qdd.copy()
+            elif self._checked_forward_dynamics_lcaba(self._x, self._p, self._w, q, v, tau, settings.mu,
+                                                      settings.tolerance, settings.max_iterations) == OK:
+                return self.lcaba_data.qdd.copy()
+        except TypeError:
+            pass
         return None
 
     def checked_inverse_dynamics(self, q, v, a):
         """Model.inverse_dynamics(q, v, a): tau_y."""
-        if _float_vectors(q, v, a) and self._checked_inverse_dynamics(self._x, q, v, a) == compiled.OK:
-            return self.data.tau.copy()
+        try:
+            if self._checked_inverse_dynamics(self._x, q, v, a) == OK:
+                return self.data.tau.copy()
+        except TypeError:
+            pass
         return None
 
     def checked_mass_matrix(self, q):
         """Model.mass_matrix(q): H_y."""
-        if _float_vectors(q) and self._checked_mass_matrix(self._x, q) == compiled.OK:
-            return self.data.H.copy()
+        try:
+            if self._checked_mass_matrix(self._x, q) == OK:
+                return self.data.H.copy()
+        except TypeError:
+            pass
         return None
 
     def checked_inverse_osim(self, q, links):
         """Model.inverse_osim(q, links) for checked links: Lambda^-1."""
-        if not _float_vectors(q):
-            return None
         body, X, T, Omega = self._frame_set(tuple(links))
-        if self._checked_inverse_osim(self._x, q, body, X, T, Omega) == compiled.OK:
-            return Omega.copy()
+        try:
+            if self._checked_inverse_osim(self._x, q, body, X, T, Omega) == OK:
+                return Omega.copy()
+        except TypeError:
+            pass
         return None
 
     def checked_completion(self, q_independent, previous):
         """Model.complete_positions from previous (nq) without restarts (compiled_completion.py): spanning
         q, closed, within bounds and with unit quaternions, or None where completion.py must run."""
-        if self._complete(self._x, q_independent, previous, self.data.q_checked) == compiled.OK:
+        if self._complete(self._x, q_independent, previous, self.data.q_checked) == OK:
             return self.data.q_checked.copy()
         return None
 
@@ -242,14 +251,6 @@ class FastPath:
         raise SingularConfigurationError(
             f'cluster {quote(cluster.name)}: D = S^T I^A S is ill-conditioned (singular configuration); '
             'use method="lcaba"')
-
-
-def _float_vectors(*arrays):
-    """Every array a float64 NumPy vector (the compiled signatures' _INPUT)."""
-    for x in arrays:
-        if type(x) is not _ARRAY or x.dtype is not _FLOAT or x.ndim != 1:
-            return False
-    return True
 
 
 def _compile_kernels(m, d, p, w, c, x, frames):

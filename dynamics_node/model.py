@@ -107,13 +107,18 @@ class Model:
         self.clusters = tuple(self._describe(c, tree) for c in clusters)
         self.loop_bodies = tuple(b for c in clusters if not c.linear for b in c.bodies)  # q-dependent K
         self.couplings = LinearConstraints(self)       # the coupling-only clusters as A q + b = 0
-        self.auto_lcaba = lcaba_is_cheaper(self)       # method 'auto' starts with LCABA
+        self._auto_settings = DEFAULT_SETTINGS if lcaba_is_cheaper(self) else None   # method 'auto' starts with LCABA
         self.G_constant = self.couplings.G             # constant G_k of coupling-only clusters
         self.compiled = numba_available() if compiled is None else bool(compiled)
         self._flat = None                              # the compiled model (flat.FlatModel), on first use
         self.gravity = np.array([0.0, 0.0, -9.81])
         self._zero_y = _frozen(np.zeros(self.ny))
         self._local = _ThreadWorkspace(self)           # ._local.data: the calling thread's workspace
+
+    @property
+    def auto_lcaba(self):
+        """Whether method 'auto' starts with LCABA (forward_dynamics.lcaba_is_cheaper)."""
+        return self._auto_settings is not None
 
     @property
     def gravity(self):
@@ -181,15 +186,20 @@ class Model:
             info: return a ForwardDynamicsInfo (acceleration, method used, fallback reason, constraint
                 residual, iterations, multipliers) instead of the acceleration alone.
         """
-        if method is not AUTO or settings is not None:        # the defaults need no check (0.1 us)
-            check_method(method)
-            check_settings(settings)
         data = self._local.data
-        lcaba = method == 'lcaba' or method == 'auto' and self.auto_lcaba
-        if not info and self._wrenches_accepted(data, wrenches):
-            qdd = data.engine.checked_forward_dynamics(q, v, tau, (settings or DEFAULT_SETTINGS) if lcaba else None)
+        if wrenches is None and method is AUTO and settings is None and info is False and not data.f_ext_set:
+            qdd = data.engine.checked_forward_dynamics(q, v, tau, self._auto_settings)    # the common call
             if qdd is not None:
                 return qdd
+            lcaba = self.auto_lcaba
+        else:
+            check_method(method)
+            check_settings(settings)
+            lcaba = method == 'lcaba' or method == 'auto' and self.auto_lcaba
+            if not info and self._wrenches_accepted(data, wrenches):
+                qdd = data.engine.checked_forward_dynamics(q, v, tau, (settings or DEFAULT_SETTINGS) if lcaba else None)
+                if qdd is not None:
+                    return qdd
         q = positions(self, data, q)
         v = vector(v, 'v', {self.nv: 'spanning', self.ny: 'independent'}, bounds.VELOCITY)
         tau = vector(tau, 'tau', {self.nv: 'spanning', self.ny: 'independent'}, bounds.FORCE)
@@ -224,7 +234,7 @@ class Model:
 
     def _inverse_dynamics(self, q, v, a, wrenches, what):
         data = self._local.data
-        if self._wrenches_accepted(data, wrenches):
+        if wrenches is None and not data.f_ext_set or self._wrenches_accepted(data, wrenches):
             tau = data.engine.checked_inverse_dynamics(q, v, a)
             if tau is not None:
                 return tau
@@ -331,8 +341,6 @@ class Model:
     def _wrenches_accepted(self, data, wrenches):
         """data.f_ext set from wrenches for a compiled call, or False where they are refused (the
         Python path then names the error after those of the inputs checked before the wrenches)."""
-        if wrenches is None and not data.f_ext_set:            # the common case, without a call
-            return True
         try:
             external_forces(self, data, wrenches)
         except ModelError:
@@ -433,9 +441,10 @@ def _block_diagonal(blocks):
 
 
 def numba_available():
-    """True where numba can be imported (the compiled fast path); else the NumPy reference is used."""
+    """True where the compiled fast path can run: numba imports and NumPy lays out its arrays as the kernels
+    read them (borrowed.py); else the NumPy reference is used."""
     try:
-        import numba  # noqa: F401
+        from . import borrowed  # noqa: F401
     except ImportError:
         return False
     return True

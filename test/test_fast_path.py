@@ -258,22 +258,51 @@ def test_inputs_of_any_layout(rng):
     assert_close(fast.forward_dynamics(*strided), expected, 'ydd from strided read-only inputs', RTOL)
 
 
+def test_fused_calls_take_float64_vectors_only(rng):
+    """borrowed.INPUT_VECTOR refuses what numba's own unboxing would read as float64 or overrun: int64
+    (the same item size), byte-swapped float64, 2-d, 0-d and 40-d arrays, lists, scalars. The fused call
+    then returns None (the Python path converts or names them). Strided and read-only float64 vectors
+    are taken as they are."""
+    model, fast = model_and_fast_path('six_bar')
+    q, yd, _ = random_state(model, rng)
+    v, tau = model.spanning_velocities(q, yd), rng.normal(size=model.nv)
+    expected = fast.checked_forward_dynamics(q, v, tau)
+    assert expected is not None
+    small = np.arange(model.nv)                  # as float64 bytes: tiny finite numbers the checks would accept
+    for label, bad in {'int64': small, 'byte-swapped': tau.astype('>f8'), '2-d': tau.reshape(1, -1),
+                       'column': tau.reshape(-1, 1), '0-d': np.array(1.0), '40-d': np.zeros((1,) * 40),
+                       'list': list(tau), 'scalar': 1.0, 'float32': tau.astype(np.float32)}.items():
+        assert fast.checked_forward_dynamics(q, v, bad) is None, label
+        assert fast.checked_inverse_dynamics(q, v, bad) is None, label
+        assert fast.checked_mass_matrix(bad) is None, label
+    strided = np.repeat(tau, 2)[::2]
+    strided.setflags(write=False)
+    np.testing.assert_array_equal(fast.checked_forward_dynamics(q, v, strided), expected)
+
+
 @pytest.mark.parametrize('name', ['humanoid_belts', 'linkage_leg'])
 def test_kernels_allocate_nothing(name, rng):
-    """numba wraps each NumPy argument in one small MemInfo per call; any further allocation would be
-    a buffer allocated inside a kernel. Couplings only, and a loop with a coupling."""
+    """numba wraps each NumPy argument but the vectors (borrowed.INPUT_VECTOR) in one small MemInfo per
+    call; any further allocation would be a buffer allocated inside a kernel. Couplings only, and a loop
+    with a coupling."""
     model, fast = model_and_fast_path(name)
     q, yd, wrenches = random_state(model, rng)
     f_ext, x = body_forces(model, wrenches), rng.normal(size=model.ny)
     v, tau, q_copy = model.spanning_velocities(q, yd), rng.normal(size=model.nv), q.copy()
-    calls = {'forward_dynamics': (lambda: fast.forward_dynamics(q, yd, x, f_ext), 4),
-             'inverse_dynamics': (lambda: fast.inverse_dynamics(q, yd, x, f_ext), 4),
-             'mass_matrix': (lambda: fast.mass_matrix(q), 1),
-             'inverse_osim': (lambda: fast.inverse_osim(q, model.links[:4]), 5),
-             'spanning': (lambda: fast.spanning(q, yd, x), 3),
-             'lcaba': (lambda: fast.lcaba(q, v, tau, f_ext, ProximalSettings()), 4),
+    calls = {'forward_dynamics': (lambda: fast.forward_dynamics(q, yd, x, f_ext), 1),
+             'inverse_dynamics': (lambda: fast.inverse_dynamics(q, yd, x, f_ext), 1),
+             'mass_matrix': (lambda: fast.mass_matrix(q), 0),
+             'inverse_osim': (lambda: fast.inverse_osim(q, model.links[:4]), 4),
+             'spanning': (lambda: fast.spanning(q, yd, x), 0),
+             'lcaba': (lambda: fast.lcaba(q, v, tau, f_ext, ProximalSettings()), 1),
              'accept_positions': (lambda: fast.accept_positions(q_copy, True, 1e-6), 1),
-             'velocity_violation': (lambda: fast.velocity_violation(v), 1)}
+             'velocity_violation': (lambda: fast.velocity_violation(v), 0),
+             'checked_forward_dynamics': (lambda: fast.checked_forward_dynamics(q, v, tau), 0),
+             'checked_forward_dynamics (LCABA)': (lambda: fast.checked_forward_dynamics(q, v, tau, ProximalSettings()),
+                                                  0),
+             'checked_inverse_dynamics': (lambda: fast.checked_inverse_dynamics(q, v, tau), 0),
+             'checked_mass_matrix': (lambda: fast.checked_mass_matrix(q), 0),
+             'checked_inverse_osim': (lambda: fast.checked_inverse_osim(q, model.links[:4]), 4)}
     _nrt_python.memsys_enable_stats()
     try:
         for kernel, (call, arrays) in calls.items():
