@@ -3,18 +3,19 @@
 numba counts the references to every array and structref a kernel passes on or takes a view of, with an
 atomic increment and decrement of its meminfo (a full memory barrier each, ~12 ns). Here the owners of
 the data keep it alive instead, and the kernels see it without a meminfo:
-- borrowed(tuple): the tuple with its arrays' meminfos NULL (numba skips the counting of NULL ones), for
-  the fields of the structrefs (flat.py, flat_checks.py, flat_lcaba.py) and a public call's input vectors
-  (compiled_calls.py), which the caller holds during the call;
+- BorrowedArray: the type of an array numba does not count at all: its data model has no meminfo to
+  count, so numba emits no NRT_incref/NRT_decref call for it or for its views. borrowed(tuple) gives
+  the fields of the structrefs (flat.py, flat_checks.py, flat_lcaba.py) this type, with NULL meminfos.
+  With numba's (no-op) calls on NULL meminfos left in, the four-bar's fused forward dynamics took
+  1.31 us; without them 1.06 us: the calls also kept LLVM from keeping values in registers across them;
 - Borrowed(ref): a structref as a plain pointer to its fields (BorrowedType); the kernels read m.joint,
-  d.S, ... as from the structref. The Borrowed object keeps the structref, FastPath the Borrowed. A fused
-  public call on the four-bar counted 32 times without it, 14 with it (its input vectors) and 0 with both;
-- INPUT_VECTOR: the type of the kernels' vector arguments from Python. numba's own unboxing allocates a
-  meminfo for every NumPy array passed in and checks neither its dtype (an int64 array would be read as
-  float64) nor its number of dimensions (a 2-d array would overrun the 1-d array's struct), which Python
-  had to check before every call (0.14 us for three vectors, one fifth of the four-bar's public call).
-  INPUT_VECTOR takes the caller's array without a meminfo and refuses anything but a float64 vector with
-  a TypeError, in a few native instructions.
+  d.S, ... as from the structref. The Borrowed object keeps the structref, FastPath the Borrowed;
+- INPUT_VECTOR: the BorrowedArray type of the kernels' vector arguments from Python. numba's own
+  unboxing allocates a meminfo for every NumPy array passed in and checks neither its dtype (an int64
+  array would be read as float64) nor its number of dimensions (a 2-d array would overrun the 1-d
+  array's struct), which Python had to check before every call (0.14 us for three vectors). INPUT_VECTOR
+  takes the caller's array without a meminfo and refuses anything but a float64 vector with a
+  TypeError, in a few native instructions.
 """
 
 import ctypes
@@ -35,11 +36,40 @@ NPY_DOUBLE, NON_NATIVE = 12, ord('>')        # the type_num of float64; the byte
 NPY_MAXDIMS = 64
 
 
+class BorrowedArray(types.Array):
+    """numba type of an array whose owner keeps it alive: numba emits no reference counting for it nor
+    for its views (copy()), and its meminfo is NULL."""
+
+    def __init__(self, dtype, ndim, layout, readonly=False, aligned=True, name=None):
+        super().__init__(dtype, ndim, layout, readonly=readonly, aligned=aligned,
+                         name=name or f'borrowed {"readonly " if readonly else ""}array({dtype}, {ndim}d, {layout})')
+
+    def copy(self, dtype=None, ndim=None, layout=None, readonly=None):
+        view = super().copy(dtype, ndim, layout, readonly)
+        return BorrowedArray(view.dtype, view.ndim, view.layout, not view.mutable, view.aligned)
+
+    def __repr__(self):          # in the names of the structref types, which key numba's cache: not an Array's
+        return 'Borrowed' + super().__repr__()
+
+
+@register_model(BorrowedArray)
+class _BorrowedArrayModel(models.ArrayModel):
+    """An array's struct with nothing for numba to count: no meminfo among its members."""
+
+    def traverse(self, builder):
+        return []
+
+
 @intrinsic
 def borrowed(typingctx, fields):
-    """The tuple fields with its arrays' meminfos NULL: numba then skips the counting at every view a kernel
-    takes (S[i, j], Xo_E[i], ...), half of the kernels' time before. Whoever passed the arrays keeps them
-    alive."""
+    """The tuple fields with its arrays as BorrowedArray, their meminfos NULL: numba then skips the counting
+    at every view a kernel takes (S[i, j], Xo_E[i], ...), half of the kernels' time before. Whoever passed
+    the arrays keeps them alive."""
+    def as_borrowed(kind):
+        if isinstance(kind, types.Array) and not isinstance(kind, BorrowedArray):
+            return BorrowedArray(kind.dtype, kind.ndim, kind.layout, not kind.mutable, kind.aligned)
+        return kind
+
     def codegen(context, builder, signature, args):
         values = []
         for i, kind in enumerate(signature.args[0]):
@@ -50,7 +80,7 @@ def borrowed(typingctx, fields):
                 value = view._getvalue()
             values.append(value)
         return context.make_tuple(builder, signature.return_type, values)
-    return fields(fields), codegen
+    return types.BaseTuple.from_types([as_borrowed(kind) for kind in fields])(fields), codegen
 
 
 class BorrowedType(types.Type):
@@ -104,14 +134,17 @@ def _borrowed_field(context, builder, typ, value, attr):
     return imputils.impl_ret_borrowed(context, builder, typ.struct_type.field_dict[attr], getattr(fields, attr))
 
 
-class InputVector(types.Array):
+class InputVector(BorrowedArray):
     """numba type of a float64 vector (any layout, read only) passed in from Python (INPUT_VECTOR)."""
 
     def __init__(self):
         super().__init__(types.float64, 1, 'A', readonly=True, name='InputVector')
 
+    def __repr__(self):
+        return 'InputVector()'
 
-register_model(InputVector)(models.ArrayModel)
+
+register_model(InputVector)(_BorrowedArrayModel)
 INPUT_VECTOR = InputVector()
 _ANY_ARRAY = types.Array(types.float64, NPY_MAXDIMS, 'A')     # room for the shape and strides of any array
 

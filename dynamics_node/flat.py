@@ -24,8 +24,11 @@ from .compiled import COUPLED, FLOATING, LOOP, PLANAR, PRISMATIC, REVOLUTE, SING
 from .constraints import CouplingConstraint
 from .errors import ModelError, quote
 from .joints import plane_frame
+from .kernel_cache import key_on_helpers
 from .kinematics import SINGULARITY_THRESHOLD
 from .spatial import skew
+
+key_on_helpers(__file__)                 # the field types come from borrowed.py
 
 JOINT_CODE = {'revolute': REVOLUTE, 'continuous': REVOLUTE, 'prismatic': PRISMATIC, 'floating': FLOATING,
               'spherical': SPHERICAL, 'planar': PLANAR}

@@ -18,7 +18,10 @@ from numba.experimental import structref
 from .borrowed import borrowed
 from .constraints import CouplingConstraint
 from .flat import _plucker_parts, _StructType
+from .kernel_cache import key_on_helpers
 from .lcaba import elimination_plan
+
+key_on_helpers(__file__)                 # the field types come from borrowed.py
 
 PLAN_FIELDS = {    # name: meaning, shape (nb bodies, ncon constraints, ne entries, nl loops, nt terms)
     'order': 'bodies in elimination order S^E (nb - 1)',

@@ -7,11 +7,13 @@ import re
 
 import numpy as np
 import pytest
+from numba import typeof, types
 from numba.core.runtime import _nrt_python, rtsys
 
 from conftest import assert_close, random_state, robot, ROBOTS
 from dynamics_node import (borrowed, compiled, compiled_calls, compiled_checks, compiled_completion, compiled_lcaba,
-                           flat_checks, kernel_cache, load_model, ModelError, SingularConfigurationError)
+                           flat, flat_checks, flat_lcaba, kernel_cache, load_model, ModelError,
+                           SingularConfigurationError)
 from dynamics_node.fast_path import FastPath
 from dynamics_node.joints import QUATERNION_AT
 from dynamics_node.kinematics import forward_pass, update_transforms
@@ -217,8 +219,20 @@ def test_kernel_caches_are_keyed_on_every_kernel_module():
                    for module in sorted(modules, key=lambda module: os.path.abspath(module.__file__)))
     for kernel in (compiled.aba, compiled_lcaba.lcaba, compiled_checks.accept_positions,
                    compiled_checks.velocity_violation, compiled_calls.forward_dynamics, compiled_calls.inverse_dynamics,
-                   compiled_completion.complete, flat_checks.call_context):
+                   compiled_completion.complete, flat_checks.call_context, flat._new_model_ref, flat._new_data_ref,
+                   flat_lcaba._new_plan_ref, flat_lcaba._new_data_ref):
         assert kernel._cache._impl.locator.get_source_stamp()[1:] == stamps, kernel
+
+
+def test_borrowed_struct_types_are_not_those_of_plain_arrays():
+    """numba keys its cache on the names of the argument types; a structref's name lists its fields'
+    reprs. A structref of BorrowedArray fields (no reference counting) must not find code compiled for
+    one of plain arrays (counted) there."""
+    plain, counted = types.Array(types.float64, 2, 'C'), borrowed.BorrowedArray(types.float64, 2, 'C')
+    assert repr(plain) != repr(counted) and repr(counted) != repr(borrowed.INPUT_VECTOR)
+    model, _ = model_and_fast_path('four_bar')
+    assert all(isinstance(kind, borrowed.BorrowedArray) for kind in typeof(model.flat.ref).field_dict.values()
+               if isinstance(kind, types.Array))
 
 
 def test_gravity_is_settable(rng):
