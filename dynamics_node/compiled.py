@@ -708,10 +708,10 @@ def dependent_least_squares(A, na, nd, width, beta, threshold):
 
 
 @njit
-def loop_constraint(m, d, k, yd):
-    """G_k = P [1; -K_d^+ K_i], g_k = P [0; K_d^+ k] and qd_k = G_k yd_k from a Householder QR of the
-    dependent columns of K_k that carries its independent ones (kinematics.py explicit_constraint, seed 000
-    Sec. 1.1)."""
+def loop_constraint(m, d, k, yd, velocities):
+    """G_k = P [1; -K_d^+ K_i] and, with velocities, g_k = P [0; K_d^+ k] and qd_k = G_k yd_k from a
+    Householder QR of the dependent columns of K_k that carries its independent ones (kinematics.py
+    explicit_constraint, seed 000 Sec. 1.1)."""
     v0, v1, y0, y1 = m.v_range[k, 0], m.v_range[k, 1], m.y_range[k, 0], m.y_range[k, 1]
     n, mk, na = v1 - v0, y1 - y0, m.n_active[k]
     nd = n - mk
@@ -733,6 +733,8 @@ def loop_constraint(m, d, k, yd):
         G[j, independent[j]] = 1.0
         for p in range(nd):
             G[j, dependent[p]] = -A[p, nd + j]
+    if not velocities:
+        return OK
     for r in range(n):
         t = 0.0
         for j in range(mk):
@@ -746,14 +748,16 @@ def loop_constraint(m, d, k, yd):
 
 
 @njit
-def explicit_constraints(m, d, yd):
-    """G_k, g_k and qd_k = G_k yd_k of every cluster (G constant and g = 0 unless LOOP)."""
+def explicit_constraints(m, d, yd, velocities=True):
+    """G_k and, with velocities, g_k and qd_k = G_k yd_k of every cluster (G constant and g = 0 unless LOOP)."""
     kind, v_range, y_range, G, qd = m.kind, m.v_range, m.y_range, d.G, d.qd
     for k in range(len(kind)):
         if kind[k] == LOOP:
-            status = loop_constraint(m, d, k, yd)
+            status = loop_constraint(m, d, k, yd, velocities)
             if status != OK:
                 return status
+            continue
+        if not velocities:
             continue
         v0, y0 = v_range[k, 0], y_range[k, 0]
         for r in range(v_range[k, 1] - v0):
@@ -775,7 +779,7 @@ def kinematics(m, d, q, yd, velocities=True):
     recursively along the in-cluster parents. Bodies are numbered cluster by cluster."""
     if q is not None:
         update_transforms(m, d, q)
-    status = explicit_constraints(m, d, yd)
+    status = explicit_constraints(m, d, yd, velocities)
     if status != OK:
         return status
     parent, joint, axes, col, cluster, kind = m.parent, m.joint, m.axes, m.col, m.cluster, m.kind
