@@ -12,13 +12,13 @@ from .state import independent_velocities
 
 AUTO = 'auto'                      # the default method; Model checks any other object passed as method
 METHODS = (AUTO, 'aba', 'lcaba')
-# Cost model of method 'auto', measured on seed 003-style parallel chains (bench/run.py, scaling table) and
-# the bundled delta robot: the cluster ABA's work on a loop cluster of n_k bodies with m_k degrees of
+# Cost model of method 'auto', measured on seed 003-style parallel chains, welded cycles and the bundled loop
+# robots (bench/auto_crossover.py): the cluster ABA's work on a loop cluster of n_k bodies with m_k degrees of
 # freedom grows as n_k m_k (its S_k, U_k and the split of its constraints), LCABA's as the number of bodies
 # nb. LCABA is cheaper where sum_k n_k m_k over the loop clusters exceeds this factor times nb: public FD
-# LCABA / cluster ABA 1.13 at factor 4, 1.01-1.08 at 5, 0.96-1.03 at 6 (one planar closed chain of 8 links,
-# nested ones, a welded cycle of 12), 0.95 at 7, 0.90 at 8, 0.71-0.78 at 10; the delta robot's 16-body,
-# 3-DoF cluster (3) 1.07 and the bundled loop robots (0.8-2) 1.21-1.23.
+# LCABA / cluster ABA 1.11-1.13 at factor 4, 1.01-1.08 at 5, 0.96-1.03 at 6 (one planar closed chain of 8
+# links, nested ones, a welded cycle of 12), 0.94-0.95 at 7, 0.90 at 8, 0.71-0.78 at 10; the delta robot's
+# 16-body, 3-DoF cluster (3) 1.04-1.07 and the bundled loop robots (0.8-2) 1.16-1.23.
 LCABA_CROSSOVER = 5.0
 
 
