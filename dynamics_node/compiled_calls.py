@@ -149,10 +149,11 @@ def inverse_osim(x, q, frame_body, frame_X, T, Omega):
 
 
 @njit(cache=True, nogil=True)
-def forward_dynamics_lcaba(x, p, w, q, v, tau, mu, tolerance, max_iterations):
-    """Model.forward_dynamics with LCABA: spanning accelerations into w.qdd. Independent velocities are
-    lifted to G yd (refused at a singular configuration), independent forces act on their joints."""
-    m, d, c = x.m, x.d, x.c
+def forward_dynamics_lcaba(x, q, v, tau):
+    """Model.forward_dynamics with LCABA at the settings in w.settings: spanning accelerations into w.qdd.
+    Independent velocities are lifted to G yd (refused at a singular configuration), independent forces
+    act on their joints."""
+    m, d, c, p, w = x.m, x.d, x.c, x.p, x.w
     if not (positions(m, d, c, q) and generalized(m, tau, c.limits[FORCE_BOUND])
             and motion(m, v, c.limits[VELOCITY_BOUND], d.yd_checked)):
         return REFER
@@ -167,6 +168,7 @@ def forward_dynamics_lcaba(x, p, w, q, v, tau, mu, tolerance, max_iterations):
     if len(tau) != m.nv:
         for j in range(m.ny):
             tau_spanning[m.independent_v[j]] = tau[j]
+    mu, tolerance, max_iterations = w.settings[0], w.settings[1], int(w.settings[2])
     if lcaba(m, d, p, w, None, qd, tau_spanning, d.f_ext, mu, tolerance, max_iterations) != OK \
             or not consistent(m, d, c, v, w.violation[0]) or not finite(w.qdd):
         return REFER

@@ -54,7 +54,8 @@ class FastPath:
         checks, self._check_scratch = self.checks.create_ref()
         self._m, self._d, self._p, self._w, self._c = (Borrowed(ref) for ref in (
             self.flat.ref, self.data.ref, self.plan.ref, self.lcaba_data.ref, checks))
-        self._x = Borrowed(call_context(self._m, self._d, self._c))     # the fused calls' argument
+        self._x = Borrowed(call_context(self._m, self._d, self._c, self._p, self._w))  # the fused calls' argument
+        self._settings = None                            # the ProximalSettings in lcaba_data.settings
         self._frame_sets = {}
         self._use(_ENTRY_POINTS or {name: self._warm_up_then(name) for name in _DISPATCHERS})
 
@@ -145,9 +146,12 @@ class FastPath:
             if settings is None:
                 if self._checked_forward_dynamics(self._x, q, v, tau) == OK:
                     return self.data.qdd.copy()
-            elif self._checked_forward_dynamics_lcaba(self._x, self._p, self._w, q, v, tau, settings.mu,
-                                                      settings.tolerance, settings.max_iterations) == OK:
-                return self.lcaba_data.qdd.copy()
+            else:
+                if settings is not self._settings:           # frozen: the same object, the same values
+                    self.lcaba_data.settings[:] = settings.mu, settings.tolerance, settings.max_iterations
+                    self._settings = settings
+                if self._checked_forward_dynamics_lcaba(self._x, q, v, tau) == OK:
+                    return self.lcaba_data.qdd.copy()
         except TypeError:
             pass
         return None
@@ -270,8 +274,7 @@ def _compile_kernels(m, d, p, w, c, x, frames):
                                  types.float64, types.float64),
             'velocity_violation': (model, data, checks, _INPUT),
             'checked_forward_dynamics': (context, _INPUT, _INPUT, _INPUT),
-            'checked_forward_dynamics_lcaba': (context, typeof(p), typeof(w), _INPUT, _INPUT, _INPUT, types.float64,
-                                               types.float64, types.int64),
+            'checked_forward_dynamics_lcaba': (context, _INPUT, _INPUT, _INPUT),
             'checked_inverse_dynamics': (context, _INPUT, _INPUT, _INPUT),
             'checked_mass_matrix': (context, _INPUT),
             'complete': (context, _INPUT, _INPUT, types.Array(types.float64, 1, 'C')),

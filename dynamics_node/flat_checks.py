@@ -91,17 +91,17 @@ class CallContextType(_StructType):
 
 
 class CallContextRef(structref.StructRefProxy):
-    """A workspace's FlatModel, FlatData and CheckPlan views (m, d, c) as the one argument of the fused public
-    calls and the completion (compiled_calls.py, compiled_completion.py): a call from Python unboxes one
-    structref instead of three (0.40 -> 0.26 us per call)."""
+    """A workspace's FlatModel, FlatData, CheckPlan, LcabaPlan and LcabaData views (m, d, c, p, w) as the one
+    argument of the fused public calls and the completion (compiled_calls.py, compiled_completion.py): a
+    call from Python unboxes one structref instead of three to five (0.40 -> 0.26 us per call for three)."""
 
 
-structref.define_proxy(CallContextRef, CallContextType, ['m', 'd', 'c'])
+structref.define_proxy(CallContextRef, CallContextType, ['m', 'd', 'c', 'p', 'w'])
 
 
 @njit(cache=True)
-def call_context(m, d, c):
-    return CallContextRef(m, d, c)
+def call_context(m, d, c, p, w):
+    return CallContextRef(m, d, c, p, w)
 
 
 _PLANS = weakref.WeakKeyDictionary()

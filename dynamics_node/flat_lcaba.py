@@ -71,6 +71,7 @@ DATA_FIELDS = {    # name: meaning, shape
     'result': 'iterations, residual ||K qdd - k||_inf, converged (3)',
     'info': 'body of a D_i that is not positive definite (1)',
     'violation': 'max |K qd| over every constraint row at the call\'s qd, for the velocity check of a fused call (1)',
+    'settings': 'mu, tolerance and max_iterations of the fused call (3; FastPath writes them when they change)',
 }
 
 
@@ -151,6 +152,7 @@ class LcabaData:
             'k': (ncon, 6), 'r': (ncon, 6), 'lam': (plan.rows,), 'L': (nb, 6, 6), 'Z': (nb, 6, 6),
             'Y': (nb, 6 * N, 6), 'ubar': (nb, 6), 'a': (nb, 6), 'da': (nb, 6), 'qdd': (plan.nv,),
             'dqdd': (plan.nv,), 'zero_c': (nb, 6), 'z': (6,), 'result': (3,), 'info': (1,), 'violation': (1,),
+            'settings': (3,),
         }
         fields = {name: np.zeros(shapes[name]) for name in DATA_FIELDS}
         self.__dict__.update(fields)

@@ -59,6 +59,23 @@ def test_compiled_calls_equal_the_python_path(name, rng, monkeypatch):
                 assert np.all(np.isfinite(result)), f'{name}: {label}'
 
 
+def test_the_fused_lcaba_call_takes_each_calls_settings(rng, monkeypatch):
+    """FastPath keeps the last settings in its workspace, rewritten when another ProximalSettings object comes
+    (they are frozen): alternating settings give each its own answer, that of the Python path."""
+    model = robot('linkage_leg')
+    q, yd, _ = random_state(model, rng)
+    v, tau = model.spanning_velocities(q, yd), rng.normal(size=model.nv)
+    loose, default = ProximalSettings(mu=1e3, max_iterations=1), ProximalSettings()
+    expected = {settings: python_path(lambda q, v, tau: model.forward_dynamics(q, v, tau, method='lcaba',
+                                                                               settings=settings), q, v, tau)
+                for settings in (loose, default)}
+    assert not np.allclose(expected[loose], expected[default]), 'the settings change the answer here'
+    monkeypatch.setattr(model_module, 'positions', lambda *args, **kwargs: pytest.fail('the Python path ran'))
+    for settings in (loose, default, loose, default):
+        qdd = model.forward_dynamics(q, v, tau, method='lcaba', settings=settings)
+        assert_close(qdd, expected[settings], f'mu {settings.mu:g}', 1e-13)
+
+
 def test_other_array_types_take_the_python_path(rng):
     """float32, integer and 2-D arrays are converted (numba would reinterpret their bytes)."""
     model = robot('quadruped_rotors')
