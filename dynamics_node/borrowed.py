@@ -14,23 +14,26 @@ the data keep it alive instead, and the kernels see it without a meminfo:
   unboxing allocates a meminfo for every NumPy array passed in and checks neither its dtype (an int64
   array would be read as float64) nor its number of dimensions (a 2-d array would overrun the 1-d
   array's struct), which Python had to check before every call (0.14 us for three vectors). INPUT_VECTOR
-  takes the caller's array without a meminfo and refuses anything but a float64 vector with a
-  TypeError, in a few native instructions.
+  takes the caller's array without a meminfo and refuses anything but a float64 vector with
+  NotAFloat64Vector (a TypeError), in a few native instructions.
 """
 
 import ctypes
+import sys
 
 import numpy as np
 from llvmlite import ir
 from numba import typeof, types
 from numba.core import cgutils, imputils
-from numba.core.extending import (infer_getattr, intrinsic, lower_getattr_generic, models, NativeValue,
+from numba.core.errors import NumbaTypeError
+from numba.core.extending import (box, infer_getattr, intrinsic, lower_getattr_generic, models, NativeValue,
                                   register_model, typeof_impl, unbox)
 from numba.core.typing.templates import AttributeTemplate
 
 # NumPy's C ABI on 64-bit CPython (numpy/ndarraytypes.h; the same from NumPy 1.7 to 2.x, since compiled
 # extensions read these fields directly): PyArrayObject_fields.nd and .descr, PyArray_Descr.byteorder and
-# .type_num, as byte offsets. _check_numpy_abi() verifies them on the running NumPy at import.
+# .type_num, as byte offsets (little-endian hosts). _check_numpy_abi() verifies them on the running NumPy at
+# import.
 ARRAY_ND, ARRAY_DESCR, DESCR_BYTEORDER, DESCR_TYPE_NUM = 24, 56, 26, 28
 NPY_DOUBLE, NON_NATIVE = 12, ord('>')        # the type_num of float64; the byte order of a swapped array
 NPY_MAXDIMS = 64
@@ -58,6 +61,12 @@ class _BorrowedArrayModel(models.ArrayModel):
 
     def traverse(self, builder):
         return []
+
+
+@box(BorrowedArray)
+def _box_borrowed_array(typ, value, c):
+    """Refused when a kernel compiles: Python would get an array without an owner of its memory."""
+    raise NumbaTypeError(f'{typ} cannot go back to Python, its memory belongs to another array; return a copy')
 
 
 @intrinsic
@@ -134,6 +143,10 @@ def _borrowed_field(context, builder, typ, value, attr):
     return imputils.impl_ret_borrowed(context, builder, typ.struct_type.field_dict[attr], getattr(fields, attr))
 
 
+class NotAFloat64Vector(TypeError):
+    """What a kernel's entry point raises for an INPUT_VECTOR argument that is not a float64 NumPy vector."""
+
+
 class InputVector(BorrowedArray):
     """numba type of a float64 vector (any layout, read only) passed in from Python (INPUT_VECTOR)."""
 
@@ -152,7 +165,7 @@ _ANY_ARRAY = types.Array(types.float64, NPY_MAXDIMS, 'A')     # room for the sha
 @unbox(InputVector)
 def _unbox_input_vector(typ, obj, c):
     """The array obj without a meminfo (the caller holds it) if it is a 1-d float64 NumPy array in native
-    byte order, else a TypeError. numba's numba_adapt_ndarray checks that obj is an array and reads its
+    byte order, else NotAFloat64Vector. numba's numba_adapt_ndarray checks that obj is an array and reads its
     data, shape and strides (compactly: a vector's stride follows its length)."""
     builder, i32 = c.builder, ir.IntType(32)
     scratch = c.context.make_array(_ANY_ARRAY)(c.context, c.builder)
@@ -172,7 +185,9 @@ def _unbox_input_vector(typ, obj, c):
     vector = c.context.make_array(typ)(c.context, builder)
     with builder.if_else(refused, likely=False) as (refuse, accept):
         with refuse:
-            c.pyapi.err_set_string('PyExc_TypeError', 'expected a float64 NumPy vector')
+            error = c.pyapi.unserialize(c.pyapi.serialize_object(NotAFloat64Vector))
+            c.pyapi.err_set_string(error, 'expected a float64 NumPy vector')
+            c.pyapi.decref(error)
         with accept:
             length, stride = (builder.extract_value(scratch.shape, i) for i in (0, 1))
             c.context.populate_array(vector, data=scratch.data, shape=cgutils.pack_array(builder, [length]),
@@ -191,8 +206,8 @@ def _check_numpy_abi():
     x = np.zeros(1)
     found = (ctypes.c_int.from_address(id(x) + ARRAY_ND).value, ctypes.c_void_p.from_address(id(x) + ARRAY_DESCR).value,
              ctypes.c_char.from_address(id(x.dtype) + DESCR_BYTEORDER).value,
-             ctypes.c_int.from_address(id(x.dtype) + DESCR_TYPE_NUM).value)
-    if found != (1, id(x.dtype), b'=', NPY_DOUBLE):
+             ctypes.c_int.from_address(id(x.dtype) + DESCR_TYPE_NUM).value, sys.byteorder)
+    if found != (1, id(x.dtype), b'=', NPY_DOUBLE, 'little'):
         raise ImportError(f'NumPy {np.__version__} lays out its arrays unlike ARRAY_ND, ARRAY_DESCR, ... of '
                           f'{__name__} (found {found}); the compiled kernels cannot read its arrays')
 

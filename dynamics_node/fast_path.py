@@ -19,13 +19,13 @@ import numpy as np
 from numba import typeof, types
 
 from . import compiled, compiled_calls, compiled_checks, compiled_completion, compiled_lcaba
-from .borrowed import Borrowed, INPUT_VECTOR
+from .borrowed import Borrowed, INPUT_VECTOR, NotAFloat64Vector
 from .compiled import OK
 from .errors import ModelError, quote, SingularConfigurationError
 from .flat import FlatModel
 from .flat_checks import call_context, check_plan
 from .flat_lcaba import lcaba_plan
-from .lcaba import LcabaResult, ProximalSettings
+from .lcaba import LcabaResult
 
 _INPUT = INPUT_VECTOR                  # a float64 vector, else a TypeError (borrowed.py)
 _FORCES = types.Array(types.float64, 2, 'A', readonly=True)
@@ -37,7 +37,6 @@ _DISPATCHERS.update({'checked_' + kernel.__name__: kernel for kernel in
                       compiled_calls.inverse_dynamics, compiled_calls.mass_matrix, compiled_calls.inverse_osim)})
 _ENTRY_POINTS = {}              # name -> compiled entry point, filled by the first warm_up()
 FRAME_SETS = 64                 # link lists whose Lambda^-1 buffers are kept
-_WARM_UP_SETTINGS = ProximalSettings(max_iterations=1)
 
 
 class FastPath:
@@ -137,7 +136,7 @@ class FastPath:
 
     # ---- the public calls in one compiled call each (compiled_calls.py): the result, or None where the
     # compiled checks refer to Model's Python path, which then names the error. Inputs of any other
-    # type than a float64 vector are referred as well: the kernels refuse them with a TypeError
+    # type than a float64 vector are referred as well: the kernels refuse them with NotAFloat64Vector
     # (borrowed.INPUT_VECTOR).
 
     def checked_forward_dynamics(self, q, v, tau, settings=None):
@@ -152,7 +151,7 @@ class FastPath:
                     self._settings = settings
                 if self._checked_forward_dynamics_lcaba(self._x, q, v, tau) == OK:
                     return self.lcaba_data.qdd.copy()
-        except TypeError:
+        except NotAFloat64Vector:
             pass
         return None
 
@@ -161,7 +160,7 @@ class FastPath:
         try:
             if self._checked_inverse_dynamics(self._x, q, v, a) == OK:
                 return self.data.tau.copy()
-        except TypeError:
+        except NotAFloat64Vector:
             pass
         return None
 
@@ -170,7 +169,7 @@ class FastPath:
         try:
             if self._checked_mass_matrix(self._x, q) == OK:
                 return self.data.H.copy()
-        except TypeError:
+        except NotAFloat64Vector:
             pass
         return None
 
@@ -180,7 +179,7 @@ class FastPath:
         try:
             if self._checked_inverse_osim(self._x, q, body, X, T, Omega) == OK:
                 return Omega.copy()
-        except TypeError:
+        except NotAFloat64Vector:
             pass
         return None
 
@@ -209,7 +208,10 @@ class FastPath:
         self._accept_positions(self._m, self._d, self._c, q.copy(), True, 1e-6, np.inf)
         self._velocity_violation(self._m, self._d, self._c, v)
         self.checked_forward_dynamics(q, y, y)
-        self.checked_forward_dynamics(q, y, y, _WARM_UP_SETTINGS)
+        settings = self.lcaba_data.settings.copy()         # those of a call that may be waiting for this warm-up
+        self.lcaba_data.settings[:] = 1e6, 1e-10, 1
+        self._checked_forward_dynamics_lcaba(self._x, q, y, y)
+        self.lcaba_data.settings[:] = settings
         self.checked_inverse_dynamics(q, y, y)
         self.checked_mass_matrix(q)
         self.checked_inverse_osim(q, (self.model.root_link,))

@@ -4,10 +4,14 @@
 import functools
 import os
 import re
+import subprocess
+import sys
+import textwrap
 
 import numpy as np
 import pytest
-from numba import typeof, types
+from numba import njit, typeof, types
+from numba.core.errors import NumbaTypeError
 from numba.core.runtime import _nrt_python, rtsys
 
 from conftest import assert_close, random_state, robot, ROBOTS
@@ -273,25 +277,68 @@ def test_inputs_of_any_layout(rng):
 
 
 def test_fused_calls_take_float64_vectors_only(rng):
-    """borrowed.INPUT_VECTOR refuses what numba's own unboxing would read as float64 or overrun: int64
-    (the same item size), byte-swapped float64, 2-d, 0-d and 40-d arrays, lists, scalars. The fused call
-    then returns None (the Python path converts or names them). Strided and read-only float64 vectors
-    are taken as they are."""
+    """borrowed.INPUT_VECTOR refuses what numba's own unboxing would read as float64 or overrun: int64 and
+    byte-swapped views of valid vectors (the very bytes the call accepts as float64), 2-d, 0-d and 40-d
+    arrays, lists, scalars, float32. The fused call then returns None (the Python path converts or names
+    them). Strided and read-only float64 vectors are taken as they are."""
     model, fast = model_and_fast_path('six_bar')
     q, yd, _ = random_state(model, rng)
-    v, tau = model.spanning_velocities(q, yd), rng.normal(size=model.nv)
-    expected = fast.checked_forward_dynamics(q, v, tau)
-    assert expected is not None
-    small = np.arange(model.nv)                  # as float64 bytes: tiny finite numbers the checks would accept
-    for label, bad in {'int64': small, 'byte-swapped': tau.astype('>f8'), '2-d': tau.reshape(1, -1),
-                       'column': tau.reshape(-1, 1), '0-d': np.array(1.0), '40-d': np.zeros((1,) * 40),
-                       'list': list(tau), 'scalar': 1.0, 'float32': tau.astype(np.float32)}.items():
-        assert fast.checked_forward_dynamics(q, v, bad) is None, label
-        assert fast.checked_inverse_dynamics(q, v, bad) is None, label
-        assert fast.checked_mass_matrix(bad) is None, label
-    strided = np.repeat(tau, 2)[::2]
-    strided.setflags(write=False)
-    np.testing.assert_array_equal(fast.checked_forward_dynamics(q, v, strided), expected)
+    v, a = model.spanning_velocities(q, yd), rng.normal(size=model.ny)
+    calls = {'forward_dynamics': lambda q, v, x: fast.checked_forward_dynamics(q, v, x),
+             'inverse_dynamics': lambda q, v, x: fast.checked_inverse_dynamics(q, v, x),
+             'mass_matrix': lambda q, v, x: fast.checked_mass_matrix(q)}
+    for name, call in calls.items():
+        expected = call(q, v, a)
+        assert expected is not None, f'{name}: the valid inputs are taken'
+        for position in range(1 if name == 'mass_matrix' else 3):
+            valid = (q, v, a)[position]
+            for label, bad in {'int64 view': valid.view(np.int64), 'byte-swapped view': valid.view('>f8'),
+                               '2-d': valid.reshape(1, -1), 'column': valid.reshape(-1, 1), '0-d': np.array(1.0),
+                               '40-d': np.zeros((1,) * 40), 'list': list(valid), 'scalar': 1.0,
+                               'float32': valid.astype(np.float32)}.items():
+                inputs = [q, v, a]
+                inputs[position] = bad
+                assert call(*inputs) is None, f'{name}: {label} input {position}'
+        strided = [np.repeat(x, 2)[::2] for x in (q, v, a)]
+        for x in strided:
+            x.setflags(write=False)
+        np.testing.assert_array_equal(call(*strided), expected, f'{name}: strided read-only inputs')
+
+
+def test_borrowed_arrays_cannot_go_back_to_python():
+    """A BorrowedArray has no meminfo: boxed, it would be an ndarray whose memory nobody owns. Returning
+    one (or a view of one) is refused when the kernel compiles."""
+    @njit
+    def view(x):
+        return borrowed.borrowed((x,))[0][1:]
+
+    with pytest.raises(NumbaTypeError, match='cannot go back to Python'):
+        view(np.zeros(3))
+
+
+def test_the_first_lcaba_call_of_a_process_takes_its_settings():
+    """The first fused call of a process compiles (or loads) the kernels and runs each once; that warm-up
+    must not leave its own LCABA settings in the workspace for the call that started it. A fresh process
+    whose positions come from the NumPy reference, so that nothing warmed up before."""
+    script = textwrap.dedent('''
+        import numpy as np
+        from dynamics_node import bundled_model, load_model
+        from dynamics_node.lcaba import ProximalSettings
+        reference = load_model(bundled_model('linkage_leg'), compiled=False)
+        q = reference.complete_positions(np.full(reference.independent_q.size, 0.2))
+        rng = np.random.default_rng(5)
+        v, tau = reference.spanning_velocities(q, rng.normal(size=reference.ny)), rng.normal(size=reference.nv)
+        settings = ProximalSettings(mu=1e3, max_iterations=50)
+        model = load_model(bundled_model('linkage_leg'))
+        first, second = (model.forward_dynamics(q, v, tau, method='lcaba', settings=settings) for _ in range(2))
+        expected = reference.forward_dynamics(q, v, tau, method='lcaba', settings=settings)
+        print(np.max(np.abs(first - expected)), np.max(np.abs(second - expected)), np.max(np.abs(expected)))
+    ''')
+    run = subprocess.run([sys.executable, '-c', script], capture_output=True, text=True, timeout=300,
+                         cwd=os.path.join(os.path.dirname(__file__), '..'))
+    assert run.returncode == 0, run.stderr[-2000:]
+    first, second, scale = (float(x) for x in run.stdout.split())
+    assert first <= 1e-9 * max(1.0, scale) and second <= 1e-9 * max(1.0, scale), run.stdout
 
 
 @pytest.mark.parametrize('name', ['humanoid_belts', 'linkage_leg'])
@@ -314,13 +361,14 @@ def test_kernels_allocate_nothing(name, rng):
              'checked_forward_dynamics': (lambda: fast.checked_forward_dynamics(q, v, tau), 0),
              'checked_forward_dynamics (LCABA)': (lambda: fast.checked_forward_dynamics(q, v, tau, ProximalSettings()),
                                                   0),
-             'checked_inverse_dynamics': (lambda: fast.checked_inverse_dynamics(q, v, tau), 0),
+             'checked_inverse_dynamics': (lambda: fast.checked_inverse_dynamics(q, yd, x), 0),
              'checked_mass_matrix': (lambda: fast.checked_mass_matrix(q), 0),
              'checked_inverse_osim': (lambda: fast.checked_inverse_osim(q, model.links[:4]), 4)}
     _nrt_python.memsys_enable_stats()
     try:
         for kernel, (call, arrays) in calls.items():
-            call()
+            result = call()
+            assert result is not None or not kernel.startswith('checked'), f'{kernel}: the inputs are taken'
             before = rtsys.get_allocation_stats().alloc
             call()
             assert rtsys.get_allocation_stats().alloc - before == arrays, f'allocations in {kernel}'
