@@ -1,6 +1,7 @@
 """The compiled fast path (flat.py, compiled.py, fast_path.py) against the readable NumPy reference
 (reference.py: aba.py, rnea.py, crba.py, efpa.py), whatever Model's public methods dispatch to."""
 
+import concurrent.futures
 import functools
 import os
 import re
@@ -303,6 +304,36 @@ def test_fused_calls_take_float64_vectors_only(rng):
         for x in strided:
             x.setflags(write=False)
         np.testing.assert_array_equal(call(*strided), expected, f'{name}: strided read-only inputs')
+
+
+def test_threads_share_a_model(rng):
+    """One workspace per calling thread (Model._local) and kernels that release the GIL: threads calling
+    one model at once get what the same calls give one after another, LCABA with settings that
+    alternate between threads included."""
+    model = robot('linkage_leg')
+    loose = ProximalSettings(mu=1e3, max_iterations=2)
+    states = []
+    for _ in range(64):
+        q, yd, _ = random_state(model, rng)
+        states.append((q, model.spanning_velocities(q, yd), rng.normal(size=model.nv), rng.normal(size=model.ny)))
+
+    def answers(state):
+        q, v, tau, a = state
+        return (model.forward_dynamics(q, v, tau), model.forward_dynamics(q, v, tau, method='lcaba', settings=loose),
+                model.forward_dynamics(q, v, tau, method='lcaba'), model.inverse_dynamics(q, v, a),
+                model.mass_matrix(q))
+
+    expected = [answers(state) for state in states]
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)                      # threads take turns as often as Python lets them
+    try:
+        with concurrent.futures.ThreadPoolExecutor(max_workers=4) as pool:
+            for _ in range(5):
+                for got, want in zip(pool.map(answers, states), expected):
+                    for x, y in zip(got, want):
+                        np.testing.assert_array_equal(x, y)
+    finally:
+        sys.setswitchinterval(interval)
 
 
 def test_borrowed_arrays_cannot_go_back_to_python():
