@@ -281,7 +281,7 @@ def test_fused_calls_take_float64_vectors_only(rng):
     """borrowed.INPUT_VECTOR refuses what numba's own unboxing would read as float64 or overrun: int64 and
     byte-swapped views of valid vectors (the very bytes the call accepts as float64), 2-d, 0-d and 40-d
     arrays, lists, scalars, float32. The fused call then returns None (the Python path converts or names
-    them). Strided and read-only float64 vectors are taken as they are."""
+    them). Strided, reversed and read-only float64 vectors are taken as they are."""
     model, fast = model_and_fast_path('six_bar')
     q, yd, _ = random_state(model, rng)
     v, a = model.spanning_velocities(q, yd), rng.normal(size=model.ny)
@@ -304,6 +304,8 @@ def test_fused_calls_take_float64_vectors_only(rng):
         for x in strided:
             x.setflags(write=False)
         np.testing.assert_array_equal(call(*strided), expected, f'{name}: strided read-only inputs')
+        reversed_ = [x[::-1].copy()[::-1] for x in (q, v, a)]            # negative strides
+        np.testing.assert_array_equal(call(*reversed_), expected, f'{name}: reversed views')
 
 
 def test_threads_share_a_model(rng):
