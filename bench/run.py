@@ -32,7 +32,8 @@ sys.path.insert(0, os.path.join(ROOT, 'test'))
 from dynamics_node import bundled_model, bundled_models, load_model  # noqa: E402
 from dynamics_node.lcaba import ProximalSettings  # noqa: E402
 from conftest import random_state  # noqa: E402  (test helper: consistent random state)
-from lcaba_vs_pinocchio import HEADER as LOOP_HEADER, loop_table, NOTE as LOOP_NOTE, PinocchioCase  # noqa: E402
+from lcaba_vs_pinocchio import (HEADER as LOOP_HEADER, lcaba_kernel, loop_table, NOTE as LOOP_NOTE,  # noqa: E402
+                                PinocchioCase)
 from mechanisms import parallel_chains  # noqa: E402  (test helper: seed 003-style parallel chains)
 from oracle import KKTOracle  # noqa: E402  (test-only Pinocchio model of the spanning tree)
 from robots import jvrc_like  # noqa: E402
@@ -129,7 +130,7 @@ def scaling_table(rng):
         t = times[depth, loop] = interleaved_medians({
             'FD auto': lambda: model.forward_dynamics(q, v, tau),
             'C-ABA': lambda: fast.forward_dynamics(q, yd, tau, spanning=True),
-            'LCABA': lambda: fast.lcaba(q, v, tau, f_ext, settings, multipliers=False),
+            'LCABA': lcaba_kernel(fast, q, v, tau, f_ext, settings),
             'pin.aba': lambda: pin.aba(peer.model, tree_data, qp, vp, taup),
             'pin.cD': lambda: peer.constraint_dynamics(qp, vp, taup, pin_settings),
             'pin.lcaba': lambda: peer.lcaba(qp, vp, taup, pin_settings)}, 60, 10)
