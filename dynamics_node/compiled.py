@@ -17,18 +17,15 @@ reference; the kernels exploit what the flat layout makes explicit:
 The small per-body helpers (spatial algebra, joints, triangular solves) are inlined into their callers
 in numba's IR (inline='always'): as separate functions each call blocked LLVM's optimization across
 it, which cost about 40 % of the ABA, RNEA and CRBA times; inlining the larger per-cluster steps too
-gained little more and tripled the compile time. m and d are Borrowed handles and their arrays carry
-no reference counts (borrowed.py): passing m and d on costs nothing, and the reference counting of views
-such as S[i, j] reduces to calls that return at once, mostly pruned by numba; but every read of a field
-of m or d costs such an incref/decref call pair,
-which spills registers: each pass reads its fields into locals once and loops over the clusters or
-bodies itself (per-cluster functions reading ~15 fields made up most of the kinematics' time).
+gained little more and tripled the compile time. m and d are Borrowed handles and their arrays are
+BorrowedArrays (borrowed.py): numba counts no reference to them, their fields or their views (S[i, j]).
+Each pass still reads its fields into locals once and loops over the clusters or bodies itself: numba
+emits no aliasing information, so a field is reloaded through the struct after any store.
 Helpers that return 6-tuples (add_scaled, combination, rigid_force, ...) keep small results in
 registers; summed as combinations of rows or columns (mat6_vec, right_transform) they vectorize.
-A view such as Xup_E[i] that lives across a loop or branch keeps its incref/decref call pair, so the
-kinematics and the loop constraints walk transforms as tuples (E a row-major 9-tuple, r a 3-tuple:
+The kinematics and the loop constraints walk transforms as tuples (E a row-major 9-tuple, r a 3-tuple:
 transform_at, product, transformed_motion, ...; the array helpers compose, transform_motion and
-transform_force load them): a loop path so takes 40 % of its time on arrays. A LOOP cluster's K
+transform_force load them): an array element would be reloaded after every store. A LOOP cluster's K
 holds its active rows only (flat.py's loop_active), and its QR carries K_i along (G without a
 solve per column).
 The fused public calls (compiled_calls.py) pass q = None: their position check left d.Xup at q.
@@ -83,9 +80,7 @@ def compose(E1, r1, E2, r2, E, r):
         r[a] = r12[a]
 
 
-# ---- transforms in registers: E as a row-major 9-tuple, r as a 3-tuple. Views of arrays (Xup_E[i], ...) that
-#      live across a loop cost an NRT call pair each (header): the loop paths walked on tuples take 40 % of the
-#      time they took on arrays ----
+# ---- transforms in registers: E as a row-major 9-tuple, r as a 3-tuple (header) ----
 
 IDENTITY = ((1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0), (0.0, 0.0, 0.0))
 ZERO6 = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0)

@@ -10,13 +10,11 @@ what differs:
 - transforms are (E, r) pairs (compiled.py).
 The sweeps hold 6-vectors, transforms and 3x3 blocks of H as tuples, read from and written to the
 buffers with full indices. A tuple stays in registers, where an array element would be reloaded after
-every store into H (the compiler cannot rule out aliasing), and a view (v[i], H[s]) would cost a
-reference-count call at its creation and at its end wherever it outlives a basic block. Each kernel
-reads the fields it uses into locals first: numba emits no alias information, so a field read after a
-store into any buffer would be loaded again through the struct. The sweeps call no other kernel (but
-constraint_penalties its three row kernels) and divide without checks (error_model='numpy': inf or nan,
-never an exception): without a raise path numba's pruning also drops the reference counts of the fields
-they read. fastmath={'contract'} fuses
+every store into H (the compiler cannot rule out aliasing). Each kernel reads the fields it uses into
+locals first: numba emits no alias information, so a field read after a store into any buffer would be
+loaded again through the struct (the fields are BorrowedArrays, borrowed.py: nothing is reference
+counted). The sweeps call no other kernel (but constraint_penalties its three row kernels) and divide
+without checks (error_model='numpy': inf or nan, never an exception). fastmath={'contract'} fuses
 a * b + c into one rounding (FMA).
 No kernel allocates. ``lcaba`` returns OK or NOT_POSITIVE (w.info: the body) instead of raising.
 

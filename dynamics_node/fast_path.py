@@ -25,9 +25,9 @@ from .errors import ModelError, quote, SingularConfigurationError
 from .flat import FlatModel
 from .flat_checks import call_context, check_plan
 from .flat_lcaba import lcaba_plan
-from .lcaba import LcabaResult
+from .lcaba import DEFAULT_SETTINGS, LcabaResult
 
-_INPUT = INPUT_VECTOR                  # a float64 vector, else a TypeError (borrowed.py)
+_INPUT = INPUT_VECTOR                  # a float64 vector, else NotAFloat64Vector (borrowed.py)
 _FORCES = types.Array(types.float64, 2, 'A', readonly=True)
 _DISPATCHERS = {kernel.__name__: kernel for kernel in
                 (compiled.aba, compiled.rnea, compiled.crba, compiled.efpa, compiled.spanning, compiled_lcaba.lcaba,
@@ -55,6 +55,7 @@ class FastPath:
             self.flat.ref, self.data.ref, self.plan.ref, self.lcaba_data.ref, checks))
         self._x = Borrowed(call_context(self._m, self._d, self._c, self._p, self._w))  # the fused calls' argument
         self._settings = None                            # the ProximalSettings in lcaba_data.settings
+        self._use_settings(DEFAULT_SETTINGS)
         self._frame_sets = {}
         self._use(_ENTRY_POINTS or {name: self._warm_up_then(name) for name in _DISPATCHERS})
 
@@ -147,8 +148,7 @@ class FastPath:
                     return self.data.qdd.copy()
             else:
                 if settings is not self._settings:           # frozen: the same object, the same values
-                    self.lcaba_data.settings[:] = settings.mu, settings.tolerance, settings.max_iterations
-                    self._settings = settings
+                    self._use_settings(settings)
                 if self._checked_forward_dynamics_lcaba(self._x, q, v, tau) == OK:
                     return self.lcaba_data.qdd.copy()
         except NotAFloat64Vector:
@@ -208,15 +208,17 @@ class FastPath:
         self._accept_positions(self._m, self._d, self._c, q.copy(), True, 1e-6, np.inf)
         self._velocity_violation(self._m, self._d, self._c, v)
         self.checked_forward_dynamics(q, y, y)
-        settings = self.lcaba_data.settings.copy()         # those of a call that may be waiting for this warm-up
-        self.lcaba_data.settings[:] = 1e6, 1e-10, 1
-        self._checked_forward_dynamics_lcaba(self._x, q, y, y)
-        self.lcaba_data.settings[:] = settings
+        self._checked_forward_dynamics_lcaba(self._x, q, y, y)     # at the workspace's settings, left as they are
         self.checked_inverse_dynamics(q, y, y)
         self.checked_mass_matrix(q)
         self.checked_inverse_osim(q, (self.model.root_link,))
         self.checked_completion(q[self.model.independent_q], q)
         return time.perf_counter() - start
+
+    def _use_settings(self, settings):
+        """The settings of the fused LCABA call, in its workspace (lcaba_data.settings)."""
+        self.lcaba_data.settings[:] = settings.mu, settings.tolerance, settings.max_iterations
+        self._settings = settings
 
     def _warm_up_then(self, name):
         """Stand-in for kernel name until the first warm_up()."""
