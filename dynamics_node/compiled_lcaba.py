@@ -251,20 +251,22 @@ def rows_of_product(X, i1, j1, i2, j2, rows, c):
 
 @njit(inline='always')
 def cholesky_of(L, i, n):
-    """L[i, :n, :n] <- its lower Cholesky factor (lower triangle read); False if not positive definite
-    (then factored on, into nan)."""
+    """L[i, :n, :n] <- its lower Cholesky factor with the reciprocals of its diagonal on the diagonal (lower
+    triangle read): the solves multiply, as a division on their chain of dependent operations costs
+    3-4 multiplications' latency. False if not positive definite (then factored on, into nan)."""
     positive = True
     for j in range(n):
         s = L[i, j, j]
         for k in range(j):
             s -= L[i, j, k] * L[i, j, k]
         positive = positive and s > 0.0
-        L[i, j, j] = math.sqrt(s)
+        inverse = 1.0 / math.sqrt(s)
+        L[i, j, j] = inverse
         for a in range(j + 1, n):
             t = L[i, a, j]
             for k in range(j):
                 t -= L[i, a, k] * L[i, j, k]
-            L[i, a, j] = t / L[i, j, j]
+            L[i, a, j] = t * inverse
     return positive
 
 
@@ -275,7 +277,7 @@ def solve_rows(L, i, n, X, j0):
         x = row6_of(X, i, j0 + a)
         for b in range(a):
             x = add_scaled6(x, -L[i, a, b], row6_of(X, i, j0 + b))
-        set_row6_of(X, i, j0 + a, scale6(1.0 / L[i, a, a], x))
+        set_row6_of(X, i, j0 + a, scale6(L[i, a, a], x))
 
 
 @njit(inline='always')
@@ -285,7 +287,7 @@ def solve(L, i, n, x):
         t = x[i, a]
         for b in range(a):
             t -= L[i, a, b] * x[i, b]
-        x[i, a] = t / L[i, a, a]
+        x[i, a] = t * L[i, a, a]
 
 
 @njit(inline='always')
@@ -295,7 +297,7 @@ def solve_transposed(L, i, n, x):
         t = x[a]
         for b in range(a + 1, n):
             t -= L[i, b, a] * x[b]
-        x[a] = t / L[i, a, a]
+        x[a] = t * L[i, a, a]
 
 
 # ---- sweeps ----
