@@ -38,6 +38,17 @@ class Cluster:
     def m(self):
         return len(self.independent)
 
+    def loop_rows(self):
+        """(first row in K, loop, positions of its rows among active_rows (consecutive), its active rows
+        counted from its first) of each loop, in the order of the constraints."""
+        loops, row = [], 0
+        for con in self.constraints:
+            if isinstance(con, LoopConstraint):
+                mine = np.flatnonzero((self.active_rows >= row) & (self.active_rows < row + con.rows))
+                loops.append((row, con, mine, self.active_rows[mine] - row))
+            row += con.rows
+        return loops
+
 
 def build_constraints(spec, tree):
     """Loop and coupling constraints with the two digraph edges each one adds (seed 002, Alg. 3)."""

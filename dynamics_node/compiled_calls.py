@@ -81,8 +81,8 @@ def motion(m, x, bound, out):
 def consistent(m, d, c, x, lcaba_violation):
     """state.independent_velocities of a velocity-like x accepted by motion(): independent, or spanning with
     K x = 0 within tolerance at the checked q: max |K x| over the coupling rows and the loop clusters' active
-    rows in d.K (the algorithm's kinematics built them; constraint_violation), or LCABA's measure over all
-    its constraint rows (a superset of those rows, so never more lenient; ROWS_IN_K for the former)."""
+    rows in d.K (the algorithm's kinematics built them; constraint_violation), or LCABA's measure over the
+    rows it keeps, the same rows (flat_lcaba._kept_rows; ROWS_IN_K for the former)."""
     if len(x) == m.ny and m.ny != m.nv:
         return True
     constraint_violation(m, d, c, x, lcaba_violation == ROWS_IN_K)

@@ -307,27 +307,22 @@ def _loop_fields(model):
     for k, c in enumerate(model.cluster_list):
         ranges[k, 0] = len(loops)
         if not c.linear:
-            row = 0
-            for con in c.constraints:
-                if not isinstance(con, CouplingConstraint):
-                    loops.append((row, con, np.asarray(c.active_rows)))
-                row += con.rows
+            loops += c.loop_rows()
         ranges[k, 1] = len(loops)
     nl = len(loops)
-    P = max([1] + [max(len(con.pred_path), len(con.succ_path)) for _, con, _ in loops])
+    P = max([1] + [max(len(con.pred_path), len(con.succ_path)) for _, con, _, _ in loops])
     fields = {
         'loop_range': ranges, 'loop_row': np.zeros(nl, dtype=np.int64), 'loop_Psi': np.zeros((nl, 6, 6)),
         'loop_active': np.zeros((nl, 2), dtype=np.int64), 'loop_E': np.zeros((nl, 3, 3)), 'loop_r': np.zeros((nl, 3)),
         'loop_path': np.zeros((nl, 2, P), dtype=np.int64), 'loop_path_len': np.zeros((nl, 2), dtype=np.int64),
         'loop_universal': np.zeros(nl, dtype=np.int64), 'loop_axes': np.zeros((nl, 2, 3)),
     }
-    for index, (row, con, active) in enumerate(loops):
-        mine = np.flatnonzero((active >= row) & (active < row + con.rows))     # its rows of K, consecutive
+    for index, (row, con, mine, rows) in enumerate(loops):
         fields['loop_row'][index] = row
         fields['loop_active'][index] = (mine[0], mine[-1] + 1) if mine.size else (0, 0)
-        fields['loop_Psi'][index, :mine.size] = con.Psi.T[active[mine] - row]
+        fields['loop_Psi'][index, :mine.size] = con.Psi.T[rows]
         fields['loop_E'][index], fields['loop_r'][index] = _plucker_parts(con.X_P_pred)
-        if con.kind == 'universal' and mine.size and active[mine[0]] == row:
+        if con.kind == 'universal' and rows.size and rows[0] == 0:
             fields['loop_universal'][index] = 1
             fields['loop_axes'][index] = con.X_P_pred[:3, :3].T @ con.frame[:, 2], con.X_S_succ[:3, :3].T @ con.axis2
         for side, path in enumerate((con.pred_path, con.succ_path)):

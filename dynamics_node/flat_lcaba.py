@@ -5,7 +5,8 @@ order and neighbour sets of ``elimination_plan``, the sparsity of the cost-to-go
 unordered pair of bodies that the constraints and the fill-in of eqs. 30c-30d, 34 ever couple, stored
 as H[min, max]), and the cut constraints as rows on bodies (entries): a loop has two entries, its
 predecessor-side end A and successor-side end B (lcaba.cut_rows); a coupling one per joint body and
-per parent body. Entries on the ground (body 0) are folded into k (eq. 35). ``create_data()``
+per parent body. Entries on the ground (body 0) are folded into k (eq. 35). A loop keeps its rows that
+are not identically zero, as the cluster ABA does (_kept_rows; lcaba.py keeps all). ``create_data()``
 preallocates every buffer the kernel writes, so that a call allocates nothing.
 """
 
@@ -30,14 +31,14 @@ PLAN_FIELDS = {    # name: meaning, shape (nb bodies, ncon constraints, ne entri
     'slot': 'block of H[j, k] in data.H, -1 where H never couples j and k; H[i, i] is block i - 1 (nb, nb)',
     'idx_v': 'first spanning velocity of the joint of body i (nb)',
     'S': 'S[i, j]: column j of the motion subspace S_i of the joint of body i, body coordinates (nb, 6, 6)',
-    'con_rows': 'rows of constraint c (ncon)',
+    'con_rows': 'rows of constraint c that LCABA keeps (_kept_rows; ncon)',
     'con_row0': 'first row of constraint c in the multipliers (ncon)',
     'con_entries': 'entries [e0, e1) of constraint c (ncon, 2)',
     'con_loop': 'loop index of constraint c, -1 for a coupling (ncon)',
     'con_terms': 'coupling terms [t0, t1) of constraint c (ncon, 2)',
     'entry_body': 'body of entry e (ne)',
-    'loop_PsiT': 'rows Psi^T ^PX_pred of loop l, predecessor-body coordinates (nl, 6, 6)',
-    'loop_universal': '1 for a universal loop, whose first row turns with both frames (nl)',
+    'loop_PsiT': 'kept rows Psi^T ^PX_pred of loop l, predecessor-body coordinates (nl, 6, 6)',
+    'loop_universal': '1 for a universal loop whose first row, turning with both frames, is kept (nl)',
     'loop_pred_E': 'rotation of ^PX_pred (nl, 3, 3)',
     'loop_succ_E': 'rotation of ^SX_succ (nl, 3, 3)',
     'loop_a1': 'universal loop: its axis a1 in P (nl, 3)',
@@ -70,7 +71,7 @@ DATA_FIELDS = {    # name: meaning, shape
     'z': 'scratch of a rollout: L_i^T qdd_i, then qdd_i (6)',
     'result': 'iterations, residual ||K qdd - k||_inf, converged (3)',
     'info': 'body of a D_i that is not positive definite (1)',
-    'violation': 'max |K qd| over every constraint row at the call\'s qd, for the velocity check of a fused call (1)',
+    'violation': 'max |K qd| over the kept rows at the call\'s qd, for the velocity check of a fused call (1)',
     'settings': 'mu, tolerance and max_iterations of the fused call (3; FastPath writes them when they change)',
 }
 
@@ -124,7 +125,8 @@ class LcabaPlan:
     def __init__(self, model):
         plan = elimination_plan(model)
         self.constraints = plan.constraints
-        fields = {**_elimination_fields(model, plan), **_constraint_fields(model, plan.constraints)}
+        self.kept_rows = _kept_rows(model, plan.constraints)
+        fields = {**_elimination_fields(model, plan), **_constraint_fields(model, plan.constraints, self.kept_rows)}
         fields['slot'] = _slots(model, plan, fields)
         for value in fields.values():
             value.setflags(write=False)
@@ -138,8 +140,13 @@ class LcabaPlan:
         return LcabaData(self)
 
     def multipliers(self, lam):
-        """{constraint name: lambda} with H qdd + C - tau = sum K^T lambda (lcaba.LcabaResult)."""
-        return {con.name: -lam[r0:r0 + n] for con, r0, n in zip(self.constraints, self.con_row0, self.con_rows)}
+        """{constraint name: lambda} with H qdd + C - tau = sum K^T lambda (lcaba.LcabaResult); zero on the rows
+        LCABA does not keep."""
+        named = {}
+        for con, r0, kept in zip(self.constraints, self.con_row0, self.kept_rows):
+            named[con.name] = np.zeros(con.rows)
+            named[con.name][kept] = -lam[r0:r0 + len(kept)]
+        return named
 
 
 class LcabaData:
@@ -171,9 +178,9 @@ def _elimination_fields(model, plan):
             'neighbours': neighbours, 'idx_v': _ints(model.idx_v), 'S': S}
 
 
-def _constraint_fields(model, constraints):
+def _constraint_fields(model, constraints, kept_rows):
     rows, entries, loops, terms, bodies, PsiT, paths, universal = [], [], [], [], [], [], [], []
-    for con in constraints:
+    for con, kept in zip(constraints, kept_rows):
         e0, t0 = len(bodies), len(terms)
         if isinstance(con, CouplingConstraint):
             for j, coefficient in con.coefficients.items():
@@ -183,11 +190,12 @@ def _constraint_fields(model, constraints):
             bodies += [_end(con.pred_path, con.nca), _end(con.succ_path, con.nca)]
             loops.append(len(PsiT))
             PsiT.append(np.zeros((6, 6)))
-            PsiT[-1][:con.rows] = con.Psi.T @ con.X_P_pred
+            PsiT[-1][:len(kept)] = (con.Psi.T @ con.X_P_pred)[kept]
             paths.append((con.pred_path, con.succ_path))
-            universal.append((con.kind == 'universal', _plucker_parts(con.X_P_pred)[0], con.X_S_succ[:3, :3],
+            turning = con.kind == 'universal' and len(kept) > 0 and kept[0] == 0
+            universal.append((turning, _plucker_parts(con.X_P_pred)[0], con.X_S_succ[:3, :3],
                               con.frame[:, 2], con.axis2 if con.kind == 'universal' else np.zeros(3)))
-        rows.append(con.rows)
+        rows.append(len(kept))
         entries.append((e0, len(bodies), t0, len(terms)))
     P = max([1] + [len(path) for pair in paths for path in pair])
     loop_path = np.zeros((len(paths), 2, P), dtype=np.int64)
@@ -209,6 +217,14 @@ def _constraint_fields(model, constraints):
         'loop_a1': np.array([u[3] for u in universal]).reshape(-1, 3),
         'loop_a2': np.array([u[4] for u in universal], dtype=float).reshape(-1, 3),
     }
+
+
+def _kept_rows(model, constraints):
+    """The rows of each constraint that LCABA keeps: a loop's active rows (clusters.Cluster.loop_rows), those
+    not identically zero; the others have K = 0 and k = 0 at every state (a planar revolute loop keeps 2 of
+    its 5). A coupling's one row."""
+    active = {id(con): rows for c in model.cluster_list if not c.linear for _, con, _, rows in c.loop_rows()}
+    return [active.get(id(con), np.arange(con.rows)) for con in constraints]
 
 
 def _entry(bodies, e0, body):

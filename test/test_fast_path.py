@@ -131,6 +131,24 @@ def assert_same_lcaba(model, fast, q, v, tau, wrenches, name):
         assert_close(result.multipliers[con], lam, f'{name}: lambda {con}', LCABA_RTOL * ProximalSettings().mu)
 
 
+def test_lcaba_keeps_the_active_rows(rng):
+    """LCABA keeps a loop's rows that are not identically zero: 2 of the four-bar's revolute loop (5 rows:
+    its plane's point constraint) and of each of linkage_leg's and six_bar's. Its multipliers still name all
+    5 rows, zero on the others, where lcaba.py, which keeps them all, finds zero too."""
+    for name, loops in (('four_bar', [[2, 3]]), ('linkage_leg', [[2, 4]]), ('six_bar', [[2, 3], [2, 3]])):
+        model, fast = model_and_fast_path(name)
+        plan = flat_lcaba.lcaba_plan(model)
+        kept = [list(rows) for con, rows in zip(plan.constraints, plan.kept_rows) if con.rows == 5]
+        assert kept == loops and sorted(plan.con_rows[plan.con_loop >= 0]) == [2] * len(loops), name
+        q, yd, _ = random_state(model, rng)
+        v, tau = model.spanning_velocities(q, yd), rng.normal(size=model.nv)
+        result = fast.lcaba(q, v, tau, np.zeros((model.nb, 6)), ProximalSettings())
+        for con, rows in zip(plan.constraints, plan.kept_rows):
+            dropped = np.setdiff1d(np.arange(con.rows), rows)
+            assert len(result.multipliers[con.name]) == con.rows and not result.multipliers[con.name][dropped].any()
+        assert_same_lcaba(model, fast, q, v, tau, {}, name)
+
+
 @pytest.mark.parametrize('name', MODELS)
 def test_lcaba(name, rng):
     model, fast = model_and_fast_path(name)
