@@ -168,7 +168,7 @@ def compare(label, xml, q, rng):
     except Exception:             # a singular cluster: the cluster ABA does not apply
         pass
     t = interleaved_medians(calls, 100, 20)
-    rows = sum(con.rows for c in model.cluster_list for con in c.constraints)
+    rows = fast.plan.rows                     # the rows our LCABA keeps (flat_lcaba._kept_rows)
     cell = lambda key: f'{t[key]:.2f}' if key in t else '-'  # noqa: E731
     ratio = lambda key, peer: f'{t[key] / t[peer]:.2f}' if key in t else '-'  # noqa: E731
     return (label, model.nv, f'{rows}/{pinocchio.rows}', f'{max(agree_lcaba, agree_cd):.0e}',

@@ -26,7 +26,6 @@ import math
 
 from numba import njit
 
-from .borrowed import borrowed
 from .compiled import (aba, crba, efpa, explicit_constraints, OK, rnea, spanning_accelerations,
                        update_transforms)
 from .compiled_checks import (ACCELERATION_BOUND, accept_positions, all_within, constraint_violation, FORCE_BOUND,
@@ -138,12 +137,10 @@ def mass_matrix(x, q):
 
 
 @njit(cache=True, nogil=True)
-def inverse_osim(x, q, frame_body, frame_X, T, Omega):
-    """Model.inverse_osim (links checked by the caller): Lambda^-1 into Omega."""
+def inverse_osim(x, q, f):
+    """Model.inverse_osim of the links of the FrameSet f (checked by the caller): Lambda^-1 into f.Omega."""
     m, d, c = x.m, x.d, x.c
-    frame_body, frame_X, T, Omega = borrowed((frame_body, frame_X, T, Omega))
-    if not positions(m, d, c, q) or efpa(m, d, None, frame_body, frame_X, T, Omega) != OK \
-            or not finite(Omega):
+    if not positions(m, d, c, q) or efpa(m, d, None, f.body, f.X, f.T, f.Omega) != OK or not finite(f.Omega):
         return REFER
     return OK
 

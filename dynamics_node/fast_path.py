@@ -23,7 +23,7 @@ from .borrowed import Borrowed, INPUT_VECTOR, NotAFloat64Vector
 from .compiled import OK
 from .errors import ModelError, quote, SingularConfigurationError
 from .flat import FlatModel
-from .flat_checks import call_context, check_plan
+from .flat_checks import call_context, check_plan, frame_set
 from .flat_lcaba import lcaba_plan
 from .lcaba import DEFAULT_SETTINGS, LcabaResult
 
@@ -96,7 +96,7 @@ class FastPath:
     def inverse_osim(self, q, links):
         """Lambda^-1 = J_y H_y^-1 J_y^T (6k x 6k) for k link names (validated by the caller); blocks
         [linear; angular] in each link's frame, as Model.inverse_osim."""
-        body, X, T, Omega = self._frame_set((links,) if isinstance(links, str) else tuple(links))
+        body, X, T, Omega, _ = self.frame_set((links,) if isinstance(links, str) else tuple(links))
         status = self._efpa(self._m, self._d, q, body, X, T, Omega)
         if status:
             self._raise(status)
@@ -173,12 +173,11 @@ class FastPath:
             pass
         return None
 
-    def checked_inverse_osim(self, q, links):
-        """Model.inverse_osim(q, links) for checked links: Lambda^-1."""
-        body, X, T, Omega = self._frame_set(tuple(links))
+    def checked_inverse_osim(self, q, frames):
+        """Model.inverse_osim(q, links) for the frame set of checked links: Lambda^-1."""
         try:
-            if self._checked_inverse_osim(self._x, q, body, X, T, Omega) == OK:
-                return Omega.copy()
+            if self._checked_inverse_osim(self._x, q, frames[4]) == OK:
+                return frames[3].copy()
         except NotAFloat64Vector:
             pass
         return None
@@ -194,14 +193,14 @@ class FastPath:
         """Compiles (or loads from the cache) every kernel, runs each once at a neutral state and
         forbids later compilation. Returns the seconds it took."""
         start = time.perf_counter()
-        frames = self._frame_set((self.model.root_link,))
+        frames = self.frame_set((self.model.root_link,))
         self._use(_compile_kernels(self._m, self._d, self._p, self._w, self._c, self._x, frames))
         q = self.model.q_neutral
         y, f = self.data.zero_y, self.data.zero_f
         self._aba(self._m, self._d, q, y, y, f)                      # statuses ignored: q may be singular
         self._rnea(self._m, self._d, q, y, y, f)
         self._crba(self._m, self._d, q)
-        self._efpa(self._m, self._d, q, *frames)
+        self._efpa(self._m, self._d, q, *frames[:4])
         self._spanning(self._m, self._d, q, y, y)
         v = np.zeros(self.model.nv)
         self._lcaba(self._m, self._d, self._p, self._w, q, v, v, f, 1e6, 1e-10, 1)
@@ -211,7 +210,7 @@ class FastPath:
         self._checked_forward_dynamics_lcaba(self._x, q, y, y)     # at the workspace's settings, left as they are
         self.checked_inverse_dynamics(q, y, y)
         self.checked_mass_matrix(q)
-        self.checked_inverse_osim(q, (self.model.root_link,))
+        self.checked_inverse_osim(q, frames)
         self.checked_completion(q[self.model.independent_q], q)
         return time.perf_counter() - start
 
@@ -231,9 +230,10 @@ class FastPath:
         for name, kernel in kernels.items():
             setattr(self, '_' + name, kernel)
 
-    def _frame_set(self, links):
-        """Frame bodies, ^frameX_body, the T buffer and the output of a tuple of links (cached; the
-        FRAME_SETS most recently built, so that requests for ever new link lists cannot exhaust memory)."""
+    def frame_set(self, links):
+        """Frame bodies, ^frameX_body, the T buffer, the output and the kernels' FrameSet of a tuple of checked
+        links (cached; the FRAME_SETS most recently built, so that requests for ever new link lists cannot
+        exhaust memory)."""
         frames = self._frame_sets.get(links)
         if frames is None:
             if len(self._frame_sets) == FRAME_SETS:
@@ -241,8 +241,18 @@ class FastPath:
             n = len(links)
             body = np.array([self.model.link_frame[link][0] for link in links], dtype=np.int64)
             X = np.array([self.model.link_frame[link][1] for link in links], dtype=float)
-            frames = self._frame_sets[links] = (body, X, np.zeros((n, self.model.ny, 6)), np.zeros((6 * n, 6 * n)))
+            arrays = (body, X, np.zeros((n, self.model.ny, 6)), np.zeros((6 * n, 6 * n)))
+            frames = self._frame_sets[links] = arrays + (Borrowed(frame_set(*arrays)),)
         return frames
+
+    def known_frame_set(self, links):
+        """The frame set of links (a link name, or a list or tuple of them) if this workspace built it, so
+        that they were checked then; else None."""
+        key = (links,) if isinstance(links, str) else tuple(links) if isinstance(links, (list, tuple)) else None
+        try:
+            return self._frame_sets.get(key)
+        except TypeError:                       # an unhashable entry: not a link name
+            return None
 
     def _raise(self, status):
         """The reference's SingularConfigurationError for a kernel's status (d.info: cluster, conditioning)."""
@@ -270,7 +280,7 @@ def _compile_kernels(m, d, p, w, c, x, frames):
             'aba': (model, data, _INPUT, _INPUT, _INPUT, _FORCES),
             'rnea': (model, data, _INPUT, _INPUT, _INPUT, _FORCES),
             'crba': (model, data, _INPUT),
-            'efpa': (model, data, _INPUT) + tuple(typeof(a) for a in frames),
+            'efpa': (model, data, _INPUT) + tuple(typeof(a) for a in frames[:4]),
             'spanning': (model, data, _INPUT, _INPUT, _INPUT),
             'lcaba': (model, data, typeof(p), typeof(w), _INPUT, _INPUT, _INPUT, _FORCES, types.float64,
                       types.float64, types.int64),
@@ -282,7 +292,7 @@ def _compile_kernels(m, d, p, w, c, x, frames):
             'checked_inverse_dynamics': (context, _INPUT, _INPUT, _INPUT),
             'checked_mass_matrix': (context, _INPUT),
             'complete': (context, _INPUT, _INPUT, types.Array(types.float64, 1, 'C')),
-            'checked_inverse_osim': (context, _INPUT) + tuple(typeof(a) for a in frames),
+            'checked_inverse_osim': (context, _INPUT, typeof(frames[4])),
         }
         for name, signature in signatures.items():      # a fused call may compile other types of a kernel
             _DISPATCHERS[name].compile(signature)            # (the algorithms at the transforms of its check)

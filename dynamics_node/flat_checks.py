@@ -23,7 +23,7 @@ from .constraints import CouplingConstraint, POSITION_ROWS, ROTATION_ROWS
 from .flat import _plucker_parts, _StructType
 from .kernel_cache import key_on_helpers
 
-key_on_helpers(__file__)                 # call_context takes Borrowed handles (borrowed.py)
+key_on_helpers(__file__)                 # call_context takes Borrowed handles, frame_set borrows (borrowed.py)
 
 # LoopConstraint.residual's rows by the loop type's constrained directions (constraints.py)
 ROTATION_MODE = {'e1 e2': TURNED_AXIS, 'all': LOG, '': NONE, 'a1 x a2': AXES_PERPENDICULAR}
@@ -97,6 +97,24 @@ class CallContextRef(structref.StructRefProxy):
 
 
 structref.define_proxy(CallContextRef, CallContextType, ['m', 'd', 'c', 'p', 'w'])
+
+
+@structref.register
+class FrameSetType(_StructType):
+    """numba type of FrameSetRef."""
+
+
+class FrameSetRef(structref.StructRefProxy):
+    """The links of an inverse_osim call as one argument: their bodies, ^frameX_body, the T buffer and the
+    output Omega (compiled.efpa); FastPath.frame_set keeps the arrays alive."""
+
+
+structref.define_proxy(FrameSetRef, FrameSetType, ['body', 'X', 'T', 'Omega'])
+
+
+@njit(cache=True)
+def frame_set(body, X, T, Omega):
+    return FrameSetRef(*borrowed((body, X, T, Omega)))
 
 
 @njit(cache=True)

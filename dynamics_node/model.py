@@ -278,10 +278,13 @@ class Model:
         """Lambda^-1 = J_y H_y^-1 J_y^T (6k x 6k) for k links, from the cluster EFPA (seed 003 Sec. VIII);
         blocks [linear; angular] in each link's own frame at its origin."""
         data = self._local.data
-        try:
-            Lambda_inv = data.engine.checked_inverse_osim(q, self._link_list(links))
-        except ModelError:                # named after q's checks, as below
-            Lambda_inv = None
+        frames = data.engine.known_frame_set(links)          # links named before: checked then
+        if frames is None:
+            try:
+                frames = data.engine.frame_set(tuple(self._link_list(links)))
+            except ModelError:                                 # named after q's checks, as below
+                pass
+        Lambda_inv = None if frames is None else data.engine.checked_inverse_osim(q, frames)
         if Lambda_inv is not None:
             return Lambda_inv
         q = positions(self, data, q)

@@ -58,7 +58,13 @@ class ReferencePath:
     def checked_mass_matrix(self, q):
         return None
 
-    def checked_inverse_osim(self, q, links):
+    def known_frame_set(self, links):
+        return None
+
+    def frame_set(self, links):
+        return links
+
+    def checked_inverse_osim(self, q, frames):
         return None
 
     def checked_completion(self, q_independent, previous):
