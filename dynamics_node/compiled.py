@@ -406,7 +406,8 @@ def backward_solve(L, n, x):
 @njit
 def householder(A, rows, cols, width, beta):
     """In-place Householder QR of A[:rows, :cols] (LAPACK geqrf layout: R on and above the diagonal,
-    reflectors below with an implicit leading 1), Q^T applied to the columns cols..width-1 too."""
+    reflectors below with an implicit leading 1), Q^T applied to the columns cols..width-1 too. The
+    reflector is scaled by a reciprocal: a division per entry made delta's QR (15 x 18) twice as slow."""
     for j in range(cols):
         norm = 0.0
         for i in range(j, rows):
@@ -417,8 +418,9 @@ def householder(A, rows, cols, width, beta):
             continue
         rjj = -norm if A[j, j] >= 0.0 else norm
         head = A[j, j] - rjj
+        inverse = 1.0 / head
         for i in range(j + 1, rows):
-            A[i, j] /= head
+            A[i, j] *= inverse
         beta[j] = -head / rjj
         A[j, j] = rjj
         for c in range(j + 1, width, 2):             # two columns at once: independent sums hide the latency
@@ -438,13 +440,16 @@ def householder(A, rows, cols, width, beta):
 @njit
 def back_substitute(A, cols, width):
     """A[:cols, cols:width] <- R^-1 A[:cols, cols:width] after householder: the least-squares solutions
-    for the carried columns, row by row (vectorizes over them)."""
-    for i in range(cols - 1, -1, -1):
-        for p in range(i + 1, cols):
-            for c in range(cols, width):
-                A[i, c] -= A[i, p] * A[p, c]
+    for the carried columns, a solved row at a time taken out of the rows above: independent updates, not
+    a chain of dependent ones per entry (delta: 10 % of its QR and solve)."""
+    for p in range(cols - 1, -1, -1):
+        inverse = 1.0 / A[p, p]
         for c in range(cols, width):
-            A[i, c] /= A[i, i]
+            A[p, c] *= inverse
+        for i in range(p):
+            a = A[i, p]
+            for c in range(cols, width):
+                A[i, c] -= a * A[p, c]
 
 
 @njit
@@ -458,10 +463,10 @@ def qr_solve(A, rows, cols, beta, b):
         b[j] -= s
         for i in range(j + 1, rows):
             b[i] -= s * A[i, j]
-    for i in range(cols - 1, -1, -1):
-        for p in range(i + 1, cols):
+    for p in range(cols - 1, -1, -1):                 # as back_substitute
+        b[p] /= A[p, p]
+        for i in range(p):
             b[i] -= A[i, p] * b[p]
-        b[i] /= A[i, i]
 
 
 # ---- joints (jcalc, seed 001; joints.py) ----
