@@ -219,6 +219,27 @@ def test_unreachable_poses_are_rejected_in_milliseconds():
     assert np.array_equal(q[:39], angles[:39]) and chain.mass_matrix(q).shape == (39, 39)
 
 
+def test_links_are_checked_once_per_workspace(monkeypatch):
+    """inverse_osim checks a list of links the first time a workspace meets it: named again (as a list, a
+    tuple or a single name), it goes straight to the kernel; a new list is checked, and refused, as before."""
+    model = load_model(bundled_model('quadruped_rotors'))
+    q = model.complete_positions(QUADRUPED_STANDING)
+    links, single = list(model.links[1:3]), model.links[3]
+    expected = model.inverse_osim(q, links), model.inverse_osim(q, single)
+
+    def checked_again(links):
+        raise AssertionError(f'{links} checked again')
+    monkeypatch.setattr(model, '_link_list', checked_again)
+    for again in (links, tuple(links)):
+        assert_close(model.inverse_osim(q, again), expected[0], 'Lambda^-1 of links named before')
+    assert_close(model.inverse_osim(q, single), expected[1], 'Lambda^-1 of a link named before')
+    monkeypatch.undo()
+    with pytest.raises(ModelError, match=r"unknown link 'nope'"):
+        model.inverse_osim(q, links + ['nope'])
+    with pytest.raises(ModelError, match=r'named twice'):
+        model.inverse_osim(q, links + links[:1])
+
+
 def test_lambda_inverse_buffers_stay_bounded():
     """Requests for ever new link lists (a hostile client of the node) keep at most FRAME_SETS buffers."""
     model = load_model(bundled_model('quadruped_rotors'))
