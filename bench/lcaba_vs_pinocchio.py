@@ -14,6 +14,7 @@ Usage: .venv/bin/python bench/lcaba_vs_pinocchio.py
 
 import os
 import sys
+from xml.etree import ElementTree
 
 import numpy as np
 import pinocchio as pin
@@ -79,9 +80,21 @@ def four_bar_case(name, crank):
     return open(bundled_model(name)).read(), model.complete_positions([crank])
 
 
+def leg_linkage_case():
+    """linkage_leg.urdf (a knee four-bar and an ankle) without its knee motor's rotor and gear, which
+    Pinocchio's constraints cannot express; returns (URDF+ text, closed q)."""
+    robot = ElementTree.parse(bundled_model('linkage_leg')).getroot()
+    for element in list(robot):
+        if element.get('name') in ('motor_rotor', 'motor_rotor_joint', 'knee_gear'):
+            robot.remove(element)
+    text = ElementTree.tostring(robot, encoding='unicode')
+    return text, load_model(text).complete_positions([0.7, 0.3])
+
+
 def mechanisms():
     yield 'four_bar (revolute loop = 3D)', *four_bar_case('four_bar', 0.7)
     yield 'six_bar (2 revolute loops = 3D)', *four_bar_case('six_bar', 0.7)
+    yield 'leg linkage (revolute loop = 3D)', *leg_linkage_case()
     yield 'planar welded cycle n=8 (6D, rank 3)', *welded_cycle(8, planar=True)
     for n in (8, 16, 32):
         yield f'welded cycle n={n} (fixed = 6D)', *welded_cycle(n)
