@@ -9,7 +9,8 @@ reference; the kernels exploit what the flat layout makes explicit:
 - a composite inertia is a rigid-body inertia: the CRBA carries it as 10 parameters (m, h, Ibar), whose
   transform X^T I X costs a third of a 6x6 congruence; so does the articulated inertia of a body no
   cluster hangs from (flat.py's leaf);
-- D_k^-1 enters through its Cholesky factor L_k: with V_k = L_k^-1 (^kX_o^T U_k)^T the parent gets
+- D_k^-1 enters through its Cholesky factor L_k (stored with 1/L_jj on its diagonal, so that the solves
+  multiply; the formulas mean the factor itself): with V_k = L_k^-1 (^kX_o^T U_k)^T the parent gets
   the rank-m_k update ^kX_o^T U D^-1 U^T ^kX_o = V_k^T V_k (seed 003, eqs. 55-56), and
   Lambda^-1 = T T^T (eqs. 63-67), each frame's T packed on the clusters supporting it (flat.py's
   y_support), so that two frames share the leading rows of their common ancestors;
@@ -910,7 +911,7 @@ def articulated_inertias(m, d):
         if not cholesky(Lk, mk):
             d.info[0] = k
             return D_NOT_POSITIVE
-        smallest, largest = math.inf, 0.0
+        smallest, largest = math.inf, 0.0          # of the reciprocals 1/L_jj: their ratio is the same
         for j in range(mk):
             smallest, largest = min(smallest, Lk[j, j]), max(largest, Lk[j, j])
         if smallest * smallest <= limit * largest * largest:

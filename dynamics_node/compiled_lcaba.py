@@ -6,7 +6,10 @@ what differs:
 - H is one 6x6 block per coupled pair of bodies, stored as H[min, max] (flat_lcaba.py);
 - D_i^-1 enters through its Cholesky factor L_i: with Z_i = L_i^-1 U_i^T, Y_ij = L_i^-1 (H_ij^T S_i)^T
   and ubar_i = L_i^-1 u_i, the eliminations of eqs. 30a-30e are H_pp += X^T (H_ii - Z^T Z) X,
-  H_jk -= Y_j^T Y_k, ..., and the rollout is qdd_i = L_i^-T (ubar_i - Z_i a'_i - sum_j Y_ij a_j);
+  H_jk -= Y_j^T Y_k, ..., and the rollout is qdd_i = L_i^-T (ubar_i - Z_i a'_i - sum_j Y_ij a_j) (L_i is
+  stored with 1/L_jj on its diagonal, so that the solves multiply);
+- a loop keeps its rows that are not identically zero (flat_lcaba._kept_rows: K = 0 and k = 0 on the
+  others at every state), lcaba.py all of them;
 - transforms are (E, r) pairs (compiled.py).
 The sweeps hold 6-vectors, transforms and 3x3 blocks of H as tuples, read from and written to the
 buffers with full indices. A tuple stays in registers, where an array element would be reloaded after
@@ -331,8 +334,8 @@ def first_forward_sweep(m, d, p, w, qd, f_ext):
 
 @njit(error_model='numpy', fastmath={'contract'})
 def constraint_penalties(d, p, w, mu, a0):
-    """Cut rows K, k of every constraint (lcaba.cut_rows) and their penalty in H and f (eqs. 20, 25, 35); the
-    velocity violation max |K qd| into w.violation."""
+    """Cut rows K, k of every constraint (lcaba.cut_rows; the kept ones, p.con_rows) and their penalty in H and f
+    (eqs. 20, 25, 35); the velocity violation max |K qd| into w.violation."""
     w.violation[0] = 0.0
     for con in range(len(p.con_rows)):
         if p.con_loop[con] < 0:

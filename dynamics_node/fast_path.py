@@ -247,12 +247,12 @@ class FastPath:
 
     def known_frame_set(self, links):
         """The frame set of links (a link name, or a list or tuple of them) if this workspace built it, so
-        that they were checked then; else None."""
-        key = (links,) if isinstance(links, str) else tuple(links) if isinstance(links, (list, tuple)) else None
-        try:
-            return self._frame_sets.get(key)
-        except TypeError:                       # an unhashable entry: not a link name
+        that they were checked then; else None. Only strings count: an object equal to a link name (a
+        UserString) is not one, as Model._link says."""
+        key = (links,) if isinstance(links, str) else tuple(links) if isinstance(links, (list, tuple)) else ()
+        if not all(isinstance(link, str) for link in key):
             return None
+        return self._frame_sets.get(key)
 
     def _raise(self, status):
         """The reference's SingularConfigurationError for a kernel's status (d.info: cluster, conditioning)."""

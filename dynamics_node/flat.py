@@ -100,7 +100,7 @@ DATA_FIELDS = {    # name: meaning, shape
     'g': 'explicit constraint bias g, spanning (nv)',
     'qd': 'spanning velocities G yd (nv)',
     'qdd': 'spanning accelerations G ydd + g (nv)',
-    'L': 'Cholesky factor of D_k = S_k^T I^A_k S_k, reciprocals on its diagonal (nc, M, M)',
+    'L': 'Cholesky factor L_k of D_k = S_k^T I^A_k S_k, stored with 1/L_jj on its diagonal (nc, M, M)',
     'V': 'V[k, j]: column j of V_k = (^kX_parent^T U_k) L_k^-T, rows of the output body (nc, M, 6)',
     'u': 'u = tau_y - S^T p^A (ny)',
     'z': 'scratch vector of a cluster (M)',

@@ -59,7 +59,7 @@ DATA_FIELDS = {    # name: meaning, shape
     'k': 'right-hand side of constraint c, ground entries folded in (ncon, 6)',
     'r': 'residual K a - k of constraint c (ncon, 6)',
     'lam': 'multipliers, the paper sign (rows)',
-    'L': 'Cholesky factor of D_i = S_i^T H_ii S_i, reciprocals on its diagonal (nb, 6, 6)',
+    'L': 'Cholesky factor L_i of D_i = S_i^T H_ii S_i, stored with 1/L_jj on its diagonal (nb, 6, 6)',
     'Z': 'Z[i, j]: row j of L_i^-1 U_i^T, U_i = H_ii S_i (nb, 6, 6)',
     'Y': 'Y[i, 6 n + j]: row j of L_i^-1 (H_{i,N_n} S_i)^T, neighbour n (nb, 6 N, 6)',
     'ubar': 'L_i^-1 u_i (nb, 6)',
@@ -144,8 +144,10 @@ class LcabaPlan:
         LCABA does not keep."""
         named = {}
         for con, r0, kept in zip(self.constraints, self.con_row0, self.kept_rows):
-            named[con.name] = np.zeros(con.rows)
-            named[con.name][kept] = -lam[r0:r0 + len(kept)]
+            named[con.name] = -lam[r0:r0 + len(kept)]
+            if len(kept) < con.rows:
+                named[con.name] = np.zeros(con.rows)
+                named[con.name][kept] = -lam[r0:r0 + len(kept)]
         return named
 
 

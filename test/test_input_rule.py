@@ -1,6 +1,7 @@
 """Issue 9, the input rule: every public call returns finite numbers or raises ModelError naming what is
 wrong, nothing else escapes, and a failed call changes no state. One test per finding, messages pinned."""
 
+import collections
 import itertools
 import time
 
@@ -236,6 +237,8 @@ def test_links_are_checked_once_per_workspace(monkeypatch):
     monkeypatch.undo()
     with pytest.raises(ModelError, match=r"unknown link 'nope'"):
         model.inverse_osim(q, links + ['nope'])
+    with pytest.raises(ModelError, match=r'unknown link'):           # equal to a name, but not a string
+        model.inverse_osim(q, [collections.UserString(link) for link in links])
     with pytest.raises(ModelError, match=r'named twice'):
         model.inverse_osim(q, links + links[:1])
 
