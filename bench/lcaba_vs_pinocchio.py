@@ -6,6 +6,8 @@ accelerations are checked to agree before anything is timed:
 - a revolute loop of a planar mechanism (all joint axes normal to the plane) is a CONTACT_3D point
   constraint: its 2 rotation rows vanish identically there, so both leave the same motions. (For a
   spatial mechanism a revolute loop is NOT a point constraint; none is used here.)
+- a spherical loop (delta's rods) is a CONTACT_3D point constraint: the origins coincide, the rotation
+  is free.
 Times are medians of many calls in microseconds (interleaved, bench/run.py), penalty mu = 1e6 (Pinocchio's
 mu = 1e-6): our kernels (FastPath) and our public forward_dynamics (inputs checked, loops verified).
 
@@ -31,7 +33,8 @@ from timing import interleaved_medians, print_table  # noqa: E402
 MU = 1e6
 TOLERANCE = 1e-10
 AGREEMENT = 1e-6          # relative; Pinocchio's lcaba keeps ~1e-8 at mu = 1e6 (no refinement)
-CONTACT = {'fixed': pin.ContactType.CONTACT_6D, 'revolute': pin.ContactType.CONTACT_3D}
+CONTACT = {'fixed': pin.ContactType.CONTACT_6D, 'revolute': pin.ContactType.CONTACT_3D,
+           'spherical': pin.ContactType.CONTACT_3D}
 
 
 def welded_cycle(n, planar=False, seed=0):
@@ -95,6 +98,8 @@ def mechanisms():
     yield 'four_bar (revolute loop = 3D)', *four_bar_case('four_bar', 0.7)
     yield 'six_bar (2 revolute loops = 3D)', *four_bar_case('six_bar', 0.7)
     yield 'leg linkage (revolute loop = 3D)', *leg_linkage_case()
+    yield 'delta (5 spherical loops = 3D)', open(bundled_model('delta')).read(), \
+        load_model(bundled_model('delta')).complete_positions([0.3, -0.2, 0.4])
     yield 'planar welded cycle n=8 (6D, rank 3)', *welded_cycle(8, planar=True)
     for n in (8, 16, 32):
         yield f'welded cycle n={n} (fixed = 6D)', *welded_cycle(n)
