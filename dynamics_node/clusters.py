@@ -38,15 +38,19 @@ class Cluster:
     def m(self):
         return len(self.independent)
 
+    def first_rows(self):
+        """(first row in the stacked K, constraint) of each constraint, in order."""
+        starts = np.cumsum([0] + [con.rows for con in self.constraints])
+        return [(int(row), con) for row, con in zip(starts, self.constraints)]
+
     def loop_rows(self):
         """(first row in K, loop, positions of its rows among active_rows (consecutive), its active rows
         counted from its first) of each loop, in the order of the constraints."""
-        loops, row = [], 0
-        for con in self.constraints:
+        loops = []
+        for row, con in self.first_rows():
             if isinstance(con, LoopConstraint):
                 mine = np.flatnonzero((self.active_rows >= row) & (self.active_rows < row + con.rows))
                 loops.append((row, con, mine, self.active_rows[mine] - row))
-            row += con.rows
         return loops
 
 

@@ -290,11 +290,10 @@ def _cluster_fields(model):
 
 def _coupling_rows(cluster, k, fields):
     """K_const: the coupling rows of a LOOP cluster among its active rows; the active rows."""
-    K, row = np.zeros((sum(con.rows for con in cluster.constraints), cluster.n)), 0
-    for con in cluster.constraints:
+    K = np.zeros((sum(con.rows for con in cluster.constraints), cluster.n))
+    for row, con in cluster.first_rows():
         if isinstance(con, CouplingConstraint):
             K[row] = con.evaluate(None, None, cluster.col, cluster.n, None)[0][0]
-        row += con.rows
     active = cluster.active_rows
     fields['n_active'][k] = len(active)
     fields['active'][k, :len(active)] = active

@@ -185,12 +185,7 @@ class CheckPlan:
 def _completion_fields(model, couplings):
     """The fields of compiled_completion: where the couplings' rows go in their clusters' phi, the explicit
     couplings, the joints' roles, whether the kernel can close the loops, and completion.py's constants."""
-    row_of = {}
-    for c in model.cluster_list:
-        row = 0
-        for con in c.constraints:
-            row_of[con.name] = (c.index, row)
-            row += con.rows
+    row_of = {con.name: (c.index, row) for c in model.cluster_list for row, con in c.first_rows()}
     loop_joints = [(model.joint_type[b], model.joint_role[b]) for c in model.cluster_list if not c.linear
                    for b in c.bodies]
     compiled = all(role == 'dependent' and kind in ('revolute', 'continuous', 'prismatic', 'spherical')
