@@ -11,6 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .constraints import CouplingConstraint, LoopConstraint
+from .elimination import elimination_plan, EliminationPlan
 from .errors import ModelError, quote
 from .joints import joint_transform, KIND, motion_subspace, NV, random_position
 from .spatial import pose_transform
@@ -30,9 +31,10 @@ class Cluster:
     col: dict                  # body -> first column in the cluster's spanning velocities
     n: int                     # spanning velocity dimension of the cluster joint
     independent: np.ndarray    # local columns of the independent coordinates (y_k)
-    dependent: np.ndarray      # local columns of the dependent coordinates
+    dependent: np.ndarray      # local columns of the dependent coordinates, in elimination order
     active_rows: np.ndarray    # constraint rows that are not identically zero
     linear: bool               # only couplings: G constant, g = 0, positions solved directly
+    elimination: EliminationPlan = None   # the sparse QR of K_d (over active_rows, dependent in its order)
 
     @property
     def m(self):
@@ -290,7 +292,8 @@ def _split_coordinates(cluster, tree, rng):
         raise ModelError(f'{describe}: the dependent joints {_joint_list(column_name, dependent)} cannot be '
                          'solved from the constraints (their Jacobian columns are rank deficient); '
                          'mark other joints independent="false"')
-    cluster.dependent = np.array(dependent, dtype=int)
+    cluster.elimination = elimination_plan(np.any([K[:, dependent] != 0.0 for K in samples], axis=0))
+    cluster.dependent = np.array(dependent, dtype=int)[list(cluster.elimination.order)]
     cluster.independent = np.array([c for c in range(cluster.n) if c not in dependent], dtype=int)
     cluster.active_rows = active
 

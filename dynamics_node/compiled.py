@@ -27,8 +27,9 @@ registers; summed as combinations of rows or columns (mat6_vec, right_transform)
 The kinematics and the loop constraints walk transforms as tuples (E a row-major 9-tuple, r a 3-tuple:
 transform_at, product, transformed_motion, ...; the array helpers compose, transform_motion and
 transform_force load them): an array element would be reloaded after every store. A LOOP cluster's K
-holds its active rows only (flat.py's loop_active), and its QR carries K_i along (G without a
-solve per column).
+holds its active rows only (flat.py's loop_active); its QR follows the cluster's elimination plan
+(elimination.py: each step reflects only the rows that hold its column, delta's K_d then costs a fifth
+of the dense QR's multiply-adds) and carries K_i along (G without a solve per column).
 The fused public calls (compiled_calls.py) pass q = None: their position check left d.Xup at q.
 No kernel allocates: every buffer lives in d. Each returns a status (OK or one of the singular
 cases below, details in d.info) instead of raising; fast_path.py raises the library's errors.
@@ -352,7 +353,7 @@ def combination(a, x, b, y, c, z):
             a * x[3] + b * y[3] + c * z[3], a * x[4] + b * y[4] + c * z[4], a * x[5] + b * y[5] + c * z[5])
 
 
-# ---- small dense linear algebra: Cholesky of D_k (m_k <= 6), QR of a LOOP cluster's rows ----
+# ---- small linear algebra: Cholesky of D_k (m_k <= 6), sparse QR of a LOOP cluster's K_d ----
 
 @njit
 def cholesky(A, n):
@@ -404,70 +405,89 @@ def backward_solve(L, n, x):
         x[i] *= L[i, i]
 
 
+@njit(inline='always')
+def reflect(A, step, n, p, b, c):
+    """A[step, c] <- (1 - b w w^T) A[step, c]: the reflection of step p of the sparse QR on column c, its rows
+    step[:n] (pivot first), w = (1, A[step[1:n], p])."""
+    s = A[step[0], c]
+    for t in range(1, n):
+        s += A[step[t], p] * A[step[t], c]
+    s *= b
+    A[step[0], c] -= s
+    for t in range(1, n):
+        A[step[t], c] -= s * A[step[t], p]
+
+
 @njit
-def householder(A, rows, cols, width, beta):
-    """In-place Householder QR of A[:rows, :cols] (LAPACK geqrf layout: R on and above the diagonal,
-    reflectors below with an implicit leading 1), Q^T applied to the columns cols..width-1 too. The
-    reflector is scaled by a reciprocal: a division per entry made delta's QR (15 x 18) twice as slow."""
-    for j in range(cols):
+def sparse_qr(m, k, A, nd, width, beta):
+    """In-place Householder QR of K_d = A[:, :nd] (rows: the active rows of LOOP cluster k; columns: its
+    dependent joints in elimination order) on the cluster's elimination plan (elimination.py; flat.py qr_*),
+    Q^T applied to the columns nd..width-1 too: step p reflects only its rows qr_rows[k, p] of its column,
+    of the later columns qr_cols[k, p] and of those. R lands in the pivot rows (the first of each step), the
+    reflectors below their implicit leading 1 in the others, scaled by a reciprocal (a division per entry
+    made delta's dense QR twice as slow); a step of one row reflects nothing (beta 0). Returns
+    min |R_pp| and max |R_pp|."""
+    rows, n_rows, cols, n_cols = m.qr_rows[k], m.qr_n_rows[k], m.qr_cols[k], m.qr_n_cols[k]
+    smallest, largest = math.inf, 0.0
+    for p in range(nd):
+        step, n, pivot = rows[p], n_rows[p], rows[p, 0]
+        beta[p] = 0.0
         norm = 0.0
-        for i in range(j, rows):
-            norm += A[i, j] * A[i, j]
-        norm = math.sqrt(norm)
-        if norm == 0.0:
-            beta[j] = 0.0
-            continue
-        rjj = -norm if A[j, j] >= 0.0 else norm
-        head = A[j, j] - rjj
-        inverse = 1.0 / head
-        for i in range(j + 1, rows):
-            A[i, j] *= inverse
-        beta[j] = -head / rjj
-        A[j, j] = rjj
-        for c in range(j + 1, width, 2):             # two columns at once: independent sums hide the latency
-            c2 = min(c + 1, width - 1)                   # (the last column twice where width - j - 1 is odd)
-            s, t = A[j, c], A[j, c2]
-            for i in range(j + 1, rows):
-                s += A[i, j] * A[i, c]
-                t += A[i, j] * A[i, c2]
-            s, t = s * beta[j], t * beta[j] if c2 > c else 0.0
-            A[j, c] -= s
-            A[j, c2] -= t
-            for i in range(j + 1, rows):
-                A[i, c] -= s * A[i, j]
-                A[i, c2] -= t * A[i, j]
+        for t in range(1, n):
+            norm += A[step[t], p] * A[step[t], p]
+        if norm > 0.0:
+            norm = math.sqrt(norm + A[pivot, p] * A[pivot, p])
+            rpp = -norm if A[pivot, p] >= 0.0 else norm
+            head = A[pivot, p] - rpp
+            inverse = 1.0 / head
+            for t in range(1, n):
+                A[step[t], p] *= inverse
+            beta[p] = -head / rpp
+            A[pivot, p] = rpp
+            for u in range(n_cols[p]):
+                reflect(A, step, n, p, beta[p], cols[p, u])
+            for c in range(nd, width):
+                reflect(A, step, n, p, beta[p], c)
+        smallest, largest = min(smallest, abs(A[pivot, p])), max(largest, abs(A[pivot, p]))
+    return smallest, largest
 
 
 @njit
-def back_substitute(A, cols, width):
-    """A[:cols, cols:width] <- R^-1 A[:cols, cols:width] after householder: the least-squares solutions
-    for the carried columns, a solved row at a time taken out of the rows above: independent updates, not
-    a chain of dependent ones per entry (delta: 10 % of its QR and solve)."""
-    for p in range(cols - 1, -1, -1):
-        inverse = 1.0 / A[p, p]
-        for c in range(cols, width):
-            A[p, c] *= inverse
-        for i in range(p):
-            a = A[i, p]
-            for c in range(cols, width):
-                A[i, c] -= a * A[p, c]
+def back_substitute(m, k, A, nd, c0, c1):
+    """A[pivot_p, c0:c1] <- the solutions of R x = A[pivots, c0:c1] after sparse_qr, each in the pivot row of
+    its column p (row p of R holds the later columns qr_cols[k, p] only)."""
+    rows, cols, n_cols = m.qr_rows[k], m.qr_cols[k], m.qr_n_cols[k]
+    for p in range(nd - 1, -1, -1):
+        pivot = rows[p, 0]
+        inverse = 1.0 / A[pivot, p]
+        for c in range(c0, c1):
+            t = A[pivot, c]
+            for u in range(n_cols[p]):
+                j = cols[p, u]
+                t -= A[pivot, j] * A[rows[j, 0], c]
+            A[pivot, c] = t * inverse
 
 
 @njit
-def qr_solve(A, rows, cols, beta, b):
-    """b[:cols] <- R^-1 (Q^T b)[:cols], the least-squares solution of A x = b."""
-    for j in range(cols):
-        s = b[j]
-        for i in range(j + 1, rows):
-            s += A[i, j] * b[i]
-        s *= beta[j]
-        b[j] -= s
-        for i in range(j + 1, rows):
-            b[i] -= s * A[i, j]
-    for p in range(cols - 1, -1, -1):                 # as back_substitute
-        b[p] /= A[p, p]
-        for i in range(p):
-            b[i] -= A[i, p] * b[p]
+def dependent_least_squares(m, k, A, nd, width, beta, threshold):
+    """K_d^+ A[:, nd:width] (the sparse_qr layout) into the pivot rows of the columns of K_d; returns -1, or
+    min |R_pp| / max |R_pp| where K_d is singular: min |R_pp| <= threshold max(max |R_pp|, 1)
+    (kinematics.SINGULARITY_THRESHOLD)."""
+    smallest, largest = sparse_qr(m, k, A, nd, width, beta)
+    if smallest <= threshold * max(largest, 1.0):
+        return smallest / largest if largest > 0.0 else 0.0
+    back_substitute(m, k, A, nd, nd, width)
+    return -1.0
+
+
+@njit
+def qr_solve(m, k, A, nd, beta, c):
+    """A[pivot_p, c] <- K_d^+ A[:, c] for a column c after dependent_least_squares."""
+    rows, n_rows = m.qr_rows[k], m.qr_n_rows[k]
+    for p in range(nd):
+        if beta[p] != 0.0:
+            reflect(A, rows[p], n_rows[p], p, beta[p], c)
+    back_substitute(m, k, A, nd, c, c + 1)
 
 
 # ---- joints (jcalc, seed 001; joints.py) ----
@@ -696,29 +716,14 @@ def constraint_bias(m, d, k, qd, bias):
 
 
 @njit
-def dependent_least_squares(A, na, nd, width, beta, threshold):
-    """K_d^+ of the columns nd..width-1 of A, whose first nd columns hold K_d (na active rows), into those
-    columns' first nd rows, from a Householder QR of K_d; returns -1, or min |R_jj| / max |R_jj| where K_d
-    is singular: min |R_jj| <= threshold max(max |R_jj|, 1) (kinematics.SINGULARITY_THRESHOLD)."""
-    householder(A, na, nd, width, beta)
-    smallest, largest = math.inf, 0.0
-    for j in range(nd):
-        smallest, largest = min(smallest, abs(A[j, j])), max(largest, abs(A[j, j]))
-    if smallest <= threshold * max(largest, 1.0):
-        return smallest / largest if largest > 0.0 else 0.0
-    back_substitute(A, nd, width)
-    return -1.0
-
-
-@njit
 def loop_constraint(m, d, k, yd, velocities):
-    """G_k = P [1; -K_d^+ K_i] and, with velocities, g_k = P [0; K_d^+ k] and qd_k = G_k yd_k from a
-    Householder QR of the dependent columns of K_k that carries its independent ones (kinematics.py
-    explicit_constraint, seed 000 Sec. 1.1)."""
+    """G_k = P [1; -K_d^+ K_i] and, with velocities, g_k = P [0; K_d^+ k] and qd_k = G_k yd_k from the sparse
+    QR of the dependent columns of K_k that carries its independent ones, then k in its last column
+    (kinematics.py explicit_constraint, seed 000 Sec. 1.1)."""
     v0, v1, y0, y1 = m.v_range[k, 0], m.v_range[k, 1], m.y_range[k, 0], m.y_range[k, 1]
     n, mk, na = v1 - v0, y1 - y0, m.n_active[k]
     nd = n - mk
-    dependent, independent = m.dependent[k], m.independent[k]
+    dependent, independent, pivot = m.dependent[k], m.independent[k], m.qr_rows[k, :, 0]
     K, A, beta, b, G, qd, g = d.K[k], d.QR, d.beta, d.rhs, d.G[k], d.qd, d.g
     constraint_rows(m, d, k)
     for r in range(na):
@@ -726,7 +731,7 @@ def loop_constraint(m, d, k, yd, velocities):
             A[r, j] = K[r, dependent[j]]
         for j in range(mk):
             A[r, nd + j] = K[r, independent[j]]
-    conditioning = dependent_least_squares(A, na, nd, n, beta, m.singularity_threshold)     # K_d^+ K_i
+    conditioning = dependent_least_squares(m, k, A, nd, n, beta, m.singularity_threshold)     # K_d^+ K_i
     if conditioning >= 0.0:
         d.info[0], d.info[1] = k, conditioning
         return SINGULAR_SPLIT
@@ -735,7 +740,7 @@ def loop_constraint(m, d, k, yd, velocities):
             G[j, r] = 0.0
         G[j, independent[j]] = 1.0
         for p in range(nd):
-            G[j, dependent[p]] = -A[p, nd + j]
+            G[j, dependent[p]] = -A[pivot[p], nd + j]
     if not velocities:
         return OK
     for r in range(n):
@@ -744,9 +749,11 @@ def loop_constraint(m, d, k, yd, velocities):
             t += G[j, r] * yd[y0 + j]
         qd[v0 + r] = t
     constraint_bias(m, d, k, qd[v0:v1], b)
-    qr_solve(A, na, nd, beta, b)
+    for r in range(na):
+        A[r, n] = b[r]
+    qr_solve(m, k, A, nd, beta, n)
     for p in range(nd):
-        g[v0 + dependent[p]] = b[p]
+        g[v0 + dependent[p]] = A[pivot[p], n]
     return OK
 
 
@@ -1076,6 +1083,7 @@ def crba(m, d, q):
             H[r, c] = 0.0
     for k in range(nc):
         b0, b1, y0, mk = body_range[k, 0], body_range[k, 1], y_range[k, 0], y_range[k, 1] - y_range[k, 0]
+        body = output[k]
         for j in range(mk):
             for e in range(6):
                 F[j, e] = 0.0
@@ -1083,12 +1091,14 @@ def crba(m, d, q):
                 f, u = rigid_force(Ic[i], S[i, j]), U[i, j]
                 for e in range(6):
                     u[e] = f[e]
-                transform_force(Xo_E[i], Xo_r[i], u, F[j], True)
+                if body > 0:                                         # F only goes up to ancestors
+                    transform_force(Xo_E[i], Xo_r[i], u, F[j], True)
         for r in range(mk):
-            for c in range(mk):
+            for c in range(r, mk):                                   # H_k symmetric
+                t = 0.0
                 for i in range(b0, b1):
-                    H[y0 + r, y0 + c] += dot6(S[i, r], U[i, c])
-        body = output[k]
+                    t += dot6(S[i, r], U[i, c])
+                H[y0 + r, y0 + c] = H[y0 + c, y0 + r] = t
         while body > 0:
             j = cluster[body]
             z0 = y_range[j, 0]

@@ -54,7 +54,7 @@ def newton(m, d, c, k, q):
     v0, v1 = m.v_range[k, 0], m.v_range[k, 1]
     na, nd = m.n_active[k], v1 - v0 - (m.y_range[k, 1] - m.y_range[k, 0])
     phi, trial, step, start, A, beta = c.phi, c.trial, c.step, c.start, d.QR, d.beta
-    K, dependent, threshold = d.K[k], m.dependent[k], m.singularity_threshold
+    K, dependent, pivot, threshold = d.K[k], m.dependent[k], m.qr_rows[k, :, 0], m.singularity_threshold
     squares, worst = residual(m, d, c, k, q, phi)
     for _ in range(iterations):
         if worst <= tolerance:
@@ -64,12 +64,12 @@ def newton(m, d, c, k, q):
             for j in range(nd):
                 A[r, j] = K[r, dependent[j]]
             A[r, nd] = phi[r]
-        if dependent_least_squares(A, na, nd, nd + 1, beta, threshold) >= 0.0:       # K_d^+ phi
+        if dependent_least_squares(m, k, A, nd, nd + 1, beta, threshold) >= 0.0:       # K_d^+ phi
             return math.inf
         for j in range(v1 - v0):
             step[j] = 0.0
         for j in range(nd):
-            step[dependent[j]] = A[j, nd]
+            step[dependent[j]] = A[pivot[j], nd]
         for j in range(len(q)):
             start[j] = q[j]
         scale = 1.0

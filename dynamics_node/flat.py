@@ -59,7 +59,11 @@ MODEL_FIELDS = {   # name: meaning, shape (nb bodies with 0 the ground, nc clust
     'K_const': 'constant (coupling) rows of K_k among its active rows, zero on the rows of loops (nc, R, N)',
     'active': 'constraint rows that are not identically zero, first n_active[k] entries (nc, R)',
     'n_active': 'number of active rows of cluster k (nc)',
-    'dependent': 'local columns of the dependent joints, first n - m entries (nc, N)',
+    'dependent': 'local columns of the dependent joints in elimination order, first n - m entries (nc, N)',
+    'qr_rows': 'active rows reflected at step p of the sparse QR of K_d, pivot first (elimination.py; nc, N, R)',
+    'qr_n_rows': 'their number (nc, N)',
+    'qr_cols': 'the later steps whose columns step p changes (nc, N, N)',
+    'qr_n_cols': 'their number (nc, N)',
     'independent': 'local columns of the independent joints, first m entries (nc, N)',
     'loop_range': 'loops [l0, l1) of cluster k (nc, 2)',
     'loop_row': 'first row of loop l among all the rows (phi) of its cluster (nl)',
@@ -263,6 +267,8 @@ def _cluster_fields(model):
         'K_const': np.zeros((nc, R, N)),
         'active': np.zeros((nc, R), dtype=np.int64), 'n_active': np.zeros(nc, dtype=np.int64),
         'dependent': np.zeros((nc, N), dtype=np.int64), 'independent': np.zeros((nc, N), dtype=np.int64),
+        'qr_rows': np.zeros((nc, N, R), dtype=np.int64), 'qr_n_rows': np.zeros((nc, N), dtype=np.int64),
+        'qr_cols': np.zeros((nc, N, N), dtype=np.int64), 'qr_n_cols': np.zeros((nc, N), dtype=np.int64),
     }
     for k, c in enumerate(clusters):
         outputs = set(c.output.values())
@@ -277,6 +283,7 @@ def _cluster_fields(model):
         fields['independent'][k, :c.m] = c.independent
         if fields['kind'][k] == LOOP:
             _coupling_rows(c, k, fields)
+            _elimination(c.elimination, k, fields)
     parent, ranges = np.array([model.cluster_of[o] for o in fields['output']]), fields['body_range']  # -1: ground
     assert np.all(parent < np.arange(nc)), 'a parent cluster precedes its children'
     assert ranges[0, 0] == 1 and np.array_equal(ranges[1:, 0], ranges[:-1, 1]) and ranges[-1, 1] == model.nb, \
@@ -298,6 +305,14 @@ def _coupling_rows(cluster, k, fields):
     fields['n_active'][k] = len(active)
     fields['active'][k, :len(active)] = active
     fields['K_const'][k, :len(active), :cluster.n] = K[active]
+
+
+def _elimination(plan, k, fields):
+    """The steps of a LOOP cluster's sparse QR (elimination.py)."""
+    for p, (rows, columns) in enumerate(zip(plan.rows, plan.columns)):
+        fields['qr_n_rows'][k, p], fields['qr_n_cols'][k, p] = len(rows), len(columns)
+        fields['qr_rows'][k, p, :len(rows)] = rows
+        fields['qr_cols'][k, p, :len(columns)] = columns
 
 
 def _loop_fields(model):
