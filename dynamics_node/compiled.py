@@ -614,54 +614,72 @@ def body_transforms(m, d, q, b0, b1):
 
 # ---- cluster kinematics (kinematics.py; seed 003, Alg. 1 lines 1-19) ----
 
+@njit
+def output_transforms(m, d, b0, b1):
+    """Xo[i] = ^iX_output(i) of the bodies b0..b1-1 (whole clusters, parents first): Xup[i] Xo[parent(i)] where
+    the parent is in the cluster, else Xup[i] (kinematics.py cluster_motion)."""
+    parent, cluster, body_range, Xup_E, Xup_r, Xo_E, Xo_r = m.parent, m.cluster, m.body_range, d.Xup_E, d.Xup_r, \
+        d.Xo_E, d.Xo_r
+    for i in range(b0, b1):
+        p = parent[i]
+        E, r = transform_at(Xup_E, Xup_r, i)
+        if p >= body_range[cluster[i], 0]:
+            E_o, r_o = transform_at(Xo_E, Xo_r, p)
+            E, r = product(E, r, E_o, r_o)
+        for a in range(3):
+            for b in range(3):
+                Xo_E[i, a, b] = E[3 * a + b]
+            Xo_r[i, a] = r[a]
+
+
 @njit(inline='always')
-def path_columns(joint, axes, Xup_E, Xup_r, path, length, columns):
-    """Walk one path of a loop down from the NCA: the joint columns of its bodies in NCA coordinates into
-    columns[p, j]; returns ^bodyX_NCA of its last body (the identity for an empty path) as tuples."""
-    E, r = IDENTITY
-    for p in range(length):
-        body = path[p]
-        E_body, r_body = transform_at(Xup_E, Xup_r, body)
-        E, r = product(E_body, r_body, E, r)
-        code = joint[body]
-        for j in range(joint_nv(code)):
-            s = inverse_motion(E, r, joint_column(code, axes[body], j))
-            for e in range(6):
-                columns[p, j, e] = s[e]
-    return E, r
+def output_frame(m, d, k, body):
+    """^bodyX_output of a body of cluster k or of its output body (the identity) as tuples."""
+    return transform_at(d.Xo_E, d.Xo_r, body) if m.cluster[body] == k else IDENTITY
 
 
 @njit
 def constraint_rows(m, d, k):
-    """K_k of the LOOP cluster k over its active rows into d.K[k]: its constant coupling rows and, for each
-    loop, Psi^T (J_S - J_P) with the joint columns and Psi in NCA coordinates (constraints.py
-    LoopConstraint.evaluate), which stay in d.path_s and d.Psi_nca for constraint_bias. A universal loop's
-    first row n = a1 x a2 turns with both bodies: a1 fixed in the predecessor, a2 in the successor (into
-    d.loop_a, NCA coordinates; LoopConstraint.directions)."""
+    """K_k of the LOOP cluster k over its active rows into d.K[k], at the transforms Xo of its bodies
+    (output_transforms): its constant coupling rows and, for each loop, Psi^T (J_S - J_P) (constraints.py
+    LoopConstraint.evaluate) in the cluster's output frame o, where every loop finds its joint columns
+    (d.joint_o, one transform per body for all the loops) and its Psi (d.Psi_o), which constraint_bias
+    reads too. LoopConstraint works in NCA coordinates; a change of coordinates at the instant leaves
+    Psi^T J and k as they are (Psi maps as a force, the columns as motions). A universal loop's first
+    row n = a1 x a2 turns with both bodies: a1 fixed in the predecessor, a2 in the successor (into
+    d.loop_a; LoopConstraint.directions)."""
     joint, axes, col, loop_path, loop_path_len, loop_active = m.joint, m.axes, m.col, m.loop_path, m.loop_path_len, \
         m.loop_active
-    loop_E, loop_r, loop_Psi, universal, loop_axes = m.loop_E, m.loop_r, m.loop_Psi, m.loop_universal, m.loop_axes
-    Xup_E, Xup_r, path_s, Psi_nca, loop_a = d.Xup_E, d.Xup_r, d.path_s, d.Psi_nca, d.loop_a
+    loop_E, loop_r, loop_Psi, universal, loop_axes, loop_ends = m.loop_E, m.loop_r, m.loop_Psi, m.loop_universal, \
+        m.loop_axes, m.loop_ends
+    Xo_E, Xo_r, joint_o, Psi_o, loop_a = d.Xo_E, d.Xo_r, d.joint_o, d.Psi_o, d.loop_a
     K, K_const, columns = d.K[k], m.K_const[k], m.v_range[k, 1] - m.v_range[k, 0]
     for a in range(m.n_active[k]):
         for j in range(columns):
             K[a, j] = K_const[a, j]
+    for i in range(m.body_range[k, 0], m.body_range[k, 1]):
+        E, r = transform_at(Xo_E, Xo_r, i)
+        code = joint[i]
+        for j in range(joint_nv(code)):
+            s = inverse_motion(E, r, joint_column(code, axes[i], j))
+            for e in range(6):
+                joint_o[i, j, e] = s[e]
     for lp in range(m.loop_range[k, 0], m.loop_range[k, 1]):
         path, length, a0, rows = loop_path[lp], loop_path_len[lp], loop_active[lp, 0], \
             loop_active[lp, 1] - loop_active[lp, 0]
-        E_A, r_A = path_columns(joint, axes, Xup_E, Xup_r, path[0], length[0], path_s[lp, 0])    # ^predX_NCA
-        E_B, r_B = path_columns(joint, axes, Xup_E, Xup_r, path[1], length[1], path_s[lp, 1])    # ^succX_NCA
+        E_A, r_A = output_frame(m, d, k, loop_ends[lp, 0])                   # ^predX_o
         E, r = transform_at(loop_E, loop_r, lp)
-        E, r = product(E, r, E_A, r_A)                               # ^PX_NCA = ^PX_pred ^predX_NCA
+        E, r = product(E, r, E_A, r_A)                                       # ^PX_o = ^PX_pred ^predX_o
         for row in range(universal[lp], rows):
-            psi = transposed_force(E, r, loop_Psi[lp, row])          # force-like: ^PX_NCA^T Psi
+            psi = transposed_force(E, r, loop_Psi[lp, row])                  # force-like: ^PX_o^T Psi
             for e in range(6):
-                Psi_nca[lp, row, e] = psi[e]
+                Psi_o[lp, row, e] = psi[e]
         if universal[lp]:
+            E_B, _ = output_frame(m, d, k, loop_ends[lp, 1])                 # ^succX_o
             a1, a2 = rotated_back(E_A, loop_axes[lp, 0]), rotated_back(E_B, loop_axes[lp, 1])
             n = (a1[1] * a2[2] - a1[2] * a2[1], a1[2] * a2[0] - a1[0] * a2[2], a1[0] * a2[1] - a1[1] * a2[0])
             for e in range(3):
-                loop_a[lp, 0, e], loop_a[lp, 1, e], Psi_nca[lp, 0, e], Psi_nca[lp, 0, 3 + e] = a1[e], a2[e], n[e], 0.0
+                loop_a[lp, 0, e], loop_a[lp, 1, e], Psi_o[lp, 0, e], Psi_o[lp, 0, 3 + e] = a1[e], a2[e], n[e], 0.0
         for side in range(2):
             sign = -1.0 if side == 0 else 1.0
             for p in range(length[side]):
@@ -669,19 +687,20 @@ def constraint_rows(m, d, k):
                 for j in range(joint_nv(joint[body])):
                     c = col[body] + j
                     for row in range(rows):
-                        K[a0 + row, c] += sign * dot6(Psi_nca[lp, row], path_s[lp, side, p, j])
+                        K[a0 + row, c] += sign * dot6(Psi_o[lp, row], joint_o[body, j])
 
 
 @njit(inline='always')
-def branch_motion(joint, col, path, length, path_s, qd):
-    """Velocity v and bias acceleration a (qdd = 0) at the end of one path of a loop, NCA coordinates:
-    v = sum s qd and a = sum v x (s qd) down the path (d/dt (s qd) = v x (s qd), s fixed in the body)."""
+def branch_motion(joint, col, path, length, joint_o, qd):
+    """Velocity v relative to the NCA and bias acceleration a (qdd = 0) at the end of one path of a loop, in
+    the columns' frame: v = sum s qd and a = sum v x (s qd) down the path (d/dt (s qd) = v x (s qd), s fixed
+    in the body)."""
     v = a = ZERO6
     for p in range(length):
         body = path[p]
         vJ = ZERO6
         for j in range(joint_nv(joint[body])):
-            vJ = add_scaled(vJ, qd[col[body] + j], path_s[p, j])
+            vJ = add_scaled(vJ, qd[col[body] + j], joint_o[body, j])
         v = add_scaled(vJ, 1.0, v)
         a = add_scaled(cross_motion(v, vJ), 1.0, a)
     return v, a
@@ -695,13 +714,13 @@ def constraint_bias(m, d, k, qd, bias):
     first row adds (a1.w_r)(a2.w_r) - (a1.a2)|w_r|^2, w_r = w_S - w_P (constraints.py)."""
     joint, col, loop_path, loop_path_len, loop_active, universal = m.joint, m.col, m.loop_path, m.loop_path_len, \
         m.loop_active, m.loop_universal
-    path_s, Psi_nca, loop_a = d.path_s, d.Psi_nca, d.loop_a
+    joint_o, Psi_o, loop_a = d.joint_o, d.Psi_o, d.loop_a
     for a in range(m.n_active[k]):
         bias[a] = 0.0
     for lp in range(m.loop_range[k, 0], m.loop_range[k, 1]):
-        path, length, Psi = loop_path[lp], loop_path_len[lp], Psi_nca[lp]
-        vP, aP = branch_motion(joint, col, path[0], length[0], path_s[lp, 0], qd)
-        vS, aS = branch_motion(joint, col, path[1], length[1], path_s[lp, 1], qd)
+        path, length, Psi = loop_path[lp], loop_path_len[lp], Psi_o[lp]
+        vP, aP = branch_motion(joint, col, path[0], length[0], joint_o, qd)
+        vS, aS = branch_motion(joint, col, path[1], length[1], joint_o, qd)
         x = cross_motion(vP, vS)
         w = (x[0] - aS[0] + aP[0], x[1] - aS[1] + aP[1], x[2] - aS[2] + aP[2], x[3] - aS[3] + aP[3],
              x[4] - aS[4] + aP[4], x[5] - aS[5] + aP[5])
@@ -759,10 +778,12 @@ def loop_constraint(m, d, k, yd, velocities):
 
 @njit
 def explicit_constraints(m, d, yd, velocities=True):
-    """G_k and, with velocities, g_k and qd_k = G_k yd_k of every cluster (G constant and g = 0 unless LOOP)."""
+    """G_k and, with velocities, g_k and qd_k = G_k yd_k of every cluster (G constant and g = 0 unless LOOP;
+    a LOOP cluster's Xo first, which its constraint rows take)."""
     kind, v_range, y_range, G, qd = m.kind, m.v_range, m.y_range, d.G, d.qd
     for k in range(len(kind)):
         if kind[k] == LOOP:
+            output_transforms(m, d, m.body_range[k, 0], m.body_range[k, 1])
             status = loop_constraint(m, d, k, yd, velocities)
             if status != OK:
                 return status
@@ -783,10 +804,11 @@ def explicit_constraints(m, d, yd, velocities=True):
 @njit
 def kinematics(m, d, q, yd, velocities=True):
     """Transforms (q None: d.Xup is at the positions already, computed by the position check of a fused
-    call, compiled_calls.py) and constraints, then base to tips for each body i of each cluster k: Xo, its rows
-    of S_k = Omega blkdiag(S_i) G_k (eq. 24) and, with velocities (CRBA and EFPA do without: yd = 0), v (eq. 33)
-    and its rows of c_k = Omega (blkdiag(S_i) g_k + stack(v_i x S_i qd_i)) (digest 1.8); Omega is applied
-    recursively along the in-cluster parents. Bodies are numbered cluster by cluster."""
+    call, compiled_calls.py) and constraints, then base to tips for each body i of each cluster k: Xo (of a
+    LOOP cluster's bodies already with its constraints), its rows of S_k = Omega blkdiag(S_i) G_k (eq. 24)
+    and, with velocities (CRBA and EFPA do without: yd = 0), v (eq. 33) and its rows of
+    c_k = Omega (blkdiag(S_i) g_k + stack(v_i x S_i qd_i)) (digest 1.8); Omega is applied recursively along
+    the in-cluster parents. Bodies are numbered cluster by cluster."""
     if q is not None:
         update_transforms(m, d, q)
     status = explicit_constraints(m, d, yd, velocities)
@@ -801,12 +823,13 @@ def kinematics(m, d, q, yd, velocities=True):
         v0, mk, single = v_range[k, 0], y_range[k, 1] - y_range[k, 0], kind[k] == SINGLE
         inside = p >= body_range[k, 0]
         E, r = transform_at(Xup_E, Xup_r, i)                         # in registers (header)
-        E_o, r_o = transform_at(Xo_E, Xo_r, p) if inside else IDENTITY
-        E_o, r_o = product(E, r, E_o, r_o) if inside else (E, r)
-        for a in range(3):
-            for b in range(3):
-                Xo_E[i, a, b] = E_o[3 * a + b]
-            Xo_r[i, a] = r_o[a]
+        if kind[k] != LOOP:
+            E_o, r_o = transform_at(Xo_E, Xo_r, p) if inside else IDENTITY
+            E_o, r_o = product(E, r, E_o, r_o) if inside else (E, r)
+            for a in range(3):
+                for b in range(3):
+                    Xo_E[i, a, b] = E_o[3 * a + b]
+                Xo_r[i, a] = r_o[a]
         for j in range(mk):                                          # S_i G_k, G_k = 1 for one body
             x = joint_column(joint[i], axes[i], j) if single else joint_motion(joint[i], axes[i], G[k, j], col[i])
             y = transformed_motion(E, r, S[p, j]) if inside else ZERO6

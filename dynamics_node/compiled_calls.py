@@ -12,9 +12,11 @@ input a check refuses, a singular configuration or a non-finite result. Model th
 path, which names the error (or falls back to LCABA): the compiled path only ever accepts.
 
 Checks and algorithm share their work: the position check leaves d.Xup at q, where the algorithms
-start (q None); the cluster ABA and RNEA check spanning velocities after they ran, against the K their
-kinematics built (constraint_violation; the same rows and criterion as velocity_violation), LCABA
-against the constraint rows it built (compiled_lcaba.coupling_rows and loop_rows).
+start (q None); the loops are checked after the algorithm, at the transforms Xo its kinematics computed
+for the constraint rows (loops_closed); the cluster ABA and RNEA check spanning velocities after they
+ran, against the K their kinematics built (constraint_violation; the same rows and criterion as
+velocity_violation), LCABA against the constraint rows it built (compiled_lcaba.coupling_rows and
+loop_rows).
 
 Checked inputs are kept in d (q_checked: q with its quaternions normalized; yd_checked, ydd_checked:
 independent velocities and accelerations; qd and tau_spanning: LCABA's spanning inputs). The external
@@ -28,8 +30,9 @@ from numba import njit
 
 from .compiled import (aba, crba, efpa, explicit_constraints, OK, rnea, spanning_accelerations,
                        update_transforms)
-from .compiled_checks import (ACCELERATION_BOUND, accept_positions, all_within, constraint_violation, FORCE_BOUND,
-                              POSITION_BOUND, POSITION_TOLERANCE, REFER, VELOCITY_BOUND, VELOCITY_TOLERANCE)
+from .compiled_checks import (ACCELERATION_BOUND, accept_positions, all_within, constraint_violation, couplings_closed,
+                              FORCE_BOUND, loops_closed, POSITION_BOUND, POSITION_TOLERANCE, REFER, VELOCITY_BOUND,
+                              VELOCITY_TOLERANCE)
 from .compiled_lcaba import lcaba
 from .kernel_cache import key_on_helpers
 
@@ -50,17 +53,23 @@ def finite(x):
 
 @njit
 def positions(m, d, c, q):
-    """state.positions(check=True): q into d.q_checked, quaternions normalized, loops closed; d.Xup left at
-    q, where the algorithms take it (their q None)."""
+    """state.positions(check=True) but for the loops: q into d.q_checked, quaternions normalized, couplings
+    closed; d.Xup left at q, where the algorithms take it (their q None). The loops are checked after the
+    algorithm, at the transforms of its kinematics (loops_closed)."""
     if len(q) != len(d.q_checked):
         return False
     for i in range(len(q)):
         d.q_checked[i] = q[i]
-    if not accept_positions(m, d, c, d.q_checked, True, c.limits[POSITION_TOLERANCE], c.limits[POSITION_BOUND]):
+    if not accept_positions(m, d, c, d.q_checked, False, 0.0, c.limits[POSITION_BOUND]):
         return False
-    if len(c.rotation_mode) == 0:              # accept_positions transforms only where it checks loops
-        update_transforms(m, d, d.q_checked)
-    return True
+    update_transforms(m, d, d.q_checked)
+    return couplings_closed(c, d.q_checked, c.limits[POSITION_TOLERANCE])
+
+
+@njit(inline='always')
+def closed(m, d, c, transforms):
+    """The loops of the checked q within tolerance (compiled_checks.loops_closed), after the algorithm."""
+    return loops_closed(m, d, c, c.limits[POSITION_TOLERANCE], transforms)
 
 
 @njit
@@ -101,7 +110,8 @@ def forward_dynamics(x, q, v, tau):
     if not (positions(m, d, c, q) and motion(m, v, c.limits[VELOCITY_BOUND], d.yd_checked)
             and generalized(m, tau, c.limits[FORCE_BOUND])):
         return REFER
-    if aba(m, d, None, d.yd_checked, tau, d.f_ext) != OK or not consistent(m, d, c, v, ROWS_IN_K) or not finite(d.qdd):
+    if aba(m, d, None, d.yd_checked, tau, d.f_ext) != OK or not closed(m, d, c, False) \
+            or not consistent(m, d, c, v, ROWS_IN_K) or not finite(d.qdd):
         return REFER
     return OK
 
@@ -115,7 +125,8 @@ def inverse_dynamics(x, q, v, a):
     if not (positions(m, d, c, q) and motion(m, v, c.limits[VELOCITY_BOUND], d.yd_checked)
             and motion(m, a, c.limits[ACCELERATION_BOUND], ydd)):
         return REFER
-    if rnea(m, d, None, d.yd_checked, ydd, d.f_ext) != OK or not consistent(m, d, c, v, ROWS_IN_K) or not finite(d.tau):
+    if rnea(m, d, None, d.yd_checked, ydd, d.f_ext) != OK or not closed(m, d, c, False) \
+            or not consistent(m, d, c, v, ROWS_IN_K) or not finite(d.tau):
         return REFER
     if len(a) == m.nv:                         # G and g are those of q, yd since rnea's kinematics
         spanning_accelerations(m, d, ydd)
@@ -131,7 +142,7 @@ def inverse_dynamics(x, q, v, a):
 def mass_matrix(x, q):
     """Model.mass_matrix: H_y into d.H."""
     m, d, c = x.m, x.d, x.c
-    if not positions(m, d, c, q) or crba(m, d, None) != OK or not finite(d.H):
+    if not positions(m, d, c, q) or crba(m, d, None) != OK or not closed(m, d, c, False) or not finite(d.H):
         return REFER
     return OK
 
@@ -140,7 +151,8 @@ def mass_matrix(x, q):
 def inverse_osim(x, q, f):
     """Model.inverse_osim of the links of the FrameSet f (checked by the caller): Lambda^-1 into f.Omega."""
     m, d, c = x.m, x.d, x.c
-    if not positions(m, d, c, q) or efpa(m, d, None, f.body, f.X, f.T, f.Omega) != OK or not finite(f.Omega):
+    if not positions(m, d, c, q) or efpa(m, d, None, f.body, f.X, f.T, f.Omega) != OK or not closed(m, d, c, False) \
+            or not finite(f.Omega):
         return REFER
     return OK
 
@@ -167,6 +179,6 @@ def forward_dynamics_lcaba(x, q, v, tau):
             tau_spanning[m.independent_v[j]] = tau[j]
     mu, tolerance, max_iterations = w.settings[0], w.settings[1], int(w.settings[2])
     if lcaba(m, d, p, w, None, qd, tau_spanning, d.f_ext, mu, tolerance, max_iterations) != OK \
-            or not consistent(m, d, c, v, w.violation[0]) or not finite(w.qdd):
+            or not closed(m, d, c, True) or not consistent(m, d, c, v, w.violation[0]) or not finite(w.qdd):
         return REFER
     return OK

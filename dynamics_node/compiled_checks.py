@@ -13,8 +13,8 @@ import math
 
 from numba import njit, types
 
-from .compiled import (constraint_rows, FLOATING, LOOP, path_transform, product, relative, rotated_back, SPHERICAL,
-                       transform_at, update_transforms)
+from .compiled import (constraint_rows, FLOATING, LOOP, output_frame, output_transforms, product, relative,
+                       rotated_back, SPHERICAL, transform_at, update_transforms)
 from .kernel_cache import key_on_helpers
 
 QUATERNION_TOLERANCE = 1e-5       # |norm - 1| accepted, as state.positions
@@ -58,20 +58,21 @@ def coupling_residual(b, q_rows, q_index, q_coefficient, row, q):
 @njit
 def loop_residuals(m, d, c, l0, l1, rows):
     """phi of the loops l0..l1-1 into rows, each loop's at its rows of its cluster (loop_row) in the order of
-    K (LoopConstraint.residual, flat_checks.ROTATION_MODE and POSITION_MODE); returns max |phi| (loops of
-    different clusters overwrite each other's rows: only the maximum counts there)."""
-    Xup_E, Xup_r, loop_path, loop_path_len, loop_row = d.Xup_E, d.Xup_r, m.loop_path, m.loop_path_len, m.loop_row
+    K (LoopConstraint.residual, flat_checks.ROTATION_MODE and POSITION_MODE), at the transforms Xo of their
+    clusters' bodies (compiled.output_transforms: the loop frames relative to one another, from the
+    cluster's output frame rather than the NCA); returns max |phi| (loops of different clusters overwrite
+    each other's rows: only the maximum counts there)."""
+    loop_ends, loop_cluster, loop_row = m.loop_ends, m.loop_cluster, m.loop_row
     pred_E, pred_r, succ_E, succ_r, frames, axis2 = m.loop_E, m.loop_r, c.succ_E, c.succ_r, c.frame, c.axis2
     rotation_mode, position_mode = c.rotation_mode, c.position_mode
     worst = 0.0
     for lp in range(l0, l1):
-        path, length = loop_path[lp], loop_path_len[lp]
-        E_A, r_A = path_transform(Xup_E, Xup_r, path[0], length[0])             # ^AX_nca
-        E_B, r_B = path_transform(Xup_E, Xup_r, path[1], length[1])             # ^BX_nca
+        E_A, r_A = output_frame(m, d, loop_cluster[lp], loop_ends[lp, 0])        # ^AX_o
+        E_B, r_B = output_frame(m, d, loop_cluster[lp], loop_ends[lp, 1])        # ^BX_o
         E, r = transform_at(pred_E, pred_r, lp)
-        E_P, r_P = product(E, r, E_A, r_A)                                       # ^PX_nca
+        E_P, r_P = product(E, r, E_A, r_A)                                       # ^PX_o
         E, r = transform_at(succ_E, succ_r, lp)
-        E_S, r_S = product(E, r, E_B, r_B)                                       # ^SX_nca
+        E_S, r_S = product(E, r, E_B, r_B)                                       # ^SX_o
         ES, p = relative(E_S, r_S, E_P, r_P)                                     # ^SX_P: R_rel = ES^T, p
         frame, mode, row0 = frames[lp], rotation_mode[lp], loop_row[lp]
         row = row0
@@ -124,24 +125,42 @@ def accept_positions(m, d, c, q, closure, tolerance, bound):
                     q[i0 + j] /= norm
     if not closure:
         return unit
-    loops = len(c.rotation_mode)
-    if loops:                              # before any refusal: the NumPy check may still accept q
+    if len(c.rotation_mode):               # before any refusal: the NumPy check may still accept q
         update_transforms(m, d, q)
-    if not unit:
-        return False
+    return unit and couplings_closed(c, q, tolerance) and loops_closed(m, d, c, tolerance, True)
+
+
+@njit
+def couplings_closed(c, q, tolerance):
+    """Every coupling within tolerance at q (CouplingConstraint.residual)."""
     b, q_rows, q_index, q_coefficient = c.b, c.q_rows, c.q_index, c.q_coefficient
     for row in range(len(b)):
         if not abs(coupling_residual(b, q_rows, q_index, q_coefficient, row, q)) <= tolerance:
             return False
-    return loops == 0 or loop_residuals(m, d, c, 0, loops, c.rows) <= tolerance
+    return True
+
+
+@njit
+def loops_closed(m, d, c, tolerance, transforms):
+    """Every loop within tolerance at d.Xup (loop_residuals): with transforms, after the Xo of the LOOP
+    clusters' bodies; without, at the Xo an algorithm's kinematics left (compiled_calls.py)."""
+    loops = len(c.rotation_mode)
+    if loops == 0:
+        return True
+    if transforms:
+        for k in range(len(m.kind)):
+            if m.kind[k] == LOOP:
+                output_transforms(m, d, m.body_range[k, 0], m.body_range[k, 1])
+    return loop_residuals(m, d, c, 0, loops, c.rows) <= tolerance
 
 
 @njit(cache=True, nogil=True)
 def velocity_violation(m, d, c, v):
     """constraint_violation at the transforms of the last accept_positions: K of every LOOP cluster first."""
-    kind = m.kind
+    kind, body_range = m.kind, m.body_range
     for k in range(len(kind)):
         if kind[k] == LOOP:
+            output_transforms(m, d, body_range[k, 0], body_range[k, 1])
             constraint_rows(m, d, k)
     constraint_violation(m, d, c, v, True)
 

@@ -17,7 +17,8 @@ import math
 from numba import njit
 
 from .borrowed import borrowed
-from .compiled import body_transforms, constraint_rows, dependent_least_squares, LOOP, OK, SPHERICAL
+from .compiled import (body_transforms, constraint_rows, dependent_least_squares, LOOP, OK, output_transforms,
+                       SPHERICAL)
 from .compiled_checks import accept_positions, coupling_residual, loop_residuals, POSITION_BOUND, REFER
 from .kernel_cache import key_on_helpers
 
@@ -32,7 +33,8 @@ key_on_helpers(__file__)
 def residual(m, d, c, k, q, phi):
     """The active rows of phi(q) of cluster k into phi (completion._residual); returns |phi|^2 and
     max |phi|."""
-    body_transforms(m, d, q, m.body_range[k, 0], m.body_range[k, 1])    # all the loop paths need
+    body_transforms(m, d, q, m.body_range[k, 0], m.body_range[k, 1])    # all the loops need
+    output_transforms(m, d, m.body_range[k, 0], m.body_range[k, 1])
     rows, b, coupling_cluster, coupling_row = c.rows, c.b, c.coupling_cluster, c.coupling_row
     q_rows, q_index, q_coefficient, active = c.q_rows, c.q_index, c.q_coefficient, m.active[k]
     loop_residuals(m, d, c, m.loop_range[k, 0], m.loop_range[k, 1], rows)
@@ -59,7 +61,7 @@ def newton(m, d, c, k, q):
     for _ in range(iterations):
         if worst <= tolerance:
             break
-        constraint_rows(m, d, k)                             # K at q (Xup current since residual)
+        constraint_rows(m, d, k)                             # K at q (Xup, Xo current since residual)
         for r in range(na):
             for j in range(nd):
                 A[r, j] = K[r, dependent[j]]

@@ -78,6 +78,8 @@ MODEL_FIELDS = {   # name: meaning, shape (nb bodies with 0 the ground, nc clust
                  '(nl, 2, 3)',
     'loop_path': 'bodies below the NCA to the predecessor [0] and successor [1] (nl, 2, P)',
     'loop_path_len': 'lengths of the two paths (nl, 2)',
+    'loop_ends': 'the predecessor [0] and successor [1] bodies (the NCA where a path is empty) (nl, 2)',
+    'loop_cluster': 'the cluster of loop l (nl)',
     'gravity': 'gravity acceleration in the root frame, m/s^2, the only writable field (3)',
     'singularity_threshold': 'kinematics.SINGULARITY_THRESHOLD, relative |R_ii| of a singular split',
     'd_condition_limit': 'aba.D_CONDITION_LIMIT, reciprocal condition of an ill-conditioned D_k',
@@ -118,9 +120,10 @@ DATA_FIELDS = {    # name: meaning, shape
     'QR': 'Householder QR of the dependent columns of the current LOOP cluster\'s K, carrying others (R, N + 1)',
     'beta': 'Householder coefficients (N)',
     'rhs': 'right-hand side of a solve with the QR (R)',
-    'path_s': 'path_s[l, side, p, j]: joint column j of path body p, NCA coordinates (nl, 2, P, 6, 6)',
-    'Psi_nca': 'Psi_nca[l, j]: direction of the j-th active row of loop l, NCA coordinates (nl, 6, 6)',
-    'loop_a': 'universal loop l: a1 [0] and a2 [1] in NCA coordinates (nl, 2, 3)',
+    'joint_o': 'joint_o[i, j]: joint column j of body i of a LOOP cluster in its output frame, ^iX_output^-1 S_i '
+               '(nb, 6, 6)',
+    'Psi_o': 'Psi_o[l, j]: direction of the j-th active row of loop l in its cluster\'s output frame (nl, 6, 6)',
+    'loop_a': 'universal loop l: a1 [0] and a2 [1] in its cluster\'s output frame (nl, 2, 3)',
     'w6': 'scratch spatial vector (6)',
     'info': 'details of the last non-zero status: cluster, conditioning (2)',
     'zero_y': 'zeros (ny), for calls without velocities or accelerations',
@@ -196,15 +199,15 @@ class FlatData:
 
     def __init__(self, flat, f_ext=None):
         nb, nc, N, M, nl = flat.nb, flat.nc, flat.N, flat.M, len(flat.loop_row)
-        R, P = flat.K_const.shape[1], flat.loop_path.shape[2]
+        R = flat.K_const.shape[1]
         shapes = {
             'Xup_E': (nb, 3, 3), 'Xup_r': (nb, 3), 'Xo_E': (nb, 3, 3), 'Xo_r': (nb, 3),
             'S': (nb, M, 6), 'U': (nb, M, 6), 'v': (nb, 6), 'a': (nb, 6), 'f': (nb, 6), 'c': (nb, 6),
             'IA': (nb, 6, 6), 'Ic': (nb, 10), 'G': (nc, M, N), 'g': (flat.nv,), 'qd': (flat.nv,), 'qdd': (flat.nv,),
             'L': (nc, M, M), 'V': (nc, M, 6), 'u': (flat.ny,), 'z': (M,), 'F': (M, 6), 'SL': (M, 6), 'E3': (3, 3),
             'tau': (flat.ny,), 'ydd': (flat.ny,), 'H': (flat.ny, flat.ny), 'K': (nc, R, N),
-            'QR': (R, N + 1), 'beta': (N,), 'rhs': (R,), 'path_s': (nl, 2, P, 6, 6),
-            'Psi_nca': (nl, 6, 6), 'loop_a': (nl, 2, 3), 'w6': (6,), 'info': (2,), 'zero_y': (flat.ny,),
+            'QR': (R, N + 1), 'beta': (N,), 'rhs': (R,), 'joint_o': (nb, 6, 6),
+            'Psi_o': (nl, 6, 6), 'loop_a': (nl, 2, 3), 'w6': (6,), 'info': (2,), 'zero_y': (flat.ny,),
             'zero_f': (nb, 6), 'f_ext': (nb, 6),
             'q_checked': (flat.nq,), 'yd_checked': (flat.ny,), 'ydd_checked': (flat.ny,),
             'tau_spanning': (flat.nv,),
@@ -329,10 +332,12 @@ def _loop_fields(model):
         'loop_range': ranges, 'loop_row': np.zeros(nl, dtype=np.int64), 'loop_Psi': np.zeros((nl, 6, 6)),
         'loop_active': np.zeros((nl, 2), dtype=np.int64), 'loop_E': np.zeros((nl, 3, 3)), 'loop_r': np.zeros((nl, 3)),
         'loop_path': np.zeros((nl, 2, P), dtype=np.int64), 'loop_path_len': np.zeros((nl, 2), dtype=np.int64),
+        'loop_ends': np.zeros((nl, 2), dtype=np.int64), 'loop_cluster': np.zeros(nl, dtype=np.int64),
         'loop_universal': np.zeros(nl, dtype=np.int64), 'loop_axes': np.zeros((nl, 2, 3)),
     }
     for index, (row, con, mine, rows) in enumerate(loops):
         fields['loop_row'][index] = row
+        fields['loop_cluster'][index] = model.cluster_of[con.bodies[0]]
         fields['loop_active'][index] = (mine[0], mine[-1] + 1) if mine.size else (0, 0)
         fields['loop_Psi'][index, :mine.size] = con.Psi.T[rows]
         fields['loop_E'][index], fields['loop_r'][index] = _plucker_parts(con.X_P_pred)
@@ -342,6 +347,7 @@ def _loop_fields(model):
         for side, path in enumerate((con.pred_path, con.succ_path)):
             fields['loop_path'][index, side, :len(path)] = path
             fields['loop_path_len'][index, side] = len(path)
+            fields['loop_ends'][index, side] = path[-1] if path else con.nca
     return fields
 
 
