@@ -3,7 +3,8 @@
 1. Tree-heavy robots (every bundled robot and bench/robots.py's 62-dof geared humanoid): median time per
    call (microseconds, from Python) of our public methods (inputs checked) and of their compiled kernels
    (FastPath) next to Pinocchio on the same spanning tree (loops and couplings ignored, test/oracle.py):
-   FD / aba, ID / rnea, H_y / crba, Lambda^-1 / computeMinverse (the robot's contact links).
+   FD / aba, ID / rnea, H_y / crba, Lambda^-1 / computeMinverse (the robot's contact links); then (1b)
+   the public methods at the positions complete_positions returned last, which skip the position checks.
 2. Loop mechanisms (bench/lcaba_vs_pinocchio.py): our compiled LCABA and cluster ABA, and the public
    forward_dynamics, next to pinocchio.lcaba and constraintDynamics with the loops as 3D/6D constraints.
 3. FD time against depth and loop size on seed 003-style parallel chains (test/mechanisms.py), for ours
@@ -64,13 +65,17 @@ def measure(label, xml, rng):
     fast = model._local.data.engine
     model.warm_up()
     q, yd, _ = random_state(model, rng)
+    closed = random_state(model, rng)[0]           # completed last: equal positions skip the position checks
     tau_y, ydd = rng.normal(size=model.ny), rng.normal(size=model.ny)
     links = contact_links(model)
     calls = {'FD': lambda: model.forward_dynamics(q, yd, tau_y), 'ID': lambda: model.inverse_dynamics(q, yd, ydd),
              'H': lambda: model.mass_matrix(q), 'Linv': lambda: model.inverse_osim(q, links),
              'FD kernel': lambda: fast.forward_dynamics(q, yd, tau_y, spanning=True),
              'ID kernel': lambda: fast.inverse_dynamics(q, yd, ydd), 'H kernel': lambda: fast.mass_matrix(q),
-             'Linv kernel': lambda: fast.inverse_osim(q, links)}
+             'Linv kernel': lambda: fast.inverse_osim(q, links),
+             'FD closed': lambda: model.forward_dynamics(closed, yd, tau_y),
+             'ID closed': lambda: model.inverse_dynamics(closed, yd, ydd),
+             'H closed': lambda: model.mass_matrix(closed), 'Linv closed': lambda: model.inverse_osim(closed, links)}
 
     oracle = KKTOracle(xml)
     oracle.set_layout(model.joint_names)
@@ -103,6 +108,12 @@ def robot_table(rng):
     print_table(header, rows)
     print('\nFD = cluster ABA (spanning qdd), ID = cluster RNEA, H = H_y (ny x ny), Linv = Lambda^-1 of the contact '
           'links (6k x 6k);\nPinocchio works on all nv spanning coordinates, loops and couplings ignored.\n')
+    print('1b. The same public methods at the positions complete_positions returned last (their position checks '
+          'skipped);\n   median us per call (ratio to the same Pinocchio call as in table 1)\n')
+    print_table(('robot',) + tuple(f'{ours} us' for ours, _ in pairs), [
+        [label] + [f'{t[ours + " closed"]:.1f} ({t[ours + " closed"] / t[theirs]:.2f})' for ours, theirs in pairs]
+        for label, _, t in results])
+    print()
 
 
 SCALING = [(depth, 4) for depth in (1, 2, 4, 8, 16)] + [(1, loop) for loop in (8, 12, 16, 24, 32)]

@@ -18,6 +18,10 @@ ran, against the K their kinematics built (constraint_violation; the same rows a
 velocity_violation), LCABA against the constraint rows it built (compiled_lcaba.coupling_rows and
 loop_rows).
 
+Positions equal to those complete_positions returned last (d.q_closed, the Model keeps it) were checked
+then, loops included: they skip the position checks, the one re-validation a state the model produced
+can do without (a caller who changed q changed its values, which then get every check).
+
 Checked inputs are kept in d (q_checked: q with its quaternions normalized; yd_checked, ydd_checked:
 independent velocities and accelerations; qd and tau_spanning: LCABA's spanning inputs). The external
 forces are the workspace's d.f_ext (state.external_forces), not an argument: one array fewer to unbox. The
@@ -40,6 +44,7 @@ from .kernel_cache import key_on_helpers
 key_on_helpers(__file__)
 
 ROWS_IN_K = -1.0                # consistent(): the loop clusters' rows are in d.K, no LCABA measure
+REFUSED, UNCLOSED, CLOSED = 0, 1, 2          # positions(): refused; checked but for the loops; known closed
 
 
 @njit(inline='always')
@@ -53,23 +58,29 @@ def finite(x):
 
 @njit
 def positions(m, d, c, q):
-    """state.positions(check=True) but for the loops: q into d.q_checked, quaternions normalized, couplings
-    closed; d.Xup left at q, where the algorithms take it (their q None). The loops are checked after the
-    algorithm, at the transforms of its kinematics (loops_closed)."""
+    """state.positions(check=True): q into d.q_checked, quaternions normalized, couplings closed, d.Xup left
+    at q, where the algorithms take it (their q None). Returns REFUSED; UNCLOSED, the loops to be checked
+    after the algorithm at the transforms its kinematics computed (closed); or CLOSED where q equals the
+    positions complete_positions returned last (d.q_closed, NaN before: checked then, loops included)."""
     if len(q) != len(d.q_checked):
-        return False
+        return REFUSED
+    same = True
     for i in range(len(q)):
         d.q_checked[i] = q[i]
-    if not accept_positions(m, d, c, d.q_checked, False, 0.0, c.limits[POSITION_BOUND]):
-        return False
+        same &= q[i] == d.q_closed[i]
+    if not (same or accept_positions(m, d, c, d.q_checked, False, 0.0, c.limits[POSITION_BOUND])):
+        return REFUSED
     update_transforms(m, d, d.q_checked)
-    return couplings_closed(c, d.q_checked, c.limits[POSITION_TOLERANCE])
+    if same:
+        return CLOSED
+    return UNCLOSED if couplings_closed(c, d.q_checked, c.limits[POSITION_TOLERANCE]) else REFUSED
 
 
 @njit(inline='always')
-def closed(m, d, c, transforms):
-    """The loops of the checked q within tolerance (compiled_checks.loops_closed), after the algorithm."""
-    return loops_closed(m, d, c, c.limits[POSITION_TOLERANCE], transforms)
+def closed(m, d, c, known, transforms):
+    """The loops of the checked q within tolerance (compiled_checks.loops_closed) after the algorithm, unless
+    positions() knew q closed."""
+    return known == CLOSED or loops_closed(m, d, c, c.limits[POSITION_TOLERANCE], transforms)
 
 
 @njit
@@ -107,10 +118,11 @@ def generalized(m, x, bound):
 def forward_dynamics(x, q, v, tau):
     """Model.forward_dynamics with the cluster ABA: spanning accelerations into d.qdd."""
     m, d, c = x.m, x.d, x.c
-    if not (positions(m, d, c, q) and motion(m, v, c.limits[VELOCITY_BOUND], d.yd_checked)
+    known = positions(m, d, c, q)
+    if not (known != REFUSED and motion(m, v, c.limits[VELOCITY_BOUND], d.yd_checked)
             and generalized(m, tau, c.limits[FORCE_BOUND])):
         return REFER
-    if aba(m, d, None, d.yd_checked, tau, d.f_ext) != OK or not closed(m, d, c, False) \
+    if aba(m, d, None, d.yd_checked, tau, d.f_ext) != OK or not closed(m, d, c, known, False) \
             or not consistent(m, d, c, v, ROWS_IN_K) or not finite(d.qdd):
         return REFER
     return OK
@@ -122,10 +134,11 @@ def inverse_dynamics(x, q, v, a):
     Spanning accelerations must equal G ydd + g (state.py's VELOCITY_TOLERANCE, relative)."""
     m, d, c = x.m, x.d, x.c
     ydd = d.ydd_checked
-    if not (positions(m, d, c, q) and motion(m, v, c.limits[VELOCITY_BOUND], d.yd_checked)
+    known = positions(m, d, c, q)
+    if not (known != REFUSED and motion(m, v, c.limits[VELOCITY_BOUND], d.yd_checked)
             and motion(m, a, c.limits[ACCELERATION_BOUND], ydd)):
         return REFER
-    if rnea(m, d, None, d.yd_checked, ydd, d.f_ext) != OK or not closed(m, d, c, False) \
+    if rnea(m, d, None, d.yd_checked, ydd, d.f_ext) != OK or not closed(m, d, c, known, False) \
             or not consistent(m, d, c, v, ROWS_IN_K) or not finite(d.tau):
         return REFER
     if len(a) == m.nv:                         # G and g are those of q, yd since rnea's kinematics
@@ -142,7 +155,8 @@ def inverse_dynamics(x, q, v, a):
 def mass_matrix(x, q):
     """Model.mass_matrix: H_y into d.H."""
     m, d, c = x.m, x.d, x.c
-    if not positions(m, d, c, q) or crba(m, d, None) != OK or not closed(m, d, c, False) or not finite(d.H):
+    known = positions(m, d, c, q)
+    if known == REFUSED or crba(m, d, None) != OK or not closed(m, d, c, known, False) or not finite(d.H):
         return REFER
     return OK
 
@@ -151,7 +165,8 @@ def mass_matrix(x, q):
 def inverse_osim(x, q, f):
     """Model.inverse_osim of the links of the FrameSet f (checked by the caller): Lambda^-1 into f.Omega."""
     m, d, c = x.m, x.d, x.c
-    if not positions(m, d, c, q) or efpa(m, d, None, f.body, f.X, f.T, f.Omega) != OK or not closed(m, d, c, False) \
+    known = positions(m, d, c, q)
+    if known == REFUSED or efpa(m, d, None, f.body, f.X, f.T, f.Omega) != OK or not closed(m, d, c, known, False) \
             or not finite(f.Omega):
         return REFER
     return OK
@@ -163,7 +178,8 @@ def forward_dynamics_lcaba(x, q, v, tau):
     Independent velocities are lifted to G yd (refused at a singular configuration), independent forces
     act on their joints."""
     m, d, c, p, w = x.m, x.d, x.c, x.p, x.w
-    if not (positions(m, d, c, q) and generalized(m, tau, c.limits[FORCE_BOUND])
+    known = positions(m, d, c, q)
+    if not (known != REFUSED and generalized(m, tau, c.limits[FORCE_BOUND])
             and motion(m, v, c.limits[VELOCITY_BOUND], d.yd_checked)):
         return REFER
     qd, tau_spanning = d.qd, d.tau_spanning
@@ -179,6 +195,6 @@ def forward_dynamics_lcaba(x, q, v, tau):
             tau_spanning[m.independent_v[j]] = tau[j]
     mu, tolerance, max_iterations = w.settings[0], w.settings[1], int(w.settings[2])
     if lcaba(m, d, p, w, None, qd, tau_spanning, d.f_ext, mu, tolerance, max_iterations) != OK \
-            or not closed(m, d, c, True) or not consistent(m, d, c, v, w.violation[0]) or not finite(w.qdd):
+            or not closed(m, d, c, known, True) or not consistent(m, d, c, v, w.violation[0]) or not finite(w.qdd):
         return REFER
     return OK

@@ -182,6 +182,11 @@ class FastPath:
             pass
         return None
 
+    def closed_positions(self, q):
+        """Positions Model.complete_positions returns (checked, closed): equal positions then skip the position
+        checks of the fused calls (compiled_calls.positions)."""
+        self.data.q_closed[:] = q
+
     def checked_completion(self, q_independent, previous):
         """Model.complete_positions from previous (nq) without restarts (compiled_completion.py): spanning
         q, closed, within bounds and with unit quaternions, or None where completion.py must run."""

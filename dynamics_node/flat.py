@@ -130,6 +130,8 @@ DATA_FIELDS = {    # name: meaning, shape
     'zero_f': 'zeros (nb, 6), for calls without external forces',
     'f_ext': 'external forces of the public calls, body coordinates (nb, 6): the workspace\'s (model.Data.f_ext)',
     'q_checked': 'positions of the current public call, checked, unit quaternions (nq; compiled_calls.py)',
+    'q_closed': 'the positions complete_positions returned last, checked and closed, NaN before (nq): equal '
+                'positions skip the position checks (compiled_calls.positions)',
     'yd_checked': 'its independent velocities (ny)',
     'ydd_checked': 'its independent accelerations (ny)',
     'tau_spanning': 'spanning forces of an LCABA call (nv)',
@@ -209,11 +211,12 @@ class FlatData:
             'QR': (R, N + 1), 'beta': (N,), 'rhs': (R,), 'joint_o': (nb, 6, 6),
             'Psi_o': (nl, 6, 6), 'loop_a': (nl, 2, 3), 'w6': (6,), 'info': (2,), 'zero_y': (flat.ny,),
             'zero_f': (nb, 6), 'f_ext': (nb, 6),
-            'q_checked': (flat.nq,), 'yd_checked': (flat.ny,), 'ydd_checked': (flat.ny,),
+            'q_checked': (flat.nq,), 'q_closed': (flat.nq,), 'yd_checked': (flat.ny,), 'ydd_checked': (flat.ny,),
             'tau_spanning': (flat.nv,),
         }
         fields = {name: np.zeros(shapes[name]) for name in DATA_FIELDS}
         fields['G'][:] = flat.G_const          # LOOP clusters overwrite theirs at every call
+        fields['q_closed'][:] = np.nan
         if f_ext is not None:
             fields['f_ext'] = f_ext
         self.__dict__.update(fields)

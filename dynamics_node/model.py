@@ -330,6 +330,7 @@ class Model:
             check_finite(self, 'completed positions', [('q_independent', q_ind, bounds.POSITION)], q)
             q = positions(self, data, q, check=False)
         data.q_last = q.copy()                         # the next warm start, once everything succeeded
+        data.engine.closed_positions(q)                # equal positions are not checked again
         return q
 
     def spanning_velocities(self, q, yd):

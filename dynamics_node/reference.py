@@ -42,6 +42,9 @@ class ReferencePath:
         """H_y = G^T H G (ny x ny)."""
         return crba(self.model, self.data, q)
 
+    def closed_positions(self, q):
+        """Positions complete_positions returned: the NumPy path checks every q again (FastPath skips them)."""
+
     def inverse_osim(self, q, links):
         """Lambda^-1 (6k x 6k), blocks [linear; angular] in each link's frame."""
         frames = [self.model.link_frame[link] for link in links]

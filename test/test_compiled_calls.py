@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from conftest import assert_close, random_state, robot, ROBOTS
-from dynamics_node import load_model, model as model_module, ModelError
+from dynamics_node import bundled_model, load_model, model as model_module, ModelError
 from dynamics_node.clusters import constraint_jacobian
 from dynamics_node.kinematics import update_transforms
 from dynamics_node.lcaba import ProximalSettings
@@ -44,6 +44,13 @@ def test_compiled_calls_equal_the_python_path(name, rng, monkeypatch):
     links = list(model.links[1::2])
     expected = {label: python_path(call, q, v, tau, a)
                 for label, call in calls(model, q, v, tau, a, wrenches, links).items()}
+    for known in (True, False):      # q as complete_positions returned it last (checks skipped), then not
+        if not known:
+            random_state(model, rng)
+        _compiled_calls_equal(name, model, q, v, yd, a, ydd, tau, wrenches, links, expected, monkeypatch)
+
+
+def _compiled_calls_equal(name, model, q, v, yd, a, ydd, tau, wrenches, links, expected, monkeypatch):
     with monkeypatch.context() as patch:
         patch.setattr(model_module, 'positions', lambda *args, **kwargs: pytest.fail('the Python path ran'))
         for spanning in (True, False):
@@ -57,6 +64,26 @@ def test_compiled_calls_equal_the_python_path(name, rng, monkeypatch):
                 elif spanning:
                     np.testing.assert_array_equal(result, expected[label], f'{name}: {label}')
                 assert np.all(np.isfinite(result)), f'{name}: {label}'
+
+
+def test_positions_complete_positions_returned_skip_the_position_checks(rng):
+    """The workspace keeps the positions complete_positions returned last (checked and closed then): equal
+    positions skip the position checks, any other positions get them, and a failed completion keeps the
+    last ones."""
+    model = load_model(bundled_model('six_bar'))
+    engine = model._local.data.engine
+    q = model.complete_positions([0.3])
+    opened = _with(q, 1, q[1] + 0.1)
+    with pytest.raises(ModelError, match='violates constraint'):
+        model.mass_matrix(opened)
+    engine.closed_positions(opened)             # as if completion had returned it: the loop check is skipped
+    assert np.all(np.isfinite(model.mass_matrix(opened)))
+    np.testing.assert_array_equal(model.complete_positions([0.3]), q)
+    with pytest.raises(ModelError, match='violates constraint'):
+        model.mass_matrix(opened)
+    with pytest.raises(ModelError):
+        model.complete_positions([np.nan])
+    np.testing.assert_array_equal(engine.data.q_closed, q)
 
 
 def test_the_fused_lcaba_call_takes_each_calls_settings(rng, monkeypatch):
