@@ -31,10 +31,10 @@ class Cluster:
     col: dict                  # body -> first column in the cluster's spanning velocities
     n: int                     # spanning velocity dimension of the cluster joint
     independent: np.ndarray    # local columns of the independent coordinates (y_k)
-    dependent: np.ndarray      # local columns of the dependent coordinates, in elimination order
+    dependent: np.ndarray      # local columns of the dependent coordinates (loops: in elimination order)
     active_rows: np.ndarray    # constraint rows that are not identically zero
     linear: bool               # only couplings: G constant, g = 0, positions solved directly
-    elimination: EliminationPlan = None   # the sparse QR of K_d (over active_rows, dependent in its order)
+    elimination: EliminationPlan = None   # loop clusters: the sparse QR of K_d (active_rows, dependent)
 
     @property
     def m(self):
@@ -292,8 +292,10 @@ def _split_coordinates(cluster, tree, rng):
         raise ModelError(f'{describe}: the dependent joints {_joint_list(column_name, dependent)} cannot be '
                          'solved from the constraints (their Jacobian columns are rank deficient); '
                          'mark other joints independent="false"')
-    cluster.elimination = elimination_plan(np.any([K[:, dependent] != 0.0 for K in samples], axis=0))
-    cluster.dependent = np.array(dependent, dtype=int)[list(cluster.elimination.order)]
+    cluster.dependent = np.array(dependent, dtype=int)
+    if not cluster.linear:                              # the couplings alone: G constant, no QR at run time
+        cluster.elimination = elimination_plan(np.any([K[:, dependent] != 0.0 for K in samples], axis=0))
+        cluster.dependent = cluster.dependent[list(cluster.elimination.order)]
     cluster.independent = np.array([c for c in range(cluster.n) if c not in dependent], dtype=int)
     cluster.active_rows = active
 

@@ -614,22 +614,36 @@ def body_transforms(m, d, q, b0, b1):
 
 # ---- cluster kinematics (kinematics.py; seed 003, Alg. 1 lines 1-19) ----
 
+@njit(inline='always')
+def output_transform(parent, cluster, body_range, Xup_E, Xup_r, Xo_E, Xo_r, i):
+    """Xo[i] = ^iX_output(i): Xup[i] Xo[parent(i)] where the parent is in the cluster, else Xup[i]
+    (kinematics.py cluster_motion; parents first)."""
+    p = parent[i]
+    E, r = transform_at(Xup_E, Xup_r, i)
+    if p >= body_range[cluster[i], 0]:
+        E_o, r_o = transform_at(Xo_E, Xo_r, p)
+        E, r = product(E, r, E_o, r_o)
+    for a in range(3):
+        for b in range(3):
+            Xo_E[i, a, b] = E[3 * a + b]
+        Xo_r[i, a] = r[a]
+
+
 @njit
 def output_transforms(m, d, b0, b1):
-    """Xo[i] = ^iX_output(i) of the bodies b0..b1-1 (whole clusters, parents first): Xup[i] Xo[parent(i)] where
-    the parent is in the cluster, else Xup[i] (kinematics.py cluster_motion)."""
+    """Xo of the bodies b0..b1-1 (whole clusters)."""
     parent, cluster, body_range, Xup_E, Xup_r, Xo_E, Xo_r = m.parent, m.cluster, m.body_range, d.Xup_E, d.Xup_r, \
         d.Xo_E, d.Xo_r
     for i in range(b0, b1):
-        p = parent[i]
-        E, r = transform_at(Xup_E, Xup_r, i)
-        if p >= body_range[cluster[i], 0]:
-            E_o, r_o = transform_at(Xo_E, Xo_r, p)
-            E, r = product(E, r, E_o, r_o)
-        for a in range(3):
-            for b in range(3):
-                Xo_E[i, a, b] = E[3 * a + b]
-            Xo_r[i, a] = r[a]
+        output_transform(parent, cluster, body_range, Xup_E, Xup_r, Xo_E, Xo_r, i)
+
+
+@njit
+def loop_output_transforms(m, d):
+    """Xo of the bodies of every LOOP cluster, which their constraint rows and closure checks read."""
+    for k in range(len(m.kind)):
+        if m.kind[k] == LOOP:
+            output_transforms(m, d, m.body_range[k, 0], m.body_range[k, 1])
 
 
 @njit(inline='always')
@@ -743,7 +757,7 @@ def loop_constraint(m, d, k, yd, velocities):
     n, mk, na = v1 - v0, y1 - y0, m.n_active[k]
     nd = n - mk
     dependent, independent, pivot = m.dependent[k], m.independent[k], m.qr_rows[k, :, 0]
-    K, A, beta, b, G, qd, g = d.K[k], d.QR, d.beta, d.rhs, d.G[k], d.qd, d.g
+    K, A, beta, G, qd, g = d.K[k], d.QR, d.beta, d.G[k], d.qd, d.g
     constraint_rows(m, d, k)
     for r in range(na):
         for j in range(nd):
@@ -767,9 +781,7 @@ def loop_constraint(m, d, k, yd, velocities):
         for j in range(mk):
             t += G[j, r] * yd[y0 + j]
         qd[v0 + r] = t
-    constraint_bias(m, d, k, qd[v0:v1], b)
-    for r in range(na):
-        A[r, n] = b[r]
+    constraint_bias(m, d, k, qd[v0:v1], A[:, n])
     qr_solve(m, k, A, nd, beta, n)
     for p in range(nd):
         g[v0 + dependent[p]] = A[pivot[p], n]
@@ -822,14 +834,9 @@ def kinematics(m, d, q, yd, velocities=True):
         k, p = cluster[i], parent[i]
         v0, mk, single = v_range[k, 0], y_range[k, 1] - y_range[k, 0], kind[k] == SINGLE
         inside = p >= body_range[k, 0]
-        E, r = transform_at(Xup_E, Xup_r, i)                         # in registers (header)
         if kind[k] != LOOP:
-            E_o, r_o = transform_at(Xo_E, Xo_r, p) if inside else IDENTITY
-            E_o, r_o = product(E, r, E_o, r_o) if inside else (E, r)
-            for a in range(3):
-                for b in range(3):
-                    Xo_E[i, a, b] = E_o[3 * a + b]
-                Xo_r[i, a] = r_o[a]
+            output_transform(parent, cluster, body_range, Xup_E, Xup_r, Xo_E, Xo_r, i)
+        E, r = transform_at(Xup_E, Xup_r, i)                         # in registers (header)
         for j in range(mk):                                          # S_i G_k, G_k = 1 for one body
             x = joint_column(joint[i], axes[i], j) if single else joint_motion(joint[i], axes[i], G[k, j], col[i])
             y = transformed_motion(E, r, S[p, j]) if inside else ZERO6

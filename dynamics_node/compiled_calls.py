@@ -18,9 +18,10 @@ ran, against the K their kinematics built (constraint_violation; the same rows a
 velocity_violation), LCABA against the constraint rows it built (compiled_lcaba.coupling_rows and
 loop_rows).
 
-Positions equal to those complete_positions returned last (d.q_closed, the Model keeps it) were checked
-then, loops included: they skip the position checks, the one re-validation a state the model produced
-can do without (a caller who changed q changed its values, which then get every check).
+Positions equal to those complete_positions returned last (d.q_closed, kept by the workspace:
+FastPath.closed_positions) were closed to completion's tolerance, within bounds, with unit quaternions:
+they skip the position checks, the re-validation a state the model produced can do without (a caller
+who changed q changed its values, which then get every check).
 
 Checked inputs are kept in d (q_checked: q with its quaternions normalized; yd_checked, ydd_checked:
 independent velocities and accelerations; qd and tau_spanning: LCABA's spanning inputs). The external

@@ -13,7 +13,7 @@ import math
 
 from numba import njit, types
 
-from .compiled import (constraint_rows, FLOATING, LOOP, output_frame, output_transforms, product, relative,
+from .compiled import (constraint_rows, FLOATING, LOOP, loop_output_transforms, output_frame, product, relative,
                        rotated_back, SPHERICAL, transform_at, update_transforms)
 from .kernel_cache import key_on_helpers
 
@@ -148,19 +148,16 @@ def loops_closed(m, d, c, tolerance, transforms):
     if loops == 0:
         return True
     if transforms:
-        for k in range(len(m.kind)):
-            if m.kind[k] == LOOP:
-                output_transforms(m, d, m.body_range[k, 0], m.body_range[k, 1])
+        loop_output_transforms(m, d)
     return loop_residuals(m, d, c, 0, loops, c.rows) <= tolerance
 
 
 @njit(cache=True, nogil=True)
 def velocity_violation(m, d, c, v):
     """constraint_violation at the transforms of the last accept_positions: K of every LOOP cluster first."""
-    kind, body_range = m.kind, m.body_range
-    for k in range(len(kind)):
-        if kind[k] == LOOP:
-            output_transforms(m, d, body_range[k, 0], body_range[k, 1])
+    loop_output_transforms(m, d)
+    for k in range(len(m.kind)):
+        if m.kind[k] == LOOP:
             constraint_rows(m, d, k)
     constraint_violation(m, d, c, v, True)
 

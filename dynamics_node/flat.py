@@ -117,9 +117,9 @@ DATA_FIELDS = {    # name: meaning, shape
     'ydd': 'independent accelerations (ny)',
     'H': 'mass matrix H_y (ny, ny)',
     'K': 'K[k]: the active constraint rows of LOOP cluster k over its spanning velocities (nc, R, N)',
-    'QR': 'Householder QR of the dependent columns of the current LOOP cluster\'s K, carrying others (R, N + 1)',
+    'QR': 'sparse QR of the dependent columns of the current LOOP cluster\'s K, carrying the others and then k '
+          '(R, N + 1)',
     'beta': 'Householder coefficients (N)',
-    'rhs': 'right-hand side of a solve with the QR (R)',
     'joint_o': 'joint_o[i, j]: joint column j of body i of a LOOP cluster in its output frame, ^iX_output^-1 S_i '
                '(nb, 6, 6)',
     'Psi_o': 'Psi_o[l, j]: direction of the j-th active row of loop l in its cluster\'s output frame (nl, 6, 6)',
@@ -130,8 +130,8 @@ DATA_FIELDS = {    # name: meaning, shape
     'zero_f': 'zeros (nb, 6), for calls without external forces',
     'f_ext': 'external forces of the public calls, body coordinates (nb, 6): the workspace\'s (model.Data.f_ext)',
     'q_checked': 'positions of the current public call, checked, unit quaternions (nq; compiled_calls.py)',
-    'q_closed': 'the positions complete_positions returned last, checked and closed, NaN before (nq): equal '
-                'positions skip the position checks (compiled_calls.positions)',
+    'q_closed': 'the positions complete_positions returned last (closed to its tolerance, within bounds, unit '
+                'quaternions), NaN before (nq): equal positions skip the position checks (compiled_calls.positions)',
     'yd_checked': 'its independent velocities (ny)',
     'ydd_checked': 'its independent accelerations (ny)',
     'tau_spanning': 'spanning forces of an LCABA call (nv)',
@@ -208,7 +208,7 @@ class FlatData:
             'IA': (nb, 6, 6), 'Ic': (nb, 10), 'G': (nc, M, N), 'g': (flat.nv,), 'qd': (flat.nv,), 'qdd': (flat.nv,),
             'L': (nc, M, M), 'V': (nc, M, 6), 'u': (flat.ny,), 'z': (M,), 'F': (M, 6), 'SL': (M, 6), 'E3': (3, 3),
             'tau': (flat.ny,), 'ydd': (flat.ny,), 'H': (flat.ny, flat.ny), 'K': (nc, R, N),
-            'QR': (R, N + 1), 'beta': (N,), 'rhs': (R,), 'joint_o': (nb, 6, 6),
+            'QR': (R, N + 1), 'beta': (N,), 'joint_o': (nb, 6, 6),
             'Psi_o': (nl, 6, 6), 'loop_a': (nl, 2, 3), 'w6': (6,), 'info': (2,), 'zero_y': (flat.ny,),
             'zero_f': (nb, 6), 'f_ext': (nb, 6),
             'q_checked': (flat.nq,), 'q_closed': (flat.nq,), 'yd_checked': (flat.ny,), 'ydd_checked': (flat.ny,),
@@ -335,12 +335,12 @@ def _loop_fields(model):
         'loop_range': ranges, 'loop_row': np.zeros(nl, dtype=np.int64), 'loop_Psi': np.zeros((nl, 6, 6)),
         'loop_active': np.zeros((nl, 2), dtype=np.int64), 'loop_E': np.zeros((nl, 3, 3)), 'loop_r': np.zeros((nl, 3)),
         'loop_path': np.zeros((nl, 2, P), dtype=np.int64), 'loop_path_len': np.zeros((nl, 2), dtype=np.int64),
-        'loop_ends': np.zeros((nl, 2), dtype=np.int64), 'loop_cluster': np.zeros(nl, dtype=np.int64),
+        'loop_ends': np.zeros((nl, 2), dtype=np.int64),
+        'loop_cluster': np.repeat(np.arange(len(ranges)), ranges[:, 1] - ranges[:, 0]).astype(np.int64),
         'loop_universal': np.zeros(nl, dtype=np.int64), 'loop_axes': np.zeros((nl, 2, 3)),
     }
     for index, (row, con, mine, rows) in enumerate(loops):
         fields['loop_row'][index] = row
-        fields['loop_cluster'][index] = model.cluster_of[con.bodies[0]]
         fields['loop_active'][index] = (mine[0], mine[-1] + 1) if mine.size else (0, 0)
         fields['loop_Psi'][index, :mine.size] = con.Psi.T[rows]
         fields['loop_E'][index], fields['loop_r'][index] = _plucker_parts(con.X_P_pred)

@@ -67,17 +67,21 @@ def _compiled_calls_equal(name, model, q, v, yd, a, ydd, tau, wrenches, links, e
 
 
 def test_positions_complete_positions_returned_skip_the_position_checks(rng):
-    """The workspace keeps the positions complete_positions returned last (checked and closed then): equal
-    positions skip the position checks, any other positions get them, and a failed completion keeps the
-    last ones."""
+    """The workspace keeps the positions complete_positions returned last (closed then): equal positions skip
+    the position checks in every fused call, any other positions get them, and a failed completion keeps
+    the last ones."""
     model = load_model(bundled_model('six_bar'))
     engine = model._local.data.engine
     q = model.complete_positions([0.3])
     opened = _with(q, 1, q[1] + 0.1)
-    with pytest.raises(ModelError, match='violates constraint'):
-        model.mass_matrix(opened)
+    yd, tau = np.ones(model.ny), np.ones(model.ny)
+    checked = calls(model, q, yd, tau, tau, None, [model.links[-1]])
+    for label, call in checked.items():
+        with pytest.raises(ModelError, match='violates constraint'):
+            call(opened, yd, tau, tau)
     engine.closed_positions(opened)             # as if completion had returned it: the loop check is skipped
-    assert np.all(np.isfinite(model.mass_matrix(opened)))
+    for label, call in checked.items():
+        assert np.all(np.isfinite(call(opened, yd, tau, tau))), label
     np.testing.assert_array_equal(model.complete_positions([0.3]), q)
     with pytest.raises(ModelError, match='violates constraint'):
         model.mass_matrix(opened)
@@ -125,6 +129,7 @@ def _bad_inputs(model, q, v, yd, tau, a, rng):
         'v beyond bound': (q, _with(v, 0, 1e7), tau, a), 'tau nan': (q, v, _with(tau, 0, np.nan), a),
         'a beyond bound': (q, v, tau, _with(a, 0, 1e9)),
         'q not closed': (q + 0.01 * rng.normal(size=q.size), v, tau, a),
+        'a loop open': (_loop_opened(model, q), v, tau, a),
         'v inconsistent': (q, v + 0.01 * rng.normal(size=v.size), tau, a),
         'a inconsistent': (q, v, tau, a + 0.01 * rng.normal(size=a.size)),
         'independent v, q not closed': (q + 0.01 * rng.normal(size=q.size), yd, tau, a),
@@ -132,6 +137,15 @@ def _bad_inputs(model, q, v, yd, tau, a, rng):
     if quaternion is not None:
         cases['quaternion norm'] = (_with(q, quaternion, 3.0), v, tau, a)
     return cases
+
+
+def _loop_opened(model, q):
+    """q with a dependent joint of a loop cluster turned by 0.01 (couplings still closed), else q."""
+    for c in model.cluster_list:
+        if not c.linear:
+            body = next(b for b in c.bodies if model.joint_role[b] == 'dependent')
+            return _with(q, model.idx_q[body], q[model.idx_q[body]] + 0.01)
+    return q
 
 
 def _with(x, i, value):

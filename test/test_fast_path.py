@@ -21,7 +21,7 @@ from dynamics_node import (borrowed, compiled, compiled_calls, compiled_checks, 
                            SingularConfigurationError)
 from dynamics_node.fast_path import FastPath
 from dynamics_node.joints import QUATERNION_AT
-from dynamics_node.kinematics import forward_pass, update_transforms
+from dynamics_node.kinematics import explicit_constraint, forward_pass, update_transforms
 from dynamics_node.lcaba import ProximalSettings
 from dynamics_node.reference import ReferencePath
 from dynamics_node.state import external_forces
@@ -40,12 +40,40 @@ SLOTTED_ARM = urdf(link('base', ''), link('crank'), link('block'), link('rocker'
                    joint('rocker_joint', 'base', 'rocker', origin='-1 0 0', attributes='independent="false"'),
                    '<loop name="slot" type="prismatic"><predecessor link="rocker"/><successor link="block"/>'
                    '<axis xyz="1 0 0"/></loop>')
-MODELS = ROBOTS + ['slotted_arm']
+
+
+def hinge(name, parent, child, axis, origin, dependent=True):
+    mark = 'independent="false"' if dependent else ''
+    return (f'<joint name="{name}" type="revolute" {mark}>'
+            f'<parent link="{parent}"/><child link="{child}"/><origin xyz="{origin}"/><axis xyz="{axis}"/>'
+            '<limit lower="-3.2" upper="3.2" effort="1" velocity="1"/></joint>')
+
+
+def loop(name, kind, predecessor, at, successor, at_successor, axis='0 0 1', extra=''):
+    return (f'<loop name="{name}" type="{kind}"><predecessor link="{predecessor}"><origin xyz="{at}"/></predecessor>'
+            f'<successor link="{successor}"><origin xyz="{at_successor}"/></successor><axis xyz="{axis}"/>{extra}'
+            '</loop>')
+
+
+# Loops the compiled rows (in the cluster's output frame) could get wrong where the NCA-based reference does
+# not: a four-bar hanging from a turning link A and closed at A itself (its predecessor, then its successor,
+# is its NCA: one path is empty; the output body is A, not the ground). (delta's loops have their NCA inside
+# their cluster.)
+HUNG_FOUR_BAR = ''.join((link('base', ''), link('A'), link('B'), link('C'), link('D'),
+                         hinge('A_j', 'base', 'A', '0 1 0', '0 0 0.5', False),
+                         hinge('B_j', 'A', 'B', '0 0 1', '0 0 0', False),
+                         hinge('C_j', 'B', 'C', '0 0 1', '0.3 0 0'), hinge('D_j', 'C', 'D', '0 0 1', '1.0 0 0')))
+EXTRA_MODELS = {
+    'closed_at_predecessor_nca': urdf(HUNG_FOUR_BAR, loop('close', 'revolute', 'A', '1.0 0.2 0', 'D', '0.5 0 0')),
+    'closed_at_successor_nca': urdf(HUNG_FOUR_BAR, loop('close', 'revolute', 'D', '0.5 0 0', 'A', '1.0 0.2 0')),
+    'slotted_arm': SLOTTED_ARM,
+}
+MODELS = ROBOTS + list(EXTRA_MODELS)
 
 
 @functools.lru_cache(maxsize=None)
 def model_and_fast_path(name):
-    model = load_model(SLOTTED_ARM) if name == 'slotted_arm' else robot(name)
+    model = load_model(EXTRA_MODELS[name]) if name in EXTRA_MODELS else robot(name)
     fast = FastPath(model)
     fast.warm_up()
     return model, fast
@@ -113,6 +141,50 @@ def test_spanning_accelerations(name, rng):
         q, yd, _ = random_state(model, rng)
         ydd = rng.normal(size=model.ny)
         assert_close(fast.spanning(q, yd, ydd), reference.spanning(q, yd, ydd), 'G ydd + g', RTOL)
+
+
+def test_explicit_constraints_at_any_positions():
+    """G and g of the compiled loop rows (output frame) = kinematics.explicit_constraint's (NCA frame) at
+    random positions, closed or not (both are defined anywhere): a universal loop whose NCA is a body of its
+    cluster and a spherical loop, on random axes and offsets."""
+    rng = np.random.default_rng(11)
+
+    def offset():
+        return ' '.join(f'{x:.3f}' for x in rng.uniform(-0.5, 0.5, 3))
+
+    def axis():
+        a = rng.normal(size=3)
+        return ' '.join(f'{x:.4f}' for x in a / np.linalg.norm(a))
+
+    chains = [('G', 'base', False), ('B', 'base', True), ('C1', 'B', True), ('C2', 'C1', True), ('C3', 'C2', True),
+              ('D1', 'B', True), ('D2', 'D1', True), ('E', 'D2', True)]
+    model = load_model(urdf(link('base', ''), *(link(child) for child, _, _ in chains),
+                            *(hinge(f'{child}_j', parent, child, axis(), offset(), dependent)
+                              for child, parent, dependent in chains),
+                            loop('u', 'universal', 'C3', offset(), 'E', offset(), axis='0 1 0',
+                                 extra='<axis2 xyz="1 0 0"/>'),
+                            loop('s', 'spherical', 'G', offset(), 'D2', offset())))
+    (cluster,) = [c for c in model.cluster_list if c.constraints]
+    (universal,) = [con for con in cluster.constraints if con.name == 'u']
+    assert model.cluster_of[universal.nca] == cluster.index, 'the NCA of u is a body of its cluster'
+    fast, data = FastPath(model), model.create_data()
+    k, (v0, v1), (y0, y1) = cluster.index, model.v_range[cluster.index], model.y_range[cluster.index]
+    compared = 0
+    for _ in range(30):
+        q = model.q_neutral.copy()
+        for b in range(1, model.nb):
+            q[model.idx_q[b]] = rng.uniform(-np.pi, np.pi)
+        yd = rng.normal(size=model.ny)
+        update_transforms(model, data, q)
+        try:
+            G, g, _ = explicit_constraint(model, data, k, yd[y0:y1])
+        except SingularConfigurationError:
+            continue
+        fast.spanning(q, yd, np.zeros(model.ny))
+        assert_close(fast.data.G[k, :cluster.m, :cluster.n].T, G, 'G', 1e-9)
+        assert_close(fast.data.g[v0:v1], g, 'g', 1e-9)
+        compared += 1
+    assert compared >= 20
 
 
 def assert_same_lcaba(model, fast, q, v, tau, wrenches, name):
