@@ -615,11 +615,10 @@ def body_transforms(m, d, q, b0, b1):
 # ---- cluster kinematics (kinematics.py; seed 003, Alg. 1 lines 1-19) ----
 
 @njit(inline='always')
-def output_transform(parent, cluster, body_range, Xup_E, Xup_r, Xo_E, Xo_r, i):
-    """Xo[i] = ^iX_output(i): Xup[i] Xo[parent(i)] where the parent is in the cluster, else Xup[i]
-    (kinematics.py cluster_motion; parents first)."""
+def set_output_transform(parent, cluster, body_range, Xo_E, Xo_r, i, E, r):
+    """Xo[i] = ^iX_output(i) from Xup[i] = (E, r): Xup[i] Xo[parent(i)] where the parent is in the cluster,
+    else Xup[i] (kinematics.py cluster_motion; parents first)."""
     p = parent[i]
-    E, r = transform_at(Xup_E, Xup_r, i)
     if p >= body_range[cluster[i], 0]:
         E_o, r_o = transform_at(Xo_E, Xo_r, p)
         E, r = product(E, r, E_o, r_o)
@@ -635,7 +634,8 @@ def output_transforms(m, d, b0, b1):
     parent, cluster, body_range, Xup_E, Xup_r, Xo_E, Xo_r = m.parent, m.cluster, m.body_range, d.Xup_E, d.Xup_r, \
         d.Xo_E, d.Xo_r
     for i in range(b0, b1):
-        output_transform(parent, cluster, body_range, Xup_E, Xup_r, Xo_E, Xo_r, i)
+        E, r = transform_at(Xup_E, Xup_r, i)
+        set_output_transform(parent, cluster, body_range, Xo_E, Xo_r, i, E, r)
 
 
 @njit
@@ -834,9 +834,9 @@ def kinematics(m, d, q, yd, velocities=True):
         k, p = cluster[i], parent[i]
         v0, mk, single = v_range[k, 0], y_range[k, 1] - y_range[k, 0], kind[k] == SINGLE
         inside = p >= body_range[k, 0]
-        if kind[k] != LOOP:
-            output_transform(parent, cluster, body_range, Xup_E, Xup_r, Xo_E, Xo_r, i)
         E, r = transform_at(Xup_E, Xup_r, i)                         # in registers (header)
+        if kind[k] != LOOP:                                          # a LOOP cluster's with its constraints
+            set_output_transform(parent, cluster, body_range, Xo_E, Xo_r, i, E, r)
         for j in range(mk):                                          # S_i G_k, G_k = 1 for one body
             x = joint_column(joint[i], axes[i], j) if single else joint_motion(joint[i], axes[i], G[k, j], col[i])
             y = transformed_motion(E, r, S[p, j]) if inside else ZERO6
