@@ -29,8 +29,8 @@ import math
 
 from numba import njit
 
-from .compiled import (cross_force, cross_motion, dot6, joint_nv, path_transform, relative, rotated_back, transform_at,
-                       transformed_motion, transposed_force, update_transforms)
+from .compiled import (cross_force, cross_motion, dot6, joint_nv, path_transform, relative, rigid_force, rotated_back,
+                       transform_at, transformed_motion, transposed_force, update_transforms)
 from .kernel_cache import key_on_helpers
 
 OK, NOT_POSITIVE = 0, 1
@@ -92,13 +92,6 @@ def add_scaled6(a, s, b):
 @njit(inline='always')
 def scale6(s, a):
     return s * a[0], s * a[1], s * a[2], s * a[3], s * a[4], s * a[5]
-
-
-@njit(inline='always')
-def times6(M, i, x):
-    """M[i] x for a 6x6 M[i] of a 3-d buffer (compiled.mat6_vec)."""
-    return (dot6(row6_of(M, i, 0), x), dot6(row6_of(M, i, 1), x), dot6(row6_of(M, i, 2), x),
-            dot6(row6_of(M, i, 3), x), dot6(row6_of(M, i, 4), x), dot6(row6_of(M, i, 5), x))
 
 
 # ---- 3x3 blocks as row-major 9-tuples; 6x6 matrices as four blocks [11, 12, 21, 22] ----
@@ -308,7 +301,8 @@ def solve_transposed(L, i, n, x):
 @njit(error_model='numpy', fastmath={'contract'})
 def first_forward_sweep(m, d, p, w, qd, f_ext):
     """v_i, c_i = v_i x S_i qd_i, H_ii = I_i, f_i = f_ext - v_i x* I_i v_i (seed 004 Sec. IV-C1)."""
-    joint, parent, inertia, Xup_E, Xup_r, v = m.joint, m.parent, m.inertia, d.Xup_E, d.Xup_r, d.v
+    joint, parent, inertia, rigid, Xup_E, Xup_r, v = m.joint, m.parent, m.inertia, m.rigid_inertia, d.Xup_E, d.Xup_r, \
+        d.v
     S, slot, idx_v, H, c, f, f_tree, nb = p.S, p.slot, p.idx_v, w.H, w.c, w.f, w.f_tree, len(parent)
     for jk in range(nb - 1, H.shape[0]):                  # the couplings H[j, k], j < k, start at zero
         for row in range(6):
@@ -323,7 +317,7 @@ def first_forward_sweep(m, d, p, w, qd, f_ext):
         vi = add6(transformed_motion(E, r, row6(v, parent[i])), vJ)
         set_row6(v, i, vi)
         set_row6(c, i, cross_motion(vi, vJ))
-        fi = sub6(row6(f_ext, i), cross_force(vi, times6(inertia, i, vi)))
+        fi = sub6(row6(f_ext, i), cross_force(vi, rigid_force(rigid[i], vi)))
         set_row6(f, i, fi)
         set_row6(f_tree, i, fi)
         ii = slot[i, i]
@@ -516,8 +510,10 @@ def backward_sweep(m, d, p, w, tau, a0):
 def rollout(m, d, p, w, a0, reduced):
     """Accelerations in reverse elimination order (Alg. 1 lines 24-26): qdd_i = L_i^-T (ubar_i - Z_i a'_i
     - sum_j Y_ij a_j), a'_i = Xup_i a_parent + c_i and a_i = a'_i + S_i qdd_i from a_0, into w.qdd and w.a;
-    reduced (Alg. 2): their changes dqdd, da from Delta a_0 = a0 with c = 0."""
-    c, a, qdd = (w.zero_c, w.da, w.dqdd) if reduced else (w.c, w.a, w.qdd)
+    reduced (Alg. 2): their changes dqdd, da from Delta a_0 = a0 with c = 0 (into w.da), added to w.qdd and
+    w.a as they come (Alg. 3 line 12). Returns ||dqdd||_inf (reduced), else 0."""
+    c, a = (w.zero_c, w.da) if reduced else (w.c, w.a)
+    qdd, a_total, step = w.qdd, w.a, 0.0
     set_row6(a, 0, a0)
     joint, parent, Xup_E, Xup_r, S, order, idx_v = m.joint, m.parent, d.Xup_E, d.Xup_r, p.S, p.order, p.idx_v
     n_neighbours, neighbours, Z, Y, L, ubar, z = p.n_neighbours, p.neighbours, w.Z, w.Y, w.L, w.ubar, w.z
@@ -533,9 +529,16 @@ def rollout(m, d, p, w, a0, reduced):
             z[j] = t
         solve_transposed(L, i, n, z)
         for j in range(n):
-            qdd[idx_v[i] + j] = z[j]
+            if reduced:
+                qdd[idx_v[i] + j] += z[j]
+                step = max(step, abs(z[j]))
+            else:
+                qdd[idx_v[i] + j] = z[j]
             ai = add_scaled6(ai, z[j], row6_of(S, i, j))
         set_row6(a, i, ai)
+        if reduced:
+            add_row6(a_total, i, ai)
+    return step
 
 
 @njit(error_model='numpy', fastmath={'contract'})
@@ -584,25 +587,13 @@ def update_multipliers(p, w, mu, first):
 
 
 @njit(error_model='numpy', fastmath={'contract'})
-def take_step(w):
-    """qdd += dqdd and a += da; returns ||dqdd||_inf."""
-    qdd, dqdd, a, da, step = w.qdd, w.dqdd, w.a, w.da, 0.0
-    for j in range(len(qdd)):
-        qdd[j] += dqdd[j]
-        step = max(step, abs(dqdd[j]))
-    for i in range(len(a)):
-        add_row6(a, i, row6(da, i))
-    return step
-
-
-@njit(error_model='numpy', fastmath={'contract'})
 def gradient_forces(m, d, p, w, mu):
     """df = f_tree - I a - sum K^T (lambda + mu r) into d.f: the body forces of the augmented Lagrangian's
     gradient at the current accelerations (lcaba._gradient_forces)."""
-    inertia, df, f_tree, a, K, r, lam = m.inertia, d.f, w.f_tree, w.a, w.K, w.r, w.lam
+    rigid, df, f_tree, a, K, r, lam = m.rigid_inertia, d.f, w.f_tree, w.a, w.K, w.r, w.lam
     con_rows, con_row0, con_entries, entry_body = p.con_rows, p.con_row0, p.con_entries, p.entry_body
     for i in range(1, len(a)):
-        set_row6(df, i, sub6(row6(f_tree, i), times6(inertia, i, row6(a, i))))
+        set_row6(df, i, sub6(row6(f_tree, i), rigid_force(rigid[i], row6(a, i))))
     for con in range(len(con_rows)):
         for e in range(con_entries[con, 0], con_entries[con, 1]):
             b = entry_body[e]
@@ -636,8 +627,7 @@ def lcaba(m, d, p, w, q, qd, tau, f_ext, mu, tolerance, max_iterations):
             break
         gradient_forces(m, d, p, w, mu)
         reduced_backward_sweep(m, d, p, w, tau)
-        rollout(m, d, p, w, (0.0, 0.0, 0.0, 0.0, 0.0, 0.0), True)
-        step = take_step(w)
+        step = rollout(m, d, p, w, (0.0, 0.0, 0.0, 0.0, 0.0, 0.0), True)
         iterations += 1
     w.result[0], w.result[1], w.result[2] = iterations, residual, 1.0 if converged else 0.0
     return OK

@@ -66,7 +66,6 @@ DATA_FIELDS = {    # name: meaning, shape
     'a': 'body accelerations (nb, 6)',
     'da': 'change of the body accelerations of a reduced sweep (nb, 6)',
     'qdd': 'spanning accelerations (nv)',
-    'dqdd': 'change of qdd of a reduced sweep (nv)',
     'zero_c': 'zeros (nb, 6): no velocity product in a reduced sweep',
     'z': 'scratch of a rollout: L_i^T qdd_i, then qdd_i (6)',
     'result': 'iterations, residual ||K qdd - k||_inf, converged (3)',
@@ -160,7 +159,7 @@ class LcabaData:
             'H': (plan.n_slots, 6, 6), 'f': (nb, 6), 'f_tree': (nb, 6), 'c': (nb, 6), 'K': (ne, 6, 6),
             'k': (ncon, 6), 'r': (ncon, 6), 'lam': (plan.rows,), 'L': (nb, 6, 6), 'Z': (nb, 6, 6),
             'Y': (nb, 6 * N, 6), 'ubar': (nb, 6), 'a': (nb, 6), 'da': (nb, 6), 'qdd': (plan.nv,),
-            'dqdd': (plan.nv,), 'zero_c': (nb, 6), 'z': (6,), 'result': (3,), 'info': (1,), 'violation': (1,),
+            'zero_c': (nb, 6), 'z': (6,), 'result': (3,), 'info': (1,), 'violation': (1,),
             'settings': (3,),
         }
         fields = {name: np.zeros(shapes[name]) for name in DATA_FIELDS}
