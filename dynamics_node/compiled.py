@@ -652,6 +652,27 @@ def output_frame(m, d, k, body):
     return transform_at(d.Xo_E, d.Xo_r, body) if m.cluster[body] == k else IDENTITY
 
 
+@njit(inline='always')
+def set_loop_ends(d, lp, E_A, r_A, E_B, r_B):
+    """The transforms to the predecessor (A) and successor (B) bodies of loop lp from one frame fixed to both
+    (d.end_E, d.end_r), which the closure check reads (compiled_checks.loop_residuals)."""
+    end_E, end_r = d.end_E[lp], d.end_r[lp]
+    for a in range(3):
+        for b in range(3):
+            end_E[0, a, b], end_E[1, a, b] = E_A[3 * a + b], E_B[3 * a + b]
+        end_r[0, a], end_r[1, a] = r_A[a], r_B[a]
+
+
+@njit
+def loop_ends_at_outputs(m, d, l0, l1):
+    """set_loop_ends of the loops l0..l1-1 at the output transforms Xo of their clusters."""
+    for lp in range(l0, l1):
+        k = m.loop_cluster[lp]
+        E_A, r_A = output_frame(m, d, k, m.loop_ends[lp, 0])
+        E_B, r_B = output_frame(m, d, k, m.loop_ends[lp, 1])
+        set_loop_ends(d, lp, E_A, r_A, E_B, r_B)
+
+
 @njit
 def constraint_rows(m, d, k):
     """K_k of the LOOP cluster k over its active rows into d.K[k], at the transforms Xo of its bodies
@@ -682,6 +703,8 @@ def constraint_rows(m, d, k):
         path, length, a0, rows = loop_path[lp], loop_path_len[lp], loop_active[lp, 0], \
             loop_active[lp, 1] - loop_active[lp, 0]
         E_A, r_A = output_frame(m, d, k, loop_ends[lp, 0])                   # ^predX_o
+        E_B, r_B = output_frame(m, d, k, loop_ends[lp, 1])                   # ^succX_o
+        set_loop_ends(d, lp, E_A, r_A, E_B, r_B)
         E, r = transform_at(loop_E, loop_r, lp)
         E, r = product(E, r, E_A, r_A)                                       # ^PX_o = ^PX_pred ^predX_o
         for row in range(universal[lp], rows):
@@ -689,7 +712,6 @@ def constraint_rows(m, d, k):
             for e in range(6):
                 Psi_o[lp, row, e] = psi[e]
         if universal[lp]:
-            E_B, _ = output_frame(m, d, k, loop_ends[lp, 1])                 # ^succX_o
             a1, a2 = rotated_back(E_A, loop_axes[lp, 0]), rotated_back(E_B, loop_axes[lp, 1])
             n = (a1[1] * a2[2] - a1[2] * a2[1], a1[2] * a2[0] - a1[0] * a2[2], a1[0] * a2[1] - a1[1] * a2[0])
             for e in range(3):

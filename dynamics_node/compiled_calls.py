@@ -196,6 +196,6 @@ def forward_dynamics_lcaba(x, q, v, tau):
             tau_spanning[m.independent_v[j]] = tau[j]
     mu, tolerance, max_iterations = w.settings[0], w.settings[1], int(w.settings[2])
     if lcaba(m, d, p, w, None, qd, tau_spanning, d.f_ext, mu, tolerance, max_iterations) != OK \
-            or not closed(m, d, c, known, True) or not consistent(m, d, c, v, w.violation[0]) or not finite(w.qdd):
+            or not closed(m, d, c, known, False) or not consistent(m, d, c, v, w.violation[0]) or not finite(w.qdd):
         return REFER
     return OK

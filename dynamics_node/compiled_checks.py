@@ -13,8 +13,8 @@ import math
 
 from numba import njit, types
 
-from .compiled import (constraint_rows, FLOATING, LOOP, loop_output_transforms, output_frame, product, relative,
-                       rotated_back, SPHERICAL, transform_at, update_transforms)
+from .compiled import (constraint_rows, FLOATING, LOOP, loop_ends_at_outputs, loop_output_transforms, product,
+                       relative, rotated_back, SPHERICAL, transform_at, update_transforms)
 from .kernel_cache import key_on_helpers
 
 QUATERNION_TOLERANCE = 1e-5       # |norm - 1| accepted, as state.positions
@@ -58,21 +58,22 @@ def coupling_residual(b, q_rows, q_index, q_coefficient, row, q):
 @njit
 def loop_residuals(m, d, c, l0, l1, rows):
     """phi of the loops l0..l1-1 into rows, each loop's at its rows of its cluster (loop_row) in the order of
-    K (LoopConstraint.residual, flat_checks.ROTATION_MODE and POSITION_MODE), at the transforms Xo of their
-    clusters' bodies (compiled.output_transforms: the loop frames relative to one another, from the
-    cluster's output frame rather than the NCA); returns max |phi| (loops of different clusters overwrite
-    each other's rows: only the maximum counts there)."""
-    loop_ends, loop_cluster, loop_row = m.loop_ends, m.loop_cluster, m.loop_row
+    K (LoopConstraint.residual, flat_checks.ROTATION_MODE and POSITION_MODE), at the transforms to the ends
+    of each loop from one frame (d.end_E, d.end_r: the loop frames relative to one another, whatever that
+    frame): the cluster's output frame where constraint_rows or loop_ends_at_outputs left them, the NCA's
+    where LCABA's rows did; returns max |phi| (loops of different clusters overwrite each other's rows:
+    only the maximum counts there)."""
+    loop_row, end_E, end_r = m.loop_row, d.end_E, d.end_r
     pred_E, pred_r, succ_E, succ_r, frames, axis2 = m.loop_E, m.loop_r, c.succ_E, c.succ_r, c.frame, c.axis2
     rotation_mode, position_mode = c.rotation_mode, c.position_mode
     worst = 0.0
     for lp in range(l0, l1):
-        E_A, r_A = output_frame(m, d, loop_cluster[lp], loop_ends[lp, 0])        # ^AX_o
-        E_B, r_B = output_frame(m, d, loop_cluster[lp], loop_ends[lp, 1])        # ^BX_o
+        E_A, r_A = transform_at(end_E[lp], end_r[lp], 0)                        # ^AX_f
+        E_B, r_B = transform_at(end_E[lp], end_r[lp], 1)                        # ^BX_f
         E, r = transform_at(pred_E, pred_r, lp)
-        E_P, r_P = product(E, r, E_A, r_A)                                       # ^PX_o
+        E_P, r_P = product(E, r, E_A, r_A)                                       # ^PX_f
         E, r = transform_at(succ_E, succ_r, lp)
-        E_S, r_S = product(E, r, E_B, r_B)                                       # ^SX_o
+        E_S, r_S = product(E, r, E_B, r_B)                                       # ^SX_f
         ES, p = relative(E_S, r_S, E_P, r_P)                                     # ^SX_P: R_rel = ES^T, p
         frame, mode, row0 = frames[lp], rotation_mode[lp], loop_row[lp]
         row = row0
@@ -142,13 +143,14 @@ def couplings_closed(c, q, tolerance):
 
 @njit
 def loops_closed(m, d, c, tolerance, transforms):
-    """Every loop within tolerance at d.Xup (loop_residuals): with transforms, after the Xo of the LOOP
-    clusters' bodies; without, at the Xo an algorithm's kinematics left (compiled_calls.py)."""
+    """Every loop within tolerance at d.Xup (loop_residuals): with transforms, at the Xo of the LOOP clusters'
+    bodies; without, at the loop ends an algorithm left (constraint_rows, LCABA's loop_rows: compiled_calls.py)."""
     loops = len(c.rotation_mode)
     if loops == 0:
         return True
     if transforms:
         loop_output_transforms(m, d)
+        loop_ends_at_outputs(m, d, 0, loops)
     return loop_residuals(m, d, c, 0, loops, c.rows) <= tolerance
 
 

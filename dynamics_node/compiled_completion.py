@@ -17,8 +17,8 @@ import math
 from numba import njit
 
 from .borrowed import borrowed
-from .compiled import (body_transforms, constraint_rows, dependent_least_squares, LOOP, OK, output_transforms,
-                       SPHERICAL)
+from .compiled import (body_transforms, constraint_rows, dependent_least_squares, LOOP, loop_ends_at_outputs, OK,
+                       output_transforms, SPHERICAL)
 from .compiled_checks import accept_positions, coupling_residual, loop_residuals, POSITION_BOUND, REFER
 from .kernel_cache import key_on_helpers
 
@@ -35,6 +35,7 @@ def residual(m, d, c, k, q, phi):
     max |phi|."""
     body_transforms(m, d, q, m.body_range[k, 0], m.body_range[k, 1])    # all the loops need
     output_transforms(m, d, m.body_range[k, 0], m.body_range[k, 1])
+    loop_ends_at_outputs(m, d, m.loop_range[k, 0], m.loop_range[k, 1])
     rows, b, coupling_cluster, coupling_row = c.rows, c.b, c.coupling_cluster, c.coupling_row
     q_rows, q_index, q_coefficient, active = c.q_rows, c.q_index, c.q_coefficient, m.active[k]
     loop_residuals(m, d, c, m.loop_range[k, 0], m.loop_range[k, 1], rows)

@@ -30,7 +30,7 @@ import math
 from numba import njit
 
 from .compiled import (cross_force, cross_motion, dot6, joint_nv, path_transform, relative, rigid_force, rotated_back,
-                       transform_at, transformed_motion, transposed_force, update_transforms)
+                       set_loop_ends, transform_at, transformed_motion, transposed_force, update_transforms)
 from .kernel_cache import key_on_helpers
 
 OK, NOT_POSITIVE = 0, 1
@@ -370,6 +370,7 @@ def loop_rows(d, p, w, con):
     Xup_E, Xup_r, loop_PsiT, universal = d.Xup_E, d.Xup_r, p.loop_PsiT, p.loop_universal[lp]
     EA, rA = path_transform(Xup_E, Xup_r, p.loop_path[lp, 0], p.loop_path_len[lp, 0])
     EB, rB = path_transform(Xup_E, Xup_r, p.loop_path[lp, 1], p.loop_path_len[lp, 1])
+    set_loop_ends(d, lp, EA, rA, EB, rB)        # for the closure check (loops in the order of flat.py's)
     E, r = relative(EA, rA, EB, rB)           # X_A_B = X_A_nca X_B_nca^-1
     A, B = p.entry_body[e0], p.entry_body[e0 + 1]
     vA, vB = row6(d.v, A), transformed_motion(E, r, row6(d.v, B))

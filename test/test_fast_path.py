@@ -203,6 +203,18 @@ def assert_same_lcaba(model, fast, q, v, tau, wrenches, name):
         assert_close(result.multipliers[con], lam, f'{name}: lambda {con}', LCABA_RTOL * ProximalSettings().mu)
 
 
+@pytest.mark.parametrize('name', MODELS)
+def test_lcaba_and_the_cluster_algorithms_number_the_loops_alike(name):
+    """LCABA's rows leave the ends of each loop where the closure check reads them (compiled.set_loop_ends),
+    under the loop's index in flat.py."""
+    model, _ = model_and_fast_path(name)
+    plan = flat_lcaba.lcaba_plan(model)
+    lcaba_loops = [con.name for con, loop in zip(plan.constraints, plan.con_loop) if loop >= 0]
+    assert [plan.con_loop[plan.constraints.index(con)] for con in plan.constraints
+            if con.name in lcaba_loops] == list(range(len(lcaba_loops)))
+    assert lcaba_loops == [con.name for c in model.cluster_list if not c.linear for _, con, _, _ in c.loop_rows()]
+
+
 def test_lcaba_keeps_the_active_rows(rng):
     """LCABA keeps a loop's rows that are not identically zero: 2 of the four-bar's revolute loop (5 rows:
     its plane's point constraint) and of each of linkage_leg's and six_bar's. Its multipliers still name all
