@@ -12,8 +12,8 @@ input a check refuses, a singular configuration or a non-finite result. Model th
 path, which names the error (or falls back to LCABA): the compiled path only ever accepts.
 
 Checks and algorithm share their work: the position check leaves d.Xup at q, where the algorithms
-start (q None); the loops are checked after the algorithm, at the transforms Xo its kinematics computed
-for the constraint rows (loops_closed); the cluster ABA and RNEA check spanning velocities after they
+start (q None); the loops are checked after the algorithm, at the transforms to each loop's ends its
+constraint rows computed (closed); the cluster ABA and RNEA check spanning velocities after they
 ran, against the K their kinematics built (constraint_violation; the same rows and criterion as
 velocity_violation), LCABA against the constraint rows it built (compiled_lcaba.coupling_rows and
 loop_rows).
@@ -61,8 +61,8 @@ def finite(x):
 def positions(m, d, c, q):
     """state.positions(check=True): q into d.q_checked, quaternions normalized, couplings closed, d.Xup left
     at q, where the algorithms take it (their q None). Returns REFUSED; UNCLOSED, the loops to be checked
-    after the algorithm at the transforms its kinematics computed (closed); or CLOSED where q equals the
-    positions complete_positions returned last (d.q_closed, NaN before: checked then, loops included)."""
+    after the algorithm (closed); or CLOSED where q equals the positions complete_positions returned last
+    (d.q_closed, NaN before: closed to completion's tolerance, within bounds, unit quaternions)."""
     if len(q) != len(d.q_checked):
         return REFUSED
     same = True
@@ -78,10 +78,10 @@ def positions(m, d, c, q):
 
 
 @njit(inline='always')
-def closed(m, d, c, known, transforms):
-    """The loops of the checked q within tolerance (compiled_checks.loops_closed) after the algorithm, unless
-    positions() knew q closed."""
-    return known == CLOSED or loops_closed(m, d, c, c.limits[POSITION_TOLERANCE], transforms)
+def closed(m, d, c, known):
+    """The loops of the checked q within tolerance (compiled_checks.loops_closed) at the loop ends the
+    algorithm's constraint rows left, unless positions() knew q closed."""
+    return known == CLOSED or loops_closed(m, d, c, c.limits[POSITION_TOLERANCE], False)
 
 
 @njit
@@ -123,7 +123,7 @@ def forward_dynamics(x, q, v, tau):
     if not (known != REFUSED and motion(m, v, c.limits[VELOCITY_BOUND], d.yd_checked)
             and generalized(m, tau, c.limits[FORCE_BOUND])):
         return REFER
-    if aba(m, d, None, d.yd_checked, tau, d.f_ext) != OK or not closed(m, d, c, known, False) \
+    if aba(m, d, None, d.yd_checked, tau, d.f_ext) != OK or not closed(m, d, c, known) \
             or not consistent(m, d, c, v, ROWS_IN_K) or not finite(d.qdd):
         return REFER
     return OK
@@ -139,7 +139,7 @@ def inverse_dynamics(x, q, v, a):
     if not (known != REFUSED and motion(m, v, c.limits[VELOCITY_BOUND], d.yd_checked)
             and motion(m, a, c.limits[ACCELERATION_BOUND], ydd)):
         return REFER
-    if rnea(m, d, None, d.yd_checked, ydd, d.f_ext) != OK or not closed(m, d, c, known, False) \
+    if rnea(m, d, None, d.yd_checked, ydd, d.f_ext) != OK or not closed(m, d, c, known) \
             or not consistent(m, d, c, v, ROWS_IN_K) or not finite(d.tau):
         return REFER
     if len(a) == m.nv:                         # G and g are those of q, yd since rnea's kinematics
@@ -157,7 +157,7 @@ def mass_matrix(x, q):
     """Model.mass_matrix: H_y into d.H."""
     m, d, c = x.m, x.d, x.c
     known = positions(m, d, c, q)
-    if known == REFUSED or crba(m, d, None) != OK or not closed(m, d, c, known, False) or not finite(d.H):
+    if known == REFUSED or crba(m, d, None) != OK or not closed(m, d, c, known) or not finite(d.H):
         return REFER
     return OK
 
@@ -167,7 +167,7 @@ def inverse_osim(x, q, f):
     """Model.inverse_osim of the links of the FrameSet f (checked by the caller): Lambda^-1 into f.Omega."""
     m, d, c = x.m, x.d, x.c
     known = positions(m, d, c, q)
-    if known == REFUSED or efpa(m, d, None, f.body, f.X, f.T, f.Omega) != OK or not closed(m, d, c, known, False) \
+    if known == REFUSED or efpa(m, d, None, f.body, f.X, f.T, f.Omega) != OK or not closed(m, d, c, known) \
             or not finite(f.Omega):
         return REFER
     return OK
@@ -196,6 +196,6 @@ def forward_dynamics_lcaba(x, q, v, tau):
             tau_spanning[m.independent_v[j]] = tau[j]
     mu, tolerance, max_iterations = w.settings[0], w.settings[1], int(w.settings[2])
     if lcaba(m, d, p, w, None, qd, tau_spanning, d.f_ext, mu, tolerance, max_iterations) != OK \
-            or not closed(m, d, c, known, False) or not consistent(m, d, c, v, w.violation[0]) or not finite(w.qdd):
+            or not closed(m, d, c, known) or not consistent(m, d, c, v, w.violation[0]) or not finite(w.qdd):
         return REFER
     return OK
