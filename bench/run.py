@@ -4,7 +4,8 @@
    call (microseconds, from Python) of our public methods (inputs checked) and of their compiled kernels
    (FastPath) next to Pinocchio on the same spanning tree (loops and couplings ignored, test/oracle.py):
    FD / aba, ID / rnea, H_y / crba, Lambda^-1 / computeMinverse (the robot's contact links); then (1b)
-   the public methods at the positions complete_positions returned last, which skip the position checks.
+   the public methods at the positions complete_positions returned last, which skip the position checks;
+   (1c) where the loop robots' H_y time goes (bench/warm_loops.py).
 2. Loop mechanisms (bench/lcaba_vs_pinocchio.py): our compiled LCABA and cluster ABA, and the public
    forward_dynamics, next to pinocchio.lcaba and constraintDynamics with the loops as 3D/6D constraints.
 3. FD time against depth and loop size on seed 003-style parallel chains (test/mechanisms.py), for ours
@@ -39,6 +40,7 @@ from mechanisms import parallel_chains  # noqa: E402  (test helper: seed 003-sty
 from oracle import KKTOracle  # noqa: E402  (test-only Pinocchio model of the spanning tree)
 from robots import jvrc_like  # noqa: E402
 from timing import interleaved_medians, print_table  # noqa: E402
+from warm_loops import compile_loops, warm_times  # noqa: E402
 
 FIRST = ['quadruped_rotors', 'humanoid_belts']          # the issue's two reference robots lead the table
 ROUNDS, BATCH = 100, 20                                  # 2000 calls per function
@@ -75,7 +77,8 @@ def measure(label, xml, rng):
              'Linv kernel': lambda: fast.inverse_osim(q, links),
              'FD closed': lambda: model.forward_dynamics(closed, yd, tau_y),
              'ID closed': lambda: model.inverse_dynamics(closed, yd, ydd),
-             'H closed': lambda: model.mass_matrix(closed), 'Linv closed': lambda: model.inverse_osim(closed, links)}
+             'H closed': lambda: model.mass_matrix(closed), 'Linv closed': lambda: model.inverse_osim(closed, links),
+             'H fused': lambda: fast._checked_mass_matrix(fast._x, q)}
 
     oracle = KKTOracle(xml)
     oracle.set_layout(model.joint_names)
@@ -86,10 +89,14 @@ def measure(label, xml, rng):
                   'rnea': lambda: pin.rnea(tree, data, qp, vp, ap),
                   'crba': lambda: pin.crba(tree, data, qp),
                   'Minv': lambda: pin.computeMinverse(tree, data, qp)})
-    return label, model, interleaved_medians(calls, ROUNDS, BATCH)
+    t = interleaved_medians(calls, ROUNDS, BATCH)
+    if model.loop_bodies:
+        t['H warm'], t['loops warm'] = warm_times(fast, q)
+    return label, model, t
 
 
 def robot_table(rng):
+    compile_loops(load_model(bundled_model('four_bar'))._local.data.engine)      # before the first warm_up
     names = FIRST + [name for name in bundled_models() if name not in FIRST]
     cases = [(name, bundled_model(name)) for name in names]             # a path or URDF+ text
     cases.append(('jvrc_like (generated)', jvrc_like()))
@@ -113,6 +120,12 @@ def robot_table(rng):
     print_table(('robot',) + tuple(f'{ours} us' for ours, _ in pairs), [
         [label] + [f'{t[ours + " closed"]:.1f} ({t[ours + " closed"] / t[theirs]:.2f})' for ours, theirs in pairs]
         for label, _, t in results])
+    print('\n1c. Where the loop robots\' H_y goes (us): the public call, its fused compiled call from Python, the '
+          'same call\n   repeated inside one compiled call (warm: code, caches and branch predictors), and of that '
+          'the loops\'\n   K, sparse QR and G (compiled.explicit_constraints, warm), next to pin.crba\n')
+    print_table(('robot', 'H_y public', 'fused call', 'fused warm', 'K, QR, G warm', 'pin.crba'), [
+        [label] + [f'{t[key]:.2f}' for key in ('H', 'H fused', 'H warm', 'loops warm', 'crba')]
+        for label, model, t in results if model.loop_bodies])
     print()
 
 
