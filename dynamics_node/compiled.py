@@ -32,7 +32,11 @@ holds its active rows only (flat.py's loop_active); its QR follows the cluster's
 of the dense QR's multiply-adds) and carries K_i along (G without a solve per column).
 The fused public calls (compiled_calls.py) pass q = None: their position check left d.Xup at q.
 No kernel allocates: every buffer lives in d. Each returns a status (OK or one of the singular
-cases below, details in d.info) instead of raising; fast_path.py raises the library's errors.
+cases below, details in d.info) instead of raising; fast_path.py raises the library's errors. The
+kernels here and in compiled_calls.py, compiled_checks.py and compiled_completion.py divide without
+checks, as compiled_lcaba.py does (error_model='numpy'): a zero divisor gives inf or nan, which the
+finiteness checks of the fused calls refer to the Python path, and no ZeroDivisionError can leave a
+kernel (an A/B in one process: delta's fused FD, ID and H_y 2-4 % faster, other robots within 1 %).
 
 Everything a kernel depends on is defined here or passed in m: numba's cache is keyed on this file
 (and on the other kernel modules and borrowed.py, kernel_cache.py) only, so a constant imported from
@@ -55,7 +59,7 @@ OK, SINGULAR_SPLIT, D_NOT_POSITIVE, D_ILL_CONDITIONED = 0, 1, 2, 3
 
 # ---- spatial algebra on (E, r) pairs, X = [[E, 0], [-E rx, E]] (seed 001); contiguous 6-vectors ----
 
-@njit(inline='always')
+@njit(inline='always', error_model='numpy')
 def transform_motion(E, r, m, out):
     """out = X m (transformed_motion); out may alias m."""
     x = transformed_motion(rotation_tuple(E), (r[0], r[1], r[2]), m)
@@ -63,7 +67,7 @@ def transform_motion(E, r, m, out):
         out[e] = x[e]
 
 
-@njit(inline='always')
+@njit(inline='always', error_model='numpy')
 def transform_force(E, r, f, out, add):
     """out = X^T f (transposed_force) (add=False) or out += X^T f; out may alias f."""
     n0, n1, n2, g0, g1, g2 = transposed_force(rotation_tuple(E), (r[0], r[1], r[2]), f)
@@ -72,7 +76,7 @@ def transform_force(E, r, f, out, add):
     out[0], out[1], out[2], out[3], out[4], out[5] = n0, n1, n2, g0, g1, g2
 
 
-@njit(inline='always')
+@njit(inline='always', error_model='numpy')
 def compose(E1, r1, E2, r2, E, r):
     """X = X1 X2 (product) into E, r, which must not alias the inputs."""
     E12, r12 = product(rotation_tuple(E1), (r1[0], r1[1], r1[2]), rotation_tuple(E2), (r2[0], r2[1], r2[2]))
@@ -88,20 +92,20 @@ IDENTITY = ((1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0), (0.0, 0.0, 0.0))
 ZERO6 = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
 
 
-@njit(inline='always')
+@njit(inline='always', error_model='numpy')
 def rotation_tuple(E):
     """A 3x3 array as a row-major 9-tuple."""
     return E[0, 0], E[0, 1], E[0, 2], E[1, 0], E[1, 1], E[1, 2], E[2, 0], E[2, 1], E[2, 2]
 
 
-@njit(inline='always')
+@njit(inline='always', error_model='numpy')
 def transform_at(E, r, i):
     """Transform i of a stack (E[i], r[i]) as tuples."""
     return ((E[i, 0, 0], E[i, 0, 1], E[i, 0, 2], E[i, 1, 0], E[i, 1, 1], E[i, 1, 2], E[i, 2, 0], E[i, 2, 1],
              E[i, 2, 2]), (r[i, 0], r[i, 1], r[i, 2]))
 
 
-@njit(inline='always')
+@njit(inline='always', error_model='numpy')
 def product(E1, r1, E2, r2):
     """X1 X2 as tuples: E = E1 E2, r = r2 + E2^T r1."""
     return ((E1[0] * E2[0] + E1[1] * E2[3] + E1[2] * E2[6], E1[0] * E2[1] + E1[1] * E2[4] + E1[2] * E2[7],
@@ -114,7 +118,7 @@ def product(E1, r1, E2, r2):
              r2[2] + E2[2] * r1[0] + E2[5] * r1[1] + E2[8] * r1[2]))
 
 
-@njit(inline='always')
+@njit(inline='always', error_model='numpy')
 def relative(E1, r1, E2, r2):
     """X1 X2^-1 as tuples, of two transforms from one frame: E = E1 E2^T, r = E2 (r1 - r2)."""
     u = (r1[0] - r2[0], r1[1] - r2[1], r1[2] - r2[2])
@@ -127,14 +131,14 @@ def relative(E1, r1, E2, r2):
              E2[6] * u[0] + E2[7] * u[1] + E2[8] * u[2]))
 
 
-@njit(inline='always')
+@njit(inline='always', error_model='numpy')
 def rotated_back(E, x):
     """E^T x (3-tuple): a vector of the frame below E in the frame above."""
     return (E[0] * x[0] + E[3] * x[1] + E[6] * x[2], E[1] * x[0] + E[4] * x[1] + E[7] * x[2],
             E[2] * x[0] + E[5] * x[1] + E[8] * x[2])
 
 
-@njit(inline='always')
+@njit(inline='always', error_model='numpy')
 def transformed_motion(E, r, m):
     """X m = [E w; E (v - r x w)] as a 6-tuple."""
     w0, w1, w2 = m[0], m[1], m[2]
@@ -145,7 +149,7 @@ def transformed_motion(E, r, m):
             E[0] * t0 + E[1] * t1 + E[2] * t2, E[3] * t0 + E[4] * t1 + E[5] * t2, E[6] * t0 + E[7] * t1 + E[8] * t2)
 
 
-@njit(inline='always')
+@njit(inline='always', error_model='numpy')
 def inverse_motion(E, r, m):
     """X^-1 m = [E^T w; E^T v + r x E^T w] as a 6-tuple."""
     w0, w1, w2 = rotated_back(E, (m[0], m[1], m[2]))
@@ -153,7 +157,7 @@ def inverse_motion(E, r, m):
     return w0, w1, w2, t0 + r[1] * w2 - r[2] * w1, t1 + r[2] * w0 - r[0] * w2, t2 + r[0] * w1 - r[1] * w0
 
 
-@njit(inline='always')
+@njit(inline='always', error_model='numpy')
 def transposed_force(E, r, f):
     """X^T f = [E^T n + r x E^T f0; E^T f0] as a 6-tuple."""
     g0, g1, g2 = rotated_back(E, (f[3], f[4], f[5]))
@@ -161,7 +165,7 @@ def transposed_force(E, r, f):
     return n0 + r[1] * g2 - r[2] * g1, n1 + r[2] * g0 - r[0] * g2, n2 + r[0] * g1 - r[1] * g0, g0, g1, g2
 
 
-@njit(inline='always')
+@njit(inline='always', error_model='numpy')
 def path_transform(Xup_E, Xup_r, path, n):
     """^bodyX_top of the last of the n bodies of path below top as tuples (constraints.chain_transform)."""
     E, r = IDENTITY
@@ -171,7 +175,7 @@ def path_transform(Xup_E, Xup_r, path, n):
     return E, r
 
 
-@njit(inline='always')
+@njit(inline='always', error_model='numpy')
 def right_transform(M, E, r):
     """M X for a 6x6 M given and returned as its columns (6-tuples): each row [p, s] becomes
     [p E + r x (s E), s E]; by columns, which vectorizes over the rows."""
@@ -186,7 +190,7 @@ def right_transform(M, E, r):
             combination(1.0, p2, r[0], s1, -r[1], s0), s0, s1, s2)
 
 
-@njit(inline='always')
+@njit(inline='always', error_model='numpy')
 def rotated(M, E):
     """E^T M E of a 3x3 M, both row-major 9-tuples, E a 3x3 array: W = M E, then E^T W."""
     w = (M[0] * E[0, 0] + M[1] * E[1, 0] + M[2] * E[2, 0], M[0] * E[0, 1] + M[1] * E[1, 1] + M[2] * E[2, 1],
@@ -201,14 +205,14 @@ def rotated(M, E):
             E[0, 2] * w[2] + E[1, 2] * w[5] + E[2, 2] * w[8])
 
 
-@njit(inline='always')
+@njit(inline='always', error_model='numpy')
 def rotated_block(M, r0, c0, E):
     """E^T M[r0:r0 + 3, c0:c0 + 3] E as a row-major 9-tuple."""
     return rotated((M[r0, c0], M[r0, c0 + 1], M[r0, c0 + 2], M[r0 + 1, c0], M[r0 + 1, c0 + 1], M[r0 + 1, c0 + 2],
                     M[r0 + 2, c0], M[r0 + 2, c0 + 1], M[r0 + 2, c0 + 2]), E)
 
 
-@njit(inline='always')
+@njit(inline='always', error_model='numpy')
 def congruence_add(E, r, M, out):
     """out += X^T M X for a symmetric M (seed 003, eq. 55). X = blkdiag(E, E) [[1, 0], [-r x, 1]]: with the
     rotated blocks A, B, C (E^T A E, ...) of M = [[A, B], [B^T, C]] and P = B + r x C,
@@ -239,7 +243,7 @@ def congruence_add(E, r, M, out):
 #      rotational inertia Ibar about the origin (upper triangle xx xy xz yy yz zz), the spatial inertia being
 #      I = [[Ibar, h x], [-h x, m 1]] (seed 003 Sec. III-D: Ibar = I_C + m c x c x^T, h x = m c x) ----
 
-@njit(inline='always')
+@njit(inline='always', error_model='numpy')
 def rigid_force(I, x):
     """I x = [Ibar w + h x v; m v - h x w] as a 6-tuple, for x = [w; v]."""
     m, h0, h1, h2 = I[0], I[1], I[2], I[3]
@@ -250,7 +254,7 @@ def rigid_force(I, x):
             m * v0 - h1 * w2 + h2 * w1, m * v1 - h2 * w0 + h0 * w2, m * v2 - h0 * w1 + h1 * w0)
 
 
-@njit(inline='always')
+@njit(inline='always', error_model='numpy')
 def rigid_congruence(E, r, I):
     """The parameters of X^T I X as a 10-tuple: I moved from the body frame to the frame in which the body
     origin sits at r, body axes E^T. With g = E^T h (parallel-axis theorem): m, h' = g + m r and
@@ -269,14 +273,14 @@ def rigid_congruence(E, r, I):
             R[4] - 2.0 * r1 * u1 + s, R[5] - r1 * u2 - u1 * r2, R[8] - 2.0 * r2 * u2 + s)
 
 
-@njit(inline='always')
+@njit(inline='always', error_model='numpy')
 def add_rigid(p, out):
     """out += the 10 parameters p."""
     for e in range(10):
         out[e] += p[e]
 
 
-@njit(inline='always')
+@njit(inline='always', error_model='numpy')
 def add_rigid_matrix(p, M):
     """M += [[Ibar, h x], [-h x, m 1]] of the parameters p."""
     m, h0, h1, h2 = p[0], p[1], p[2], p[3]
@@ -305,7 +309,7 @@ def add_rigid_matrix(p, M):
     M[5, 1] -= h0
 
 
-@njit(inline='always')
+@njit(inline='always', error_model='numpy')
 def cross_motion(v, m):
     """v x m as a 6-tuple."""
     return (v[1] * m[2] - v[2] * m[1], v[2] * m[0] - v[0] * m[2], v[0] * m[1] - v[1] * m[0],
@@ -314,7 +318,7 @@ def cross_motion(v, m):
             v[0] * m[4] - v[1] * m[3] + v[3] * m[1] - v[4] * m[0])
 
 
-@njit(inline='always')
+@njit(inline='always', error_model='numpy')
 def cross_force(v, f):
     """v x* f as a 6-tuple."""
     return (v[1] * f[2] - v[2] * f[1] + v[4] * f[5] - v[5] * f[4],
@@ -323,7 +327,7 @@ def cross_force(v, f):
             v[1] * f[5] - v[2] * f[4], v[2] * f[3] - v[0] * f[5], v[0] * f[4] - v[1] * f[3])
 
 
-@njit(inline='always')
+@njit(inline='always', error_model='numpy')
 def mat6_vec(M, x, out):
     """out = M x for a symmetric M (every caller's: inertias), summed as x_0 M[0] + ... + x_5 M[5], which
     vectorizes over the rows."""
@@ -334,19 +338,19 @@ def mat6_vec(M, x, out):
         out[a] = y[a]
 
 
-@njit(inline='always')
+@njit(inline='always', error_model='numpy')
 def dot6(x, y):
     return x[0] * y[0] + x[1] * y[1] + x[2] * y[2] + x[3] * y[3] + x[4] * y[4] + x[5] * y[5]
 
 
-@njit(inline='always')
+@njit(inline='always', error_model='numpy')
 def add_scaled(acc, a, x):
     """acc + a x for a 6-tuple acc and a 6-vector x."""
     return (acc[0] + a * x[0], acc[1] + a * x[1], acc[2] + a * x[2], acc[3] + a * x[3], acc[4] + a * x[4],
             acc[5] + a * x[5])
 
 
-@njit(inline='always')
+@njit(inline='always', error_model='numpy')
 def combination(a, x, b, y, c, z):
     """a x + b y + c z for 6-vectors x, y, z, as a 6-tuple."""
     return (a * x[0] + b * y[0] + c * z[0], a * x[1] + b * y[1] + c * z[1], a * x[2] + b * y[2] + c * z[2],
@@ -355,7 +359,7 @@ def combination(a, x, b, y, c, z):
 
 # ---- small linear algebra: Cholesky of D_k (m_k <= 6), sparse QR of a LOOP cluster's K_d ----
 
-@njit
+@njit(error_model='numpy')
 def cholesky(A, n):
     """In-place lower Cholesky factor of the SPD A[:n, :n] (lower triangle read), with the reciprocals of
     its diagonal on the diagonal: the solves multiply, as a division on their chain of dependent operations
@@ -376,7 +380,7 @@ def cholesky(A, n):
     return True
 
 
-@njit(inline='always')
+@njit(inline='always', error_model='numpy')
 def forward_solve(L, n, x):
     """x[:n] <- L^-1 x[:n] (L from cholesky: reciprocals on its diagonal)."""
     for j in range(n):
@@ -385,7 +389,7 @@ def forward_solve(L, n, x):
         x[j] *= L[j, j]
 
 
-@njit(inline='always')
+@njit(inline='always', error_model='numpy')
 def forward_solve_rows(L, n, X):
     """X[:n] <- L^-1 X[:n] for the 6-vector rows X[j] of a matrix."""
     for j in range(n):
@@ -396,7 +400,7 @@ def forward_solve_rows(L, n, X):
             X[j, e] *= L[j, j]
 
 
-@njit(inline='always')
+@njit(inline='always', error_model='numpy')
 def backward_solve(L, n, x):
     """x[:n] <- L^-T x[:n] (L from cholesky)."""
     for i in range(n - 1, -1, -1):
@@ -405,7 +409,7 @@ def backward_solve(L, n, x):
         x[i] *= L[i, i]
 
 
-@njit(inline='always')
+@njit(inline='always', error_model='numpy')
 def reflect(A, step, n, p, b, c):
     """A[step, c] <- (1 - b w w^T) A[step, c]: the reflection of step p of the sparse QR on column c, its rows
     step[:n] (pivot first), w = (1, A[step[1:n], p])."""
@@ -418,7 +422,7 @@ def reflect(A, step, n, p, b, c):
         A[step[t], c] -= s * A[step[t], p]
 
 
-@njit
+@njit(error_model='numpy')
 def sparse_qr(m, k, A, nd, width, beta):
     """In-place Householder QR of K_d = A[:, :nd] (rows: the active rows of LOOP cluster k; columns: its
     dependent joints in elimination order) on the cluster's elimination plan (elimination.py; flat.py qr_*),
@@ -452,7 +456,7 @@ def sparse_qr(m, k, A, nd, width, beta):
     return smallest, largest
 
 
-@njit
+@njit(error_model='numpy')
 def back_substitute(m, k, A, nd, c0, c1):
     """A[pivot_p, c0:c1] <- the solutions of R x = A[pivots, c0:c1] after sparse_qr, each in the pivot row of
     its column p (row p of R holds the later columns qr_cols[k, p] only)."""
@@ -468,7 +472,7 @@ def back_substitute(m, k, A, nd, c0, c1):
             A[pivot, c] = t * inverse
 
 
-@njit
+@njit(error_model='numpy')
 def dependent_least_squares(m, k, A, nd, width, beta, threshold):
     """K_d^+ A[:, nd:width] (the sparse_qr layout) into the pivot rows of the columns of K_d; returns -1, or
     min |R_pp| / max |R_pp| where K_d is singular: min |R_pp| <= threshold max(max |R_pp|, 1)
@@ -480,7 +484,7 @@ def dependent_least_squares(m, k, A, nd, width, beta, threshold):
     return -1.0
 
 
-@njit
+@njit(error_model='numpy')
 def qr_solve(m, k, A, nd, beta, c):
     """A[pivot_p, c] <- K_d^+ A[:, c] for a column c after dependent_least_squares."""
     rows, n_rows = m.qr_rows[k], m.qr_n_rows[k]
@@ -492,12 +496,12 @@ def qr_solve(m, k, A, nd, beta, c):
 
 # ---- joints (jcalc, seed 001; joints.py) ----
 
-@njit(inline='always')
+@njit(inline='always', error_model='numpy')
 def joint_nv(code):
     return 6 if code == FLOATING else 3 if code == SPHERICAL or code == PLANAR else 1
 
 
-@njit(inline='always')
+@njit(inline='always', error_model='numpy')
 def joint_motion(code, axes, x, ix):
     """S_i x[ix:ix + nv] as a 6-tuple; axes = rows (e1, e2, axis) of the joint's axis frame (a floating
     joint's velocity is [linear; angular]; a planar one's e1, e2 linear and axis angular)."""
@@ -516,7 +520,7 @@ def joint_motion(code, axes, x, ix):
     return axis[0] * s, axis[1] * s, axis[2] * s, 0.0, 0.0, 0.0
 
 
-@njit(inline='always')
+@njit(inline='always', error_model='numpy')
 def joint_column(code, axes, j):
     """Column j of S_i as a 6-tuple."""
     if code == FLOATING or code == SPHERICAL:  # [linear; angular] (floating) -> [angular; linear] motion
@@ -533,7 +537,7 @@ def joint_column(code, axes, j):
     return axis[0], axis[1], axis[2], 0.0, 0.0, 0.0
 
 
-@njit(inline='always')
+@njit(inline='always', error_model='numpy')
 def axis_rotation(axis, angle, EJ):
     """EJ = R(axis, angle)^T = 1 - sin K + (1 - cos) K^2, K = axis x."""
     s, t = math.sin(angle), 1.0 - math.cos(angle)
@@ -551,7 +555,7 @@ def axis_rotation(axis, angle, EJ):
     EJ[2, 1] -= s * x
 
 
-@njit(inline='always')
+@njit(inline='always', error_model='numpy')
 def quaternion_rotation(q, at, EJ):
     """EJ = R(q[at:at + 4])^T for a unit quaternion qx qy qz qw."""
     qx, qy, qz, qw = q[at], q[at + 1], q[at + 2], q[at + 3]
@@ -560,7 +564,7 @@ def quaternion_rotation(q, at, EJ):
     EJ[0, 2], EJ[1, 2], EJ[2, 2] = 2 * (qx * qz - qy * qw), 2 * (qy * qz + qx * qw), 1 - 2 * (qx * qx + qy * qy)
 
 
-@njit(inline='always')
+@njit(inline='always', error_model='numpy')
 def joint_transform(code, axes, q, iq, EJ):
     """E_J of X_J(q) into EJ; returns its translation r_J (joints.py)."""
     if code == REVOLUTE:
@@ -582,13 +586,13 @@ def joint_transform(code, axes, q, iq, EJ):
     return q[iq], q[iq + 1], q[iq + 2]
 
 
-@njit
+@njit(error_model='numpy')
 def update_transforms(m, d, q):
     """Xup of every body (body_transforms)."""
     body_transforms(m, d, q, 1, len(m.joint))
 
 
-@njit
+@njit(error_model='numpy')
 def body_transforms(m, d, q, b0, b1):
     """Xup[i] = X_J(q_i) X_tree(i) of bodies b0..b1-1: E = E_J E_T, r = r_T + E_T^T r_J (kinematics.py). A
     revolute joint about +-e_a turns by the angle t = +-q; E_J = R(e_a, t)^T then only mixes the rows b, c
@@ -614,7 +618,7 @@ def body_transforms(m, d, q, b0, b1):
 
 # ---- cluster kinematics (kinematics.py; seed 003, Alg. 1 lines 1-19) ----
 
-@njit(inline='always')
+@njit(inline='always', error_model='numpy')
 def set_output_transform(parent, cluster, body_range, Xo_E, Xo_r, i, E, r):
     """Xo[i] = ^iX_output(i) from Xup[i] = (E, r): Xup[i] Xo[parent(i)] where the parent is in the cluster,
     else Xup[i] (kinematics.py cluster_motion; parents first)."""
@@ -628,7 +632,7 @@ def set_output_transform(parent, cluster, body_range, Xo_E, Xo_r, i, E, r):
         Xo_r[i, a] = r[a]
 
 
-@njit
+@njit(error_model='numpy')
 def output_transforms(m, d, b0, b1):
     """Xo of the bodies b0..b1-1 (whole clusters)."""
     parent, cluster, body_range, Xup_E, Xup_r, Xo_E, Xo_r = m.parent, m.cluster, m.body_range, d.Xup_E, d.Xup_r, \
@@ -638,7 +642,7 @@ def output_transforms(m, d, b0, b1):
         set_output_transform(parent, cluster, body_range, Xo_E, Xo_r, i, E, r)
 
 
-@njit
+@njit(error_model='numpy')
 def loop_output_transforms(m, d):
     """Xo of the bodies of every LOOP cluster, which their constraint rows and closure checks read."""
     for k in range(len(m.kind)):
@@ -646,13 +650,13 @@ def loop_output_transforms(m, d):
             output_transforms(m, d, m.body_range[k, 0], m.body_range[k, 1])
 
 
-@njit(inline='always')
+@njit(inline='always', error_model='numpy')
 def output_frame(m, d, k, body):
     """^bodyX_output of a body of cluster k or of its output body (the identity) as tuples."""
     return transform_at(d.Xo_E, d.Xo_r, body) if m.cluster[body] == k else IDENTITY
 
 
-@njit(inline='always')
+@njit(inline='always', error_model='numpy')
 def set_loop_ends(d, lp, E_A, r_A, E_B, r_B):
     """The transforms to the predecessor (A) and successor (B) bodies of loop lp from one frame fixed to both
     (d.end_E, d.end_r), which the closure check reads (compiled_checks.loop_residuals)."""
@@ -663,7 +667,7 @@ def set_loop_ends(d, lp, E_A, r_A, E_B, r_B):
         end_r[0, a], end_r[1, a] = r_A[a], r_B[a]
 
 
-@njit
+@njit(error_model='numpy')
 def loop_ends_at_outputs(m, d, l0, l1):
     """set_loop_ends of the loops l0..l1-1 at the output transforms Xo of their clusters."""
     for lp in range(l0, l1):
@@ -673,7 +677,7 @@ def loop_ends_at_outputs(m, d, l0, l1):
         set_loop_ends(d, lp, E_A, r_A, E_B, r_B)
 
 
-@njit
+@njit(error_model='numpy')
 def constraint_rows(m, d, k):
     """K_k of the LOOP cluster k over its active rows into d.K[k], at the transforms Xo of its bodies
     (output_transforms): its constant coupling rows and, for each loop, Psi^T (J_S - J_P) (constraints.py
@@ -726,7 +730,7 @@ def constraint_rows(m, d, k):
                         K[a0 + row, c] += sign * dot6(Psi_o[lp, row], joint_o[body, j])
 
 
-@njit(inline='always')
+@njit(inline='always', error_model='numpy')
 def branch_motion(joint, col, path, length, joint_o, qd):
     """Velocity v relative to the NCA and bias acceleration a (qdd = 0) at the end of one path of a loop, in
     the columns' frame: v = sum s qd and a = sum v x (s qd) down the path (d/dt (s qd) = v x (s qd), s fixed
@@ -742,7 +746,7 @@ def branch_motion(joint, col, path, length, joint_o, qd):
     return v, a
 
 
-@njit
+@njit(error_model='numpy')
 def constraint_bias(m, d, k, qd, bias):
     """k_k of the LOOP cluster k over its active rows into bias, at its spanning velocities qd: zero on the
     coupling rows and, on the rows of each loop, Psi^T (v_P x v_S - (a_S - a_P)) with the paths' velocities
@@ -770,7 +774,7 @@ def constraint_bias(m, d, k, qd, bias):
                 - (a1[0] * a2[0] + a1[1] * a2[1] + a1[2] * a2[2]) * (w0 * w0 + w1 * w1 + w2 * w2)
 
 
-@njit
+@njit(error_model='numpy')
 def loop_constraint(m, d, k, yd, velocities):
     """G_k = P [1; -K_d^+ K_i] and, with velocities, g_k = P [0; K_d^+ k] and qd_k = G_k yd_k from the sparse
     QR of the dependent columns of K_k that carries its independent ones, then k in its last column
@@ -810,7 +814,7 @@ def loop_constraint(m, d, k, yd, velocities):
     return OK
 
 
-@njit
+@njit(error_model='numpy')
 def explicit_constraints(m, d, yd, velocities=True):
     """G_k and, with velocities, g_k and qd_k = G_k yd_k of every cluster (G constant and g = 0 unless LOOP;
     a LOOP cluster's Xo first, which its constraint rows take)."""
@@ -835,7 +839,7 @@ def explicit_constraints(m, d, yd, velocities=True):
     return OK
 
 
-@njit
+@njit(error_model='numpy')
 def kinematics(m, d, q, yd, velocities=True):
     """Transforms (q None: d.Xup is at the positions already, computed by the position check of a fused
     call, compiled_calls.py) and constraints, then base to tips for each body i of each cluster k: Xo (of a
@@ -879,7 +883,7 @@ def kinematics(m, d, q, yd, velocities=True):
 
 # ---- C-RNEA (rnea.py; seed 003 Sec. VI) ----
 
-@njit(inline='always')
+@njit(inline='always', error_model='numpy')
 def set_base_acceleration(m, d):
     """a_0 = -a_g: gravity enters as a fictitious base acceleration."""
     for e in range(3):
@@ -887,7 +891,7 @@ def set_base_acceleration(m, d):
         d.a[0, 3 + e] = -m.gravity[e]
 
 
-@njit(inline='always')
+@njit(inline='always', error_model='numpy')
 def bias_force(I, v, f_ext, f):
     """f = v x* I v - f_ext (the velocity-product part of eq. 34), I as 10 parameters."""
     x = cross_force(v, rigid_force(I, v))
@@ -895,7 +899,7 @@ def bias_force(I, v, f_ext, f):
         f[e] = x[e] - f_ext[e]
 
 
-@njit(inline='always')
+@njit(inline='always', error_model='numpy')
 def bias_acceleration(Xo_E, Xo_r, a, c, i, o):
     """a_i = ^iX_o a_o + c_i: eq. (33) without S_k ydd_k."""
     transform_motion(Xo_E[i], Xo_r[i], a[o], a[i])
@@ -903,7 +907,7 @@ def bias_acceleration(Xo_E, Xo_r, a, c, i, o):
         a[i, e] += c[i, e]
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, error_model='numpy')
 def rnea(m, d, q, yd, ydd, f_ext):
     """Independent forces tau_y = S_k^T f_k into d.tau (rnea.py)."""
     status = kinematics(m, d, q, yd)
@@ -937,7 +941,7 @@ def rnea(m, d, q, yd, ydd, f_ext):
 
 # ---- C-ABA (aba.py; seed 003 Alg. 1) ----
 
-@njit
+@njit(error_model='numpy')
 def articulated_inertias(m, d):
     """I^A of every body, tips to base, from I^A = I: for each cluster k U_k = I^A_k S_k,
     D_k = S_k^T U_k = L_k L_k^T, V_k = L_k^-1 (^kX_o^T U_k)^T and
@@ -998,7 +1002,7 @@ def articulated_inertias(m, d):
     return OK
 
 
-@njit
+@njit(error_model='numpy')
 def articulated_biases(m, d, tau):
     """Tips to base, for each cluster k: u_k = tau_k - S_k^T p^A_k (tau_k = G_k^T tau for spanning forces)
     and p^A_o += sum_i ^iX_o^T (p^A_i + I^A_i c_i) + V_k^T L_k^-1 (u_k - U_k^T c_k) (p^a of Alg. 1)."""
@@ -1043,7 +1047,7 @@ def articulated_biases(m, d, tau):
                 pA[o, e] += V[k, j, e] * z[j]
 
 
-@njit
+@njit(error_model='numpy')
 def aba_accelerations(m, d):
     """Base to tips, for each cluster k: ydd_k = D_k^-1 (u_k - U_k^T a'), a' = ^kX_o a_o + c_k, then
     a_k = a' + S_k ydd_k."""
@@ -1068,7 +1072,7 @@ def aba_accelerations(m, d):
                     a[i, e] += S[i, j, e] * z[j]
 
 
-@njit
+@njit(error_model='numpy')
 def spanning_accelerations(m, d, ydd):
     """qdd_k = G_k ydd_k + g_k into d.qdd."""
     v_range, y_range, G, g, qdd = m.v_range, m.y_range, d.G, d.g, d.qdd
@@ -1080,7 +1084,7 @@ def spanning_accelerations(m, d, ydd):
                 qdd[v0 + r] += G[k, j, r] * ydd[y0 + j]
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, error_model='numpy')
 def aba(m, d, q, yd, tau, f_ext):
     """Independent accelerations into d.ydd and spanning ones G ydd + g into d.qdd (aba.py);
     tau independent (ny) or spanning (nv, projected with G^T)."""
@@ -1099,7 +1103,7 @@ def aba(m, d, q, yd, tau, f_ext):
     return OK
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, error_model='numpy')
 def spanning(m, d, q, yd, ydd):
     """qdd = G ydd + g into d.qdd (G, g from the constraints at q, yd)."""
     update_transforms(m, d, q)
@@ -1111,7 +1115,7 @@ def spanning(m, d, q, yd, ydd):
 
 # ---- cluster CRBA (crba.py) ----
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, error_model='numpy')
 def crba(m, d, q):
     """H_y = G^T H G into d.H: composite rigid-body inertias Ic_o += ^iX_o^T Ic_i ^iX_o (as 10 parameters),
     then each block column F = sum_i ^iX_o^T Ic_i S_i (seed 001, eq. 10) walked up the ancestors:
@@ -1167,7 +1171,7 @@ def crba(m, d, q):
 
 # ---- C-EFPA (efpa.py; seed 003 Sec. VIII) ----
 
-@njit
+@njit(error_model='numpy')
 def frame_propagators(m, d, frame_body, frame_X, T):
     """T[e] (ny x 6) of each frame e: T_k^T, T_k = Chi S_k L_k^-T, on each cluster k supporting the frame, at
     the rows [y_support[k] - m_k, y_support[k]) (root first), with the propagator Chi (a single 6x6 block, at
@@ -1208,7 +1212,7 @@ def frame_propagators(m, d, frame_body, frame_X, T):
             body = output[k]
 
 
-@njit(inline='always')
+@njit(inline='always', error_model='numpy')
 def common_support(output, cluster, y_support, body1, body2):
     """The number of independent velocities of the clusters supporting both bodies: y_support of their
     nearest common cluster (a parent precedes its children), 0 if none."""
@@ -1221,7 +1225,7 @@ def common_support(output, cluster, y_support, body1, body2):
     return y_support[k1] if k1 >= 0 else 0
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, error_model='numpy')
 def efpa(m, d, q, frame_body, frame_X, T, Omega):
     """Lambda^-1 (6 nf x 6 nf) of frames (body, ^frameX_body) into Omega, in the public layout:
     [linear; angular] rows and columns per frame, each in its own frame; T: (nf, ny, 6) scratch."""

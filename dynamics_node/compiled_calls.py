@@ -48,7 +48,7 @@ ROWS_IN_K = -1.0                # consistent(): the loop clusters' rows are in d
 REFUSED, UNCLOSED, CLOSED = 0, 1, 2          # positions(): refused; checked but for the loops; known closed
 
 
-@njit(inline='always')
+@njit(inline='always', error_model='numpy')
 def finite(x):
     """Every entry of the result x is finite (state.check_finite)."""
     for value in x.flat:
@@ -57,7 +57,7 @@ def finite(x):
     return True
 
 
-@njit
+@njit(error_model='numpy')
 def positions(m, d, c, q):
     """state.positions(check=True): q into d.q_checked, quaternions normalized, couplings closed, d.Xup left
     at q, where the algorithms take it (their q None). Returns REFUSED; UNCLOSED, the loops to be checked
@@ -77,14 +77,14 @@ def positions(m, d, c, q):
     return UNCLOSED if couplings_closed(c, d.q_checked, c.limits[POSITION_TOLERANCE]) else REFUSED
 
 
-@njit(inline='always')
+@njit(inline='always', error_model='numpy')
 def closed(m, d, c, known):
     """The loops of the checked q within tolerance (compiled_checks.loops_closed) at the loop ends the
     algorithm's constraint rows left, unless positions() knew q closed."""
     return known == CLOSED or loops_closed(m, d, c, c.limits[POSITION_TOLERANCE], False)
 
 
-@njit
+@njit(error_model='numpy')
 def motion(m, x, bound, out):
     """state.vector of a velocity-like x (nv spanning or ny independent): its independent entries into out
     (consistent() checks spanning x)."""
@@ -97,7 +97,7 @@ def motion(m, x, bound, out):
     return True
 
 
-@njit
+@njit(error_model='numpy')
 def consistent(m, d, c, x, lcaba_violation):
     """state.independent_velocities of a velocity-like x accepted by motion(): independent, or spanning with
     K x = 0 within tolerance at the checked q: max |K x| over the coupling rows and the loop clusters' active
@@ -109,13 +109,13 @@ def consistent(m, d, c, x, lcaba_violation):
     return not max(c.worst[0], lcaba_violation) > c.limits[VELOCITY_TOLERANCE] * max(1.0, c.worst[2])
 
 
-@njit(inline='always')
+@njit(inline='always', error_model='numpy')
 def generalized(m, x, bound):
     """state.vector of spanning (nv) or independent (ny) forces or accelerations."""
     return (len(x) == m.nv or len(x) == m.ny) and all_within(x, bound)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, error_model='numpy')
 def forward_dynamics(x, q, v, tau):
     """Model.forward_dynamics with the cluster ABA: spanning accelerations into d.qdd."""
     m, d, c = x.m, x.d, x.c
@@ -129,7 +129,7 @@ def forward_dynamics(x, q, v, tau):
     return OK
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, error_model='numpy')
 def inverse_dynamics(x, q, v, a):
     """Model.inverse_dynamics (bias and gravity forces: a, v zero): independent forces into d.tau.
     Spanning accelerations must equal G ydd + g (state.py's VELOCITY_TOLERANCE, relative)."""
@@ -152,7 +152,7 @@ def inverse_dynamics(x, q, v, a):
     return OK
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, error_model='numpy')
 def mass_matrix(x, q):
     """Model.mass_matrix: H_y into d.H."""
     m, d, c = x.m, x.d, x.c
@@ -162,7 +162,7 @@ def mass_matrix(x, q):
     return OK
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, error_model='numpy')
 def inverse_osim(x, q, f):
     """Model.inverse_osim of the links of the FrameSet f (checked by the caller): Lambda^-1 into f.Omega."""
     m, d, c = x.m, x.d, x.c
@@ -173,7 +173,7 @@ def inverse_osim(x, q, f):
     return OK
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, error_model='numpy')
 def forward_dynamics_lcaba(x, q, v, tau):
     """Model.forward_dynamics with LCABA at the settings in w.settings: spanning accelerations into w.qdd.
     Independent velocities are lifted to G yd (refused at a singular configuration), independent forces

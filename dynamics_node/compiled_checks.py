@@ -27,7 +27,8 @@ ALL, ACROSS_AXIS, ALONG_AXIS = 0, 1, 2                          # its position r
 key_on_helpers(__file__)
 
 
-@njit([types.boolean(types.Array(types.float64, 1, 'A', readonly=True), types.float64)], cache=True, nogil=True)
+@njit([types.boolean(types.Array(types.float64, 1, 'A', readonly=True), types.float64)], cache=True, nogil=True,
+      error_model='numpy')
 def all_within(x, bound):
     """Every |x_i| <= bound, so no NaN or infinity (state.vector)."""
     for value in x:
@@ -36,7 +37,7 @@ def all_within(x, bound):
     return True
 
 
-@njit
+@njit(error_model='numpy')
 def rotation_log_component(E, e):
     """e . log(R_rel) for R_rel = E^T, E a row-major 9-tuple (spatial.rotation_log, angles below pi)."""
     cos_angle = min(1.0, max(-1.0, 0.5 * (E[0] + E[4] + E[8] - 1.0)))
@@ -46,7 +47,7 @@ def rotation_log_component(E, e):
     return scale * (e[0] * w0 + e[1] * w1 + e[2] * w2)
 
 
-@njit(inline='always')
+@njit(inline='always', error_model='numpy')
 def coupling_residual(b, q_rows, q_index, q_coefficient, row, q):
     """phi = sum_j c_j q_j + offset of coupling row (CouplingConstraint.residual, sparse rows of flat_checks)."""
     t = b[row]
@@ -55,7 +56,7 @@ def coupling_residual(b, q_rows, q_index, q_coefficient, row, q):
     return t
 
 
-@njit
+@njit(error_model='numpy')
 def loop_residuals(m, d, c, l0, l1, rows):
     """phi of the loops l0..l1-1 into rows, each loop's at its rows of its cluster (loop_row) in the order of
     K (LoopConstraint.residual, flat_checks.ROTATION_MODE and POSITION_MODE), at the transforms to the ends
@@ -105,7 +106,7 @@ def loop_residuals(m, d, c, l0, l1, rows):
     return worst
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, error_model='numpy')
 def accept_positions(m, d, c, q, closure, tolerance, bound):
     """Every |q_i| <= bound (so finite), unit quaternions normalized in place; with closure, every
     coupling and loop within tolerance and, with loops, d.Xup left at q (for velocity_violation).
@@ -131,7 +132,7 @@ def accept_positions(m, d, c, q, closure, tolerance, bound):
     return unit and couplings_closed(c, q, tolerance) and loops_closed(m, d, c, tolerance, True)
 
 
-@njit
+@njit(error_model='numpy')
 def couplings_closed(c, q, tolerance):
     """Every coupling within tolerance at q (CouplingConstraint.residual)."""
     b, q_rows, q_index, q_coefficient = c.b, c.q_rows, c.q_index, c.q_coefficient
@@ -141,7 +142,7 @@ def couplings_closed(c, q, tolerance):
     return True
 
 
-@njit
+@njit(error_model='numpy')
 def loops_closed(m, d, c, tolerance, transforms):
     """Every loop within tolerance at d.Xup (loop_residuals): with transforms, at the Xo of the LOOP clusters'
     bodies; without, at the loop ends an algorithm left (constraint_rows, LCABA's loop_rows: compiled_calls.py)."""
@@ -154,7 +155,7 @@ def loops_closed(m, d, c, tolerance, transforms):
     return loop_residuals(m, d, c, 0, loops, c.rows) <= tolerance
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, error_model='numpy')
 def velocity_violation(m, d, c, v):
     """constraint_violation at the transforms of the last accept_positions: K of every LOOP cluster first."""
     loop_output_transforms(m, d)
@@ -164,7 +165,7 @@ def velocity_violation(m, d, c, v):
     constraint_violation(m, d, c, v, True)
 
 
-@njit
+@njit(error_model='numpy')
 def constraint_violation(m, d, c, v, loops):
     """max |K v| over the coupling rows and, with loops, the active rows of every LOOP cluster (their K in
     d.K) into c.worst[0], its cluster into c.worst[1] and max |v| into c.worst[2]."""

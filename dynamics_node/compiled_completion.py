@@ -29,7 +29,7 @@ TOLERANCE_AT, MAX_ITERATIONS_AT, CONTINUATION_STEP_AT, MAX_CONTINUATION_STEPS_AT
 key_on_helpers(__file__)
 
 
-@njit
+@njit(error_model='numpy')
 def residual(m, d, c, k, q, phi):
     """The active rows of phi(q) of cluster k into phi (completion._residual); returns |phi|^2 and
     max |phi|."""
@@ -49,7 +49,7 @@ def residual(m, d, c, k, q, phi):
     return squares, worst
 
 
-@njit
+@njit(error_model='numpy')
 def newton(m, d, c, k, q):
     """Close cluster k by damped Newton steps on its dependent joints (completion._newton, patient);
     returns the final max |phi|, or inf where K_d is singular."""
@@ -92,7 +92,7 @@ def newton(m, d, c, k, q):
     return worst
 
 
-@njit
+@njit(error_model='numpy')
 def retract_dependent(m, c, k, q, start, step, scale):
     """q = start (+) (-scale step) on the dependent joints of cluster k (joints.retract): a spherical
     joint's quaternion times exp(-scale step / 2), its child-frame rotation; others take q - scale step."""
@@ -115,7 +115,7 @@ def retract_dependent(m, c, k, q, start, step, scale):
         q[j], q[j + 1], q[j + 2], q[j + 3] = t0 / norm, t1 / norm, t2 / norm, t3 / norm
 
 
-@njit
+@njit(error_model='numpy')
 def continuation(m, d, c, k, q, previous):
     """Move the independent joints of cluster k from previous to their targets in q in equal steps of at
     most CONTINUATION_STEP, closing the loops after each (completion._continuation); OK or REFER."""
@@ -140,7 +140,7 @@ def continuation(m, d, c, k, q, previous):
     return OK
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, error_model='numpy')
 def complete(x, q_independent, previous, q):
     """Spanning positions into q (nq): previous with the independent positions, the couplings solved and
     every loop cluster closed from previous (completion.complete_positions without restarts), then
