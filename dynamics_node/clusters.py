@@ -10,14 +10,30 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .assembly import ClusterPose, project, random_start, TOLERANCE as CLOSURE_TOLERANCE
 from .constraints import CouplingConstraint, LoopConstraint
 from .elimination import elimination_plan, EliminationPlan
 from .errors import ModelError, quote
-from .joints import joint_transform, KIND, motion_subspace, NV, random_position
+from .joints import KIND, motion_subspace, neutral_position, NV, retract
 from .spatial import pose_transform
 
 RANK_TOLERANCE = 1e-9          # relative singular-value threshold of the rank-revealing steps
-RANK_SAMPLES = 3               # random configurations at which structural ranks are measured
+RANK_SAMPLES = 4               # closed configurations at which structural ranks are measured
+CLOSURE_STARTS = 16            # random starts from which they are sought
+START_SPANS = (0.3, 1.0, np.pi)  # rad: the starts' joint angles, uniform in [-span, span] by turns
+# Default of Model.amplification_limit: a configuration counts as singular where a loop cluster's
+# amplification (the largest row sum of |G_k|: the speed of its fastest joint when every independent
+# coordinate moves at unit speed) exceeds this multiple of its amplification at the reference
+# configuration. A four-bar reaches it a few hundredths of a radian from its dead point.
+AMPLIFICATION_LIMIT = 100.0
+# Smallest min |R_ii| / max |R_ii| of the QR of K_d at a reference configuration (well away from a
+# singularity, so that the amplification there is a fair yardstick).
+REFERENCE_CONDITIONING = 1e-6
+# Turns (rad) of the zero position from which the reference configuration is sought where the zero
+# position is singular (a four-bar with all bars aligned).
+REFERENCE_TURNS = (0.1, 0.1, 0.3, 0.3)
+# min |R_ii| / max |R_ii| of the QR of K_d below which a cluster's dependent joints are undetermined.
+SINGULARITY_THRESHOLD = 1e-9
 
 
 @dataclass
@@ -35,6 +51,9 @@ class Cluster:
     active_rows: np.ndarray    # constraint rows that are not identically zero
     linear: bool               # only couplings: G constant, g = 0, positions solved directly
     elimination: EliminationPlan = None   # loop clusters: the sparse QR of K_d (active_rows, dependent)
+    moves: np.ndarray = None   # moves[c, j]: independent coordinate j moves local column c (G's pattern)
+    closed: list = None        # loop clusters: closed configurations (body -> q) found at load
+    reference: dict = None     # loop clusters: the reference (assembly) configuration, body -> q
 
     @property
     def m(self):
@@ -96,16 +115,9 @@ def build_constraints(spec, tree):
         constraints.append((CouplingConstraint(coupling.name, coefficients),
                             _edges(A, B, pred_path, succ_path)))
     joint_body = {tree.bodies[b].joint.name: b for b in range(1, len(tree.bodies))}
-    fixed = {j.name for j in spec.joints if j.type == 'fixed'}
-    for joint in spec.joints:
-        if joint.mimic is None:
-            continue
+    for joint in mimicking(spec, joint_body):
         where = f'joint {quote(joint.name)} <mimic>'
         leader = joint.mimic.joint
-        if leader in fixed or joint.name in fixed:
-            raise ModelError(f'{where}: a fixed joint cannot mimic or be mimicked ({quote(leader)})')
-        if leader not in joint_body:
-            raise ModelError(f'{where} names unknown joint {quote(leader)}')
         J, K = joint_body[leader], joint_body[joint.name]
         coefficients = {J: joint.mimic.multiplier, K: -1.0}
         _same_kind(where, tree, coefficients)
@@ -113,6 +125,45 @@ def build_constraints(spec, tree):
         constraints.append((CouplingConstraint(f'mimic:{joint.name}', coefficients, joint.mimic.offset),
                             _edges(J, K, tree.path_from(top, J), tree.path_from(top, K))))
     return constraints
+
+
+def mimicking(spec, joint_body):
+    """The joints whose <mimic> is a constraint: a <mimic> on or of a fixed joint is ignored (mimic_warnings);
+    one naming a joint that does not exist is refused."""
+    fixed = {j.name for j in spec.joints if j.type == 'fixed'}
+    joints = []
+    for joint in spec.joints:
+        if joint.mimic is None or joint.name in fixed or joint.mimic.joint in fixed:
+            continue
+        if joint.mimic.joint not in joint_body:
+            raise ModelError(f'joint {quote(joint.name)} <mimic> names unknown joint {quote(joint.mimic.joint)}')
+        joints.append(joint)
+    return joints
+
+
+def mimic_roles(spec, tree):
+    """(followers, leaders): the names of the joints whose <mimic> is a constraint, and of the joints they
+    follow that follow no other (a chain's first leader)."""
+    joints = mimicking(spec, {tree.bodies[b].joint.name: b for b in range(1, len(tree.bodies))})
+    followers = {j.name for j in joints}
+    return followers, {j.mimic.joint for j in joints} - followers
+
+
+def mimic_warnings(spec):
+    """Warnings for the <mimic> elements the model ignores (on or of a fixed joint) and for mimic followers
+    marked independent="true" (the mimic decides: they follow their leader)."""
+    fixed = {j.name for j in spec.joints if j.type == 'fixed'}
+    warnings = []
+    for joint in spec.joints:
+        if joint.mimic is None:
+            continue
+        if joint.name in fixed or joint.mimic.joint in fixed:
+            which = 'is fixed' if joint.name in fixed else f'mimics fixed joint {quote(joint.mimic.joint)}'
+            warnings.append(f'joint {quote(joint.name)} {which}: its <mimic> is ignored')
+        elif joint.independent is True:
+            warnings.append(f'joint {quote(joint.name)} is marked independent but mimics joint '
+                            f'{quote(joint.mimic.joint)}: it follows its leader')
+    return warnings
 
 
 def _edges(A, B, pred_path, succ_path):
@@ -182,10 +233,12 @@ def strongly_connected_components(n, edges):
     return components
 
 
-def build_clusters(spec, tree):
-    """Clusters in regular order (a parent cluster before its children), with their constraints and
-    independent/dependent split; raises ModelError on inconsistent URDF+."""
+def build_clusters(spec, tree, split=True):
+    """Clusters in regular order (a parent cluster before its children), with their constraints and, with
+    split, their independent/dependent split and reference configuration; raises ModelError on
+    inconsistent URDF+."""
     constraints = build_constraints(spec, tree)
+    followers, leaders = mimic_roles(spec, tree)
     nb = len(tree.bodies)
     edges = [(tree.parent[i], i) for i in range(1, nb)]
     for _, pair in constraints:
@@ -218,9 +271,9 @@ def build_clusters(spec, tree):
             n += NV[tree.bodies[b].joint.type]
         cluster = Cluster(k, tree.bodies[bodies[0]].link, tuple(bodies), parents.pop(), output,
                           tuple(owned[k]), col, n, np.arange(n), np.arange(0), np.arange(0),
-                          all(isinstance(c, CouplingConstraint) for c in owned[k]))
-        if owned[k]:
-            _split_coordinates(cluster, tree, rng)
+                          all(isinstance(c, CouplingConstraint) for c in owned[k]), moves=np.eye(n, dtype=bool))
+        if owned[k] and split:
+            _split_coordinates(cluster, tree, rng, followers, leaders)
         clusters.append(cluster)
     return clusters
 
@@ -241,41 +294,52 @@ def constraint_jacobian(cluster, Xup, S, qd=None):
     return np.vstack([K for K, _ in blocks]), np.concatenate([k for _, k in blocks])
 
 
-def _split_coordinates(cluster, tree, rng):
-    """Rank-revealing choice of the dependent joints (seed 002, Sec. III-C): the number of dependent
-    joints must equal rank K, and their columns K_d must have full rank."""
+def _split_coordinates(cluster, tree, rng, followers, leaders):
+    """Rank-revealing choice of the dependent joints (seed 002, Sec. III-C) on closed configurations
+    (assembly.py): the number of dependent joints equals rank K there, and their columns K_d have full rank
+    there. Joints marked independent="false" are dependent; joints marked "true" and the leaders of <mimic>
+    joints stay independent; of the others, mimic followers are taken first, then the joints farthest from
+    the cluster's root."""
     bodies = cluster.bodies
     S = {b: motion_subspace(tree.bodies[b].joint.type, tree.bodies[b].joint.axis) for b in bodies}
-    samples = []
-    for _ in range(RANK_SAMPLES):
-        Xup = {}
-        for b in bodies:
-            joint = tree.bodies[b].joint
-            span = np.pi if KIND[joint.type] == 'rotational' else 0.3
-            Xup[b] = joint_transform(joint.type, joint.axis, random_position(joint.type, rng, span)) @ \
-                tree.bodies[b].X_tree
-        samples.append(constraint_jacobian(cluster, Xup, S)[0])
-    scale = max(1.0, max(np.abs(K).max() for K in samples))
-    active = np.flatnonzero(np.max([np.abs(K).max(axis=1) for K in samples], axis=0) > RANK_TOLERANCE * scale)
-    samples = [K[active] for K in samples]
-    ranks = [_rank(K) for K in samples]
-    rank = max(ranks)
-    K = samples[int(np.argmax(ranks))]
+
+    def jacobian(Xup):
+        return constraint_jacobian(cluster, Xup, S)[0]
+
+    open_samples = [jacobian(ClusterPose(cluster, tree, random_start(cluster, tree, rng)).Xup)
+                    for _ in range(RANK_SAMPLES)]
+    scale = max(1.0, max(np.abs(K).max() for K in open_samples))
+    active = np.flatnonzero(np.max([np.abs(K).max(axis=1) for K in open_samples], axis=0) > RANK_TOLERANCE * scale)
     joints = [tree.bodies[b].joint for b in bodies]
     names = [j.name for j in joints]
+    describe = (f'cluster {quote(cluster.name)} (joints {quote(names)}, constraints '
+                f'{quote([c.name for c in cluster.constraints])})')
+    if cluster.linear:
+        closed, samples = [], [K[active] for K in open_samples]        # constant K
+    else:
+        closed, samples = _closed_samples(cluster, tree, jacobian, active, rng, describe)
     # a multi-DoF joint (spherical, planar) is dependent as a whole where the rank allows, else in the
     # directions the loops fix (a rod with ball joints at both ends keeps its idle spin independent);
     # column_name[c] names the joint of local column c
     columns = [list(range(cluster.col[b], cluster.col[b] + NV[j.type])) for b, j in zip(bodies, joints)]
-    column_name = [j.name for j, cols in zip(joints, columns) for _ in cols]
+    column_name = [j.name for j in joints for _ in range(NV[j.type])]
     marked = [c for j, cols in zip(joints, columns) if j.independent is False for c in cols]
-    describe = (f'cluster {quote(cluster.name)} (joints {quote(names)}, constraints '
-                f'{quote([c.name for c in cluster.constraints])})')
+    free = [(j, cols) for j, cols in zip(reversed(joints), reversed(columns))
+            if (j.independent is None or j.name in followers) and j.name not in leaders]
+    candidates = [cols for j, cols in free if j.name in followers] + \
+        [cols for j, cols in free if j.name not in followers]
+    # the samples where K, and the columns that may be dependent, have their largest rank: a closed
+    # configuration can also be a singular one (folded rods, aligned axes), which says nothing of the split
+    pool = marked or [c for cols in candidates for c in cols]
+    ranks = [(_rank(K), _rank(K[:, pool])) for K in samples]
+    rank = max(ranks)[0]
+    samples = [K for K, r in zip(samples, ranks) if r == max(ranks)]
+    closed = [sample for sample, r in zip(closed, ranks) if r == max(ranks)]
     if marked:
         dependent = marked
         if len(marked) > rank:       # marked ball joints of rods that spin idly: the directions the loops fix
-            dependent = _choose(K, rank, [cols for j, cols in zip(reversed(joints), reversed(columns))
-                                          if j.independent is False])
+            dependent = _choose(samples, rank, [cols for j, cols in zip(reversed(joints), reversed(columns))
+                                                if j.independent is False])
             if {column_name[c] for c in dependent} != {column_name[c] for c in marked}:
                 dependent = marked   # a marked joint the loops do not determine at all
         if len(dependent) != rank:
@@ -283,49 +347,126 @@ def _split_coordinates(cluster, tree, rng):
                              f'but {len(marked)} are marked independent="false": '
                              f'{_joint_list(column_name, marked)}')
     else:
-        dependent = _choose(K, rank, [cols for j, cols in zip(reversed(joints), reversed(columns))
-                                      if j.independent is None])
+        dependent = _choose(samples, rank, candidates)
         if len(dependent) != rank:
             raise ModelError(f'{describe} has constraint rank {rank} but only {len(dependent)} coordinates of '
-                             'joints not marked independent="true" can be solved from it')
-    if _rank(K[:, dependent]) < rank:
+                             'joints neither marked independent="true" nor leading a <mimic> can be solved '
+                             'from it')
+    if min(_rank(K[:, dependent]) for K in samples) < rank:
         raise ModelError(f'{describe}: the dependent joints {_joint_list(column_name, dependent)} cannot be '
                          'solved from the constraints (their Jacobian columns are rank deficient); '
                          'mark other joints independent="false"')
     cluster.dependent = np.array(dependent, dtype=int)
     if not cluster.linear:                              # the couplings alone: G constant, no QR at run time
-        cluster.elimination = elimination_plan(np.any([K[:, dependent] != 0.0 for K in samples], axis=0))
+        pattern = np.any([K[:, dependent] != 0.0 for K in samples + [K[active] for K in open_samples]], axis=0)
+        cluster.elimination = elimination_plan(pattern)
         cluster.dependent = cluster.dependent[list(cluster.elimination.order)]
     cluster.independent = np.array([c for c in range(cluster.n) if c not in dependent], dtype=int)
     cluster.active_rows = active
+    cluster.moves = _motion_pattern(cluster, samples)
+    if not cluster.linear:
+        cluster.closed = [q for q, _ in closed]
+        cluster.reference = _reference(cluster, tree, jacobian, closed, describe)
 
 
-def _choose(K, rank, candidates):
-    """Greedy rank-revealing choice of at most rank dependent columns among the candidate joints' (leaves
-    first): each joint whole where K_d keeps full rank, else the directions the loops fix (a split joint:
-    an idle spin stays independent)."""
+def _reference(cluster, tree, jacobian, closed, describe):
+    """The reference (assembly) configuration of a loop cluster, body -> q: its zero position where the loops
+    close there and it is regular (regular()); else the first regular closed configuration that minimum-norm
+    Gauss-Newton steps reach from the zero position, then from it turned by REFERENCE_TURNS (seeded, one
+    random unit direction each); else the regular closed sample nearest to the zero position."""
+    zero = {b: neutral_position(tree.bodies[b].joint.type) for b in cluster.bodies}
+    rng = np.random.default_rng(cluster.index)
+    for turn in (0.0,) + REFERENCE_TURNS:
+        start = {b: q_b.copy() for b, q_b in zero.items()}
+        if turn:
+            for b in cluster.bodies:
+                kind = tree.bodies[b].joint.type
+                start[b] = retract(kind, tree.bodies[b].joint.axis, start[b], turn * rng.uniform(-1, 1, NV[kind]))
+        pose = ClusterPose(cluster, tree, start)
+        if project(pose, jacobian, cluster.active_rows) <= CLOSURE_TOLERANCE and \
+                regular(cluster, jacobian(pose.Xup)[cluster.active_rows]):
+            return pose.q
+    candidates = [q for q, K in closed if regular(cluster, K)]
+    if not candidates:
+        raise ModelError(f'{describe}: every closed configuration found at load is (nearly) singular; its joint '
+                         'axes may be misaligned')
+    return min(candidates, key=lambda q: sum(np.sum((q[b] - zero[b]) ** 2) for b in cluster.bodies))
+
+
+def regular(cluster, K):
+    """Whether the dependent columns of K (active rows, at a closed configuration) determine the dependent
+    joints well enough for a reference configuration (REFERENCE_CONDITIONING)."""
+    diagonal = np.abs(np.diag(np.linalg.qr(K[:, cluster.dependent], mode='r')))
+    return not diagonal.size or diagonal.min() > REFERENCE_CONDITIONING * max(diagonal.max(), 1.0)
+
+
+def _closed_samples(cluster, tree, jacobian, active, rng, describe):
+    """(q per body, K at the active rows) at up to RANK_SAMPLES closed configurations of a loop cluster,
+    projected from random starts near the zero position and farther (START_SPANS; assembly.project)."""
+    closed, best = [], np.inf
+    for start in range(CLOSURE_STARTS):
+        pose = ClusterPose(cluster, tree, random_start(cluster, tree, rng, START_SPANS[start % len(START_SPANS)]))
+        residual = project(pose, jacobian, active)
+        best = min(best, residual)
+        if residual <= CLOSURE_TOLERANCE:
+            closed.append((pose.q, jacobian(pose.Xup)[active]))
+            if len(closed) == RANK_SAMPLES:
+                break
+    if not closed:
+        raise ModelError(f'{describe}: its loops close at none of {CLOSURE_STARTS} random configurations '
+                         f'(smallest residual {best:.3g}); check the loop frames and joint axes')
+    return closed, [K for _, K in closed]
+
+
+def _motion_pattern(cluster, samples):
+    """moves[c, j]: whether independent coordinate j moves local column c (G_k's pattern on the samples)."""
+    moves = np.zeros((cluster.n, cluster.m), dtype=bool)
+    moves[cluster.independent, np.arange(cluster.m)] = True
+    for K in samples:
+        G = explicit_jacobian(K, cluster.dependent, cluster.independent)
+        moves[cluster.dependent] |= np.abs(G) > RANK_TOLERANCE * max(1.0, np.abs(G).max(initial=0.0))
+    return moves
+
+
+def explicit_jacobian(K, dependent, independent):
+    """The dependent rows -K_d^+ K_i of G (seed 003, eq. 3) from K at a closed configuration."""
+    return -np.linalg.lstsq(K[:, dependent], K[:, independent], rcond=None)[0]
+
+
+def amplification(K, dependent, independent):
+    """The largest speed of a joint when every independent coordinate moves at unit speed: the largest
+    row sum of |G| (1 on the independent rows)."""
+    return max(1.0, float(np.abs(explicit_jacobian(K, dependent, independent)).sum(axis=1).max(initial=0.0)))
+
+
+def _choose(samples, rank, candidates):
+    """Greedy rank-revealing choice of at most rank dependent columns among the candidate joints' (in
+    order): each joint whole where K_d keeps full rank at every sample, else the directions the loops fix
+    (a split joint: an idle spin stays independent)."""
     dependent = []
     for cols in candidates:
-        if len(dependent) + len(cols) <= rank and _rank(K[:, dependent + cols]) == len(dependent) + len(cols):
+        if len(dependent) + len(cols) <= rank and \
+                min(_rank(K[:, dependent + cols]) for K in samples) == len(dependent) + len(cols):
             dependent.extend(cols)                           # the whole joint
         else:
-            dependent.extend(_fixed_directions(K, dependent, cols, rank))
+            dependent.extend(_fixed_directions(samples, dependent, cols, rank))
         if len(dependent) == rank:
             break
     return sorted(dependent)
 
 
-def _fixed_directions(K, dependent, cols, rank):
+def _fixed_directions(samples, dependent, cols, rank):
     """The columns of a multi-DoF joint that the loops fix, by column pivoting: the column farthest from
     the span of the chosen ones first, while it adds rank. The free direction (a rod's spin about its own
     line) is then the column most aligned with it, so K_d stays well conditioned also for a rod lying
     nearly, not exactly, along a frame axis (in order, its almost idle column would be taken)."""
+    K = samples[0]
     chosen, left = [], list(cols)
     while left and len(dependent) + len(chosen) < rank:
         Q = np.linalg.qr(K[:, dependent + chosen])[0]
         residual = np.linalg.norm(K[:, left] - Q @ (Q.T @ K[:, left]), axis=0)
         c = left.pop(int(np.argmax(residual)))
-        if _rank(K[:, dependent + chosen + [c]]) == len(dependent) + len(chosen) + 1:
+        if min(_rank(K[:, dependent + chosen + [c]]) for K in samples) == len(dependent) + len(chosen) + 1:
             chosen.append(c)
     return chosen
 

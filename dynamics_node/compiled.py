@@ -54,7 +54,7 @@ key_on_helpers(__file__)
 
 REVOLUTE, PRISMATIC, FLOATING, SPHERICAL, PLANAR = 0, 1, 2, 3, 4   # joint codes (continuous = revolute)
 SINGLE, COUPLED, LOOP = 0, 1, 2                  # cluster kinds: one body (G = 1); constant G, g = 0; G(q)
-OK, SINGULAR_SPLIT, D_NOT_POSITIVE, D_ILL_CONDITIONED = 0, 1, 2, 3
+OK, SINGULAR_SPLIT, D_NOT_POSITIVE, D_ILL_CONDITIONED, AMPLIFIED = 0, 1, 2, 3, 4
 
 
 # ---- spatial algebra on (E, r) pairs, X = [[E, 0], [-E rx, E]] (seed 001); contiguous 6-vectors ----
@@ -800,6 +800,15 @@ def loop_constraint(m, d, k, yd, velocities):
         G[j, independent[j]] = 1.0
         for p in range(nd):
             G[j, dependent[p]] = -A[pivot[p], nd + j]
+    amplification = 1.0                       # the largest row sum of |G_k| (kinematics.check_amplification)
+    for p in range(nd):
+        t = 0.0
+        for j in range(mk):
+            t += abs(A[pivot[p], nd + j])
+        amplification = max(amplification, t)
+    if not amplification <= m.amplification_bound[k]:
+        d.info[0], d.info[1] = k, amplification
+        return AMPLIFIED
     if not velocities:
         return OK
     for r in range(n):

@@ -2,14 +2,15 @@
 ``c`` (flat_checks.py; the entry point takes them as one CallContext): spanning positions from the independent
 ones.
 
-The same steps as completion.py without its restarts: the couplings solved explicitly (q_d = D q + d,
-seed 003 eq. 3), then each loop cluster closed by continuation from the previous solution (steps of
-at most CONTINUATION_STEP of its independent joints) with the damped Newton iteration of
-completion._newton after each step: dq_d = -K_d^+ phi (Householder least squares, compiled.py), halved
-while it does not reduce |phi|, retracted onto each joint's manifold (a spherical joint turns by the
-step in its child frame, joints.retract). ``complete`` returns OK, or REFER where a cluster does not
-close this way or the model has joints it does not retract (planar, split joints, multi-DoF
-independent joints in loops): completion.py then starts over with its restarts and time budget.
+The same steps as completion.py: the couplings solved explicitly (q_d = D q + d, seed 003 eq. 3), then each
+loop cluster closed by predictor-corrector continuation, tracked in one step from the last completion where
+it is that near, else from the reference configuration: each step predicts the dependent joints with G_k
+(compiled.loop_constraint, which also measures the amplification) and corrects them by the damped Newton
+iteration of completion._newton: dq_d = -K_d^+ phi (Householder least squares, compiled.py), halved while it
+does not reduce |phi|, retracted onto each joint's manifold (a spherical joint turns by the step in its child
+frame, joints.retract). ``complete`` returns OK; FAILED with the cluster, the reason (a FAILURE code), the
+fraction of the way and the residual or amplification in c.failure; or REFER where the model has joints it
+does not retract (planar, split joints, multi-DoF independent joints in loops): completion.py then runs.
 """
 
 import math
@@ -17,14 +18,17 @@ import math
 from numba import njit
 
 from .borrowed import borrowed
-from .compiled import (body_transforms, constraint_rows, dependent_least_squares, LOOP, loop_ends_at_outputs, OK,
-                       output_transforms, SPHERICAL)
+from .compiled import (AMPLIFIED, body_transforms, constraint_rows, dependent_least_squares, LOOP, loop_constraint,
+                       loop_ends_at_outputs, OK, output_transforms, SPHERICAL)
 from .compiled_checks import accept_positions, coupling_residual, loop_residuals, POSITION_BOUND, REFER
 from .kernel_cache import key_on_helpers
 
 INDEPENDENT, DEPENDENT, SPLIT = 1, 2, 3                   # c.role of a body's joint (0: the ground)
 # c.completion: completion.py's constants
-TOLERANCE_AT, MAX_ITERATIONS_AT, CONTINUATION_STEP_AT, MAX_CONTINUATION_STEPS_AT = range(4)
+TOLERANCE_AT, MAX_ITERATIONS_AT, CONTINUATION_STEP_AT, MAX_CONTINUATION_STEPS_AT, HALVINGS_AT = range(5)
+FAILED = -2                                               # complete(): a cluster does not close (c.failure)
+# c.failure[1]: why a continuation failed (completion.FAILURES names them)
+START_SINGULAR, TOO_MANY_STEPS, SINGULAR, NOT_CLOSED = 1, 2, 3, 4
 
 key_on_helpers(__file__)
 
@@ -116,41 +120,104 @@ def retract_dependent(m, c, k, q, start, step, scale):
 
 
 @njit(error_model='numpy')
-def continuation(m, d, c, k, q, previous):
-    """Move the independent joints of cluster k from previous to their targets in q in equal steps of at
-    most CONTINUATION_STEP, closing the loops after each (completion._continuation); OK or REFER."""
-    target = c.target
-    jump = 0.0
-    for i in range(m.body_range[k, 0], m.body_range[k, 1]):
-        if c.role[i] == INDEPENDENT:
-            j = m.idx_q[i]
-            target[j] = q[j]
-            jump = max(jump, abs(q[j] - previous[j]))
-    steps = max(1, int(math.ceil(jump / c.completion[CONTINUATION_STEP_AT])))
-    if steps > c.completion[MAX_CONTINUATION_STEPS_AT]:
-        return REFER
-    for n in range(1, steps + 1):
-        t = n / steps
-        for i in range(m.body_range[k, 0], m.body_range[k, 1]):
-            if c.role[i] == INDEPENDENT:
-                j = m.idx_q[i]
-                q[j] = (1.0 - t) * previous[j] + t * target[j]
-        if not newton(m, d, c, k, q) <= c.completion[TOLERANCE_AT]:
-            return REFER
+def irregularity(m, d, k):
+    """0 where cluster k is regular at its transforms (left current by residual), with G_k in d.G[k]; else its
+    amplification, inf where K_d is singular (compiled.loop_constraint)."""
+    output_transforms(m, d, m.body_range[k, 0], m.body_range[k, 1])
+    status = loop_constraint(m, d, k, d.zero_y, False)
+    return 0.0 if status == OK else d.info[1] if status == AMPLIFIED else math.inf
+
+
+@njit(error_model='numpy')
+def continuation(m, d, c, k, q, start, limit):
+    """Close cluster k in q, whose independent joints hold their targets, by continuation from the closed
+    configuration start in at most limit steps (completion.continuation); OK, or a FAILURE code with q as it
+    was and c.failure[2:] the fraction of the way and the residual or amplification."""
+    b0, b1 = m.body_range[k, 0], m.body_range[k, 1]
+    v0, v1 = m.v_range[k, 0], m.v_range[k, 1]
+    n, mk = v1 - v0, m.y_range[k, 1] - m.y_range[k, 0]
+    role, idx_q, col, independent = c.role, m.idx_q, m.col, m.independent[k]
+    target, origin, entry, saved, predicted, dy, G = c.target, c.origin, c.entry, c.saved, c.predicted, c.dy, d.G[k]
+    tolerance, halvings = c.completion[TOLERANCE_AT], int(c.completion[HALVINGS_AT])
+    step_size = c.completion[CONTINUATION_STEP_AT]
+    for j in range(len(q)):
+        entry[j] = q[j]
+    for i in range(b0, b1):
+        j = idx_q[i]
+        if role[i] == INDEPENDENT:
+            target[j], origin[j] = q[j], start[j]
+        for e in range(4 if m.joint[i] == SPHERICAL else 1):
+            q[j + e] = start[j + e]
+    for a in range(mk):                          # independent displacement per unit of the way (1-DoF joints)
+        dy[a] = 0.0
+        for i in range(b0, b1):
+            if role[i] == INDEPENDENT and col[i] == independent[a]:
+                dy[a] = target[idx_q[i]] - origin[idx_q[i]]
+    worst = newton(m, d, c, k, q)
+    if not (worst <= tolerance and irregularity(m, d, k) == 0.0):
+        return fail(c, q, entry, START_SINGULAR, 0.0, worst)
+    t, steps = 0.0, 0
+    while t < 1.0:
+        if steps == limit:
+            return fail(c, q, entry, TOO_MANY_STEPS, t, steps)
+        largest = 1e-300
+        for a in range(mk):
+            largest = max(largest, abs(dy[a]))
+        for r in range(n):
+            x = 0.0
+            for a in range(mk):
+                x += G[a, r] * dy[a]
+            predicted[r] = x
+            largest = max(largest, abs(x))
+        dt = min(1.0 - t, step_size / largest)
+        for j in range(len(q)):
+            saved[j] = q[j]
+        closed, amplification = False, 0.0
+        for _ in range(halvings + 1):
+            for i in range(b0, b1):
+                if role[i] == INDEPENDENT:
+                    j = idx_q[i]
+                    q[j] = (1.0 - (t + dt)) * origin[j] + (t + dt) * target[j]
+            retract_dependent(m, c, k, q, saved, predicted, -dt)
+            worst = newton(m, d, c, k, q)
+            if worst <= tolerance:
+                amplification = irregularity(m, d, k)
+                if amplification == 0.0:
+                    closed = True
+                    break
+            for j in range(len(q)):
+                q[j] = saved[j]
+            dt *= 0.5
+        if not closed:
+            if worst <= tolerance:
+                return fail(c, q, entry, SINGULAR, t, amplification)
+            return fail(c, q, entry, NOT_CLOSED, t, worst)
+        t, steps = t + dt, steps + 1
     return OK
 
 
+@njit(error_model='numpy')
+def fail(c, q, entry, reason, t, value):
+    """Restore q and record why a continuation failed (c.failure[1:])."""
+    for j in range(len(q)):
+        q[j] = entry[j]
+    c.failure[1], c.failure[2], c.failure[3] = reason, t, value
+    return reason
+
+
 @njit(cache=True, nogil=True, error_model='numpy')
-def complete(x, q_independent, previous, q):
-    """Spanning positions into q (nq): previous with the independent positions, the couplings solved and
-    every loop cluster closed from previous (completion.complete_positions without restarts), then
+def complete(x, q_independent, previous, tracked, q):
+    """Spanning positions into q (nq): the reference configuration (previous where tracked) with the
+    independent positions, the couplings solved and every loop cluster closed by continuation, tracked in one
+    step from previous, else from the reference (completion.complete_positions), then
     state.positions(check=False): every |q_i| within bounds.POSITION, unit quaternions normalized."""
     m, d, c = x.m, x.d, x.c
     (q,) = borrowed((q,))
     if c.completion_compiled[0] == 0 or len(q_independent) != len(c.independent_q):
         return REFER
+    start = previous if tracked else c.reference
     for j in range(len(q)):
-        q[j] = previous[j]
+        q[j] = start[j]
     for j in range(len(q_independent)):
         q[c.independent_q[j]] = q_independent[j]
     for r in range(len(c.coupled_q)):           # D has no column on the joints it solves
@@ -158,7 +225,13 @@ def complete(x, q_independent, previous, q):
         for j in range(len(q)):
             t += c.coupled_D[r, j] * q[j]
         q[c.coupled_q[r]] = t
+    limit = int(c.completion[MAX_CONTINUATION_STEPS_AT])
     for k in range(len(m.kind)):
-        if m.kind[k] == LOOP and continuation(m, d, c, k, q, previous) != OK:
-            return REFER
+        if m.kind[k] != LOOP:
+            continue
+        if tracked and continuation(m, d, c, k, q, previous, 1) == OK:
+            continue
+        if continuation(m, d, c, k, q, c.reference, limit) != OK:
+            c.failure[0] = k
+            return FAILED
     return OK if accept_positions(m, d, c, q, False, 0.0, c.limits[POSITION_BOUND]) else REFER

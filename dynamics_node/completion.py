@@ -1,113 +1,187 @@
-"""State completion: spanning positions from independent ones (seed 003 Sec. 1.2).
+"""State completion: spanning positions from independent ones on the reference assembly branch (seed 003,
+Sec. 1.2).
 
-Coupling-only clusters are linear and solved explicitly (couplings.py); loops are solved by Newton's method on
-phi(q) = 0 over the dependent joints. Steps are taken in velocity coordinates and mapped onto each joint's
-position manifold (joints.retract: q <- q * exp(step), renormalized, for a spherical joint).
+Coupling-only clusters are linear and solved explicitly (couplings.py). Each loop cluster is closed by
+predictor-corrector continuation: its independent coordinates move along the straight line from a start
+(a closed configuration on the branch) to their targets; each step predicts the dependent joints to first
+order (q_d + G_d dy) and corrects them by Newton's method on phi(q) = 0. No step moves a coordinate by more
+than CONTINUATION_STEP (as predicted), and every configuration reached must be regular (a well-conditioned
+K_d and an amplification max_r sum_j |G_rj| within Model.amplification_limit), so the continuation never
+crosses a singularity: it stays on the assembly branch of its start.
 
-To stay on the assembly branch of the previous solution (the neutral position at first), a cluster's
-independent joints move there from their previous values in continuation steps of at most
-CONTINUATION_STEP, each closed by Newton from the last. A start on a singular pose (e.g. all links of
-a four-bar aligned at q = 0) can stall Newton, so a failed solve is retried from the previous and the
-neutral positions (always) and from seeded random restarts until a time budget is spent (none begins
-after it, and the continuation takes its remaining distance in one step); then the loop is reported as
-unreachable. A solve is bounded (MAX_ITERATIONS) and stops early once it stalls (a least-squares
-minimum with |phi| > 0: the pose is out of reach from there), so an unreachable pose costs
-milliseconds. The budget never cuts a Newton solve short, so whether a pose near the previous one is
-reached does not depend on the machine's load.
+Completion is a function of its input and the reference branch: the continuation from the reference
+configuration (Model.reference_positions) along the straight line to the input. A completion within one
+continuation step of the last one of the workspace (a stream of joint states) tracks the mechanism from it
+instead, in that one step: wherever the branch is a single-valued function of the independent coordinates
+(mechanisms whose assembly modes are separated by singularities) that gives the same positions, faster.
+Mechanisms that can change assembly mode without crossing a singularity (cuspidal ones, e.g. some
+five-bars) follow their motion when tracked around a cusp in small steps, as the robot itself does; any
+larger jump starts from the reference again. Where the continuation from the reference fails (its path
+meets a singularity, or Newton's method does not close a step even when halved), the positions are off the
+reference branch (out of the mechanism's reach, or reachable only through a singularity) and a ModelError
+names the cluster and where the continuation stopped.
+
+The spin of a split joint (a rod's ball joint: the rod turns about its own line), which no input sets, is
+turned to the rotation nearest the reference configuration's (canonical_spins), so it too depends only on
+the input. The continuation from the reference stops once budget_ms milliseconds are spent (checked between
+its steps).
 """
 
 import time
 
 import numpy as np
 
-from .clusters import constraint_jacobian
+from .clusters import constraint_jacobian, explicit_jacobian, SINGULARITY_THRESHOLD
 from .errors import ModelError, quote
-from .joints import QUATERNION_AT, random_position, retract
+from .joints import QUATERNION_AT, retract
 from .kinematics import update_transforms
+from .spatial import matrix_quaternion, quaternion_matrix, rotation_about, rotation_log
 
 TOLERANCE = 1e-12              # max |phi| of a solved cluster, m or rad
-MAX_ITERATIONS = 50            # Newton iterations per start
-CONTINUATION_STEP = 0.1        # largest change of an independent coordinate per Newton solve, rad or m
-MAX_CONTINUATION_STEPS = 100   # farther jumps (over 10 rad or m) start from the neutral position instead
-RESTARTS = 8                   # extra starts at most: dependent angles uniform in [-pi, pi], random quaternions
-SLOW_RATIO, SLOW_STEPS = 0.9, 3    # a start crawling this slowly is abandoned (see _newton)
-# Default time budget of one completion, checked between Newton solves (a 0.6 rad jump of the delta
-# robot takes ~20 ms on the NumPy path).
-BUDGET_MS = 200.0
+MAX_ITERATIONS = 50            # Newton iterations per continuation step
+CONTINUATION_STEP = 0.1        # largest predicted change of a coordinate per step, rad or m
+MAX_CONTINUATION_STEPS = 400   # steps per continuation (40 rad of the fastest joint)
+HALVINGS = 6                   # a step that does not close, or leaves the regular region, is halved this often
+BUDGET_MS = 200.0              # default time budget of the continuation from the reference
 MAX_BUDGET_MS = 1e4            # budget_ms accepted up to 10 s
 
 
 def complete_positions(model, data, q_independent, budget_ms=BUDGET_MS):
-    """Spanning q (nq) whose independent joints take q_independent and whose loops are closed. Starts
-    from data.q_last, which the caller updates once the whole call has succeeded."""
+    """Spanning q (nq) whose independent joints take q_independent and whose loops are closed on the reference
+    branch (module docstring). Tracks from data.q_last, which the caller updates once the whole call has
+    succeeded."""
     deadline = time.perf_counter() + 1e-3 * budget_ms
-    previous = model.q_neutral if data.q_last is None else data.q_last
-    q = previous.copy()
-    q[model.independent_q] = q_independent            # a split joint's free spin keeps its value
+    reference = model.reference_positions
+    q = reference.copy() if data.q_last is None else data.q_last.copy()
+    q[model.independent_q] = q_independent
     model.couplings.complete(q)
-    if model.loop_bodies:
-        for cluster in model.cluster_list:
-            if not cluster.linear:
-                _solve_cluster(model, data, cluster, q, previous, deadline, budget_ms)
+    for cluster in model.cluster_list:
+        if cluster.linear:
+            continue
+        tracked = data.q_last is not None and not continuation(model, data, cluster, q, data.q_last, steps=1)
+        failure = None if tracked else continuation(model, data, cluster, q, reference, deadline=deadline)
+        if failure:
+            raise ModelError(failure_message(model, cluster, *failure))
+    canonical_spins(model, data, q)
     return q
 
 
-def _solve_cluster(model, data, cluster, q, previous, deadline, budget_ms):
-    """Close the loops of cluster in q, whose independent joints hold their targets and whose dependent
-    joints start from previous (by continuation, then directly) and from the neutral position, whatever
-    the budget; then from seeded random restarts while the budget lasts."""
-    dependent = [b for b in cluster.bodies if model.joint_role[b] != 'independent']
-    target = q.copy()
-    residual = _continuation(model, data, cluster, q, previous, target, dependent, deadline)
-    solves = 1
-    rng = np.random.default_rng(cluster.index)
-    for restart in range(RESTARTS + 2):
-        if residual <= TOLERANCE or (restart >= 2 and time.perf_counter() > deadline):
-            break
-        q[:] = target             # the independent joints back at their targets
-        for b in dependent:       # straight from the previous pose, from the neutral one, then random
-            start = previous if restart == 0 else model.q_neutral if restart == 1 else None
-            q[_positions(model, b)] = random_position(model.joint_type[b], rng, np.pi) if start is None else \
-                start[_positions(model, b)]
-        residual = _newton(model, data, cluster, q, dependent)
-        solves += 1
-    if residual > TOLERANCE:
-        raise ModelError(f'could not close the constraints {quote([c.name for c in cluster.constraints])} of '
-                         f'cluster {quote(cluster.name)}: residual {residual:.3g} after {solves} Newton solves '
-                         f'(budget {budget_ms:g} ms); the independent positions may be out of the '
-                         "mechanism's reach")
+def failure_message(model, cluster, reason, t, value):
+    """The error of a completion whose continuation from the reference failed (continuation's reasons)."""
+    why = {'start': f'the reference configuration does not close (residual {value:.3g})',
+           'steps': f'still {1.0 - t:.3g} of the way to go after {value:g} steps',
+           'singular': f'a singular configuration {t:.3g} of the way (amplification {value:.3g} exceeds '
+                       f'{model.amplification_bound[cluster.index]:.3g}: amplification_limit)',
+           'residual': f"Newton's method leaves a residual of {value:.3g} {t:.3g} of the way",
+           'budget': f'the budget ran out {t:.3g} of the way'}[reason]
+    return (f'cannot close the constraints {quote([c.name for c in cluster.constraints])} of cluster '
+            f'{quote(cluster.name)} on the reference assembly branch: {why}; the independent positions may be '
+            "out of the mechanism's reach")
 
 
-def _continuation(model, data, cluster, q, previous, target, dependent, deadline):
-    """Move the independent joints from previous to target in equal steps of at most CONTINUATION_STEP
-    (quaternions by normalized interpolation), closing the loops after each; once past the deadline, the
-    rest in one step. Returns the max |phi| of the last solve (above TOLERANCE where one fails; inf for a
-    jump of more than MAX_CONTINUATION_STEPS steps, which is no continuation of the previous pose)."""
-    independent = [(b, _positions(model, b), model.joint_type[b]) for b in cluster.bodies if b not in dependent]
-    jump = max([_distance(kind, previous[s], target[s]) for _, s, kind in independent], default=0.0)
-    steps = max(1, int(np.ceil(jump / CONTINUATION_STEP)))
-    if steps > MAX_CONTINUATION_STEPS:
-        return np.inf
-    for b in dependent:
-        q[_positions(model, b)] = previous[_positions(model, b)]
-    for t in np.arange(1, steps + 1) / steps:
-        if time.perf_counter() > deadline:
-            t = 1.0
-        for _, s, kind in independent:
-            q[s] = _interpolate(kind, previous[s], target[s], t)
-        residual = _newton(model, data, cluster, q, dependent, patient=True)
-        if residual > TOLERANCE or t == 1.0:
-            break
-    return residual
+def continuation(model, data, cluster, q, start, steps=MAX_CONTINUATION_STEPS, deadline=None):
+    """Close cluster in q, whose independent joints hold their targets, by continuation from the closed
+    configuration start in at most steps steps (module docstring); its dependent joints end in q. Returns
+    None, or why it failed as (reason, fraction of the way, residual, amplification or steps) with q as it
+    was."""
+    entry = q.copy()
+    failure = _continue(model, data, cluster, q, start, steps, deadline)
+    if failure:
+        q[:] = entry
+    return failure
 
 
-def _distance(kind, a, b):
-    """Largest change of a coordinate from position a to b (a quaternion's by its rotation angle)."""
-    if kind not in QUATERNION_AT:
-        return np.max(np.abs(b - a))
-    at = QUATERNION_AT[kind]
-    turn = 2.0 * np.arccos(min(1.0, abs(a[at:at + 4] @ b[at:at + 4])))
-    return max(turn, np.max(np.abs(b[:at] - a[:at]), initial=0.0))
+def _continue(model, data, cluster, q, start, limit, deadline):
+    independent = [b for b in cluster.bodies if model.joint_role[b] == 'independent']
+    moving = [b for b in cluster.bodies if model.joint_role[b] != 'independent']
+    target = {b: q[_positions(model, b)].copy() for b in independent}
+    for b in cluster.bodies:
+        q[_positions(model, b)] = start[_positions(model, b)]
+    origin = {b: q[_positions(model, b)].copy() for b in independent}
+    dy = np.zeros(cluster.m)                # independent displacement, velocity coordinates, per unit of the way
+    for b in independent:
+        c = list(cluster.independent).index(cluster.col[b])
+        dy[c:c + model.nv_body[b]] = _displacement(model.joint_type[b], origin[b], target[b])
+    bound = model.amplification_bound[cluster.index]
+    residual = _newton(model, data, cluster, q, moving)
+    G, amplification = explicit(model, data, cluster)
+    if residual > TOLERANCE or G is None or amplification > bound:
+        return 'start', 0.0, residual
+    t, steps = 0.0, 0
+    while t < 1.0:
+        if steps == limit:
+            return 'steps', t, steps
+        if deadline is not None and steps > 0 and time.perf_counter() > deadline:
+            return 'budget', t, 0.0
+        predicted = G @ dy
+        dt = min(1.0 - t, CONTINUATION_STEP / max(np.max(np.abs(dy), initial=0.0),
+                                                  np.max(np.abs(predicted)), 1e-300))
+        saved = q.copy()
+        for _ in range(HALVINGS + 1):
+            for b in independent:
+                q[_positions(model, b)] = _interpolate(model.joint_type[b], origin[b], target[b], t + dt)
+            for b in moving:
+                c = cluster.col[b]
+                q[_positions(model, b)] = retract(model.joint_type[b], model.axis[b], saved[_positions(model, b)],
+                                                  dt * predicted[c:c + model.nv_body[b]])
+            residual = _newton(model, data, cluster, q, moving)
+            if residual <= TOLERANCE:
+                G_next, amplification = explicit(model, data, cluster)
+                if G_next is not None and amplification <= bound:
+                    break
+            q[:] = saved
+            dt *= 0.5
+        else:
+            return ('singular', t, amplification) if residual <= TOLERANCE else ('residual', t, residual)
+        G, t, steps = G_next, t + dt, steps + 1
+    return None
+
+
+def explicit(model, data, cluster):
+    """(G over the cluster's columns, amplification) at the cluster's transforms in data.Xup; (None, inf)
+    where K_d is singular (kinematics.explicit_constraint's threshold)."""
+    K = constraint_jacobian(cluster, data.Xup, model.S)[0][cluster.active_rows]
+    diagonal = np.abs(np.diag(np.linalg.qr(K[:, cluster.dependent], mode='r')))
+    if diagonal.size and diagonal.min() <= SINGULARITY_THRESHOLD * max(diagonal.max(), 1.0):
+        return None, np.inf
+    G = np.zeros((cluster.n, cluster.m))
+    G[cluster.independent] = np.eye(cluster.m)
+    G[cluster.dependent] = explicit_jacobian(K, cluster.dependent, cluster.independent)
+    return G, max(1.0, float(np.abs(G).sum(axis=1).max()))
+
+
+def canonical_spins(model, data, q):
+    """Turn each split joint whose free direction is idle (it moves that joint alone) to the rotation nearest
+    the reference configuration's: R exp(theta d^) with theta maximizing trace(R_ref^T R exp(theta d^))."""
+    reference = model.reference_positions
+    for cluster, (y0, _) in zip(model.cluster_list, model.y_range):
+        for b in cluster.bodies:
+            if model.joint_role[b] != 'split':
+                continue
+            c0, c1 = cluster.col[b], cluster.col[b] + model.nv_body[b]
+            for j in np.flatnonzero(cluster.moves[c0:c1].any(axis=0)):
+                if cluster.moves[:c0, j].any() or cluster.moves[c1:, j].any():
+                    continue                                 # not idle: it keeps its value
+                s = _positions(model, b)
+                update_transforms(model, data, q, cluster.bodies)
+                G = explicit(model, data, cluster)[0]
+                if G is None:
+                    continue
+                d = G[c0:c1, j] / np.linalg.norm(G[c0:c1, j])
+                M = quaternion_matrix(*reference[s]).T @ quaternion_matrix(*q[s])
+                d_hat = np.array([[0.0, -d[2], d[1]], [d[2], 0.0, -d[0]], [-d[1], d[0], 0.0]])
+                theta = np.arctan2(np.trace(M @ d_hat), np.trace(M) - d @ M @ d)
+                turned = matrix_quaternion(quaternion_matrix(*q[s]) @ rotation_about(d, theta))
+                q[s] = turned if turned @ q[s] >= 0.0 else -turned
+
+
+def _displacement(kind, a, b):
+    """The change from position a to b in velocity coordinates (a quaternion's as the rotation vector in the
+    child frame; a planar joint's as x y theta, which only the step size uses)."""
+    if kind in QUATERNION_AT:
+        at = QUATERNION_AT[kind]
+        return rotation_log(quaternion_matrix(*a[at:at + 4]).T @ quaternion_matrix(*b[at:at + 4]))
+    return b - a
 
 
 def _interpolate(kind, a, b, t):
@@ -125,24 +199,19 @@ def _positions(model, body):
     return slice(model.idx_q[body], model.idx_q[body] + model.nq_body[body])
 
 
-def _newton(model, data, cluster, q, dependent, patient=False):
-    """Damped Newton on the dependent joints (full steps near the solution, halved while a step does
-    not reduce |phi|); returns the final max |phi|. A start is abandoned once it stalls: no decrease
-    down to a 1/1000 step, or (unless patient: a continuation step, which starts next to a closed pose
-    and may need a few damped steps) SLOW_STEPS steps in a row that cut |phi| by less than SLOW_RATIO
-    (Newton converges quadratically near a closed loop; crawling means a least-squares minimum with
-    phi != 0, i.e. out of reach from here)."""
+def _newton(model, data, cluster, q, moving):
+    """Damped Newton on the dependent joints (full steps near the solution, halved while a step does not
+    reduce |phi|); returns the final max |phi|."""
     phi = _residual(model, data, cluster, q)
-    slow = 0
     for _ in range(MAX_ITERATIONS):
-        if np.max(np.abs(phi)) <= TOLERANCE or (slow == SLOW_STEPS and not patient):
+        if np.max(np.abs(phi)) <= TOLERANCE:
             break
         K, _ = constraint_jacobian(cluster, data.Xup, model.S)
         step = np.zeros(cluster.n)                     # over the cluster's columns, zero on independent ones
         step[cluster.dependent] = np.linalg.lstsq(K[cluster.active_rows][:, cluster.dependent], phi, rcond=None)[0]
-        start, scale = [q[_positions(model, b)].copy() for b in dependent], 1.0
+        start, scale = [q[_positions(model, b)].copy() for b in moving], 1.0
         while True:
-            for b, q_b in zip(dependent, start):
+            for b, q_b in zip(moving, start):
                 c = cluster.col[b]
                 q[_positions(model, b)] = retract(model.joint_type[b], model.axis[b], q_b,
                                                   -scale * step[c:c + model.nv_body[b]])
@@ -150,11 +219,11 @@ def _newton(model, data, cluster, q, dependent, patient=False):
             if np.linalg.norm(trial) < np.linalg.norm(phi):
                 break
             if scale < 1e-3:
-                for b, q_b in zip(dependent, start):
+                for b, q_b in zip(moving, start):
                     q[_positions(model, b)] = q_b
+                _residual(model, data, cluster, q)
                 return np.max(np.abs(phi))
             scale *= 0.5
-        slow = slow + 1 if np.linalg.norm(trial) > SLOW_RATIO * np.linalg.norm(phi) else 0
         phi = trial
     return np.max(np.abs(phi))
 

@@ -18,13 +18,14 @@ import time
 import numpy as np
 from numba import typeof, types
 
-from . import compiled, compiled_calls, compiled_checks, compiled_completion, compiled_lcaba
+from . import compiled, compiled_calls, compiled_checks, compiled_completion, compiled_lcaba, completion
 from .borrowed import Borrowed, INPUT_VECTOR, NotAFloat64Vector
 from .compiled import OK
 from .errors import ModelError, quote, SingularConfigurationError
 from .flat import FlatModel
 from .flat_checks import call_context, check_plan, frame_set
 from .flat_lcaba import lcaba_plan
+from .kinematics import amplification_message
 from .lcaba import DEFAULT_SETTINGS, LcabaResult
 
 _INPUT = INPUT_VECTOR                  # a float64 vector, else NotAFloat64Vector (borrowed.py)
@@ -37,6 +38,8 @@ _DISPATCHERS.update({'checked_' + kernel.__name__: kernel for kernel in
                       compiled_calls.inverse_dynamics, compiled_calls.mass_matrix, compiled_calls.inverse_osim)})
 _ENTRY_POINTS = {}              # name -> compiled entry point, filled by the first warm_up()
 FRAME_SETS = 64                 # link lists whose Lambda^-1 buffers are kept
+_FAILURES = {compiled_completion.START_SINGULAR: 'start', compiled_completion.TOO_MANY_STEPS: 'steps',
+             compiled_completion.SINGULAR: 'singular', compiled_completion.NOT_CLOSED: 'residual'}
 
 
 class FastPath:
@@ -188,10 +191,18 @@ class FastPath:
         self.data.q_closed[:] = q
 
     def checked_completion(self, q_independent, previous):
-        """Model.complete_positions from previous (nq) without restarts (compiled_completion.py): spanning
-        q, closed, within bounds and with unit quaternions, or None where completion.py must run."""
-        if self._complete(self._x, q_independent, previous, self.data.q_checked) == OK:
+        """Model.complete_positions (compiled_completion.py), tracked from previous (nq, None for none): spanning
+        q, closed, within bounds and with unit quaternions; None where completion.py must run; ModelError
+        where a loop cluster does not close on the reference branch."""
+        tracked = previous is not None
+        status = self._complete(self._x, q_independent, previous if tracked else self.checks.reference, tracked,
+                                self.data.q_checked)
+        if status == OK:
             return self.data.q_checked.copy()
+        if status == compiled_completion.FAILED:
+            k, reason, t, value = self._check_scratch['failure']
+            raise ModelError(completion.failure_message(self.model, self.model.cluster_list[int(k)],
+                                                        _FAILURES[int(reason)], t, value))
         return None
 
     def warm_up(self):
@@ -216,7 +227,7 @@ class FastPath:
         self.checked_inverse_dynamics(q, y, y)
         self.checked_mass_matrix(q)
         self.checked_inverse_osim(q, frames)
-        self.checked_completion(q[self.model.independent_q], q)
+        self._complete(self._x, q[self.model.independent_q], q, True, self.data.q_checked)
         return time.perf_counter() - start
 
     def _use_settings(self, settings):
@@ -271,6 +282,8 @@ class FastPath:
                 f'cluster {quote(cluster.name)} is at a singular configuration: its constraints '
                 f'{quote([con.name for con in cluster.constraints])} do not determine the dependent joints '
                 f'(conditioning {self.data.info[1]:.1e}); use method="lcaba"')
+        if status == compiled.AMPLIFIED:
+            raise SingularConfigurationError(amplification_message(self.model, cluster, self.data.info[1]))
         if status == compiled.D_NOT_POSITIVE:
             raise SingularConfigurationError(
                 f'cluster {quote(cluster.name)}: its articulated inertia D = S^T I^A S is not positive definite '
@@ -300,7 +313,7 @@ def _compile_kernels(m, d, p, w, c, x, frames):
             'checked_forward_dynamics_lcaba': (context, _INPUT, _INPUT, _INPUT),
             'checked_inverse_dynamics': (context, _INPUT, _INPUT, _INPUT),
             'checked_mass_matrix': (context, _INPUT),
-            'complete': (context, _INPUT, _INPUT, types.Array(types.float64, 1, 'C')),
+            'complete': (context, _INPUT, _INPUT, types.boolean, types.Array(types.float64, 1, 'C')),
             'checked_inverse_osim': (context, _INPUT, typeof(frames[4])),
         }
         for name, signature in signatures.items():      # a fused call may compile other types of a kernel

@@ -80,7 +80,9 @@ MODEL_FIELDS = {   # name: meaning, shape (nb bodies with 0 the ground, nc clust
     'loop_path_len': 'lengths of the two paths (nl, 2)',
     'loop_ends': 'the predecessor [0] and successor [1] bodies (the NCA where a path is empty) (nl, 2)',
     'loop_cluster': 'the cluster of loop l (nl)',
-    'gravity': 'gravity acceleration in the root frame, m/s^2, the only writable field (3)',
+    'gravity': 'gravity acceleration in the root frame, m/s^2, writable (3)',
+    'amplification_bound': 'largest row sum of |G_k| of a regular configuration of LOOP cluster k, writable '
+                           '(Model.amplification_bound) (nc)',
     'singularity_threshold': 'kinematics.SINGULARITY_THRESHOLD, relative |R_ii| of a singular split',
     'd_condition_limit': 'aba.D_CONDITION_LIMIT, reciprocal condition of an ill-conditioned D_k',
     'nv': 'spanning velocity dimension',
@@ -187,6 +189,7 @@ class FlatModel:
         for value in fields.values():
             value.setflags(write=False)
         fields['gravity'] = np.array(model.gravity, dtype=float)
+        fields['amplification_bound'] = np.array(model.amplification_bound, dtype=float)
         fields['singularity_threshold'], fields['d_condition_limit'] = SINGULARITY_THRESHOLD, D_CONDITION_LIMIT
         fields['nv'], fields['ny'] = model.nv, model.ny
         self.__dict__.update(fields)

@@ -16,8 +16,8 @@ from numba.experimental import structref
 
 from . import bounds, compiled_checks as checks, completion, state
 from .borrowed import borrowed
-from .compiled_completion import (CONTINUATION_STEP_AT, DEPENDENT, INDEPENDENT, MAX_CONTINUATION_STEPS_AT,
-                                  MAX_ITERATIONS_AT, SPLIT, TOLERANCE_AT)
+from .compiled_completion import (CONTINUATION_STEP_AT, DEPENDENT, HALVINGS_AT, INDEPENDENT,
+                                  MAX_CONTINUATION_STEPS_AT, MAX_ITERATIONS_AT, SPLIT, TOLERANCE_AT)
 from .compiled_checks import ACROSS_AXIS, ALL, ALONG_AXIS, AXES_PERPENDICULAR, LOG, NONE, TURNED_AXIS
 from .constraints import CouplingConstraint, POSITION_ROWS, ROTATION_ROWS
 from .flat import _plucker_parts, _StructType
@@ -54,7 +54,8 @@ CHECK_FIELDS = {   # name: meaning, shape (nl loops, nr coupling rows)
     'role': 'per body: INDEPENDENT, DEPENDENT or SPLIT joint (Model.joint_role; 0 for the ground)',
     'completion_compiled': '1 where compiled_completion closes every loop cluster (dependent joints revolute, '
                            'prismatic or spherical, independent ones 1-DoF), else 0',
-    'completion': 'completion.py constants at the indices of compiled_completion (4)',
+    'completion': 'completion.py constants at the indices of compiled_completion (5)',
+    'reference': 'the reference configuration (Model.reference_positions) (nq)',
 }
 
 SCRATCH_FIELDS = {
@@ -65,6 +66,12 @@ SCRATCH_FIELDS = {
     'step': 'Newton step over the dependent columns (N)',
     'start': 'positions before a trial step (nq)',
     'target': 'positions the continuation moves to (nq)',
+    'origin': 'positions it moves from (nq)',
+    'entry': 'positions before a continuation (nq)',
+    'saved': 'positions before a continuation step (nq)',
+    'predicted': 'G_k dy, the predicted change of a cluster\'s joints per unit of the way (N)',
+    'dy': 'the change of its independent joints per unit of the way (M)',
+    'failure': 'the cluster, reason, fraction of the way and value of a failed completion (4)',
 }
 
 
@@ -176,8 +183,10 @@ class CheckPlan:
         'worst' is the output of velocity_violation), which the caller keeps as long as the view."""
         R = max([1] + [sum(con.rows for con in c.constraints) for c in self.loop_clusters])
         N = max([1] + [c.n for c in self.loop_clusters])
+        M = max([1] + [c.m for c in self.loop_clusters])
         scratch = {'worst': np.zeros(3), 'rows': np.zeros(R), 'phi': np.zeros(R), 'trial': np.zeros(R),
-                   'step': np.zeros(N), 'start': np.zeros(self.nq), 'target': np.zeros(self.nq)}
+                   'step': np.zeros(N), 'predicted': np.zeros(N), 'dy': np.zeros(M), 'failure': np.zeros(4)}
+        scratch.update({name: np.zeros(self.nq) for name in ('start', 'target', 'origin', 'entry', 'saved')})
         fields = [self.fields[name] for name in CHECK_FIELDS] + [scratch[name] for name in SCRATCH_FIELDS]
         return _new_check_ref(*fields), scratch
 
@@ -198,10 +207,12 @@ def _completion_fields(model, couplings):
               'coupled_d': np.array(model.couplings.d, dtype=float),
               'role': _ints([{'independent': INDEPENDENT, 'dependent': DEPENDENT, 'split': SPLIT}.get(role, 0)
                              for role in model.joint_role]),
-              'completion_compiled': _ints([1 if compiled else 0]), 'completion': np.zeros(4)}
+              'completion_compiled': _ints([1 if compiled else 0]), 'completion': np.zeros(5),
+              'reference': np.array(model.reference_positions, dtype=float)}
     for index, value in ((TOLERANCE_AT, completion.TOLERANCE), (MAX_ITERATIONS_AT, completion.MAX_ITERATIONS),
                          (CONTINUATION_STEP_AT, completion.CONTINUATION_STEP),
-                         (MAX_CONTINUATION_STEPS_AT, completion.MAX_CONTINUATION_STEPS)):
+                         (MAX_CONTINUATION_STEPS_AT, completion.MAX_CONTINUATION_STEPS),
+                         (HALVINGS_AT, completion.HALVINGS)):
         fields['completion'][index] = value
     return fields
 

@@ -10,13 +10,10 @@ For cluster k with bodies i and output bodies o(i):
 
 import numpy as np
 
-from .clusters import constraint_jacobian
+from .clusters import constraint_jacobian, SINGULARITY_THRESHOLD
 from .errors import quote, SingularConfigurationError
 from .joints import joint_transform
 from .spatial import cross_motion
-
-# min |R_ii| / max |R_ii| of the QR of K_d below which a cluster's dependent joints are undetermined.
-SINGULARITY_THRESHOLD = 1e-9
 
 
 def update_transforms(model, data, q, bodies=None):
@@ -46,11 +43,26 @@ def explicit_constraint(model, data, k, yd):
     G = np.zeros((c.n, c.m))
     G[c.independent] = np.eye(c.m)
     G[c.dependent] = -np.linalg.solve(R, Q.T @ K[:, c.independent])
+    check_amplification(model, c, np.abs(G[c.dependent]).sum(axis=1).max(initial=1.0))
     qd = G @ yd
     _, bias = constraint_jacobian(c, data.Xup, model.S, qd)
     g = np.zeros(c.n)
     g[c.dependent] = np.linalg.solve(R, Q.T @ bias[c.active_rows])
     return G, g, qd
+
+
+def check_amplification(model, cluster, amplification):
+    """SingularConfigurationError where a loop cluster's amplification (the largest row sum of |G_k|) exceeds
+    its bound (Model.amplification_limit times its amplification at the reference configuration)."""
+    if amplification > model.amplification_bound[cluster.index]:
+        raise SingularConfigurationError(amplification_message(model, cluster, amplification))
+
+
+def amplification_message(model, cluster, amplification):
+    return (f'cluster {quote(cluster.name)} is near a singular configuration: a joint would move {amplification:.3g} '
+            f'times faster than the independent coordinates, more than {model.amplification_limit:g} times the '
+            f'reference configuration\'s {model.reference_amplification[cluster.index]:.3g} '
+            '(amplification_limit); use method="lcaba"')
 
 
 def cluster_motion(model, data, k, yd):

@@ -12,7 +12,8 @@ import threading
 import numpy as np
 
 from . import bounds
-from .clusters import build_clusters
+from .clusters import (amplification, AMPLIFICATION_LIMIT, build_clusters, constraint_jacobian, mimic_roles,
+                       mimic_warnings, regular)
 from .completion import BUDGET_MS, complete_positions, MAX_BUDGET_MS
 from .couplings import LinearConstraints
 from .errors import ModelError, quote, SingularConfigurationError
@@ -23,6 +24,7 @@ from .joints import motion_subspace, neutral_position, NQ, NV
 from .kinematics import update_transforms
 from .lcaba import DEFAULT_SETTINGS
 from .reference import ReferencePath
+from .roles import held_coordinates, passive_joints
 from .spatial import pose_transform, SWAP_LINEAR_ANGULAR
 from .state import check_finite, external_forces, independent_velocities, positions, vector, VELOCITY_TOLERANCE
 from .topology import SpanningTree
@@ -52,13 +54,13 @@ class ClusterInfo:
 class Model:
     """A URDF+ robot as a tree of clusters. Build it with ``load_model``."""
 
-    def __init__(self, spec, compiled=None):
+    def __init__(self, spec, compiled=None, reference_positions=None, amplification_limit=AMPLIFICATION_LIMIT):
         tree = SpanningTree(spec)
-        clusters = build_clusters(spec, tree)
+        clusters = build_clusters(spec, tree, split=False)
         tree.renumber([b for c in clusters for b in c.bodies])
         clusters = build_clusters(spec, tree)
         self.name = spec.name
-        self.warnings = list(spec.warnings)              # loadable oddities of the description
+        self.warnings = list(spec.warnings) + mimic_warnings(spec)   # loadable oddities
         self.nb = len(tree.bodies)                       # bodies incl. the ground (body 0)
         self.root_link = tree.root_link
         self.parent = _frozen(tree.parent)               # parent body of each body
@@ -107,6 +109,15 @@ class Model:
         self.clusters = tuple(self._describe(c, tree) for c in clusters)
         self.loop_bodies = tuple(b for c in clusters if not c.linear for b in c.bodies)  # q-dependent K
         self.couplings = LinearConstraints(self)       # the coupling-only clusters as A q + b = 0
+        self.passive_joint_names = tuple(passive_joints(tree, clusters, self.joint_role, mimic_roles(spec, tree)[1]))
+        self.actuated_joint_names = tuple(name for name in self.independent_joint_names
+                                          if name not in self.passive_joint_names and
+                                          self.joint_type[self.joint_names.index(name) + 1] != 'floating')
+        self.held_y, self.locked_v = (_frozen(x) for x in held_coordinates(self, clusters))
+        self.held_joint_names = tuple(dict.fromkeys(
+            self.joint_names[_body_of_entry(self.idx_v, v) - 1] for v in self.independent_v[self.held_y]))
+        self.warnings += [f'joint {quote(name)} moves only bodies without inertia and no constraint determines '
+                          'it: forward dynamics holds it still' for name in self.held_joint_names]
         self._auto_settings = DEFAULT_SETTINGS if lcaba_is_cheaper(self) else None   # method 'auto' starts with LCABA
         self.G_constant = self.couplings.G             # constant G_k of coupling-only clusters
         self.compiled = numba_available() if compiled is None else bool(compiled)
@@ -114,6 +125,60 @@ class Model:
         self.gravity = np.array([0.0, 0.0, -9.81])
         self._zero_y = _frozen(np.zeros(self.ny))
         self._local = _ThreadWorkspace(self)           # ._local.data: the calling thread's workspace
+        self._reference_positions, self.reference_amplification = self._reference(clusters, reference_positions)
+        self.amplification_limit = amplification_limit
+
+    @property
+    def reference_positions(self):
+        """The reference (assembly) configuration, spanning q (nq): the zero position where the loops close
+        there, else the closed configuration found from it at load (clusters.py), or the positions given to
+        load_model. complete_positions follows its assembly branch."""
+        return self._reference_positions.copy()
+
+    @reference_positions.setter
+    def reference_positions(self, value):
+        raise ModelError('reference_positions is fixed at load; pass reference_positions= to load_model')
+
+    @property
+    def amplification_limit(self):
+        """Where a loop cluster's amplification (the largest row sum of |G_k|: the speed of its fastest joint
+        when every independent coordinate moves at unit speed) exceeds this multiple of its amplification at
+        the reference configuration, the configuration counts as singular: inverse dynamics, bias forces, the
+        mass matrix and Lambda^-1 raise SingularConfigurationError naming the cluster, forward dynamics takes
+        LCABA (method 'auto'), and completion does not continue through it. Default
+        clusters.AMPLIFICATION_LIMIT (100)."""
+        return self._amplification_limit
+
+    @amplification_limit.setter
+    def amplification_limit(self, value):
+        self._amplification_limit = _amplification_limit(value)
+        self.amplification_bound = _frozen(self._amplification_limit * self.reference_amplification)
+        if self._flat is not None:
+            self._flat.amplification_bound[:] = self.amplification_bound
+
+    def _reference(self, clusters, given):
+        """The reference positions (given ones checked: closed, regular; else each loop cluster's reference
+        configuration with the couplings solved) and each cluster's amplification there."""
+        data = Data(self)
+        data.engine = ReferencePath(self, data)          # the NumPy checks: nothing compiles at load
+        if given is None:
+            q = self.q_neutral.copy()
+            for c in clusters:
+                for b, q_b in (c.reference or {}).items():
+                    q[self.idx_q[b]:self.idx_q[b] + self.nq_body[b]] = q_b
+            self.couplings.complete(q)
+        else:
+            q = positions(self, data, given)
+        update_transforms(self, data, q, self.loop_bodies)
+        gains = np.ones(len(clusters))
+        for c in clusters:
+            if not c.linear:
+                K = constraint_jacobian(c, data.Xup, self.S)[0][c.active_rows]
+                if not regular(c, K):
+                    raise ModelError(f'reference_positions: cluster {quote(c.name)} is (nearly) singular there; '
+                                     'give a regular closed configuration')
+                gains[c.index] = amplification(K, c.dependent, c.independent)
+        return _frozen(q), _frozen(gains)
 
     @property
     def auto_lcaba(self):
@@ -312,11 +377,12 @@ class Model:
         return R, p
 
     def complete_positions(self, q_independent, budget_ms=BUDGET_MS):
-        """Spanning q (nq) from the independent joints' positions (in independent_joint_names order,
-        7 entries for a floating joint, 4 for a spherical one, none for a split joint, whose free
-        directions keep their previous values): couplings solved directly, loops by Newton's method
-        warm-started from the previous solution, with restarts until budget_ms milliseconds are spent
-        (then the positions count as out of the mechanism's reach)."""
+        """Spanning q (nq) from the independent joints' positions (in independent_joint_names order, 7 entries
+        for a floating joint, 4 for a spherical one, none for a split joint) on the assembly branch of
+        reference_positions: couplings solved directly, loops by continuation from the last completion, else
+        from the reference configuration (completion.py). The same input gives the same positions whatever was
+        completed before; positions off the branch (out of reach, or beyond a singularity) raise ModelError.
+        budget_ms bounds the continuation from the reference."""
         q_ind = vector(q_independent, 'q_independent',
                        {self.independent_q.size: 'independent positions'}, bounds.POSITION)
         budget = budget_ms if type(budget_ms) is float and 0.0 < budget_ms <= MAX_BUDGET_MS else \
@@ -324,8 +390,8 @@ class Model:
         if budget <= 0.0:
             raise ModelError(f'budget_ms is {budget:g}; expected a time budget > 0 ms')
         data = self._local.data
-        q = data.engine.checked_completion(q_ind, self.q_neutral if data.q_last is None else data.q_last)
-        if q is None:                                  # restarts, planar or split joints: completion.py
+        q = data.engine.checked_completion(q_ind, data.q_last)
+        if q is None:                                  # planar or split joints, or a failure to name: completion.py
             q = complete_positions(self, data, q_ind, budget)
             check_finite(self, 'completed positions', [('q_independent', q_ind, bounds.POSITION)], q)
             q = positions(self, data, q, check=False)
@@ -425,6 +491,19 @@ def _joint_roles(clusters, nv):
     return tuple(roles)
 
 
+def _amplification_limit(value):
+    limit = vector(value, 'amplification_limit', {1: 'a ratio'}, bounds.AMPLIFICATION)[0]
+    if limit < 1.0:
+        raise ModelError(f'amplification_limit is {limit:g}; expected a ratio of at least 1 (G\'s independent '
+                         'rows are the identity)')
+    return float(limit)
+
+
+def _body_of_entry(starts, i):
+    """The body whose joint holds entry i of a vector laid out by starts (idx_q or idx_v)."""
+    return int(np.searchsorted(starts[1:], i, side='right'))
+
+
 def _frozen(values):
     """A read-only array, so that an accidental write into the model fails loudly."""
     array = np.array(values)
@@ -454,7 +533,8 @@ def numba_available():
     return True
 
 
-def load_model(source, compiled=None, strict=False, closures=None):
+def load_model(source, compiled=None, strict=False, closures=None, reference_positions=None,
+               amplification_limit=AMPLIFICATION_LIMIT):
     """Load a URDF+ robot from a file path or an XML string (seed 002).
 
     Links whose inertia breaks the triangle inequality or has zero principal moments (common in
@@ -466,9 +546,12 @@ def load_model(source, compiled=None, strict=False, closures=None):
         closures: the YAML closures of an Extended URDF (a path or the YAML text; see extended_urdf.py):
             the URDF is converted to URDF+ (loops, joint replacements, name_mot as independent marks)
             and loaded as such.
+        reference_positions: a closed, regular configuration (nq) that fixes the assembly branch
+            complete_positions follows (default: found at load, Model.reference_positions).
+        amplification_limit: Model.amplification_limit.
     Raises:
         ModelError: with the element, name and expectation, for any description the library cannot use.
     """
     if closures is not None:
         source = to_urdf_plus(source, closures)
-    return Model(read_urdf(source, strict), compiled)
+    return Model(read_urdf(source, strict), compiled, reference_positions, amplification_limit)

@@ -14,7 +14,7 @@ import numpy as np
 
 from .errors import ModelError, quote
 from .spatial import pose_transform, spatial_inertia
-from .urdf import Pose
+from .urdf import inertia_tolerance, Pose
 
 
 @dataclass
@@ -35,6 +35,20 @@ def universal_halves(joint):
     second = replace(joint, name=f'{joint.name}_2', type='revolute', origin=Pose.identity(), axis=joint.axis2,
                      axis2=None)
     return first, second
+
+
+def check_inertias(bodies):
+    """A moving body's inertia (its links merged across fixed joints) must be physical: no principal moment
+    about its centre of mass below -urdf.inertia_tolerance. The ground's is never used."""
+    for body in bodies[1:]:
+        I = body.inertia
+        mass, mcx = I[3, 3], I[:3, 3:]
+        central = I[:3, :3] - (mcx @ mcx.T / mass if mass > 0.0 else 0.0)      # I_c = I_o - m c x (c x)^T
+        principal = np.linalg.eigvalsh(0.5 * (central + central.T))
+        if principal[0] < -inertia_tolerance(principal):
+            moments = [float(f'{m:.6g}') for m in principal]
+            raise ModelError(f'the body of joint {quote(body.joint.name)} (links {quote(body.links)}) has principal '
+                             f'moments {moments} about its centre of mass; expected non-negative moments')
 
 
 class SpanningTree:
@@ -77,6 +91,7 @@ class SpanningTree:
         if len(self.bodies) == 1:
             raise ModelError('the robot has no moving joint (revolute, continuous, prismatic, floating, spherical, '
                              'planar or universal): it has no dynamics to compute')
+        check_inertias(self.bodies)
         self.parent = np.array([b.parent for b in self.bodies])
         self.depth = np.zeros(len(self.bodies), dtype=int)
         for i in range(1, len(self.bodies)):

@@ -20,8 +20,10 @@ LOOP_TYPES = ('revolute', 'continuous', 'prismatic', 'fixed', 'spherical', 'plan
 AXIS_FREE_JOINTS = ('fixed', 'floating', 'spherical')
 # A universal joint's or loop's two axes must be perpendicular to within this |cos|.
 PERPENDICULAR_TOLERANCE = 1e-6
-# Relative tolerance on principal moments: -tol counts as zero (round-off of CAD exports).
+# Tolerance on principal moments, relative to the largest and absolute: -tol counts as zero (round-off of
+# CAD exports; a 1 g, 1 mm part has moments of 1e-9 kg m^2).
 INERTIA_TOLERANCE = 1e-9
+INERTIA_FLOOR = 1e-12          # kg m^2
 
 
 @dataclass(frozen=True)
@@ -250,17 +252,17 @@ def _read_link(element):
 
 
 def _inertia_warning(where, mass, I):
-    """Inertia policy (issue 8): a negative principal moment beyond INERTIA_TOLERANCE (relative) is an
-    error; CAD inertias that break the triangle inequality a little, or have zero moments (planar and
-    point-mass links), are physically odd but loadable, so they give a warning (None when fine)."""
+    """Inertia policy: CAD inertias with a negative principal moment (round-off, or a link merged into a
+    heavier body), that break the triangle inequality a little, or have zero moments (planar and point-mass
+    links) are physically odd but loadable, so they give a warning (None when fine); whether the rigid
+    bodies built from the links are physical is checked on the merged bodies (topology.check_inertias)."""
     principal = np.linalg.eigvalsh(I)
-    tol = INERTIA_TOLERANCE * max(abs(principal[0]), abs(principal[-1]))
+    tol = inertia_tolerance(principal)
     moments = [float(f'{m:.6g}') for m in principal]
-    if principal[0] < -tol:
-        raise ModelError(f'{where}: <inertia> has principal moments {moments}; expected non-negative '
-                         'moments')
     problems = []
-    zero = int(np.sum(principal <= tol))
+    if principal[0] < -tol:
+        problems.append('has a negative principal moment')
+    zero = int(np.sum(np.abs(principal) <= tol))
     if zero and mass > 0.0:
         problems.append(f'has {zero} zero principal moment{"s" if zero > 1 else ""}')
     excess = principal[2] - principal[0] - principal[1]
@@ -270,6 +272,12 @@ def _inertia_warning(where, mass, I):
     if not problems:
         return None
     return f'{where}: <inertia> with principal moments {moments} ' + ' and '.join(problems)
+
+
+def inertia_tolerance(principal):
+    """Principal moments within this of zero count as zero: INERTIA_TOLERANCE relative to the largest, and
+    at least INERTIA_FLOOR (round-off of exports in SI units)."""
+    return max(INERTIA_FLOOR, INERTIA_TOLERANCE * max(abs(principal[0]), abs(principal[-1])))
 
 
 def _link_reference(element, where):

@@ -247,7 +247,7 @@ def test_spherical_replacement(compiled, rng):
     (yaml_with(name_mot=['hip_roll']), r"name_mot names joint 'hip_roll', which is fixed"),
     (yaml_with(name_mot=['ankle']), r"name_mot names joint 'ankle', which joint_type replaces by UJOINT_YX"),
     (yaml_with(name_mot=['hip_pitch', 'knee_motor', 'knee']),
-     r"cluster 'crank' .* has constraint rank 3 but only 2 .*not marked independent=\"true\""),
+     r"cluster 'crank' .* has constraint rank 3 but only 2 .*neither marked independent=\"true\" nor leading"),
     (yaml_with(name_mot=[3]), r'name_mot entry 0 is 3; expected a joint name'),
     (yaml_with(type=[6]), r'type entry 0 is 6; expected 3D or 6D'),
     (yaml_with(joint_type=['FIXED', 'UJOINT_XX']),

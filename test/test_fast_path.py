@@ -513,13 +513,18 @@ def test_kernels_allocate_nothing(name, rng):
 
 
 def test_singular_configuration_raises_in_both_paths():
-    """A four-bar fully stretched (crank, coupler and rocker aligned): the coupler and rocker columns of
-    K are parallel, so the dependent joints are undetermined."""
-    model = load_model(four_bar(lengths=(0.25, 0.5, 0.25)))
+    """A four-bar at its dead point (coupler and rocker aligned): the coupler and rocker columns of K are
+    parallel, so the dependent joints are undetermined."""
+    model = load_model(four_bar(lengths=(0.3, 0.5, 0.25)))     # ground 1 m: dead points where |tip - pivot| = 0.75
     fast = FastPath(model)
     fast.warm_up()
+    crank = np.arccos((1.09 - 0.75 ** 2) / 0.6)
+    tip = 0.3 * np.array([np.cos(crank), np.sin(crank)])
+    direction = np.arctan2(-tip[1], 1.0 - tip[0])               # from the crank tip to the rocker pivot
     q = np.zeros(model.nq)
-    q[model.joint_names.index('rocker_joint')] = np.pi
+    for name, angle in (('crank_joint', crank), ('coupler_joint', direction - crank),
+                        ('rocker_joint', direction + np.pi)):
+        q[model.joint_names.index(name)] = angle
     yd, x = np.ones(model.ny), np.ones(model.ny)
     with pytest.raises(SingularConfigurationError) as reference:
         forward_pass(model, model.create_data(), q, yd)

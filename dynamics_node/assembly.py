@@ -1,0 +1,86 @@
+"""Closed configurations of a loop cluster: Gauss-Newton projection onto phi(q) = 0.
+
+A loop cluster's structure (the rank of its constraints, which joints they determine, the pattern of
+its explicit Jacobian G) is measured where the mechanism is assembled, never at open configurations:
+there the two coaxial joints of a closure body look independent, at every closed state they are not.
+Seed 002 (Sec. III-C) chooses the split by rank; the rank that counts is the one on the constraint
+manifold. ``project`` moves every coordinate of a cluster by minimum-norm Gauss-Newton steps,
+dq = -K^+ phi, from a start to a closed configuration near it; the load takes its rank samples from
+random starts and the reference pose from the zero position (clusters.py).
+"""
+
+import numpy as np
+
+from .joints import joint_transform, NV, random_position, retract
+
+TOLERANCE = 1e-11              # max |phi| of a closed configuration, m or rad
+MAX_STEPS = 60                 # Gauss-Newton steps per start
+STALL_STEPS = 6                # steps in a row that cut |phi| by less than STALL_RATIO end a start
+STALL_RATIO = 0.9
+MAX_STEP = 0.5                 # largest change of a coordinate per step, rad or m (a trust region)
+
+
+class ClusterPose:
+    """Positions q[b] and transforms Xup[b] of the bodies b of one cluster of a spanning tree."""
+
+    def __init__(self, cluster, tree, q):
+        self.cluster, self.tree = cluster, tree
+        self.q = {b: np.array(q[b], dtype=float) for b in cluster.bodies}
+        self.Xup = {}
+        self._update()
+
+    def residual(self, rows):
+        """phi at the active rows of the cluster's constraints."""
+        phi = np.concatenate([c.residual(self.Xup, lambda b: self.q[b][0]) for c in self.cluster.constraints])
+        return phi[rows]
+
+    def move(self, dv, scale):
+        """q <- q (+) (-scale dv) for the cluster's spanning velocity step dv (joints.retract)."""
+        for b in self.cluster.bodies:
+            joint = self.tree.bodies[b].joint
+            c = self.cluster.col[b]
+            self.q[b] = retract(joint.type, joint.axis, self.q[b], -scale * dv[c:c + NV[joint.type]])
+        self._update()
+
+    def restore(self, q):
+        self.q = dict(q)
+        self._update()
+
+    def _update(self):
+        for b in self.cluster.bodies:
+            joint = self.tree.bodies[b].joint
+            self.Xup[b] = joint_transform(joint.type, joint.axis, self.q[b]) @ self.tree.bodies[b].X_tree
+
+
+def project(pose, jacobian, rows):
+    """Move pose to a closed configuration by damped minimum-norm Gauss-Newton steps over all of the
+    cluster's coordinates (jacobian(Xup): K over them); returns the final max |phi| (at most TOLERANCE
+    where it closed)."""
+    phi = pose.residual(rows)
+    slow = 0
+    for _ in range(MAX_STEPS):
+        worst = np.max(np.abs(phi), initial=0.0)
+        if worst <= TOLERANCE or slow == STALL_STEPS:
+            return worst
+        dv = np.linalg.lstsq(jacobian(pose.Xup)[rows], phi, rcond=None)[0]
+        start, scale = dict(pose.q), min(1.0, MAX_STEP / max(np.max(np.abs(dv)), 1e-300))
+        while True:
+            pose.move(dv, scale)
+            trial = pose.residual(rows)
+            if np.linalg.norm(trial) < np.linalg.norm(phi):
+                break
+            pose.restore(start)
+            if scale < 1e-4:
+                return worst
+            scale *= 0.5
+        slow = slow + 1 if np.linalg.norm(trial) > STALL_RATIO * np.linalg.norm(phi) else 0
+        phi = trial
+    return np.max(np.abs(phi), initial=0.0)
+
+
+def random_start(cluster, tree, rng, span=np.pi):
+    """Random positions of a cluster's joints: angles uniform in [-span, span], displacements in
+    [-0.3, 0.3] m (and within span), uniform quaternions."""
+    return {b: random_position(tree.bodies[b].joint.type, rng,
+                               min(span, 0.3) if tree.bodies[b].joint.type == 'prismatic' else span)
+            for b in cluster.bodies}
