@@ -11,7 +11,8 @@ D_CONDITION_LIMIT = 1e-12
 
 
 def aba(model, data, q, yd, tau_y):
-    """Independent accelerations ydd from independent forces tau_y (seed 003, Alg. 1).
+    """Independent accelerations ydd from independent forces tau_y (seed 003, Alg. 1), on the coordinates that
+    carry inertia: the held ones (roles.py) keep zero acceleration and their forces are ignored.
 
     Args:
         q: spanning positions (nq), consistent with the constraints.
@@ -30,12 +31,13 @@ def aba(model, data, q, yd, tau_y):
         pA.append(np.concatenate(p))                                       # p^A_k = v x* I v - f_ext
     U, D_factor, u = [None] * nc, [None] * nc, [None] * nc
     for k in reversed(range(nc)):
-        S = data.S[k]
+        free = model.free_columns[k]                                       # held coordinates stay still
+        S = data.S[k][:, free]
         y0, y1 = model.y_range[k]
         U[k] = IA[k] @ S
         D = S.T @ U[k]
         D_factor[k] = articulated_cholesky(D, model.cluster_list[k].name)
-        u[k] = tau_y[y0:y1] - S.T @ pA[k]
+        u[k] = tau_y[y0:y1][free] - S.T @ pA[k]
         parent = model.cluster_list[k].parent
         if parent >= 0:
             Dinv_UT = cholesky_solve(D_factor[k], U[k].T)
@@ -54,7 +56,7 @@ def aba(model, data, q, yd, tau_y):
         b0, b1 = model.body_range[k]
         y0, y1 = model.y_range[k]
         a_prime = np.concatenate([data.Xo[i] @ data.a[cluster.output[i]] for i in range(b0, b1)]) + data.c[k]
-        ydd[y0:y1] = cholesky_solve(D_factor[k], u[k] - U[k].T @ a_prime)
+        ydd[y0 + model.free_columns[k]] = cholesky_solve(D_factor[k], u[k] - U[k].T @ a_prime)
         data.a[b0:b1] = (a_prime + data.S[k] @ ydd[y0:y1]).reshape(-1, 6)
     return ydd
 

@@ -952,12 +952,13 @@ def rnea(m, d, q, yd, ydd, f_ext):
 
 @njit(error_model='numpy')
 def articulated_inertias(m, d):
-    """I^A of every body, tips to base, from I^A = I: for each cluster k U_k = I^A_k S_k,
+    """I^A of every body, tips to base, from I^A = I: for each cluster k U_k = I^A_k S_k (zero on its held
+    coordinates, whose rows and columns of D_k are those of the identity: they stay still, aba.py),
     D_k = S_k^T U_k = L_k L_k^T, V_k = L_k^-1 (^kX_o^T U_k)^T and
     I^A_o += sum_i ^iX_o^T I^A_i ^iX_o - V_k^T V_k (I^a of eqs. 55-56 carried to the output body). A leaf's
     I^A is its I, used as 10 parameters (rigid_force, rigid_congruence); d.IA holds the others'."""
-    inertia, rigid, leaf, output, body_range, y_range = \
-        m.inertia, m.rigid_inertia, m.leaf, m.output, m.body_range, m.y_range
+    inertia, rigid, leaf, output, body_range, y_range, free = \
+        m.inertia, m.rigid_inertia, m.leaf, m.output, m.body_range, m.y_range, m.free_y
     Xo_E, Xo_r, S, U, IA, L, V = d.Xo_E, d.Xo_r, d.S, d.U, d.IA, d.L, d.V
     limit = m.d_condition_limit
     for i in range(1, len(inertia)):
@@ -972,14 +973,18 @@ def articulated_inertias(m, d):
                 if leaf[i]:
                     x, u = rigid_force(rigid[i], S[i, j]), U[i, j]
                     for e in range(6):
-                        u[e] = x[e]
+                        u[e] = x[e] * free[y_range[k, 0] + j]
                 else:
                     mat6_vec(IA[i], S[i, j], U[i, j])
-        for r in range(mk):
+                    for e in range(6):
+                        U[i, j, e] *= free[y_range[k, 0] + j]
+        for r in range(mk):                    # a held coordinate's row and column: those of the identity
             for c in range(r + 1):
                 Lk[r, c] = 0.0
                 for i in range(b0, b1):
                     Lk[r, c] += dot6(S[i, r], U[i, c])
+                Lk[r, c] *= free[y_range[k, 0] + r]
+            Lk[r, r] += 1.0 - free[y_range[k, 0] + r]
         if not cholesky(Lk, mk):
             d.info[0] = k
             return D_NOT_POSITIVE
@@ -1019,7 +1024,7 @@ def articulated_biases(m, d, tau):
         m.v_range, m.y_range
     Xo_E, Xo_r, S, U, IA, c, pA, u, z, w = d.Xo_E, d.Xo_r, d.S, d.U, d.IA, d.c, d.f, d.u, d.z, d.w6
     G, L, V = d.G, d.L, d.V
-    spanning = tau.shape[0] != m.ny
+    spanning, free = tau.shape[0] != m.ny, m.free_y
     for k in range(len(output) - 1, -1, -1):
         b0, b1, y0, v0 = body_range[k, 0], body_range[k, 1], y_range[k, 0], v_range[k, 0]
         mk = y_range[k, 1] - y0
@@ -1032,7 +1037,7 @@ def articulated_biases(m, d, tau):
                 t = tau[y0 + j]
             for i in range(b0, b1):
                 t -= dot6(S[i, j], pA[i])
-            u[y0 + j] = t
+            u[y0 + j] = t * free[y0 + j]                             # a held coordinate's force is ignored
         o = output[k]
         if o == 0:
             continue
@@ -1187,7 +1192,7 @@ def frame_propagators(m, d, frame_body, frame_X, T):
     one body, held by columns; rows in the public [linear; angular] order) moved up by
     Chi <- Chi ^bX_o - T_k V_k, which is eq. (62) with L_k = 1 - S_k D_k^-1 U_k^T. Then Lambda^-1 = T T^T
     (eqs. 63-67 unrolled)."""
-    cluster, output, y_range, y_support = m.cluster, m.output, m.y_range, m.y_support
+    cluster, output, y_range, y_support, free = m.cluster, m.output, m.y_range, m.y_support, m.free_y
     Xo_E, Xo_r, S, V, L, SL = d.Xo_E, d.Xo_r, d.S, d.V, d.L, d.SL
     for e in range(len(frame_body)):
         body, Te, X = frame_body[e], T[e], frame_X[e]
@@ -1203,7 +1208,7 @@ def frame_propagators(m, d, frame_body, frame_X, T):
             t0 = y_support[k] - mk
             for j in range(mk):
                 for c in range(6):
-                    SL[j, c] = S[body, j, c]
+                    SL[j, c] = S[body, j, c] * free[y_range[k, 0] + j]          # held: no column
             forward_solve_rows(L[k], mk, SL)
             for j in range(mk):
                 t = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0)

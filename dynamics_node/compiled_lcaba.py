@@ -439,18 +439,19 @@ def backward_sweep(m, d, p, w, tau, a0):
     """Eliminate the bodies in S^E (seed 004 Alg. 1 lines 11-23, eqs. 29-30, 34-35): Z_i, Y_ij, ubar_i stored.
     NOT_POSITIVE with the first body whose D_i is not positive definite in w.info."""
     parent, Xup_E, Xup_r, S, slot, neighbours = m.parent, d.Xup_E, d.Xup_r, p.S, p.slot, p.neighbours
-    joint, order, n_neighbours, idx_v = m.joint, p.order, p.n_neighbours, p.idx_v
+    joint, order, n_neighbours, idx_v, free = m.joint, p.order, p.n_neighbours, p.idx_v, p.free
     H, f, c, L, Z, Y, ubar, info, status = w.H, w.f, w.c, w.L, w.Z, w.Y, w.ubar, w.info, OK
     for s in range(len(order)):
         i = order[s]
         n, pa, nN, E, r = joint_nv(joint[i]), parent[i], n_neighbours[i], block3(Xup_E, i, 0, 0), row3(Xup_r, i)
         Hii = blocks(H, slot[i, i], False)
         for a in range(n):                                   # Z rows: U^T = S^T H_ii; D = S^T U; u = tau_i + S^T f_i
-            s_a = row6_of(S, i, a)
+            s_a = scale6(free[i, a], row6_of(S, i, a))       # a locked column: D's row of the identity, u = 0
             set_row6_of(Z, i, a, tmul_blocks(Hii, s_a))
             for b in range(a + 1):
                 L[i, a, b] = dot6(row6_of(Z, i, b), s_a)
-            ubar[i, a] = tau[idx_v[i] + a] + dot6(s_a, row6(f, i))
+            L[i, a, a] += 1.0 - free[i, a]
+            ubar[i, a] = (tau[idx_v[i] + a] + dot6(s_a, row6(f, i))) * free[i, a]
         if not cholesky_of(L, i, n) and status == OK:     # the first such body; the sweep goes on, into nan
             status, info[0] = NOT_POSITIVE, i
         solve_rows(L, i, n, Z, 0)
@@ -458,7 +459,7 @@ def backward_sweep(m, d, p, w, tau, a0):
         for q in range(nN):                                  # Y_j rows: L^-1 S^T H_ij
             Hij = blocks(H, slot[i, neighbours[i, q]], i > neighbours[i, q])
             for a in range(n):
-                set_row6_of(Y, i, 6 * q + a, tmul_blocks(Hij, row6_of(S, i, a)))
+                set_row6_of(Y, i, 6 * q + a, tmul_blocks(Hij, scale6(free[i, a], row6_of(S, i, a))))
             solve_rows(L, i, n, Y, 6 * q)
         c_i, ub = row6(c, i), row6(ubar, i)
         if pa > 0:
@@ -547,12 +548,12 @@ def reduced_backward_sweep(m, d, p, w, dtau):
     """ubar_i of the body forces df = d.f and joint forces dtau, reusing the elimination (seed 004 Alg. 2:
     H does not depend on lambda); the reduced rollout then gives the changes of qdd and of a."""
     joint, parent, Xup_E, Xup_r, df, S, order, idx_v = m.joint, m.parent, d.Xup_E, d.Xup_r, d.f, p.S, p.order, p.idx_v
-    n_neighbours, neighbours, Z, Y, L, ubar = p.n_neighbours, p.neighbours, w.Z, w.Y, w.L, w.ubar
+    n_neighbours, neighbours, Z, Y, L, ubar, free = p.n_neighbours, p.neighbours, w.Z, w.Y, w.L, w.ubar, p.free
     for s in range(len(order)):
         i = order[s]
         n, pa, df_i = joint_nv(joint[i]), parent[i], row6(df, i)
         for j in range(n):
-            ubar[i, j] = dtau[idx_v[i] + j] + dot6(row6_of(S, i, j), df_i)
+            ubar[i, j] = (dtau[idx_v[i] + j] + dot6(row6_of(S, i, j), df_i)) * free[i, j]
         solve(L, i, n, ubar)
         if pa > 0:
             x = df_i

@@ -29,7 +29,7 @@ def efpa(model, data, q, frames):
         chi[e][k] = block
     K = [None] * nc
     for k in reversed(range(nc)):
-        S = data.S[k]
+        S = data.S[k][:, model.free_columns[k]]                           # held coordinates stay still
         D = S.T @ IA[k] @ S
         K[k] = S @ cholesky_solve(articulated_cholesky(D, model.cluster_list[k].name), S.T)
         parent = model.cluster_list[k].parent

@@ -88,6 +88,7 @@ MODEL_FIELDS = {   # name: meaning, shape (nb bodies with 0 the ground, nc clust
     'nv': 'spanning velocity dimension',
     'ny': 'independent velocity dimension',
     'independent_v': 'spanning velocity index of each independent velocity (ny)',
+    'free_y': '1.0 for each independent velocity, 0.0 for the held ones (Model.held_y), which stay still (ny)',
 }
 
 DATA_FIELDS = {    # name: meaning, shape
@@ -185,7 +186,8 @@ class FlatModel:
 
     def __init__(self, model):
         fields = {**_body_fields(model), **_cluster_fields(model), **_loop_fields(model),
-                  'independent_v': _ints(model.independent_v)}
+                  'independent_v': _ints(model.independent_v),
+                  'free_y': np.where(np.isin(np.arange(model.ny), model.held_y), 0.0, 1.0)}
         for value in fields.values():
             value.setflags(write=False)
         fields['gravity'] = np.array(model.gravity, dtype=float)

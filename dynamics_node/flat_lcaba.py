@@ -31,6 +31,7 @@ PLAN_FIELDS = {    # name: meaning, shape (nb bodies, ncon constraints, ne entri
     'slot': 'block of H[j, k] in data.H, -1 where H never couples j and k; H[i, i] is block i - 1 (nb, nb)',
     'idx_v': 'first spanning velocity of the joint of body i (nb)',
     'S': 'S[i, j]: column j of the motion subspace S_i of the joint of body i, body coordinates (nb, 6, 6)',
+    'free': 'free[i, j]: 1.0, or 0.0 where column j of the joint of body i is locked (Model.locked_v) (nb, 6)',
     'con_rows': 'rows of constraint c that LCABA keeps (_kept_rows; ncon)',
     'con_row0': 'first row of constraint c in the multipliers (ncon)',
     'con_entries': 'entries [e0, e1) of constraint c (ncon, 2)',
@@ -123,7 +124,7 @@ class LcabaPlan:
 
     def __init__(self, model):
         plan = elimination_plan(model)
-        self.constraints = plan.constraints
+        self.constraints, self.held = plan.constraints, plan.held
         self.kept_rows = _kept_rows(model, plan.constraints)
         fields = {**_elimination_fields(model, plan), **_constraint_fields(model, plan.constraints, self.kept_rows)}
         fields['slot'] = _slots(model, plan, fields)
@@ -147,6 +148,7 @@ class LcabaPlan:
             if len(kept) < con.rows:
                 named[con.name] = np.zeros(con.rows)
                 named[con.name][kept] = -lam[r0:r0 + len(kept)]
+        named.update({con.name: np.zeros(con.rows) for con in self.held})
         return named
 
 
@@ -172,11 +174,12 @@ def _elimination_fields(model, plan):
     neighbours = np.zeros((model.nb, N), dtype=np.int64)
     for i, n in enumerate(plan.neighbours):
         neighbours[i, :len(n)] = n
-    S = np.zeros((model.nb, 6, 6))
+    S, free = np.zeros((model.nb, 6, 6)), np.zeros((model.nb, 6))
     for i in range(1, model.nb):
         S[i, :model.nv_body[i]] = model.S[i].T
+        free[i, model.free_joint_columns[i]] = 1.0
     return {'order': _ints(plan.order), 'n_neighbours': _ints([len(n) for n in plan.neighbours]),
-            'neighbours': neighbours, 'idx_v': _ints(model.idx_v), 'S': S}
+            'neighbours': neighbours, 'idx_v': _ints(model.idx_v), 'S': S, 'free': free}
 
 
 def _constraint_fields(model, constraints, kept_rows):

@@ -32,6 +32,9 @@ class ForwardDynamicsInfo:
     # LCABA: constraint name -> lambda, with H qdd + C - tau = sum K^T lambda (the constraint forces, in
     # the rows of constraints.py). Left empty for the cluster ABA, which never forms them.
     multipliers: dict = field(default_factory=dict)
+    # Independent joints whose motion moves only bodies without inertia (Model.held_joint_names): both methods
+    # hold them still (zero acceleration, their forces ignored).
+    held_joints: tuple = ()
 
 
 def check_method(method):
@@ -62,7 +65,7 @@ def aba_info(model, data, q, yd, qdd):
             if not cluster.linear:
                 K, k = constraint_jacobian(cluster, data.Xup, model.S, qd[v0:v1])
                 residual = max(residual, float(np.max(np.abs(K @ qdd[v0:v1] - k))))
-    return ForwardDynamicsInfo(qdd, 'aba', constraint_residual=residual)
+    return ForwardDynamicsInfo(qdd, 'aba', constraint_residual=residual, held_joints=model.held_joint_names)
 
 
 def lcaba_info(model, data, q, v, tau, settings=None, fallback_reason='', multipliers=True):
@@ -72,7 +75,7 @@ def lcaba_info(model, data, q, v, tau, settings=None, fallback_reason='', multip
     result = data.engine.lcaba(q, qd, _spanning_forces(model, tau), data.f_ext, settings or DEFAULT_SETTINGS,
                                multipliers)
     return ForwardDynamicsInfo(result.qdd, 'lcaba', fallback_reason, result.residual, result.iterations,
-                               result.multipliers)
+                               result.multipliers, model.held_joint_names)
 
 
 def _spanning_velocities(model, data, q, v):

@@ -76,9 +76,10 @@ class LcabaResult:
 class _Plan:
     """Symbolic part, fixed per model (Pinocchio's computeJointMinimalOrdering)."""
 
-    constraints: tuple         # every loop and coupling, clusters in order
+    constraints: tuple         # every loop and coupling, clusters in order, but those held still
     order: tuple               # S^E: bodies in elimination order
     neighbours: tuple          # N_i at the elimination of body i (sorted, never the ground)
+    held: tuple                # couplings among locked joint columns only: satisfied, no rows (zero multipliers)
 
 
 _PLANS = weakref.WeakKeyDictionary()
@@ -87,10 +88,17 @@ _PLANS = weakref.WeakKeyDictionary()
 def elimination_plan(model):
     """The model's cut constraints and minimum-degree elimination order, built once and cached."""
     if model not in _PLANS:
-        constraints = tuple(con for c in model.cluster_list for con in c.constraints)
+        every = [con for c in model.cluster_list for con in c.constraints]
+        held = tuple(con for con in every if _locked(model, con))
+        constraints = tuple(con for con in every if con not in held)
         order, neighbours = _minimum_degree(model, [_bodies(model, con) for con in constraints])
-        _PLANS[model] = _Plan(constraints, order, neighbours)
+        _PLANS[model] = _Plan(constraints, order, neighbours, held)
     return _PLANS[model]
+
+
+def _locked(model, con):
+    """A coupling whose joints are all locked (Model.locked_v) holds by itself."""
+    return isinstance(con, CouplingConstraint) and all(model.idx_v[b] in model.locked_v for b in con.coefficients)
 
 
 def _bodies(model, con):
@@ -158,6 +166,7 @@ def lcaba(model, data, q, qd, tau, settings=DEFAULT_SETTINGS):
 
     Solves H qdd + C = tau + K^T lambda, K qdd = k for every loop and coupling, also where K is rank
     deficient (redundant rows, kinematic singularities): min 1/2 |qdd - qdd_free|_H^2 s.t. K qdd = k.
+    Joint columns moved by held coordinates only (Model.locked_v, roles.py) stay still.
 
     Args:
         q: spanning positions (nq); qd, tau: spanning velocities and generalized forces (nv).
@@ -193,6 +202,7 @@ def lcaba(model, data, q, qd, tau, settings=DEFAULT_SETTINGS):
         iterations += 1
     # The paper's lambda enters the Lagrangian as +lambda^T (K a - k): the constraint force is -K^T lambda.
     named = {con.name: -lam for con, lam in zip(plan.constraints, multipliers)}
+    named.update({con.name: np.zeros(con.rows) for con in plan.held})
     return LcabaResult(qdd, iterations, float(residual), bool(converged), named)
 
 
@@ -257,7 +267,8 @@ def _backward_sweep(model, data, plan, H, f, c, tau, a0):
     """Eliminate the bodies in S^E (seed 004 Alg. 1 lines 11-23, eqs. 29-30, 34-35)."""
     steps = []
     for i in plan.order:
-        S, X, p, N = model.S[i], data.Xup[i], int(model.parent[i]), plan.neighbours[i]
+        free = model.free_joint_columns[i]                   # locked columns (roles.py) stay still
+        S, X, p, N = model.S[i][:, free], data.Xup[i], int(model.parent[i]), plan.neighbours[i]
         U = H[i, i] @ S
         D = S.T @ U
         try:
@@ -266,7 +277,7 @@ def _backward_sweep(model, data, plan, H, f, c, tau, a0):
             raise ModelError(f'joint {quote(model.joint_names[i - 1])}: D = S^T H S is not positive definite; '
                              'does its body have mass?') from None
         Dinv = np.linalg.inv(D)
-        u = tau[model.idx_v[i]:model.idx_v[i] + model.nv_body[i]] + S.T @ f[i]
+        u = tau[model.idx_v[i] + free] + S.T @ f[i]
         UD = U @ Dinv
         Ha = H[i, i] - UD @ U.T                              # H^a_i = P_i H_ii
         W = {j: H[i, j].T @ S for j in N}
@@ -299,8 +310,9 @@ def _rollout(model, data, steps, u, c, a):
         for j, Wj in s.W.items():
             rhs = rhs - Wj.T @ a[j]                          # u_i -= (H_{i,N} S_i)^T a_N
         qddi = s.Dinv @ rhs
-        qdd[model.idx_v[i]:model.idx_v[i] + model.nv_body[i]] = qddi
-        a[i] = a_pred + model.S[i] @ qddi
+        free = model.free_joint_columns[i]
+        qdd[model.idx_v[i] + free] = qddi
+        a[i] = a_pred + model.S[i][:, free] @ qddi
     return qdd
 
 
@@ -310,7 +322,8 @@ def _reduced_sweeps(model, data, steps, df, dtau):
     du = []
     for s in steps:
         i, p = s.body, model.parent[s.body]
-        dui = dtau[model.idx_v[i]:model.idx_v[i] + model.nv_body[i]] + model.S[i].T @ df[i]
+        free = model.free_joint_columns[i]
+        dui = dtau[model.idx_v[i] + free] + model.S[i][:, free].T @ df[i]
         if p > 0:
             df[p] += data.Xup[i].T @ (df[i] - s.U @ (s.Dinv @ dui))
         for j, Wj in s.W.items():

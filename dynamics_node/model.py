@@ -114,6 +114,9 @@ class Model:
                                           if name not in self.passive_joint_names and
                                           self.joint_type[self.joint_names.index(name) + 1] != 'floating')
         self.held_y, self.locked_v = (_frozen(x) for x in held_coordinates(self, clusters))
+        self.free_columns = tuple(np.setdiff1d(np.arange(y1 - y0), self.held_y - y0) for y0, y1 in self.y_range)
+        self.free_joint_columns = tuple(np.flatnonzero(~np.isin(np.arange(self.idx_v[i], self.idx_v[i] + nv[i]),
+                                                                self.locked_v)) for i in range(self.nb))
         self.held_joint_names = tuple(dict.fromkeys(
             self.joint_names[_body_of_entry(self.idx_v, v) - 1] for v in self.independent_v[self.held_y]))
         self.warnings += [f'joint {quote(name)} moves only bodies without inertia and no constraint determines '

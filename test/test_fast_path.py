@@ -257,15 +257,32 @@ def test_lcaba_at_singular_and_redundant_loops(xml, kind, rng):
                           f'{kind} {model.name}')
 
 
-def test_lcaba_of_a_massless_body_is_named():
-    """A massless leaf outside the loop: D = S^T H S = 0 (inside a loop the penalty would make it PD)."""
-    model = load_model(four_bar().replace('</robot>', link('tip', '') + joint('tip_joint', 'rocker', 'tip')
+def test_lcaba_of_a_body_without_inertia_about_its_axis_is_named():
+    """A point mass on the axis of a leaf joint outside the loop: D = S^T H S = 0, though the body has mass
+    (inside a loop the penalty would make it PD)."""
+    point = '<inertial><mass value="1"/><inertia ixx="0" ixy="0" ixz="0" iyy="0" iyz="0" izz="0"/></inertial>'
+    model = load_model(four_bar().replace('</robot>', link('tip', point) + joint('tip_joint', 'rocker', 'tip')
                                           + '</robot>'))
     fast = FastPath(model)
     q = model.complete_positions([0.3, 0.0])
     v = np.zeros(model.nv)
     with pytest.raises(ModelError, match="joint 'tip_joint': D = S\\^T H S is not positive definite"):
         fast.lcaba(q, v, v, np.zeros((model.nb, 6)), ProximalSettings())
+
+
+def test_a_massless_leaf_is_held_still_by_both_methods(rng):
+    """A massless leaf outside the loop moves no inertia: both methods hold it still and agree."""
+    model = load_model(four_bar().replace('</robot>', link('tip', '') + joint('tip_joint', 'rocker', 'tip')
+                                          + '</robot>'))
+    assert model.held_joint_names == ('tip_joint',) and 'tip_joint' in model.warnings[-1]
+    q = model.complete_positions([0.3, 0.0])
+    v, tau = rng.normal(size=model.ny), rng.normal(size=model.ny)
+    aba = model.forward_dynamics(q, v, tau, method='aba', info=True)
+    lcaba = model.forward_dynamics(q, v, tau, method='lcaba', info=True)
+    tip = model.idx_v[model.joint_names.index('tip_joint') + 1]
+    assert aba.acceleration[tip] == 0.0 and lcaba.acceleration[tip] == 0.0
+    assert aba.held_joints == lcaba.held_joints == ('tip_joint',)
+    assert_close(lcaba.acceleration, aba.acceleration, 'LCABA against the cluster ABA', 1e-8)
 
 
 def numpy_closure(model, q):
