@@ -41,7 +41,11 @@ TOLERANCE = 1e-12              # max |phi| of a solved cluster, m or rad
 MAX_ITERATIONS = 50            # Newton iterations per continuation step
 CONTINUATION_STEP = 0.1        # largest predicted change of a coordinate per step, rad or m
 MAX_CONTINUATION_STEPS = 400   # steps per continuation (40 rad of the fastest joint)
+CHUNK_STEPS = 25               # steps per call of the compiled continuation, between which the budget is checked
 HALVINGS = 6                   # a step that does not close, or leaves the regular region, is halved this often
+# Newton's method converges quadratically from a predicted step: SLOW_STEPS iterations in a row that cut |phi|
+# by less than SLOW_RATIO end it, and the step is halved.
+SLOW_RATIO, SLOW_STEPS = 0.5, 3
 BUDGET_MS = 200.0              # default time budget of the continuation from the reference
 MAX_BUDGET_MS = 1e4            # budget_ms accepted up to 10 s
 
@@ -49,20 +53,39 @@ MAX_BUDGET_MS = 1e4            # budget_ms accepted up to 10 s
 def complete_positions(model, data, q_independent, budget_ms=BUDGET_MS):
     """Spanning q (nq) whose independent joints take q_independent and whose loops are closed on the reference
     branch (module docstring). Tracks from data.q_last, which the caller updates once the whole call has
-    succeeded."""
+    succeeded. A continuation whose budget runs out leaves what it reached in data.pending: the next call on
+    positions within CONTINUATION_STEP of those finishes it first (within its own budget) and tracks from
+    its result, so that a stream of nearby positions gets there over a few calls."""
     deadline = time.perf_counter() + 1e-3 * budget_ms
+    pending, data.pending = data.pending, None
+    if pending is not None and np.max(np.abs(q_independent - pending[0]), initial=0.0) <= CONTINUATION_STEP:
+        data.q_last = _complete(model, data, pending[0], deadline, pending[1:])
+    return _complete(model, data, q_independent, deadline)
+
+
+def _complete(model, data, q_independent, deadline, resume=None):
+    """complete_positions, or with resume = (positions, cluster, its partial configuration) of an interrupted
+    completion of q_independent, the rest of it."""
     reference = model.reference_positions
-    q = reference.copy() if data.q_last is None else data.q_last.copy()
-    q[model.independent_q] = q_independent
-    model.couplings.complete(q)
-    for cluster in model.cluster_list:
+    if resume is None:
+        q, first = (reference if data.q_last is None else data.q_last).copy(), 0
+        q[model.independent_q] = q_independent
+        model.couplings.complete(q)
+    else:
+        q, first, partial = resume[0].copy(), resume[1], resume[2]
+    for cluster in model.cluster_list[first:]:
         if cluster.linear:
             continue
-        tracked = data.q_last is not None and not continuation(model, data, cluster, q, data.q_last, steps=1)
-        failure = None if tracked else continuation(model, data, cluster, q, reference, deadline=deadline)
+        if resume is not None and cluster.index == first:
+            failure = continuation(model, data, cluster, q, partial, deadline=deadline)
+        else:
+            tracked = data.q_last is not None and not continuation(model, data, cluster, q, data.q_last, steps=1)
+            failure = None if tracked else continuation(model, data, cluster, q, reference, deadline=deadline)
         if failure:
+            if failure[0] == 'budget':
+                data.pending = (np.array(q_independent, dtype=float), q.copy(), cluster.index, data.partial)
             raise ModelError(failure_message(model, cluster, *failure))
-    canonical_spins(model, data, q)
+        canonical_spins(model, data, cluster, q)
     return q
 
 
@@ -83,10 +106,11 @@ def continuation(model, data, cluster, q, start, steps=MAX_CONTINUATION_STEPS, d
     """Close cluster in q, whose independent joints hold their targets, by continuation from the closed
     configuration start in at most steps steps (module docstring); its dependent joints end in q. Returns
     None, or why it failed as (reason, fraction of the way, residual, amplification or steps) with q as it
-    was."""
+    was and where it stopped in data.partial."""
     entry = q.copy()
     failure = _continue(model, data, cluster, q, start, steps, deadline)
     if failure:
+        data.partial = q.copy()                 # where it stopped: closed and regular where the budget ran out
         q[:] = entry
     return failure
 
@@ -150,29 +174,36 @@ def explicit(model, data, cluster):
     return G, max(1.0, float(np.abs(G).sum(axis=1).max()))
 
 
-def canonical_spins(model, data, q):
-    """Turn each split joint whose free direction is idle (it moves that joint alone) to the rotation nearest
-    the reference configuration's: R exp(theta d^) with theta maximizing trace(R_ref^T R exp(theta d^))."""
-    reference = model.reference_positions
-    for cluster, (y0, _) in zip(model.cluster_list, model.y_range):
-        for b in cluster.bodies:
-            if model.joint_role[b] != 'split':
-                continue
-            c0, c1 = cluster.col[b], cluster.col[b] + model.nv_body[b]
-            for j in np.flatnonzero(cluster.moves[c0:c1].any(axis=0)):
-                if cluster.moves[:c0, j].any() or cluster.moves[c1:, j].any():
-                    continue                                 # not idle: it keeps its value
-                s = _positions(model, b)
-                update_transforms(model, data, q, cluster.bodies)
-                G = explicit(model, data, cluster)[0]
-                if G is None:
-                    continue
-                d = G[c0:c1, j] / np.linalg.norm(G[c0:c1, j])
-                M = quaternion_matrix(*reference[s]).T @ quaternion_matrix(*q[s])
-                d_hat = np.array([[0.0, -d[2], d[1]], [d[2], 0.0, -d[0]], [-d[1], d[0], 0.0]])
-                theta = np.arctan2(np.trace(M @ d_hat), np.trace(M) - d @ M @ d)
-                turned = matrix_quaternion(quaternion_matrix(*q[s]) @ rotation_about(d, theta))
-                q[s] = turned if turned @ q[s] >= 0.0 else -turned
+def canonical_spins(model, data, cluster, q):
+    """Turn each split joint of cluster whose free direction is idle (idle_spin) to the rotation nearest the
+    reference configuration's: R exp(theta d^), d the unit direction of its column of G at q, theta
+    maximizing trace(R_ref^T R exp(theta d^))."""
+    for b in cluster.bodies:
+        a = idle_spin(model, cluster, b)
+        if a is None:
+            continue
+        s = _positions(model, b)
+        update_transforms(model, data, q, cluster.bodies)
+        G = explicit(model, data, cluster)[0]
+        c = cluster.col[b]
+        d = G[c:c + 3, a] / np.linalg.norm(G[c:c + 3, a])
+        M = quaternion_matrix(*model.reference_positions[s]).T @ quaternion_matrix(*q[s])
+        d_hat = np.array([[0.0, -d[2], d[1]], [d[2], 0.0, -d[0]], [-d[1], d[0], 0.0]])
+        theta = np.arctan2(np.trace(M @ d_hat), np.trace(M) - d @ M @ d)
+        turned = matrix_quaternion(quaternion_matrix(*q[s]) @ rotation_about(d, theta))
+        q[s] = turned if turned @ q[s] >= 0.0 else -turned
+
+
+def idle_spin(model, cluster, body):
+    """The local independent column of the free direction of a split joint that moves that joint alone (a
+    rod's spin about its own line), or None."""
+    if model.joint_role[body] != 'split':
+        return None
+    c0, c1 = cluster.col[body], cluster.col[body] + model.nv_body[body]
+    free = [a for a, column in enumerate(cluster.independent) if c0 <= column < c1]
+    if len(free) != 1 or cluster.moves[:c0, free[0]].any() or cluster.moves[c1:, free[0]].any():
+        return None
+    return free[0]
 
 
 def _displacement(kind, a, b):
@@ -201,10 +232,11 @@ def _positions(model, body):
 
 def _newton(model, data, cluster, q, moving):
     """Damped Newton on the dependent joints (full steps near the solution, halved while a step does not
-    reduce |phi|); returns the final max |phi|."""
+    reduce |phi|; SLOW_STEPS slow steps end it); returns the final max |phi|."""
     phi = _residual(model, data, cluster, q)
+    slow = 0
     for _ in range(MAX_ITERATIONS):
-        if np.max(np.abs(phi)) <= TOLERANCE:
+        if np.max(np.abs(phi)) <= TOLERANCE or slow == SLOW_STEPS:
             break
         K, _ = constraint_jacobian(cluster, data.Xup, model.S)
         step = np.zeros(cluster.n)                     # over the cluster's columns, zero on independent ones
@@ -224,6 +256,7 @@ def _newton(model, data, cluster, q, moving):
                 _residual(model, data, cluster, q)
                 return np.max(np.abs(phi))
             scale *= 0.5
+        slow = slow + 1 if np.linalg.norm(trial) > SLOW_RATIO * np.linalg.norm(phi) else 0
         phi = trial
     return np.max(np.abs(phi))
 

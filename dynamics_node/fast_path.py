@@ -21,6 +21,7 @@ from numba import typeof, types
 from . import compiled, compiled_calls, compiled_checks, compiled_completion, compiled_lcaba, completion
 from .borrowed import Borrowed, INPUT_VECTOR, NotAFloat64Vector
 from .compiled import OK
+from .compiled_checks import REFER
 from .errors import ModelError, quote, SingularConfigurationError
 from .flat import FlatModel
 from .flat_checks import call_context, check_plan, frame_set
@@ -60,6 +61,7 @@ class FastPath:
         self._settings = None                            # the ProximalSettings in lcaba_data.settings
         self._use_settings(DEFAULT_SETTINGS)
         self._frame_sets = {}
+        self._pending = None                             # a completion whose budget ran out (checked_completion)
         self._use(_ENTRY_POINTS or {name: self._warm_up_then(name) for name in _DISPATCHERS})
 
     def set_gravity(self, gravity):
@@ -190,20 +192,52 @@ class FastPath:
         checks of the fused calls (compiled_calls.positions)."""
         self.data.q_closed[:] = q
 
-    def checked_completion(self, q_independent, previous):
+    def checked_completion(self, q_independent, previous, budget_ms):
         """Model.complete_positions (compiled_completion.py), tracked from previous (nq, None for none): spanning
         q, closed, within bounds and with unit quaternions; None where completion.py must run; ModelError
-        where a loop cluster does not close on the reference branch."""
-        tracked = previous is not None
-        status = self._complete(self._x, q_independent, previous if tracked else self.checks.reference, tracked,
-                                self.data.q_checked)
+        where a loop cluster does not close on the reference branch or budget_ms ran out (checked every
+        completion.CHUNK_STEPS steps of a continuation from the reference; what it reached is finished first
+        by the next call on nearby positions, as completion.complete_positions does)."""
+        if not _ENTRY_POINTS:
+            self.warm_up()                      # compiling or loading the kernels is no completion's time
+        deadline = time.perf_counter() + 1e-3 * budget_ms
+        pending, self._pending = self._pending, None
+        if pending is not None and len(q_independent) == len(pending[0]) and \
+                np.max(np.abs(q_independent - pending[0]), initial=0.0) <= completion.CONTINUATION_STEP:
+            self.data.q_checked[:], self._check_scratch['partial'][:], self._check_scratch['failure'][:] = \
+                pending[1:]
+            previous = self._completion(pending[0], previous, deadline, True).copy()
+        q = self._completion(q_independent, previous, deadline, False)
+        return None if q is None else q.copy()
+
+    def _completion(self, q_independent, previous, deadline, resume):
+        """The compiled completion in chunks until it ends or the deadline passes (checked_completion);
+        d.q_checked holds the result."""
+        tracked, out, scratch, done = previous is not None, self.data.q_checked, self._check_scratch, 0.0
+        start = previous if tracked else self.checks.reference
+        status = self._complete(self._x, q_independent, start, tracked, out, resume)
+        for _ in range(completion.MAX_CONTINUATION_STEPS // completion.CHUNK_STEPS):
+            if status != compiled_completion.PARTIAL or time.perf_counter() > deadline:
+                break
+            done = 1.0 - (1.0 - done) * (1.0 - scratch['failure'][2])
+            status = self._complete(self._x, q_independent, start, tracked, out, True)
         if status == OK:
-            return self.data.q_checked.copy()
-        if status == compiled_completion.FAILED:
-            k, reason, t, value = self._check_scratch['failure']
-            raise ModelError(completion.failure_message(self.model, self.model.cluster_list[int(k)],
-                                                        _FAILURES[int(reason)], t, value))
-        return None
+            return out
+        if status == REFER:
+            return None
+        k, reason, t, value = scratch['failure']
+        cluster = self.model.cluster_list[int(k)]
+        if status == compiled_completion.PARTIAL:
+            if time.perf_counter() > deadline:
+                self._pending = (np.array(q_independent, dtype=float), out.copy(), scratch['partial'].copy(),
+                                 scratch['failure'].copy())
+                reason, value = 'budget', 0.0
+            else:
+                reason, value = 'steps', completion.MAX_CONTINUATION_STEPS
+        else:
+            reason = _FAILURES[int(reason)]
+        raise ModelError(completion.failure_message(self.model, cluster, reason, 1.0 - (1.0 - done) * (1.0 - t),
+                                                    value))
 
     def warm_up(self):
         """Compiles (or loads from the cache) every kernel, runs each once at a neutral state and
@@ -227,7 +261,7 @@ class FastPath:
         self.checked_inverse_dynamics(q, y, y)
         self.checked_mass_matrix(q)
         self.checked_inverse_osim(q, frames)
-        self._complete(self._x, q[self.model.independent_q], q, True, self.data.q_checked)
+        self._complete(self._x, q[self.model.independent_q], q, True, self.data.q_checked, False)
         return time.perf_counter() - start
 
     def _use_settings(self, settings):
@@ -313,7 +347,7 @@ def _compile_kernels(m, d, p, w, c, x, frames):
             'checked_forward_dynamics_lcaba': (context, _INPUT, _INPUT, _INPUT),
             'checked_inverse_dynamics': (context, _INPUT, _INPUT, _INPUT),
             'checked_mass_matrix': (context, _INPUT),
-            'complete': (context, _INPUT, _INPUT, types.boolean, types.Array(types.float64, 1, 'C')),
+            'complete': (context, _INPUT, _INPUT, types.boolean, types.Array(types.float64, 1, 'C'), types.boolean),
             'checked_inverse_osim': (context, _INPUT, typeof(frames[4])),
         }
         for name, signature in signatures.items():      # a fused call may compile other types of a kernel

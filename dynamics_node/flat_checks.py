@@ -15,9 +15,10 @@ from numba import njit
 from numba.experimental import structref
 
 from . import bounds, compiled_checks as checks, completion, state
+from .completion import idle_spin
 from .borrowed import borrowed
-from .compiled_completion import (CONTINUATION_STEP_AT, DEPENDENT, HALVINGS_AT, INDEPENDENT,
-                                  MAX_CONTINUATION_STEPS_AT, MAX_ITERATIONS_AT, SPLIT, TOLERANCE_AT)
+from .compiled_completion import (CHUNK_STEPS_AT, CONTINUATION_STEP_AT, DEPENDENT, HALVINGS_AT, INDEPENDENT,
+                                  MAX_ITERATIONS_AT, SLOW_RATIO_AT, SLOW_STEPS_AT, SPLIT, TOLERANCE_AT)
 from .compiled_checks import ACROSS_AXIS, ALL, ALONG_AXIS, AXES_PERPENDICULAR, LOG, NONE, TURNED_AXIS
 from .constraints import CouplingConstraint, POSITION_ROWS, ROTATION_ROWS
 from .flat import _plucker_parts, _StructType
@@ -52,10 +53,11 @@ CHECK_FIELDS = {   # name: meaning, shape (nl loops, nr coupling rows)
     'coupled_D': 'D (len(coupled_q), nq)',
     'coupled_d': 'd (len(coupled_q))',
     'role': 'per body: INDEPENDENT, DEPENDENT or SPLIT joint (Model.joint_role; 0 for the ground)',
-    'completion_compiled': '1 where compiled_completion closes every loop cluster (dependent joints revolute, '
-                           'prismatic or spherical, independent ones 1-DoF), else 0',
-    'completion': 'completion.py constants at the indices of compiled_completion (5)',
+    'completion_compiled': '1 where compiled_completion closes every loop cluster (dependent and split joints '
+                           'revolute, prismatic or spherical, independent ones 1-DoF), else 0',
+    'completion': 'completion.py constants at the indices of compiled_completion (7)',
     'reference': 'the reference configuration (Model.reference_positions) (nq)',
+    'spin': 'per body: the local independent column of a split joint\'s idle spin (completion.idle_spin), else -1',
 }
 
 SCRATCH_FIELDS = {
@@ -72,6 +74,7 @@ SCRATCH_FIELDS = {
     'predicted': 'G_k dy, the predicted change of a cluster\'s joints per unit of the way (N)',
     'dy': 'the change of its independent joints per unit of the way (M)',
     'failure': 'the cluster, reason, fraction of the way and value of a failed completion (4)',
+    'partial': 'the positions a failed continuation reached (nq)',
 }
 
 
@@ -186,7 +189,7 @@ class CheckPlan:
         M = max([1] + [c.m for c in self.loop_clusters])
         scratch = {'worst': np.zeros(3), 'rows': np.zeros(R), 'phi': np.zeros(R), 'trial': np.zeros(R),
                    'step': np.zeros(N), 'predicted': np.zeros(N), 'dy': np.zeros(M), 'failure': np.zeros(4)}
-        scratch.update({name: np.zeros(self.nq) for name in ('start', 'target', 'origin', 'entry', 'saved')})
+        scratch.update({name: np.zeros(self.nq) for name in ('start', 'target', 'origin', 'entry', 'saved', 'partial')})
         fields = [self.fields[name] for name in CHECK_FIELDS] + [scratch[name] for name in SCRATCH_FIELDS]
         return _new_check_ref(*fields), scratch
 
@@ -197,9 +200,15 @@ def _completion_fields(model, couplings):
     row_of = {con.name: (c.index, row) for c in model.cluster_list for row, con in c.first_rows()}
     loop_joints = [(model.joint_type[b], model.joint_role[b]) for c in model.cluster_list if not c.linear
                    for b in c.bodies]
-    compiled = all(role == 'dependent' and kind in ('revolute', 'continuous', 'prismatic', 'spherical')
+    compiled = all(role in ('dependent', 'split') and kind in ('revolute', 'continuous', 'prismatic', 'spherical')
                    or role == 'independent' and kind in ('revolute', 'continuous', 'prismatic')
                    for kind, role in loop_joints)
+    spin = np.full(model.nb, -1, dtype=np.int64)     # the idle free column of a split joint, else -1
+    for cluster in model.cluster_list:
+        for b in cluster.bodies:
+            a = idle_spin(model, cluster, b)
+            if a is not None:
+                spin[b] = a
     fields = {'coupling_cluster': _ints([row_of[con.name][0] for con in couplings]),
               'coupling_row': _ints([row_of[con.name][1] for con in couplings]),
               'independent_q': _ints(model.independent_q), 'coupled_q': _ints(model.couplings.dependent),
@@ -207,12 +216,13 @@ def _completion_fields(model, couplings):
               'coupled_d': np.array(model.couplings.d, dtype=float),
               'role': _ints([{'independent': INDEPENDENT, 'dependent': DEPENDENT, 'split': SPLIT}.get(role, 0)
                              for role in model.joint_role]),
-              'completion_compiled': _ints([1 if compiled else 0]), 'completion': np.zeros(5),
+              'completion_compiled': _ints([1 if compiled else 0]), 'completion': np.zeros(7), 'spin': spin,
               'reference': np.array(model.reference_positions, dtype=float)}
     for index, value in ((TOLERANCE_AT, completion.TOLERANCE), (MAX_ITERATIONS_AT, completion.MAX_ITERATIONS),
                          (CONTINUATION_STEP_AT, completion.CONTINUATION_STEP),
-                         (MAX_CONTINUATION_STEPS_AT, completion.MAX_CONTINUATION_STEPS),
-                         (HALVINGS_AT, completion.HALVINGS)):
+                         (CHUNK_STEPS_AT, completion.CHUNK_STEPS),
+                         (HALVINGS_AT, completion.HALVINGS), (SLOW_RATIO_AT, completion.SLOW_RATIO),
+                         (SLOW_STEPS_AT, completion.SLOW_STEPS)):
         fields['completion'][index] = value
     return fields
 

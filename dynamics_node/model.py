@@ -74,6 +74,7 @@ class Model:
         self.link_frame = {link: (b, _frozen(pose_transform(pose.R, pose.p)))
                            for link, (b, pose) in tree.link_frame.items()}   # link -> (body, X_link_body)
         self.joint_names = tuple(b.joint.name for b in tree.bodies[1:])
+        self.effort_limits = {b.joint.name: b.joint.effort for b in tree.bodies[1:] if b.joint.effort > 0.0}
         nq = [0] + [NQ[t] for t in self.joint_type[1:]]
         nv = [0] + [NV[t] for t in self.joint_type[1:]]
         self.idx_q = _frozen(np.cumsum([0] + nq[:-1]))     # first position index of each body's joint
@@ -393,7 +394,7 @@ class Model:
         if budget <= 0.0:
             raise ModelError(f'budget_ms is {budget:g}; expected a time budget > 0 ms')
         data = self._local.data
-        q = data.engine.checked_completion(q_ind, data.q_last)
+        q = data.engine.checked_completion(q_ind, data.q_last, budget)
         if q is None:                                  # planar or split joints, or a failure to name: completion.py
             q = complete_positions(self, data, q_ind, budget)
             check_finite(self, 'completed positions', [('q_independent', q_ind, bounds.POSITION)], q)
@@ -469,7 +470,9 @@ class Data:
         self.g = [None] * nc                   # explicit constraint biases g_k (n_k)
         self.c = [None] * nc                   # cluster velocity-product biases c_k (6 nb_k)
         self.qd = np.zeros(model.nv)           # spanning velocities G yd
-        self.q_last = None                     # last completed positions (Newton warm start)
+        self.q_last = None                     # last completed positions (tracking start of completion)
+        self.pending = None                    # a completion whose budget ran out (completion.py)
+        self.partial = None                    # where the last failed continuation stopped
         self._model = model
 
     @functools.cached_property

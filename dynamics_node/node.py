@@ -63,13 +63,14 @@ except ImportError:                       # Humble
     from rclpy.qos_event import SubscriptionEventCallbacks, UnsupportedEventTypeError
 
 from . import bounds, ros_conversions as conv
-from .errors import ModelError, quote
+from .errors import ModelError, quote, SingularConfigurationError
 from .forward_dynamics import check_method
 from .model import load_model, Model
 from .models import bundled_model, bundled_models
 from .state import vector
 
 STREAM_MODES = ('bias', 'gravity')
+EFFORT_LIMIT_POLICIES = ('reject', 'clamp')
 # Control-grade input: the newest state or nothing. Best effort and volatile match reliable and
 # best-effort publishers; keep last 1, so an input that waited behind a newer one is replaced.
 JOINT_STATES_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1,
@@ -135,6 +136,14 @@ PARAMETERS = {
         [], 'Order of ~/effort_commands: independent joint names (empty: all of them, in the '
         "model's order).", extras=(('dynamic_typing', True),
                                    ('additional_constraints', 'independent joints of the model'))),
+    'stream.effort_limits': Spec(
+        'reject', "An effort beyond its joint's URDF <limit effort> (a limit of 0 or none: no limit): 'reject' "
+        "drops the message (nothing published, counted), 'clamp' publishes the limit instead (counted).",
+        extras=(('additional_constraints', 'one of ' + ', '.join(EFFORT_LIMIT_POLICIES)),)),
+    'stream.completion_budget': Spec(
+        1.0, 'Time a message may spend completing the dependent positions, ms; past it the message is '
+        'dropped (a continuation from the reference configuration: after a jump, or the first message).',
+        extras=tuple(_range(0.01, 10000.0).items())),
     'odometry_topic': Spec(
         '', 'nav_msgs/Odometry topic with the floating-base pose (world frame) and twist (base '
         'frame) for the stream; empty: the base rests at the identity pose.', True),
@@ -160,6 +169,9 @@ def check_parameter(name, value):
     elif name == 'stream.mode' and value not in STREAM_MODES:
         raise ModelError(f'stream.mode {quote(value)} is unknown; expected one of '
                          f'{list(STREAM_MODES)}')
+    elif name == 'stream.effort_limits' and value not in EFFORT_LIMIT_POLICIES:
+        raise ModelError(f'stream.effort_limits {quote(value)} is unknown; expected one of '
+                         f'{list(EFFORT_LIMIT_POLICIES)}')
     elif name == 'stream.output_joints':
         if not isinstance(value, (list, tuple)) or not all(isinstance(x, str) for x in value):
             raise ModelError(f'stream.output_joints must be a list of joint names, got '
@@ -167,6 +179,8 @@ def check_parameter(name, value):
     elif name in ('stream.max_age', 'stream.expected_rate') and \
             not (isinstance(value, float) and 0.0 <= value < math.inf):
         raise ModelError(f'{name} must be a finite number >= 0, got {quote(value)}')
+    elif name == 'stream.completion_budget' and not (isinstance(value, float) and 0.0 < value <= 1e4):
+        raise ModelError(f'{name} must be a number of milliseconds in (0, 10000], got {quote(value)}')
     elif name == 'forward_dynamics.method':
         check_method(value)
     elif name == 'closures_file' and value and not os.path.isfile(value):
@@ -214,6 +228,7 @@ class Loaded:
     source: str                  # where the description came from
     output: JointState           # ~/computed_torques message, its names set once
     efforts: Float64MultiArray   # ~/effort_commands message, reused
+    limits: np.ndarray           # <limit effort> of layout.independent_names, inf where none
 
 
 class StreamStats:
@@ -223,6 +238,8 @@ class StreamStats:
     def __init__(self):
         self.received = self.published = self.dropped = self.rejected = 0
         self.stale = self.lost_events = self.gaps = 0
+        self.waiting = self.singular = self.over_limit = self.clamped = 0     # inputs held back, by cause
+        self.waiting_for = ()             # independent joints no message has named yet
         self.last_stamp = None            # ns of the last stamped input
         self.gap_reference = None         # ns of the last stamped input at the current expected rate
         self.last_error = ''
@@ -392,12 +409,13 @@ class DynamicsNode(Node):
         layout = conv.JointLayout(model)
         return Loaded(model, layout, conv.StreamInput(layout),
                       output_order(layout, settings['stream.output_joints']), label,
-                      JointState(name=list(layout.independent_names)), Float64MultiArray())
+                      JointState(name=list(layout.independent_names)), Float64MultiArray(),
+                      np.array([model.effort_limits.get(n, np.inf) for n in layout.independent_names]))
 
     @staticmethod
     def _with_outputs(loaded, names):
-        return Loaded(loaded.model, loaded.layout, loaded.stream,
-                      output_order(loaded.layout, names), loaded.source, loaded.output, loaded.efforts)
+        return Loaded(loaded.model, loaded.layout, loaded.stream, output_order(loaded.layout, names),
+                      loaded.source, loaded.output, loaded.efforts, loaded.limits)
 
     def _swap(self, loaded):
         self._loaded = loaded
@@ -648,7 +666,10 @@ class DynamicsNode(Node):
                                    f'{max_age:g} s)'
                 return
         try:
-            self._publish_stream(msg, settings['stream.mode'])
+            self._publish_stream(msg, settings)
+        except SingularConfigurationError as error:
+            stats.singular += 1
+            self._drop(str(error))
         except ModelError as error:
             self._drop(str(error))
         except Exception as error:  # noqa: B902 - nothing may raise into the executor
@@ -657,21 +678,30 @@ class DynamicsNode(Node):
         else:
             stats.publish(time.perf_counter() - start)
 
-    def _publish_stream(self, msg, mode):
+    def _publish_stream(self, msg, settings):
         """Merge msg into the stream state, compute the efforts, publish them (and the completed
-        state if anyone listens) with msg's stamp; the state is kept only if all succeeded."""
+        state if anyone listens) with msg's stamp; the state is kept only if all succeeded, or when
+        the output waits for joints no message has named yet."""
         loaded = self._current()
-        model, layout = loaded.model, loaded.layout
+        model, layout, stream = loaded.model, loaded.layout, loaded.stream
         base = self._base_state if layout.floating else None
-        positions, velocities = loaded.stream.stage(msg.name, msg.position, msg.velocity, base)
-        q = model.complete_positions(positions)
-        tau = model.bias_forces(q, velocities) if mode == 'bias' else model.gravity_forces(q)
-        joints = layout.split_independent(tau)[0]                 # finite: the library checked
+        positions, velocities = stream.stage(msg.name, msg.position, msg.velocity, base)
+        missing = stream.missing()
+        if missing:
+            stream.commit()
+            self._stats.waiting += 1
+            self._stats.waiting_for = missing
+            raise ModelError(f'waiting for joint_states of {quote(list(missing))}: no message has named '
+                             'them yet')
+        self._stats.waiting_for = ()
+        q = model.complete_positions(positions, budget_ms=settings['stream.completion_budget'])
+        tau = model.bias_forces(q, velocities) if settings['stream.mode'] == 'bias' else model.gravity_forces(q)
+        joints = self._limited(loaded, layout.split_independent(tau)[0], settings['stream.effort_limits'])
         completed = None
         if self._completed.get_subscription_count() > 0:
             completed = JointState(header=msg.header)
             layout.fill_joint_state(completed, q, model.spanning_velocities(q, velocities))
-        loaded.stream.commit()
+        stream.commit()
         torques, efforts = loaded.output, loaded.efforts
         torques.header, torques.effort = msg.header, conv.float64_array(joints)
         self._torques.publish(torques)
@@ -679,6 +709,21 @@ class DynamicsNode(Node):
         self._efforts.publish(efforts)
         if completed is not None:
             self._completed.publish(completed)
+
+    def _limited(self, loaded, efforts, policy):
+        """efforts within their joints' <limit effort>: beyond one, ModelError (policy 'reject') or the
+        limit (policy 'clamp'), counted either way."""
+        over = np.abs(efforts) > loaded.limits
+        if not over.any():
+            return efforts
+        i = int(np.argmax(np.abs(efforts) - loaded.limits))
+        name = loaded.layout.independent_names[i]
+        if policy == 'clamp':
+            self._stats.clamped += 1
+            return np.clip(efforts, -loaded.limits, loaded.limits)
+        self._stats.over_limit += 1
+        raise ModelError(f'effort {efforts[i]:.6g} of joint {quote(name)} exceeds its <limit effort> '
+                         f'{loaded.limits[i]:g} (stream.effort_limits: reject)')
 
     def _now_ns(self):
         """The node clock's time, ns: the system time unless sim time is active (a quarter of the cost of
@@ -739,6 +784,9 @@ class DynamicsNode(Node):
             'received': str(received), 'published': str(published), 'dropped': str(dropped),
             'rejected': str(stats.rejected), 'last_error': stats.last_error,
             'stream_mode': self._settings['stream.mode'],
+            'waiting_for_joints': clip(', '.join(stats.waiting_for)),
+            'waiting_inputs': str(stats.waiting), 'singular_inputs': str(stats.singular),
+            'over_effort_limit': str(stats.over_limit), 'clamped_efforts': str(stats.clamped),
         }
         loaded = self._loaded
         status = DiagnosticStatus(name=f'{self.get_fully_qualified_name()}: dynamics',
@@ -755,6 +803,8 @@ class DynamicsNode(Node):
                       'nv': str(model.nv), 'ny': str(model.ny), **values}
             values.update((f'model_warning_{i}', clip(w)) for i, w in enumerate(model.warnings))
             issues = []
+            if stats.waiting_for:
+                issues.append(f'waiting for joint_states of {clip(list(stats.waiting_for), 200)}')
             if problems > problems_before:
                 issues.append(f'{problems - problems_before} inputs dropped, stale or lost')
             if expected_rate and input_rate < 0.9 * expected_rate:

@@ -70,7 +70,7 @@ class ReferencePath:
     def checked_inverse_osim(self, q, frames):
         return None
 
-    def checked_completion(self, q_independent, previous):
+    def checked_completion(self, q_independent, previous, budget_ms):
         return None
 
     def accept_positions(self, q, closure, tolerance, bound=np.inf):

@@ -322,16 +322,22 @@ class StreamInput:
     Each message updates the independent joints it names; names of dependent joints (the
     constraints complete them) and of joints the model does not have (a gripper, a wheel) are
     ignored, and so are their values, NaN included, as is a split joint's position. The others
-    keep their last value (initially zero). Updates are staged in a second buffer and kept only
-    by ``commit``, so a message whose computation fails leaves the state unchanged. Name lists
-    are mapped once per distinct tuple.
+    keep their last value. The passive coordinates (Model.passive_joint_names: a closure body's
+    spin, a rod's) start at the reference configuration's positions (Model.reference_positions) and
+    at rest, and take the values of messages that name them; every other independent joint but a
+    floating base must have been named once before the state is complete (``missing``). Updates are
+    staged in a second buffer and kept only by ``commit``, so a message whose computation fails
+    leaves the state unchanged. Name lists are mapped once per distinct tuple.
     """
 
     def __init__(self, layout):
         self.layout = layout
-        self.positions = np.zeros(layout.nqi)       # independent positions (7 for a floating base)
-        self.velocities = np.zeros(layout.model.ny)  # independent velocities y
+        model = layout.model
+        self.positions = model.reference_positions[model.independent_q]   # 7 for a floating base
+        self.velocities = np.zeros(model.ny)          # independent velocities y
         layout.set_base_pose(self.positions, layout.qi_index)
+        self.required = frozenset(n for n in layout.independent_names if n not in model.passive_joint_names)
+        self.received = self._staged_received = frozenset()    # independent joints named so far
         self._staged = (self.positions.copy(), self.velocities.copy())
         self._maps = {}
 
@@ -351,6 +357,8 @@ class StreamInput:
         qi, y = self._staged
         np.copyto(qi, self.positions)
         np.copyto(y, self.velocities)
+        if not self.required <= self.received:
+            self._staged_received = self.received.union(mapping.used)
         if len(positions):
             qi[mapping.position_index] = _used_entries(positions, 'position', names, mapping.position_source,
                                                        mapping.positioned)
@@ -362,11 +370,19 @@ class StreamInput:
             self.layout.set_base_motion(y, self.layout.y_index, base[1])
         return qi, y
 
+    def missing(self):
+        """The required joints that no message up to the staged one has named (class docstring), in the
+        model's order."""
+        if self.required <= self._staged_received:
+            return ()
+        return tuple(n for n in self.layout.independent_names if n in self.required - self._staged_received)
+
     def commit(self):
         """Keep the last staged state (swaps the buffers, no copy)."""
         staged = self._staged
         self._staged = (self.positions, self.velocities)
         self.positions, self.velocities = staged
+        self.received = self._staged_received
 
     def _map(self, names):
         mapping = self._maps.get(names)

@@ -72,6 +72,7 @@ class JointSpec:
     independent: object        # True, False, or None when the attribute is absent
     mimic: object              # MimicSpec or None
     axis2: object = None       # universal: second unit axis, joint frame at zero position
+    effort: float = 0.0        # <limit effort>, N or N m; 0 where absent (CAD exports write 0 for unknown)
 
 
 @dataclass(frozen=True)
@@ -322,8 +323,11 @@ def _read_joint(element):
             raise ModelError(f'{where}: a universal joint cannot <mimic>; only 1-DoF joints can')
     # joints without an axis ignore <axis>, as urdfdom does (CAD exports write xyz="0 0 0" on fixed joints)
     axis = np.array([1.0, 0.0, 0.0]) if kind in AXIS_FREE_JOINTS else _axis(element, where)
+    effort = float(_numbers(element.find('limit'), 'effort', 1, f'{where} <limit>', bounds.FORCE, default=(0.0,))[0])
+    if effort < 0.0:
+        raise ModelError(f'{where}: <limit effort> is {effort:g}; expected a non-negative effort')
     return JointSpec(name, kind, parent, child, _origin(element, where), axis,
-                     _independent(element, where), mimic, _second_axis(element, where, kind, axis))
+                     _independent(element, where), mimic, _second_axis(element, where, kind, axis), effort)
 
 
 def _read_loop(element):

@@ -9,6 +9,7 @@ import pytest
 
 from conftest import assert_close, COMPLETION_BUDGET_MS, random_independent_positions, ROBOTS
 from dynamics_node import bundled_model, load_model, ModelError
+from test_joint_types import MODELS as JOINT_MODELS
 from test_model_errors import four_bar
 
 MODELS = os.path.join(os.path.dirname(__file__), 'models')
@@ -47,12 +48,22 @@ def test_compiled_completion_equals_completion_py(name, rng):
     assert counts == {'compiled': 60, 'referred': 0}
 
 
-def test_split_joints_are_referred(rng):
-    """A rod's idle spin is turned to its canonical value by completion.py: the kernel leaves such models to it."""
+def test_split_joints_turn_their_idle_spin_as_completion_py(rng):
+    """A rod's idle spin, which no input sets, is turned to its canonical value by both (no referral)."""
     urdf, closures = (os.path.join(MODELS, 'ball_rod_ankle_leg' + ext) for ext in ('.urdf', '.yaml'))
     model, counts = counted(load_model(urdf, closures=closures))
     reference = load_model(urdf, closures=closures, compiled=False)
     assert model.split_joint_names
+    for q_ind in sequences(model, rng):
+        assert_close(model.complete_positions(q_ind, COMPLETION_BUDGET_MS),
+                     reference.complete_positions(q_ind, COMPLETION_BUDGET_MS), 'q', 1e-12)
+    assert counts == {'compiled': 60, 'referred': 0}
+
+
+def test_planar_joints_are_referred(rng):
+    """The kernel does not retract planar joints: completion.py closes such models, with the same result."""
+    model, counts = counted(load_model(JOINT_MODELS['planar_block']))
+    reference = load_model(JOINT_MODELS['planar_block'], compiled=False)
     for q_ind in sequences(model, rng)[:5]:
         assert_close(model.complete_positions(q_ind, COMPLETION_BUDGET_MS),
                      reference.complete_positions(q_ind, COMPLETION_BUDGET_MS), 'q', 1e-12)

@@ -651,11 +651,15 @@ def stamp_of(i):
     return msg.header.stamp
 
 
-def prime(ros, publisher, received):
-    """Publish JointStates naming no joint (they change no state) until the node answers one,
-    so that both connections are matched both ways (a reader drops the samples of a writer it
-    has not discovered yet, even when the writer already sees it); then empty received."""
-    msg = JointState()
+def prime(ros, publisher, received, name):
+    """Publish JointStates with the actuated joints of bundled robot name at their reference positions
+    (the node's state before any input) until the node answers one, so that both connections are
+    matched both ways (a reader drops the samples of a writer it has not discovered yet, even when the
+    writer already sees it) and every joint the stream waits for has arrived; then empty received."""
+    model = robot(name)
+    names = list(model.actuated_joint_names)
+    reference = dict(zip(model.joint_names, model.reference_positions[model.idx_q[1:]]))
+    msg = joint_state(names, [reference[n] for n in names])
     msg.header.stamp = stamp_of(PRIMING)
     end = time.monotonic() + TIMEOUT
     while not received and time.monotonic() < end:
@@ -684,7 +688,7 @@ def test_stream_500_hz_values_stamps_losses_counted(ros, nodes):
     try:
         with collect(ros, output, JointState, torques_qos()) as received, \
                 collect(ros, '/diagnostics', DiagnosticArray, 100) as diagnostics:
-            prime(ros, publisher, received)
+            prime(ros, publisher, received, 'quadruped_rotors')
             diagnostics.clear()
             assert ros.spin_until(lambda: node_values(diagnostics, nodes['default'].name),
                                   timeout=3.0), 'no diagnostics before the stream'
@@ -776,7 +780,7 @@ def test_stream_partial_messages_modes_and_drops(ros, nodes):
     try:
         with collect(ros, output, JointState, torques_qos()) as received, \
                 collect(ros, '/diagnostics', DiagnosticArray, 10) as diagnostics:
-            prime(ros, publisher, received)
+            prime(ros, publisher, received, 'linkage_leg')
             steps = [  # (message, expected independent positions, velocities)
                 (joint_state(['ankle_joint', 'crank_joint'], [0.2, 0.7], [1.0, -1.0]),
                  [0.7, 0.2], [-1.0, 1.0]),
@@ -852,7 +856,7 @@ def test_stream_floating_base_from_odometry(ros, nodes, rng):
     odometry = ros.node.create_publisher(Odometry, f'{NAMESPACE}/floating/odom', 10)
     try:
         with collect(ros, output, JointState, torques_qos()) as received:
-            prime(ros, publisher, received)
+            prime(ros, publisher, received, 'quadruped_rotors')
             msg = joint_state(names, positions, velocities)
             result = exchange(ros, publisher, received, msg, 40_000)
             assert result is not None, 'no output at rest'
@@ -909,7 +913,7 @@ def loop_stream(ros, nodes, topic='computed_torques', msg_type=JointState):
     try:
         with collect(ros, f'{process.name}/computed_torques', JointState, torques_qos()) as torques, \
                 collect(ros, f'{process.name}/{topic}', msg_type, torques_qos()) as received:
-            prime(ros, publisher, torques)
+            prime(ros, publisher, torques, 'linkage_leg')
             received.clear()
             yield publisher, received
     finally:
@@ -1026,7 +1030,7 @@ def test_poisoned_joint_states_then_good_ones_and_services(ros, nodes, rng):
                                           qos_profile_sensor_data)
     try:
         with collect(ros, f'{process.name}/computed_torques', JointState, torques_qos()) as received:
-            prime(ros, publisher, received)
+            prime(ros, publisher, received, 'quadruped_rotors')
             poisons = [joint_state(names[:1], [1e308]), joint_state(names[:1], [0.0], [1e200])]
             for i, msg in enumerate(poisons):      # one at a time: each is taken
                 msg.header.stamp = stamp_of(80_000 + i)
