@@ -24,14 +24,17 @@ START_SPANS = (0.3, 1.0, np.pi)  # rad: the starts' joint angles, uniform in [-s
 # Default of Model.amplification_limit: a configuration counts as singular where a loop cluster's
 # amplification (the largest row sum of |G_k|: the speed of its fastest joint when every independent
 # coordinate moves at unit speed) exceeds this multiple of its amplification at the reference
-# configuration. A four-bar reaches it a few hundredths of a radian from its dead point.
-AMPLIFICATION_LIMIT = 100.0
+# configuration. Over the working range of the bundled and published linkages the amplification varies
+# by a factor of 2 to 6; it grows as 1/sqrt(distance) towards a dead point, which a four-bar driven by its
+# rocker reaches 1e-5 to 5e-4 rad away.
+AMPLIFICATION_LIMIT = 20.0
 # Smallest min |R_ii| / max |R_ii| of the QR of K_d at a reference configuration (well away from a
 # singularity, so that the amplification there is a fair yardstick).
 REFERENCE_CONDITIONING = 1e-6
 # Turns (rad) of the zero position from which the reference configuration is sought where the zero
 # position is singular (a four-bar with all bars aligned).
 REFERENCE_TURNS = (0.1, 0.1, 0.3, 0.3)
+REFERENCE_MARGIN = 2.0         # a reference's amplification is at most this multiple of the smallest found
 # min |R_ii| / max |R_ii| of the QR of K_d below which a cluster's dependent joints are undetermined.
 SINGULARITY_THRESHOLD = 1e-9
 
@@ -371,11 +374,14 @@ def _split_coordinates(cluster, tree, rng, followers, leaders):
 
 def _reference(cluster, tree, jacobian, closed, describe):
     """The reference (assembly) configuration of a loop cluster, body -> q: its zero position where the loops
-    close there and it is regular (regular()); else the first regular closed configuration that minimum-norm
-    Gauss-Newton steps reach from the zero position, then from it turned by REFERENCE_TURNS (seeded, one
-    random unit direction each); else the regular closed sample nearest to the zero position."""
+    close there; else the closed configurations minimum-norm Gauss-Newton steps reach from the zero position
+    and from it turned by REFERENCE_TURNS (seeded, one random unit direction each), with the closed samples:
+    of all these, the nearest to the zero position among those whose amplification is within
+    REFERENCE_MARGIN of the smallest (well away from a singularity, so that Model.amplification_limit,
+    relative to the reference, means what it says). A closed zero position is kept on the same terms."""
     zero = {b: neutral_position(tree.bodies[b].joint.type) for b in cluster.bodies}
     rng = np.random.default_rng(cluster.index)
+    found = list(closed)
     for turn in (0.0,) + REFERENCE_TURNS:
         start = {b: q_b.copy() for b, q_b in zero.items()}
         if turn:
@@ -383,14 +389,15 @@ def _reference(cluster, tree, jacobian, closed, describe):
                 kind = tree.bodies[b].joint.type
                 start[b] = retract(kind, tree.bodies[b].joint.axis, start[b], turn * rng.uniform(-1, 1, NV[kind]))
         pose = ClusterPose(cluster, tree, start)
-        if project(pose, jacobian, cluster.active_rows) <= CLOSURE_TOLERANCE and \
-                regular(cluster, jacobian(pose.Xup)[cluster.active_rows]):
-            return pose.q
-    candidates = [q for q, K in closed if regular(cluster, K)]
-    if not candidates:
+        if project(pose, jacobian, cluster.active_rows) <= CLOSURE_TOLERANCE:
+            found.append((pose.q, jacobian(pose.Xup)[cluster.active_rows]))
+    gains = [amplification(K, cluster.dependent, cluster.independent) if regular(cluster, K) else np.inf
+             for _, K in found]
+    if min(gains) == np.inf:
         raise ModelError(f'{describe}: every closed configuration found at load is (nearly) singular; its joint '
                          'axes may be misaligned')
-    return min(candidates, key=lambda q: sum(np.sum((q[b] - zero[b]) ** 2) for b in cluster.bodies))
+    fair = [q for (q, _), gain in zip(found, gains) if gain <= REFERENCE_MARGIN * min(gains)]
+    return min(fair, key=lambda q: sum(np.sum((q[b] - zero[b]) ** 2) for b in cluster.bodies))
 
 
 def regular(cluster, K):

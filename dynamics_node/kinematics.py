@@ -60,9 +60,9 @@ def check_amplification(model, cluster, amplification):
 
 def amplification_message(model, cluster, amplification):
     return (f'cluster {quote(cluster.name)} is near a singular configuration: a joint would move {amplification:.3g} '
-            f'times faster than the independent coordinates, more than {model.amplification_limit:g} times the '
-            f'reference configuration\'s {model.reference_amplification[cluster.index]:.3g} '
-            '(amplification_limit); use method="lcaba"')
+            f'times faster than the independent coordinates, more than {model.amplification_limit:g} times its '
+            f'{model.reference_amplification[cluster.index]:.3g} at the reference configuration (amplification_limit); '
+            'use method="lcaba"')
 
 
 def cluster_motion(model, data, k, yd):

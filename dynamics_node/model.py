@@ -147,10 +147,11 @@ class Model:
     def amplification_limit(self):
         """Where a loop cluster's amplification (the largest row sum of |G_k|: the speed of its fastest joint
         when every independent coordinate moves at unit speed) exceeds this multiple of its amplification at
-        the reference configuration, the configuration counts as singular: inverse dynamics, bias forces, the
+        the reference configuration (reference_amplification), the configuration counts as singular: inverse
+        dynamics, bias forces, the
         mass matrix and Lambda^-1 raise SingularConfigurationError naming the cluster, forward dynamics takes
         LCABA (method 'auto'), and completion does not continue through it. Default
-        clusters.AMPLIFICATION_LIMIT (100)."""
+        clusters.AMPLIFICATION_LIMIT (20)."""
         return self._amplification_limit
 
     @amplification_limit.setter
