@@ -1,0 +1,109 @@
+"""The node on the robots users have, end to end over DDS: no garbage near a dead point (services refuse by
+name, the stream never publishes an effort beyond the joint's <limit effort>), and a stream fed by what
+drivers publish (the output waits until every actuated joint has been named once; passive coordinates
+start at the reference configuration)."""
+
+import math
+
+from cluster_dynamics.srv import ForwardDynamics, InverseDynamics
+from diagnostic_msgs.msg import DiagnosticArray
+import numpy as np
+import pytest
+from rclpy.qos import qos_profile_sensor_data
+from sensor_msgs.msg import JointState
+
+from dynamics_node import load_model, SingularConfigurationError
+from test_lcaba import dead_point, ROCKER_DRIVEN
+from test_node import (collect, joint_state, NAMESPACE, node_values, NodeProcess,  # noqa: F401 - ros: a fixture
+                       ros, set_parameters, stamp_of, torques_qos, wait_until_served)
+
+EFFORT_LIMIT = 5.0          # the four-bar's <limit effort> of rocker_joint
+
+
+@pytest.fixture(scope='module')
+def four_bar_node(ros, tmp_path_factory):  # noqa: F811 - the fixture imported above
+    """A node serving the four-bar driven by its rocker (dead points at the rocker's extremes)."""
+    path = tmp_path_factory.mktemp('robots') / 'rocker_driven_four_bar.urdf'
+    path.write_text(ROCKER_DRIVEN)
+    process = NodeProcess('dead_point', robot_description_file=str(path))
+    try:
+        wait_until_served(ros, process)
+        yield process, load_model(ROCKER_DRIVEN)
+    finally:
+        process.stop()
+
+
+def test_services_refuse_a_pose_near_the_dead_point_by_name(ros, four_bar_node):  # noqa: F811
+    """1e-6 rad from the dead point (closed by a model that accepts any amplification): inverse dynamics is
+    refused with the cluster's name, forward dynamics falls back to LCABA and says why."""
+    process, model = four_bar_node
+    _, _, extreme = dead_point('stretched')
+    q = load_model(ROCKER_DRIVEN, amplification_limit=1e8).complete_positions([extreme - 1e-6], budget_ms=1e4)
+    with pytest.raises(SingularConfigurationError):
+        model.inverse_dynamics(q, np.zeros(model.ny), np.zeros(model.ny))
+    request = InverseDynamics.Request()
+    request.state.name, request.state.position = list(model.joint_names), [float(x) for x in q]
+    response = ros.call(InverseDynamics, f'{process.name}/inverse_dynamics', request)
+    assert not response.success
+    assert "cluster 'crank' is near a singular configuration" in response.message, response.message
+    request = ForwardDynamics.Request(method='auto')
+    request.state.name, request.state.position = list(model.joint_names), [float(x) for x in q]
+    response = ros.call(ForwardDynamics, f'{process.name}/forward_dynamics', request)
+    assert response.success and response.method_used == 'lcaba', response.message
+    assert all(math.isfinite(x) for x in response.acceleration)
+    assert 'near a singular configuration' in response.message
+
+
+def test_the_stream_never_publishes_an_effort_beyond_the_limit(ros, four_bar_node):  # noqa: F811
+    """A rocker sinusoid that runs into the dead point at 1 rad/s: what is published stays within
+    <limit effort>; the rest is dropped, counted and named on /diagnostics."""
+    process, model = four_bar_node
+    _, _, extreme = dead_point('stretched')
+    publisher = ros.node.create_publisher(JointState, f'{NAMESPACE}/dead_point/joint_states',
+                                          qos_profile_sensor_data)
+    angles = extreme + 0.3 * (np.cos(np.linspace(0.0, 2.0 * np.pi, 300)) - 1.0) + 1e-6
+    rates = -0.3 * np.sin(np.linspace(0.0, 2.0 * np.pi, 300)) * 2.0 * np.pi
+    try:
+        with collect(ros, f'{process.name}/computed_torques', JointState, torques_qos()) as received, \
+                collect(ros, '/diagnostics', DiagnosticArray, 100) as diagnostics:
+            for i, (angle, rate) in enumerate(zip(angles, rates)):
+                msg = joint_state(['rocker_joint'], [angle], [rate])
+                msg.header.stamp = stamp_of(i)
+                publisher.publish(msg)
+                ros.spin_for(0.005)
+            ros.spin_for(0.5)
+            assert received, 'nothing published'
+            assert max(abs(e) for msg in received for e in msg.effort) <= EFFORT_LIMIT
+            assert len(received) < len(angles), 'every message answered, also at the dead point'
+
+            def refused():
+                values = node_values(diagnostics, process.name)
+                return values and int(values['over_effort_limit']) + int(values['singular_inputs']) > 0 and values
+            assert ros.spin_until(refused, timeout=5.0), 'no refusal counted on /diagnostics'
+            assert 'exceeds its <limit effort>' in refused()['last_error'] or \
+                'singular' in refused()['last_error'] or 'cannot close' in refused()['last_error']
+    finally:
+        ros.node.destroy_publisher(publisher)
+
+
+def test_clamped_efforts_stay_at_the_limit(ros, four_bar_node):  # noqa: F811
+    process, model = four_bar_node
+    _, _, extreme = dead_point('stretched')
+    q = model.complete_positions([extreme - 0.01], budget_ms=1e4)
+    assert abs(model.bias_forces(q, [3.0])[0]) > EFFORT_LIMIT
+    assert set_parameters(ros, process.name, stream__effort_limits='clamp').successful
+    publisher = ros.node.create_publisher(JointState, f'{NAMESPACE}/dead_point/joint_states',
+                                          qos_profile_sensor_data)
+    try:
+        with collect(ros, f'{process.name}/computed_torques', JointState, torques_qos()) as received:
+            for i in range(20):              # the same state until it is answered (discovery may lose some)
+                msg = joint_state(['rocker_joint'], [extreme - 0.01], [3.0])
+                msg.header.stamp = stamp_of(1000 + i)
+                publisher.publish(msg)
+                ros.spin_for(0.05)
+                if received:
+                    break
+            assert received and abs(received[-1].effort[0]) == EFFORT_LIMIT
+    finally:
+        set_parameters(ros, process.name, stream__effort_limits='reject')
+        ros.node.destroy_publisher(publisher)
