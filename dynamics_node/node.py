@@ -77,9 +77,10 @@ JOINT_STATES_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1,
                               reliability=ReliabilityPolicy.BEST_EFFORT,
                               durability=DurabilityPolicy.VOLATILE)
 OUTPUT_QOS = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE)
-DESCRIPTION_PARAMETERS = ('robot_description', 'robot_description_file', 'closures_file')
+DESCRIPTION_PARAMETERS = ('robot_description', 'robot_description_file', 'closures_file', 'reference_positions')
 # Parameters that change the description served from each source (first word of its label).
-SERVED_FROM = {'parameter': {'robot_description', 'closures_file'}, 'topic': {'robot_description'},
+SERVED_FROM = {'parameter': {'robot_description', 'closures_file', 'reference_positions'},
+               'topic': {'robot_description', 'reference_positions'},
                'robot_description_file': set(DESCRIPTION_PARAMETERS)}
 STREAM_GIL_SWITCH = 5e-5     # s, interpreter switch interval (Python's default is 5 ms)
 COMPILE_NOTICE_AFTER = 1.0   # s of loading after which the node says numba is compiling
@@ -114,6 +115,14 @@ PARAMETERS = {
     'robot_description_topic': Spec(
         'robot_description', 'std_msgs/String topic with the URDF+ XML (reliable, transient '
         'local, depth 1); each message reloads the model unless robot_description is set.', True),
+    'reference_positions': Spec(
+        [], 'Reference (assembly) configuration, spanning q of the model (Model.reference_positions): a '
+        'closed, regular configuration that fixes the assembly branch; empty: the one found at load.',
+        extras=(('dynamic_typing', True), ('additional_constraints', 'nq finite numbers, or none'))),
+    'amplification_limit': Spec(
+        20.0, "Ratio (Model.amplification_limit): beyond this multiple of a loop cluster's amplification at "
+        'the reference configuration a state counts as singular: services refuse it, the stream drops it.',
+        extras=tuple(_range(1.0, 1e8).items())),
     'gravity': Spec(
         [0.0, 0.0, -9.81], 'Gravity acceleration in the root link frame, m/s^2 (x, y, z); '
         'integers are accepted.', extras=(('dynamic_typing', True),
@@ -169,6 +178,8 @@ def check_parameter(name, value):
     elif name == 'stream.mode' and value not in STREAM_MODES:
         raise ModelError(f'stream.mode {quote(value)} is unknown; expected one of '
                          f'{list(STREAM_MODES)}')
+    elif name == 'reference_positions' and len(value):
+        vector(value, 'reference_positions', {len(value): 'spanning positions'}, bounds.POSITION)
     elif name == 'stream.effort_limits' and value not in EFFORT_LIMIT_POLICIES:
         raise ModelError(f'stream.effort_limits {quote(value)} is unknown; expected one of '
                          f'{list(EFFORT_LIMIT_POLICIES)}')
@@ -348,6 +359,8 @@ class DynamicsNode(Node):
         elif current is not None:
             if 'gravity' in changes:
                 current.model.gravity = changes['gravity']
+            if 'amplification_limit' in changes:
+                current.model.amplification_limit = changes['amplification_limit']
             self._loaded = current
         if note:
             self.get_logger().warning(note)
@@ -394,7 +407,9 @@ class DynamicsNode(Node):
         compiled algorithms ready (numba compiles them on a process's first model unless its
         on-disk cache has them); raises ModelError."""
         self.get_logger().info(f'loading the robot description from {label}')
-        model = load_model(source, closures=closures)
+        reference = settings['reference_positions']
+        model = load_model(source, closures=closures, amplification_limit=settings['amplification_limit'],
+                           reference_positions=list(reference) or None)
         model.gravity = settings['gravity']
         notice = threading.Timer(COMPILE_NOTICE_AFTER, self.get_logger().warning, (
             f'loading takes over {COMPILE_NOTICE_AFTER:g} s: numba is compiling the dynamics '
