@@ -248,7 +248,13 @@ class KKTOracle:
         e = {k: float(t.get(k)) for k in ("ixx", "ixy", "ixz", "iyy", "iyz", "izz")}
         I = np.array([[e["ixx"], e["ixy"], e["ixz"]], [e["ixy"], e["iyy"], e["iyz"]],
                       [e["ixz"], e["iyz"], e["izz"]]])
-        return pin.Inertia(mass, o.translation, o.rotation @ I @ o.rotation.T)
+        c, I_c = o.translation, o.rotation @ I @ o.rotation.T
+        try:
+            return pin.Inertia(mass, c, I_c)
+        except RuntimeError:  # unphysical alone (a CAD round-off link merged into a heavier body): same parameters
+            I_o = I_c + mass * (c @ c * np.eye(3) - np.outer(c, c))
+            return pin.Inertia.FromDynamicParameters(np.array(
+                [mass, *(mass * c), I_o[0, 0], I_o[0, 1], I_o[1, 1], I_o[0, 2], I_o[1, 2], I_o[2, 2]]))
 
     def _build_tree(self, root):
         """pin.Model of the spanning tree: one Pinocchio joint per moving URDF joint (a universal joint

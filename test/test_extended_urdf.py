@@ -54,7 +54,7 @@ def independent_oracle(text=TEXT, urdf=URDF):
             rpy = ' '.join(f'{x:.17g}' for x in pin.rpy.matrixToRpy(frame.placement.rotation))
             xyz = ' '.join(f'{x:.17g}' for x in frame.placement.translation)
             etree.SubElement(side, 'origin', xyz=xyz, rpy=rpy)
-    for name, kind in zip(closures['joint_name'], closures['joint_type']):
+    for name, kind in zip(closures.get('joint_name', []), closures.get('joint_type', [])):
         joint = root.find(f"joint[@name='{name}']")
         if kind in ('FIXED', 'SPHERICAL'):
             joint.set('type', kind.lower())
