@@ -4,6 +4,7 @@ drivers publish (the output waits until every actuated joint has been named once
 start at the reference configuration)."""
 
 import math
+from pathlib import Path
 
 from cluster_dynamics.srv import ForwardDynamics, InverseDynamics
 from diagnostic_msgs.msg import DiagnosticArray
@@ -18,6 +19,7 @@ from test_node import (collect, joint_state, NAMESPACE, node_values, NodeProcess
                        ros, set_parameters, stamp_of, torques_qos, wait_until_served)
 
 EFFORT_LIMIT = 5.0          # the four-bar's <limit effort> of rocker_joint
+MODELS = Path(__file__).parent / 'models'
 
 
 @pytest.fixture(scope='module')
@@ -106,4 +108,71 @@ def test_clamped_efforts_stay_at_the_limit(ros, four_bar_node):  # noqa: F811
             assert received and abs(received[-1].effort[0]) == EFFORT_LIMIT
     finally:
         set_parameters(ros, process.name, stream__effort_limits='reject')
+        ros.node.destroy_publisher(publisher)
+
+
+# ---- a Cassie-like leg (test/models/cassie_like_leg.*): rods with ball ends, a closure body, open at zero ----
+
+LEG = tuple(str(MODELS / f'cassie_like_leg{ext}') for ext in ('.urdf', '.yaml'))
+
+
+@pytest.fixture(scope='module')
+def leg_node(ros):  # noqa: F811 - the fixture imported above
+    process = NodeProcess('leg', robot_description_file=LEG[0], closures_file=LEG[1])
+    try:
+        wait_until_served(ros, process)
+        yield process, load_model(LEG[0], closures=LEG[1])
+    finally:
+        process.stop()
+
+
+def test_a_driver_stream_of_the_actuated_joints_gets_torques(ros, leg_node):  # noqa: F811
+    """joint_states naming the motors only: nothing is published until every motor has been named (the
+    missing ones named on /diagnostics); then each message gets the library's bias forces at the motors'
+    positions with the passive coordinates (rod spins, the closure body) at the reference configuration
+    and at rest (a fresh model completing each state on its own gives the same efforts)."""
+    process, model = leg_node
+    motors = list(model.actuated_joint_names)
+    assert set(model.passive_joint_names) == {'knee_rod_top', 'ankle_rod_top', 'closedloop1_B'}
+    reference = dict(zip(model.joint_names, model.reference_positions[model.idx_q[1:]]))
+    publisher = ros.node.create_publisher(JointState, f'{NAMESPACE}/leg/joint_states', qos_profile_sensor_data)
+    try:
+        with collect(ros, f'{process.name}/computed_torques', JointState, torques_qos()) as received, \
+                collect(ros, '/diagnostics', DiagnosticArray, 100) as diagnostics:
+            for i in range(40):                      # the first motors only: waiting, however long
+                msg = joint_state(motors[:3], [reference[n] for n in motors[:3]])
+                msg.header.stamp = stamp_of(i)
+                publisher.publish(msg)
+                ros.spin_for(0.02)
+
+            def waiting():
+                values = node_values(diagnostics, process.name)
+                return values and int(values['waiting_inputs']) > 0 and values
+            assert ros.spin_until(waiting, timeout=5.0), 'no waiting counted'
+            assert waiting()['waiting_for_joints'] == 'knee_motor, ankle_motor'
+            assert not received, 'published before every motor was named'
+            rng = np.random.default_rng(3)
+            walk = np.array([reference[n] for n in motors]) + np.cumsum(rng.uniform(-0.01, 0.01, (60, 5)), axis=0)
+            rates, sent = rng.normal(size=(60, 5)), {}
+            for step, (positions, velocities) in enumerate(zip(walk, rates)):
+                msg = joint_state(motors, positions, velocities)
+                msg.header.stamp = stamp_of(100 + step)
+                sent[msg.header.stamp.sec, msg.header.stamp.nanosec] = step
+                publisher.publish(msg)
+                ros.spin_for(0.02)
+            ros.spin_for(0.5)
+            assert len(received) >= 50, f'{len(received)} of 60 answered'
+            fresh = load_model(LEG[0], closures=LEG[1])
+            index = {n: i for i, n in enumerate(model.independent_joint_names)}
+            for msg in received:
+                step = sent[msg.header.stamp.sec, msg.header.stamp.nanosec]
+                q_independent = [walk[step][motors.index(n)] if n in motors else reference[n]
+                                 for n in model.independent_joint_names if n not in model.split_joint_names]
+                yd = np.zeros(model.ny)
+                for n, rate in zip(motors, rates[step]):
+                    yd[index[n]] = rate
+                expected = fresh.bias_forces(fresh.complete_positions(q_independent), yd)
+                assert tuple(msg.name) == model.independent_joint_names
+                assert np.max(np.abs(np.array(msg.effort) - expected)) <= 1e-9 * max(1.0, np.max(np.abs(expected)))
+    finally:
         ros.node.destroy_publisher(publisher)
