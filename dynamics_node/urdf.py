@@ -6,6 +6,7 @@ model is built (``topology.py``, ``clusters.py``).
 """
 
 from dataclasses import dataclass
+import math
 import os
 
 from lxml import etree
@@ -181,14 +182,14 @@ def _numbers(element, attribute, count, where, bound, default=None):
             raise ModelError(f'{where}: missing attribute {attribute}')
         return np.array(default, dtype=float)
     try:
-        values = np.array([float(x) for x in text.split()])
+        values = [float(x) for x in text.split()]
     except ValueError:
         raise ModelError(f'{where}: {attribute}="{cut(text)}" is not {count} numbers') from None
-    if values.size != count or not np.all(np.isfinite(values)):
+    if len(values) != count or not all(map(math.isfinite, values)):
         raise ModelError(f'{where}: {attribute}="{cut(text)}" must be {count} finite numbers')
-    if np.max(np.abs(values)) > bound:
+    if max(map(abs, values)) > bound:
         raise ModelError(f'{where}: {attribute}="{cut(text)}" exceeds the bound {bound:g} in magnitude')
-    return values
+    return np.array(values)
 
 
 def _origin(element, where):
