@@ -165,19 +165,16 @@ class _NamesLoader(getattr(yaml, 'CSafeLoader', yaml.SafeLoader)):
     """YAML of names: a plain scalar is text unless it is null; a tag other than !!str, !!seq, !!map and
     !!null is refused (nothing is converted to a date or a number, which could fail)."""
 
-    yaml_implicit_resolvers = {}
-    yaml_constructors = {tag: yaml.SafeLoader.yaml_constructors[tag] for tag in (
-        'tag:yaml.org,2002:null', 'tag:yaml.org,2002:str', 'tag:yaml.org,2002:seq', 'tag:yaml.org,2002:map')}
-
     def construct_undefined(self, node):
         tag = node.tag.replace('tag:yaml.org,2002:', '!!')
         raise ModelError(f'closures: the tag {quote(tag)} on line {node.start_mark.line + 1} is not accepted; the '
                          'entries are names (text), lists and pairs of names')
 
-
-_NamesLoader.add_constructor(None, _NamesLoader.construct_undefined)
-for _first in ('~', 'n', 'N', ''):
-    _NamesLoader.add_implicit_resolver('tag:yaml.org,2002:null', re.compile(r'^(?:~|null|Null|NULL|)$'), [_first])
+    yaml_implicit_resolvers = {first: [('tag:yaml.org,2002:null', re.compile(r'^(?:~|null|Null|NULL|)$'))]
+                               for first in ('~', 'n', 'N', '')}
+    yaml_constructors = {**{tag: yaml.SafeLoader.yaml_constructors[tag] for tag in (
+        'tag:yaml.org,2002:null', 'tag:yaml.org,2002:str', 'tag:yaml.org,2002:seq', 'tag:yaml.org,2002:map')},
+        None: construct_undefined}
 
 
 def _entries(data, key, expected=None):

@@ -24,12 +24,12 @@ keep up with a control-rate stream, hence two executors of one thread each: Even
 rclpy has it (Jazzy, Kilted), else SingleThreadedExecutor. The first description is loaded on a
 thread of its own, so that the node answers signals while numba compiles.
 
-rclpy APIs used (all present in Humble's rclpy 3.3, Jazzy's 7.1 and Kilted's 9.1): rclpy.init,
-rclpy.try_shutdown, Node (cli_args, start_parameter_services), declare_parameter with a
-ParameterDescriptor (dynamic_typing, ranges), add_on_set_parameters_callback, create_timer with a
-steady Clock, ROSClock.ros_time_is_active, Executor.spin_once, ExternalShutdownException, and the
-message-lost QoS event (rclpy.event_handler, rclpy.qos_event before Iron);
-rclpy.experimental.EventsExecutor only where it exists.
+rclpy APIs used (all present in Humble's rclpy 3.3, Jazzy's 7.1 and Kilted's 9.1): rclpy.init (with
+SignalHandlerOptions.NO: SIGINT and SIGTERM are handled here, see main), rclpy.try_shutdown, Node
+(cli_args, start_parameter_services), declare_parameter with a ParameterDescriptor (dynamic_typing,
+ranges), add_on_set_parameters_callback, create_timer with a steady Clock, ROSClock.ros_time_is_active,
+Executor.spin_once, ExternalShutdownException, and the message-lost QoS event (rclpy.event_handler,
+rclpy.qos_event before Iron); rclpy.experimental.EventsExecutor only where it exists.
 """
 
 from dataclasses import dataclass

@@ -13,7 +13,7 @@ from lxml import etree
 import numpy as np
 
 from . import bounds
-from .errors import cut, ModelError, quote
+from .errors import cut, first_repeated, ModelError, quote
 from .spatial import rpy_matrix
 
 JOINT_TYPES = ('revolute', 'continuous', 'prismatic', 'fixed', 'floating', 'spherical', 'planar', 'universal')
@@ -160,11 +160,9 @@ def _parse_xml(source):
 
 
 def _unique(kind, names):
-    seen = set()
-    for name in names:
-        if name in seen:
-            raise ModelError(f'duplicate {kind} name {quote(name)}')
-        seen.add(name)
+    twice = first_repeated(names)
+    if twice is not None:
+        raise ModelError(f'duplicate {kind} name {quote(twice)}')
 
 
 def _name(element, what):

@@ -1253,7 +1253,7 @@ def test_the_stream_is_answered_while_a_service_call_runs(ros, nodes):
         f'<child link="l{i}"/><origin xyz="0.1 0 0"/><axis xyz="0 0 1"/></joint>' for i in range(1, 3001)) + '</robot>'
     names = model.independent_joint_names[1:]
     publisher = ros.node.create_publisher(JointState, f'{NAMESPACE}/ordering/joint_states', qos_profile_sensor_data)
-    events = []                       # ('output', stamp index) and ('response', None), in arrival order
+    events = []                       # ('output', stamp index), then ('response', None): in arrival order
     try:
         wait_until_served(ros, process)
         with collect(ros, f'{process.name}/computed_torques', JointState, torques_qos()) as received:
@@ -1265,14 +1265,16 @@ def test_the_stream_is_answered_while_a_service_call_runs(ros, nodes):
             assert client.wait_for_service(timeout_sec=TIMEOUT)
             future = client.call_async(SetParametersAtomically.Request(parameters=[
                 Parameter('robot_description', value=chain).to_parameter_msg()]))
-            future.add_done_callback(lambda _: events.append(('response', None)))
             sent, msg = 0, joint_state(names, np.zeros(len(names)), np.zeros(len(names)))
             end = time.monotonic() + HANG
             while not future.done() and time.monotonic() < end:
                 msg.header.stamp = stamp_of(200_000 + sent)
                 publisher.publish(msg)
                 sent += 1
-                ros.spin_for(STAMP_STEP * 1e-9)
+                period = time.monotonic() + STAMP_STEP * 1e-9
+                while not future.done() and time.monotonic() < period:
+                    ros.executor.spin_once(timeout_sec=0.001)     # one callback: an output or the response
+            events.append(('response', None))
             ros.node.destroy_subscription(subscription)
             ros.node.destroy_client(client)
         assert future.done() and future.result().result.successful, future.result()
