@@ -21,3 +21,8 @@ ACCELERATION = 1e8         # rad/s^2 or m/s^2
 FORCE = 1e9                # N or N m: generalized forces and wrench entries
 GRAVITY = 1e3              # m/s^2: each gravity component (100 g)
 AMPLIFICATION = 1e8        # Model.amplification_limit: above it a singular pose's results lose all digits
+
+# Extended URDF closures (YAML): a robot's closures take a few hundred characters
+CLOSURES_TEXT = 1_000_000  # characters (bytes of a file) of the YAML text
+CLOSURES_DEPTH = 8         # nesting of collections (the closures' own: a mapping of lists of pairs, 3)
+CLOSURES_ENTRIES = 10_000  # entries of each key's list

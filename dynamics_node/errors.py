@@ -1,6 +1,7 @@
 """The one exception type the library raises for bad descriptions, bad inputs and failed solves, and
-the helper that keeps the input echoed in its messages short."""
+the helpers that keep the input echoed in its messages short and find what a message names twice."""
 
+import collections
 import reprlib
 
 QUOTE_LIMIT = 80               # characters of any input echoed in a message
@@ -32,3 +33,18 @@ def quote(value):
         shown = repr(value[:QUOTE_LIMIT])
         return shown if len(value) <= QUOTE_LIMIT else f'{shown}... ({len(value)} characters)'
     return cut(_REPR.repr(value))
+
+
+def first_repeated(names):
+    """The first of names (hashable) that occurs again, or None: in time linear in len(names)."""
+    seen = set()
+    for name in names:
+        if name in seen:
+            return name
+        seen.add(name)
+    return None
+
+
+def repeated(names):
+    """The sorted distinct names that occur more than once (linear time)."""
+    return sorted(name for name, count in collections.Counter(names).items() if count > 1)

@@ -14,22 +14,30 @@ YAML keys (each a list; a single string counts as a one-entry list; every key ma
   joint_type    UJOINT_ab (a, b in X/Y/Z): <joint>_a about a, then <joint>_b about b (continuous: revolute
                 without limits), both at the joint's placement, with the massless link <joint>_cross
                 between them
+
+The YAML holds names only: every scalar is read as text (a date, a number, a boolean too) except null,
+and other tags (!!timestamp, !!float, ...) are refused. The text's size, its nesting and each list's
+length are bounded (bounds.py) before anything is built, and names must be XML text.
 """
 
 from collections.abc import Mapping
 import copy
 import os
+import re
+import sys
 
 from lxml import etree
 import yaml
 
-from .errors import cut, ModelError, quote
+from . import bounds
+from .errors import cut, first_repeated, ModelError, quote
 from .topology import SpanningTree
 from .urdf import read_urdf, robot_element
 
 KEYS = ('closed_loop', 'type', 'name_mot', 'joint_name', 'joint_type')
 CLOSURE_LOOP_TYPES = {'6D': 'fixed', '3D': 'spherical'}
 AXES = {'X': '1 0 0', 'Y': '0 1 0', 'Z': '0 0 1'}
+NOT_XML = re.compile('[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]')   # outside XML 1.0's Char
 
 
 def to_urdf_plus(urdf, closures):
@@ -92,8 +100,8 @@ def read_closures(source):
     if len(names) != len(kinds):
         raise ModelError(f'closures: joint_name has {len(names)} entries but joint_type has {len(kinds)}; '
                          'give one type per joint')
-    if len(set(names)) != len(names):
-        twice = next(name for name in names if names.count(name) > 1)
+    twice = first_repeated(names)
+    if twice is not None:
         raise ModelError(f'closures: joint_name lists joint {quote(twice)} twice')
     return {'pairs': pairs, 'types': [CLOSURE_LOOP_TYPES[kind.upper()] for kind in types],
             'actuated': list(dict.fromkeys(_entries(data, 'name_mot', 'a joint name'))),
@@ -108,16 +116,15 @@ def _load_yaml(source):
     if not isinstance(text, str):
         raise ModelError(f'closures: expected a YAML path or YAML text, got {type(source).__name__}')
     if os.path.isfile(text):
-        try:
-            with open(text, encoding='utf-8') as file:
-                text = file.read()
-        except (OSError, UnicodeDecodeError) as error:
-            reason = error.strerror if isinstance(error, OSError) else 'not UTF-8 text'
-            raise ModelError(f'closures file {quote(text)} cannot be read: {reason}') from None
+        text = _read_text(text)
     elif '\n' not in text and ':' not in text:
         raise ModelError(f'closures file not found: {quote(text)}')
+    elif len(text) > bounds.CLOSURES_TEXT:
+        raise ModelError(f'closures: the YAML text has {len(text)} characters; expected at most '
+                         f'{bounds.CLOSURES_TEXT}')
     try:
-        data = yaml.safe_load(text)
+        _check_depth(text)
+        data = yaml.load(text, Loader=_NamesLoader)
     except yaml.YAMLError as error:
         raise ModelError(f'closures: malformed YAML: {cut(error)}') from None
     if not isinstance(data, Mapping):
@@ -126,14 +133,64 @@ def _load_yaml(source):
     return data
 
 
+def _read_text(path):
+    """The text of a closures file of at most bounds.CLOSURES_TEXT bytes."""
+    try:
+        with open(path, encoding='utf-8') as file:
+            size = os.fstat(file.fileno()).st_size
+            text = file.read(bounds.CLOSURES_TEXT + 1) if size <= bounds.CLOSURES_TEXT else None
+    except (OSError, UnicodeDecodeError) as error:
+        reason = error.strerror if isinstance(error, OSError) else 'not UTF-8 text'
+        raise ModelError(f'closures file {quote(path)} cannot be read: {reason}') from None
+    if text is None or len(text) > bounds.CLOSURES_TEXT:
+        raise ModelError(f'closures file {quote(path)} has {size} bytes; expected at most {bounds.CLOSURES_TEXT}')
+    return text
+
+
+def _check_depth(text):
+    """Refuse collections nested deeper than bounds.CLOSURES_DEPTH, from the parser's events (which keep no
+    stack of their own), before the document is composed (recursively)."""
+    depth = 0
+    for event in yaml.parse(text, Loader=_NamesLoader):
+        if isinstance(event, (yaml.SequenceStartEvent, yaml.MappingStartEvent)):
+            depth += 1
+            if depth > bounds.CLOSURES_DEPTH:
+                raise ModelError(f'closures: collections nested {depth} deep on line {event.start_mark.line + 1}; '
+                                 f'expected at most {bounds.CLOSURES_DEPTH} (a mapping of lists of pairs)')
+        elif isinstance(event, (yaml.SequenceEndEvent, yaml.MappingEndEvent)):
+            depth -= 1
+
+
+class _NamesLoader(getattr(yaml, 'CSafeLoader', yaml.SafeLoader)):
+    """YAML of names: a plain scalar is text unless it is null; a tag other than !!str, !!seq, !!map and
+    !!null is refused (nothing is converted to a date or a number, which could fail)."""
+
+    def construct_undefined(self, node):
+        tag = node.tag.replace('tag:yaml.org,2002:', '!!')
+        raise ModelError(f'closures: the tag {quote(tag)} on line {node.start_mark.line + 1} is not accepted; the '
+                         'entries are names (text), lists and pairs of names')
+
+    yaml_implicit_resolvers = {first: [('tag:yaml.org,2002:null', re.compile(r'^(?:~|null|Null|NULL|)$'))]
+                               for first in ('~', 'n', 'N', '')}
+    yaml_constructors = {**{tag: yaml.SafeLoader.yaml_constructors[tag] for tag in (
+        'tag:yaml.org,2002:null', 'tag:yaml.org,2002:str', 'tag:yaml.org,2002:seq', 'tag:yaml.org,2002:map')},
+        None: construct_undefined}
+
+
 def _entries(data, key, expected=None):
-    """The list under key ([] when absent, [x] for a scalar); with expected (its description), every
-    entry must be a string."""
+    """The list under key ([] when absent, [x] for a scalar) of at most bounds.CLOSURES_ENTRIES entries;
+    with expected (its description), every entry must be a string."""
     value = data.get(key)
     entries = [] if value is None else list(value) if isinstance(value, (list, tuple)) else [value]
+    if len(entries) > bounds.CLOSURES_ENTRIES:
+        raise ModelError(f'closures: {key} has {len(entries)} entries; expected at most {bounds.CLOSURES_ENTRIES}')
     for i, entry in enumerate(entries):
         if expected is not None and not isinstance(entry, str):
             raise ModelError(f'closures: {key} entry {i} is {quote(entry)}; expected {expected}')
+        for name in entry if isinstance(entry, (list, tuple)) else (entry,):
+            if isinstance(name, str) and NOT_XML.search(name):
+                raise ModelError(f'closures: {key} entry {i} holds {quote(NOT_XML.search(name).group())} in '
+                                 f'{quote(name)}; names are XML text (no control characters)')
     return entries
 
 
@@ -163,13 +220,12 @@ def _replace(root, joints, links, name, kind):
     joint.set('type', 'continuous')
     joint.find('child').set('link', cross)
     etree.SubElement(joint, 'axis', xyz=AXES[a])
-    position = list(root).index(joint) + 1
-    root.insert(position, etree.Element('link', name=cross))
     second_joint = etree.Element('joint', name=second, type='continuous')
     etree.SubElement(second_joint, 'parent', link=cross)
     etree.SubElement(second_joint, 'child', link=child)
     etree.SubElement(second_joint, 'axis', xyz=AXES[b])
-    root.insert(position + 1, second_joint)
+    joint.addnext(second_joint)
+    joint.addnext(etree.Element('link', name=cross))
     del joints[name]
     joints[first], joints[second] = joint, second_joint
     links.add(cross)
@@ -212,10 +268,23 @@ def main(argv=None):
         load_model(text, compiled=False)
     except ModelError as error:
         parser.exit(1, f'{parser.prog}: error: {error}\n')
-    header = (f'<!-- URDF+ converted by extended_urdf_to_urdfplus from {os.path.basename(args.urdf)} and '
-              f'{os.path.basename(args.closures)} -->\n')
-    if args.output is None:
-        print(header + text)
-        return
-    with open(args.output, 'w', encoding='utf-8') as file:
-        file.write(header + text + '\n')
+    header = (f'<!-- URDF+ converted by extended_urdf_to_urdfplus from {_comment(args.urdf)} and '
+              f'{_comment(args.closures)} -->\n')
+    try:
+        if args.output is None:
+            sys.stdout.write(header + text + '\n')
+            sys.stdout.flush()
+        else:
+            with open(args.output, 'w', encoding='utf-8') as file:
+                file.write(header + text + '\n')
+    except OSError as error:
+        if args.output is None:         # what stays buffered must not fail again at exit
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        parser.exit(1, f'{parser.prog}: error: cannot write {quote(args.output or "standard output")}: '
+                       f'{error.strerror or error}\n')
+
+
+def _comment(path):
+    """A file's base name as XML comment text (no '--', valid UTF-8)."""
+    name = os.path.basename(path).encode('utf-8', 'replace').decode('utf-8')
+    return name.replace('--', '- -')

@@ -149,14 +149,14 @@ class CheckPlan:
         loops = [con for c in model.cluster_list if not c.linear for con in c.constraints
                  if not isinstance(con, CouplingConstraint)]
         nl = len(loops)
+        cluster_index = {c.name: i for i, c in enumerate(model.cluster_list)}
         fields = {'rotation_mode': _ints([ROTATION_MODE[ROTATION_ROWS[con.kind]] for con in loops]),
                   'position_mode': _ints([POSITION_MODE[POSITION_ROWS[con.kind]] for con in loops]),
                   'axis2': np.array([con.axis2 if con.kind == 'universal' else np.zeros(3) for con in loops],
                                     dtype=float).reshape(nl, 3),
                   'succ_E': np.zeros((nl, 3, 3)), 'succ_r': np.zeros((nl, 3)),
                   'frame': np.array([con.frame for con in loops]).reshape(nl, 3, 3),
-                  'v_cluster': np.array([[c.name for c in model.cluster_list].index(name)
-                                         for name in model.couplings.clusters], dtype=np.int64)}
+                  'v_cluster': np.array([cluster_index[name] for name in model.couplings.clusters], dtype=np.int64)}
         couplings = [con for c in model.cluster_list for con in c.constraints if isinstance(con, CouplingConstraint)]
         A_q = np.zeros((len(couplings), model.nq))
         for row, con in enumerate(couplings):

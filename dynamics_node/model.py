@@ -16,7 +16,7 @@ from .clusters import (amplification, AMPLIFICATION_LIMIT, build_clusters, const
                        mimic_warnings, regular)
 from .completion import BUDGET_MS, complete_positions, MAX_BUDGET_MS
 from .couplings import LinearConstraints
-from .errors import ModelError, quote, SingularConfigurationError
+from .errors import first_repeated, ModelError, quote, SingularConfigurationError
 from .extended_urdf import to_urdf_plus
 from .forward_dynamics import aba_info, AUTO, check_method, check_settings, lcaba_info, lcaba_is_cheaper
 from .frames import link_pose as pose_of, link_transforms, positions_jacobians
@@ -111,9 +111,9 @@ class Model:
         self.loop_bodies = tuple(b for c in clusters if not c.linear for b in c.bodies)  # q-dependent K
         self.couplings = LinearConstraints(self)       # the coupling-only clusters as A q + b = 0
         self.passive_joint_names = tuple(passive_joints(tree, clusters, self.joint_role, mimic_roles(spec, tree)[1]))
+        passive, kind = set(self.passive_joint_names), dict(zip(self.joint_names, self.joint_type[1:]))
         self.actuated_joint_names = tuple(name for name in self.independent_joint_names
-                                          if name not in self.passive_joint_names and
-                                          self.joint_type[self.joint_names.index(name) + 1] != 'floating')
+                                          if name not in passive and kind[name] != 'floating')
         self.held_y, self.locked_v = (_frozen(x) for x in held_coordinates(self, clusters))
         self.free_columns = tuple(np.setdiff1d(np.arange(y1 - y0), self.held_y - y0) for y0, y1 in self.y_range)
         self.free_joint_columns = tuple(np.flatnonzero(~np.isin(np.arange(self.idx_v[i], self.idx_v[i] + nv[i]),
@@ -439,7 +439,7 @@ class Model:
         if not links:
             raise ModelError('links is empty; name at least one link')
         if len(set(links)) < len(links):
-            duplicate = next(link for link in links if links.count(link) > 1)
+            duplicate = first_repeated(links)
             raise ModelError(f'link {quote(duplicate)} is named twice in links; name each link once')
         return links
 

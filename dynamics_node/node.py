@@ -24,17 +24,18 @@ keep up with a control-rate stream, hence two executors of one thread each: Even
 rclpy has it (Jazzy, Kilted), else SingleThreadedExecutor. The first description is loaded on a
 thread of its own, so that the node answers signals while numba compiles.
 
-rclpy APIs used (all present in Humble's rclpy 3.3, Jazzy's 7.1 and Kilted's 9.1): rclpy.init,
-rclpy.try_shutdown, Node (cli_args, start_parameter_services), declare_parameter with a
-ParameterDescriptor (dynamic_typing, ranges), add_on_set_parameters_callback, create_timer with a
-steady Clock, ROSClock.ros_time_is_active, Executor.spin_once, ExternalShutdownException, and the
-message-lost QoS event (rclpy.event_handler, rclpy.qos_event before Iron);
-rclpy.experimental.EventsExecutor only where it exists.
+rclpy APIs used (all present in Humble's rclpy 3.3, Jazzy's 7.1 and Kilted's 9.1): rclpy.init (with
+SignalHandlerOptions.NO: SIGINT and SIGTERM are handled here, see main), rclpy.try_shutdown, Node
+(cli_args, start_parameter_services), declare_parameter with a ParameterDescriptor (dynamic_typing,
+ranges), add_on_set_parameters_callback, create_timer with a steady Clock, ROSClock.ros_time_is_active,
+Executor.spin_once, ExternalShutdownException, and the message-lost QoS event (rclpy.event_handler,
+rclpy.qos_event before Iron); rclpy.experimental.EventsExecutor only where it exists.
 """
 
 from dataclasses import dataclass
-import math
+import faulthandler
 import os
+import signal
 import sys
 import threading
 import time
@@ -54,6 +55,7 @@ from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.qos import (DurabilityPolicy, HistoryPolicy, qos_profile_sensor_data, QoSProfile,
                        ReliabilityPolicy)
+from rclpy.signals import SignalHandlerOptions
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray, String
 
@@ -63,7 +65,7 @@ except ImportError:                       # Humble
     from rclpy.qos_event import SubscriptionEventCallbacks, UnsupportedEventTypeError
 
 from . import bounds, ros_conversions as conv
-from .errors import ModelError, quote, SingularConfigurationError
+from .errors import first_repeated, ModelError, quote, SingularConfigurationError
 from .forward_dynamics import check_method
 from .model import load_model, Model
 from .models import bundled_model, bundled_models
@@ -85,10 +87,15 @@ SERVED_FROM = {'parameter': {'robot_description', 'closures_file', 'reference_po
 STREAM_GIL_SWITCH = 5e-5     # s, interpreter switch interval (Python's default is 5 ms)
 COMPILE_NOTICE_AFTER = 1.0   # s of loading after which the node says numba is compiling
 MESSAGE_LIMIT = 400          # characters of a whole reason (inputs in it are quoted shorter)
+EXIT_DEADLINE = 0.7          # s from SIGINT/SIGTERM (or an external shutdown) to the end of the process
+_ENDING, _ENDING_LOCK = threading.Event(), threading.Lock()   # set once the process is ending (_end_within)
 
 
 def _range(low, high):
-    return {'floating_point_range': [FloatingPointRange(from_value=low, to_value=high, step=0.0)]}
+    """Descriptor extras of a double parameter in [low, high] that also takes integers (-p name:=1, YAML
+    name: 1), which rclpy would refuse for a double; check_parameter then checks the range."""
+    return (('floating_point_range', [FloatingPointRange(from_value=low, to_value=high, step=0.0)]),
+            ('dynamic_typing', True))
 
 
 @dataclass(frozen=True)
@@ -122,7 +129,7 @@ PARAMETERS = {
     'amplification_limit': Spec(
         20.0, "Ratio (Model.amplification_limit): beyond this multiple of a loop cluster's amplification at "
         'the reference configuration a state counts as singular: services refuse it, the stream drops it.',
-        extras=tuple(_range(1.0, 1e8).items())),
+        extras=_range(1.0, 1e8)),
     'gravity': Spec(
         [0.0, 0.0, -9.81], 'Gravity acceleration in the root link frame, m/s^2 (x, y, z); '
         'integers are accepted.', extras=(('dynamic_typing', True),
@@ -134,13 +141,13 @@ PARAMETERS = {
     'stream.enabled': Spec(
         True, 'Answer every joint_states message on the output topics.'),
     'stream.max_age': Spec(
-        0.1, 'Inputs whose header stamp is older than this (s, by the node clock) are dropped '
-        'and counted as stale; 0 disables the check; a zero stamp is never stale.',
-        extras=tuple(_range(0.0, 3600.0).items())),
+        0.1, 'Inputs whose header stamp is older than this (s, by the node clock), or as far in the '
+        'future, are dropped and counted as stale; 0 disables the check; a zero stamp is never stale.',
+        extras=_range(0.0, 3600.0)),
     'stream.expected_rate': Spec(
         0.0, 'Rate of joint_states the robot publishes, Hz (0: unknown). /diagnostics warns when '
         'the measured rate falls below 90 % of it and counts gaps in the stamps as lost inputs.',
-        extras=tuple(_range(0.0, 100000.0).items())),
+        extras=_range(0.0, 100000.0)),
     'stream.output_joints': Spec(
         [], 'Order of ~/effort_commands: independent joint names (empty: all of them, in the '
         "model's order).", extras=(('dynamic_typing', True),
@@ -152,7 +159,7 @@ PARAMETERS = {
     'stream.completion_budget': Spec(
         1.0, 'Time a message may spend completing the dependent positions, ms; past it the message is '
         'dropped (a continuation from the reference configuration: after a jump, or the first message).',
-        extras=tuple(_range(0.01, 10000.0).items())),
+        extras=_range(0.01, 10000.0)),
     'odometry_topic': Spec(
         '', 'nav_msgs/Odometry topic with the floating-base pose (world frame) and twist (base '
         'frame) for the stream; empty: the base rests at the identity pose.', True),
@@ -160,9 +167,26 @@ PARAMETERS = {
         'auto', "Method of ~/forward_dynamics when a request leaves it empty: 'auto', 'aba' or "
         "'lcaba'.", extras=(('additional_constraints', 'one of auto, aba, lcaba'),)),
     'diagnostics_period': Spec(
-        1.0, 'Period of the /diagnostics status, s (steady clock).', True,
-        tuple(_range(0.01, 3600.0).items())),
+        1.0, 'Period of the /diagnostics status, s (steady clock).', True, _range(0.01, 3600.0)),
 }
+
+
+# The double parameters (which take integers too) and their ranges.
+DOUBLES = {name: (limits.from_value, limits.to_value) for name, spec in PARAMETERS.items()
+           for limits in dict(spec.extras).get('floating_point_range', ())}
+
+
+def setting(name, value):
+    """A checked parameter value as the node uses it: doubles as float (an integer given for one)."""
+    return float(value) if name in DOUBLES else value
+
+
+def stale_reason(age, max_age):
+    """Why an input stamped age seconds ago (negative: in the future) is stale, or '' if it is not."""
+    if max_age <= 0.0 or abs(age) <= max_age:
+        return ''
+    when = f'{age:.3f} s old' if age > 0.0 else f'stamped {-age:.3f} s in the future'
+    return f'stale joint_states: {when} (stream.max_age {max_age:g} s)'
 
 
 def clip(text, limit=MESSAGE_LIMIT):
@@ -187,11 +211,13 @@ def check_parameter(name, value):
         if not isinstance(value, (list, tuple)) or not all(isinstance(x, str) for x in value):
             raise ModelError(f'stream.output_joints must be a list of joint names, got '
                              f'{quote(value)}')
-    elif name in ('stream.max_age', 'stream.expected_rate') and \
-            not (isinstance(value, float) and 0.0 <= value < math.inf):
-        raise ModelError(f'{name} must be a finite number >= 0, got {quote(value)}')
-    elif name == 'stream.completion_budget' and not (isinstance(value, float) and 0.0 < value <= 1e4):
-        raise ModelError(f'{name} must be a number of milliseconds in (0, 10000], got {quote(value)}')
+        if first_repeated(value) is not None:
+            raise ModelError(f'stream.output_joints names {quote(first_repeated(value))} twice; name '
+                             'each joint once')
+    elif name in DOUBLES:
+        low, high = DOUBLES[name]
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not low <= value <= high:
+            raise ModelError(f'{name} must be a number from {low:g} to {high:g}, got {quote(value)}')
     elif name == 'forward_dynamics.method':
         check_method(value)
     elif name == 'closures_file' and value and not os.path.isfile(value):
@@ -299,7 +325,7 @@ class DynamicsNode(Node):
         self._base_state = None          # (pose[7], twist[6]) from odometry
         self._stats = StreamStats()
         self._declare_parameters()
-        self._settings = {name: self.get_parameter(name).value for name in PARAMETERS}
+        self._settings = {name: setting(name, self.get_parameter(name).value) for name in PARAMETERS}
         self._create_services()
         self.stream_node = self._create_stream()
         self._diagnostics = self.create_publisher(DiagnosticArray, '/diagnostics', 10)
@@ -336,6 +362,7 @@ class DynamicsNode(Node):
         try:
             for name, value in changes.items():
                 check_parameter(name, value)
+            changes = {name: setting(name, value) for name, value in changes.items()}
             settings = {**self._settings, **changes}
             loaded, note = self._reload(changes, settings)
             current = self._loaded
@@ -672,13 +699,11 @@ class DynamicsNode(Node):
         start = time.perf_counter()
         stamp = msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec
         stats.arrive(stamp, settings['stream.expected_rate'])
-        max_age = settings['stream.max_age']
-        if stamp and max_age > 0.0:
-            age = (self._now_ns() - stamp) * 1e-9
-            if age > max_age:
+        if stamp:
+            stale = stale_reason((self._now_ns() - stamp) * 1e-9, settings['stream.max_age'])
+            if stale:
                 stats.stale += 1
-                stats.last_error = f'stale joint_states: {age:.3f} s old (stream.max_age ' \
-                                   f'{max_age:g} s)'
+                stats.last_error = stale
                 return
         try:
             self._publish_stream(msg, settings)
@@ -856,17 +881,57 @@ def _spin(executor, logger):
             logger.error(f'executor error: {error!r}', throttle_duration_sec=1.0)
 
 
+def _end_within(seconds):
+    """From now on the process ends within seconds, whatever DDS does: faulthandler's watchdog is a C
+    thread, which needs no GIL, and calls _exit(1) unless the clean exit of main comes first. That clean
+    exit destroys the nodes, so that their peers see them leave at once, but DDS can hold it up for
+    seconds (seen: 0.5-3 s, and once a crash, in a node whose client processes had ended without leaving
+    the graph). True if this call armed the deadline (later calls keep the first one)."""
+    with _ENDING_LOCK:
+        if _ENDING.is_set():
+            return False
+        _ENDING.set()
+    faulthandler.dump_traceback_later(seconds, exit=True, file=open(os.devnull, 'w'))   # no traceback
+    return True
+
+
+def _on_signal(signum, frame):
+    """SIGINT or SIGTERM, in the main thread: leave the spin loop unless the signal watcher ended it."""
+    if _end_within(EXIT_DEADLINE):
+        raise KeyboardInterrupt
+
+
+def _watch_signals():
+    """Start the deadline at a SIGINT or SIGTERM and shut the context down (the spin loops end), also while
+    the main thread, the only one to run Python's signal handlers, is held up in a C call that releases the
+    GIL (a compiled kernel). The interpreter's C-level handler writes the signal number to a pipe at once; a
+    thread of its own reads it. A C call that keeps the GIL still delays both: rclpy's Service.send_response
+    to clients killed in the middle of their requests was seen waiting in DDS 0.3 s after the signal."""
+    read, write = os.pipe()
+    os.set_blocking(write, False)
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, _on_signal)
+    signal.set_wakeup_fd(write)
+
+    def watch():
+        os.read(read, 1)
+        _end_within(EXIT_DEADLINE)
+        rclpy.try_shutdown()
+    threading.Thread(target=watch, name='signals', daemon=True).start()
+
+
 def main(args=None):
     """Run the node until Ctrl-C, SIGTERM or an external shutdown, then end the process."""
     sys.setswitchinterval(STREAM_GIL_SWITCH)
-    rclpy.init(args=args)
-    node = stream_executor = None
+    rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
+    _watch_signals()
+    node = stream = None
     code = 0
     try:
         node = DynamicsNode()
-        stream_executor = _executor(node.stream_node)
-        threading.Thread(target=_spin, args=(stream_executor, node.get_logger()), name='stream',
-                         daemon=True).start()
+        stream = threading.Thread(target=_spin, args=(_executor(node.stream_node), node.get_logger()),
+                                  name='stream', daemon=True)
+        stream.start()
         node.start_loading()
         _spin(_executor(node), node.get_logger())
     except (KeyboardInterrupt, ExternalShutdownException):
@@ -874,9 +939,10 @@ def main(args=None):
     except SystemExit as error:
         code = error.code
     finally:
+        _end_within(EXIT_DEADLINE)
         rclpy.try_shutdown()
-        if stream_executor is not None:
-            stream_executor.shutdown(timeout_sec=0.5)
+        if stream is not None:
+            stream.join()             # its spin loop ends with the context: no entity is in use below
         if node is not None:
             node.destroy_node()
     # The interpreter's own finalization (numba, llvmlite) takes ~0.7 s, and would wait for a

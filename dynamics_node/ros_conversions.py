@@ -16,7 +16,7 @@ import math
 
 import numpy as np
 
-from .errors import ModelError
+from .errors import ModelError, repeated
 from .state import all_finite
 
 IDENTITY_POSE = np.array([0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0])   # x y z qx qy qz qw
@@ -120,8 +120,7 @@ def link_wrenches_to_dict(link_wrenches, field='external_wrenches'):
 def _check_names(names, known, field, hint):
     """Raise ModelError for a repeated name or one outside known (hint: what is known)."""
     if len(set(names)) != len(names):
-        repeated = sorted({n for n in names if names.count(n) > 1})
-        raise ModelError(f'{field} lists {repeated} more than once')
+        raise ModelError(f'{field} lists {repeated(names)} more than once')
     unknown = [n for n in names if n not in known]
     if unknown:
         raise ModelError(f'unknown joint(s) {unknown} in {field}; {hint}')
@@ -220,7 +219,8 @@ class JointLayout:
             return Selection(True, [n in self.qi_index for n in names],
                              [self.qi_index[n] for n in names if n in self.qi_index],
                              [self.y_index[n] for n in names])
-        missing = [n for n in self.joint_names if n not in names]
+        given = set(names)
+        missing = [n for n in self.joint_names if n not in given]
         raise ModelError(f'state.name lists {len(names)} joints but misses {missing}: list all '
                          f'{len(self.joint_names)} spanning joints or exactly the '
                          f'{len(self.independent_names)} independent ones '
@@ -399,8 +399,7 @@ class StreamInput:
         layout = self.layout
         known = [n for n in names if n in layout.q_index]
         if len(set(known)) != len(known):
-            repeated = sorted({n for n in known if known.count(n) > 1})
-            raise ModelError(f'name lists {repeated} more than once')
+            raise ModelError(f'name lists {repeated(known)} more than once')
         used = [(i, n) for i, n in enumerate(names) if n in layout.y_index]
         positioned = [(i, n) for i, n in enumerate(names) if n in layout.qi_index]      # not the split joints
         return _Mapping(used=[n for _, n in used], velocity_source=_ints([i for i, _ in used]),

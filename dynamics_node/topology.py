@@ -12,7 +12,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from .errors import ModelError, quote
+from .errors import ModelError, quote, repeated
 from .spatial import pose_transform, spatial_inertia
 from .urdf import inertia_tolerance, Pose
 
@@ -85,7 +85,7 @@ class SpanningTree:
             raise ModelError(f'links {quote(unreachable)} are not connected to the root {quote(self.root_link)}: '
                              'their joints form a cycle; close loops with <loop>, not <joint>')
         names = [b.joint.name for b in self.bodies[1:]] + [j.name for j in spec.joints if j.type == 'fixed']
-        clash = sorted({name for name in names if names.count(name) > 1})
+        clash = repeated(names)
         if clash:
             raise ModelError(f'joint names {quote(clash)} are used twice (a universal joint u adds joints u_1 and u_2)')
         if len(self.bodies) == 1:

@@ -6,13 +6,14 @@ model is built (``topology.py``, ``clusters.py``).
 """
 
 from dataclasses import dataclass
+import math
 import os
 
 from lxml import etree
 import numpy as np
 
 from . import bounds
-from .errors import cut, ModelError, quote
+from .errors import cut, first_repeated, ModelError, quote
 from .spatial import rpy_matrix
 
 JOINT_TYPES = ('revolute', 'continuous', 'prismatic', 'fixed', 'floating', 'spherical', 'planar', 'universal')
@@ -160,11 +161,9 @@ def _parse_xml(source):
 
 
 def _unique(kind, names):
-    seen = set()
-    for name in names:
-        if name in seen:
-            raise ModelError(f'duplicate {kind} name {quote(name)}')
-        seen.add(name)
+    twice = first_repeated(names)
+    if twice is not None:
+        raise ModelError(f'duplicate {kind} name {quote(twice)}')
 
 
 def _name(element, what):
@@ -182,14 +181,14 @@ def _numbers(element, attribute, count, where, bound, default=None):
             raise ModelError(f'{where}: missing attribute {attribute}')
         return np.array(default, dtype=float)
     try:
-        values = np.array([float(x) for x in text.split()])
+        values = [float(x) for x in text.split()]
     except ValueError:
         raise ModelError(f'{where}: {attribute}="{cut(text)}" is not {count} numbers') from None
-    if values.size != count or not np.all(np.isfinite(values)):
+    if len(values) != count or not all(map(math.isfinite, values)):
         raise ModelError(f'{where}: {attribute}="{cut(text)}" must be {count} finite numbers')
-    if np.max(np.abs(values)) > bound:
+    if max(map(abs, values)) > bound:
         raise ModelError(f'{where}: {attribute}="{cut(text)}" exceeds the bound {bound:g} in magnitude')
-    return values
+    return np.array(values)
 
 
 def _origin(element, where):

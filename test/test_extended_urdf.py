@@ -1,7 +1,9 @@
 """Extended URDF input (URDF + YAML closures): the conversion to URDF+, the bundled rod_knee_leg against
 the independent oracle, completion from the actuated joints, and every YAML error."""
 
+import os
 from pathlib import Path
+import re
 import subprocess
 import sys
 
@@ -248,8 +250,10 @@ def test_spherical_replacement(compiled, rng):
     (yaml_with(name_mot=['ankle']), r"name_mot names joint 'ankle', which joint_type replaces by UJOINT_YX"),
     (yaml_with(name_mot=['hip_pitch', 'knee_motor', 'knee']),
      r"cluster 'crank' .* has constraint rank 3 but only 2 .*neither marked independent=\"true\" nor leading"),
-    (yaml_with(name_mot=[3]), r'name_mot entry 0 is 3; expected a joint name'),
-    (yaml_with(type=[6]), r'type entry 0 is 6; expected 3D or 6D'),
+    (yaml_with(name_mot=[3]), r"name_mot names unknown joint '3'"),           # YAML scalars are names
+    ({'name_mot': [3]}, r'name_mot entry 0 is 3; expected a joint name'),
+    (yaml_with(type=[6]), r"type entry 0 is '6'; expected 3D or 6D"),
+    ({'type': [6], 'closed_loop': [['a', 'b']]}, r'type entry 0 is 6; expected 3D or 6D'),
     (yaml_with(joint_type=['FIXED', 'UJOINT_XX']),
      r"joint_type 'UJOINT_XX' of joint 'ankle': expected SPHERICAL, FIXED or UJOINT_ab with a, b two "
      r'different axes among X, Y, Z'),
@@ -264,6 +268,42 @@ def test_spherical_replacement(compiled, rng):
 def test_yaml_errors_name_the_entry(closures, message):
     with pytest.raises(ModelError, match=message):
         load_model(URDF, closures=closures)
+
+
+@pytest.mark.parametrize('closures, message', [
+    ('closed_loop: [[2001-13-01, b]]', r"closed_loop entry 0 names unknown frame '2001-13-01'"),
+    ('closed_loop: [[0000-01-01, b]]', r"closed_loop entry 0 names unknown frame '0000-01-01'"),
+    ('closed_loop: [[2001-01-01 25:00:00, b]]', r"unknown frame '2001-01-01 25:00:00'"),
+    ('closed_loop: [[2001-02-30, closure_b]]', r"unknown frame '2001-02-30'"),
+    ('type: [!!timestamp foo]', r"the tag '!!timestamp' on line 1 is not accepted; the entries are names"),
+    ('type: [!!float abc]', r"the tag '!!float' on line 1 is not accepted"),
+    ('type:\n  - !!int x', r"the tag '!!int' on line 2 is not accepted"),
+    ('name_mot: !!binary aGVsbG8=', r"the tag '!!binary' on line 1"),
+    ('name_mot: !!python/object:os.system x', r"the tag '!!python/object:os.system' on line 1"),
+    ('name_mot: [' + '9' * 5000 + ']', r"name_mot names unknown joint '9999.*\(5000 characters\)"),
+    ('closed_loop: ' + '[' * 1000 + ']' * 1000, r'closures: (collections nested 9 deep|malformed YAML)'),
+    ('closed_loop: ' + '[' * 9 + ']' * 9, r'collections nested 9 deep on line 1; expected at most 8'),
+    ('a:\n' + ''.join(' ' * (i + 1) + f'k{i}:\n' for i in range(1000)), r'collections nested 9 deep on line 9'),
+    ('closed_loop: [["a\\0", closure_b]]', r"closed_loop entry 0 holds '\\x00' in 'a\\x00'; names are XML text"),
+    ('name_mot: ["knee\\x1b"]', r"name_mot entry 0 holds '\\x1b'"),
+    ('joint_name: [' + 'j, ' * 10_001 + ']', r'joint_name has 10001 entries; expected at most 10000'),
+    ('joint_name: [' + ', '.join(f'j{i}' for i in range(9_999)) + ', j9998]\njoint_type: [' + 'FIXED, ' * 10_000 + ']',
+     r"joint_name lists joint 'j9998' twice"),
+    ('name_mot: [' + 'x' * 1_000_000 + ']', r'the YAML text has 1000012 characters; expected at most 1000000'),
+])
+def test_hostile_yaml_is_a_model_error(closures, message):
+    """Dates, numbers and tags that PyYAML would convert (and fail on), deep nesting, control characters and
+    long lists: each a ModelError that names it, before any XML is built."""
+    with pytest.raises(ModelError, match=message):
+        load_model(URDF, closures=closures)
+
+
+def test_closures_file_size_is_checked_before_reading(tmp_path):
+    sparse = tmp_path / 'huge.yaml'
+    with open(sparse, 'wb') as file:
+        file.truncate(1 << 30)
+    with pytest.raises(ModelError, match=r"closures file '.*huge.yaml' has 1073741824 bytes; expected at most 1000000"):
+        load_model(URDF, closures=str(sparse))
 
 
 def test_the_urdf_is_checked_first(tmp_path):
@@ -377,3 +417,26 @@ def test_console_script_round_trip(tmp_path):
     failed = subprocess.run([script, URDF, bad], capture_output=True, text=True, timeout=120)
     assert failed.returncode == 1
     assert "extended_urdf_to_urdfplus: error: closures: type entry 0 is '4D'" in failed.stderr
+
+
+@pytest.mark.parametrize('closures, output, message', [
+    ('type: [!!timestamp foo]\n', None, r"closures: the tag '!!timestamp' on line 1 is not accepted"),
+    ('closed_loop: [["a\\0", b]]\n', None, r"closures: closed_loop entry 0 holds '\\x00'"),
+    (CLOSURES, 'missing/robot.urdf', r"cannot write '.*missing/robot.urdf': No such file or directory"),
+    (CLOSURES, '.', r"cannot write '.*': Is a directory"),
+    (CLOSURES, '/dev/full', r"cannot write '/dev/full': No space left on device"),
+    (CLOSURES, 'stdout:/dev/full', r"cannot write 'standard output': No space left on device"),
+])
+def test_console_script_errors_are_one_line(tmp_path, closures, output, message):
+    """Bad closures and unwritable outputs: exit status 1 and one line on stderr, no traceback."""
+    script = Path(sys.executable).parent / 'extended_urdf_to_urdfplus'
+    if closures != CLOSURES:
+        (tmp_path / 'closures.yaml').write_text(closures)
+        closures = tmp_path / 'closures.yaml'
+    command = [script, URDF, closures]
+    if output is not None and not output.startswith('stdout:'):
+        command += ['-o', output if output.startswith('/') else tmp_path / output]
+    with open(output[len('stdout:'):] if output and output.startswith('stdout:') else os.devnull, 'w') as stdout:
+        failed = subprocess.run(command, stdout=stdout, stderr=subprocess.PIPE, text=True, timeout=120)
+    assert failed.returncode == 1 and len(failed.stderr.splitlines()) == 1, failed.stderr
+    assert re.match(r'extended_urdf_to_urdfplus: error: ' + message, failed.stderr), failed.stderr

@@ -1,15 +1,21 @@
-"""Seeded fuzzing of the input rule (issue 9): every public call returns finite numbers or raises
-ModelError, never anything else, within a second, and a failed call leaves no trace (a good call after
-it returns what it returns on a fresh model).
+"""Seeded fuzzing of the input rule: every public call returns finite numbers or raises ModelError, never
+anything else and never hangs, and a failed call leaves no trace (a good call after it returns what it
+returns on a fresh model). The same for Extended URDF pairs (URDF + YAML closures), the console script
+extended_urdf_to_urdfplus (exit status 0, or 1 with one line on stderr) and the node's parameter checks and
+joint_states name lists.
 
-The suite runs a few hundred cases; ``python test/test_fuzz.py --descriptions 5000 --calls 5000`` runs
-a bigger campaign and prints the counts of each outcome.
+The suite runs a few hundred cases; ``python test/test_fuzz.py --descriptions 5000 --calls 5000 --pairs 3000
+--joint-calls 3000 --scripts 50 --node 3000`` runs a bigger campaign and prints the counts of each outcome and
+the slowest case of each kind.
 """
 
 import argparse
 import collections
 import os
+from pathlib import Path
+import subprocess
 import sys
+import tempfile
 import time
 
 from lxml import etree
@@ -19,9 +25,11 @@ import pytest
 sys.path.insert(0, os.path.dirname(__file__))
 
 from conftest import assert_close, random_independent_positions, random_state, SEED  # noqa: E402
-from dynamics_node import bundled_model, bundled_models, load_model, ModelError, ProximalSettings  # noqa: E402
+from dynamics_node import (bundled_extended_urdf, bundled_model, bundled_models, load_model, ModelError,  # noqa: E402
+                           ProximalSettings)
+from test_joint_types import MODELS as JOINT_TYPE_MODELS  # noqa: E402  (spherical, planar, universal joints)
 
-SLOW = 1.0                     # seconds: no call may take longer
+HANG = 30.0                    # seconds: a case that takes longer hangs (times are printed, not asserted)
 BASES = tuple(bundled_models())
 # Attribute values an attacker or a broken exporter could write.
 VALUES = ('1e308', '-1e308', '1e-320', 'nan', 'inf', '-inf', '-1', '0', '', '   ', 'garbage', '1 2', '1 2 3 4',
@@ -88,6 +96,7 @@ class Outcomes(collections.Counter):
     def __init__(self):
         super().__init__()
         self.failures = []
+        self.slowest = {}          # kind -> (seconds, label)
 
     def run(self, label, call, kind='call'):
         """The outcome of call(), counted as '<kind> <outcome>' (kind 'load' for load_model, 'call' for
@@ -105,12 +114,17 @@ class Outcomes(collections.Counter):
             if kind != 'load' and not all(np.isfinite(np.asarray(x, dtype=float)).all() for x in _arrays(result)):
                 outcome = 'non-finite'
                 self.failures.append(f'{label}: non-finite result')
-        elapsed = time.perf_counter() - start
+        self.timed(kind, label, start)
         self[f'{kind} {outcome}'] += 1
-        if elapsed > SLOW:
-            self[f'{kind} over 1 s'] += 1
-            self.failures.append(f'{label}: {elapsed:.2f} s')
         return result
+
+    def timed(self, kind, label, start):
+        """Keep the slowest case of each kind; one that hangs (HANG) is a failure."""
+        elapsed = time.perf_counter() - start
+        if elapsed > self.slowest.get(kind, (0.0,))[0]:
+            self.slowest[kind] = (elapsed, label)
+        if elapsed > HANG:
+            self.failures.append(f'{label}: {elapsed:.2f} s')
 
 
 def _arrays(result):
@@ -229,14 +243,16 @@ def good_results(model, state):
             'gravity': model.gravity}
 
 
-def fuzz_calls(count, seed, outcomes, compiled=True, names=BASES):
-    """Hostile calls on bundled robots, one model per robot taking all of them. After each failed call,
-    good calls must return what they return on a fresh model, and completing positions again must give
-    back the positions completed just before (no poisoned warm start)."""
+def fuzz_calls(count, seed, outcomes, compiled=True, sources=None):
+    """Hostile calls on robots (sources: name -> description; default: the bundled robots), one model per
+    robot taking all of them. After each failed call, good calls must return what they return on a fresh
+    model, and completing positions again must give back the positions completed just before (no poisoned
+    warm start)."""
     rng = np.random.default_rng(seed)
     load_model(bundled_model('four_bar')).warm_up()
-    models = {name: (load_model(bundled_model(name), compiled), load_model(bundled_model(name), compiled))
-              for name in names}
+    sources = sources or {name: bundled_model(name) for name in BASES}
+    names = tuple(sources)
+    models = {name: (load_model(sources[name], compiled), load_model(sources[name], compiled)) for name in names}
     for case in range(count):
         name = names[case % len(names)]
         model, fresh = models[name]
@@ -280,19 +296,253 @@ def test_hostile_calls_follow_the_rule_and_leave_no_trace(compiled, count):
     assert outcomes['call ModelError'] > 0.75 * count and outcomes['good call finite'] > 0.75 * count, dict(outcomes)
 
 
+@pytest.mark.parametrize('compiled, count', [(True, 150), (False, 40)], ids=['compiled', 'reference'])
+def test_hostile_calls_on_spherical_planar_universal_joints(compiled, count):
+    outcomes = Outcomes()
+    fuzz_calls(count, SEED, outcomes, compiled, JOINT_TYPE_MODELS)
+    assert not outcomes.failures, '\n'.join(outcomes.failures[:20])
+    assert outcomes['call ModelError'] > 0.75 * count and outcomes['good call finite'] > 0.75 * count, dict(outcomes)
+
+
+# ---- Extended URDF pairs ----
+
+PAIRS = {'rod_knee_leg': bundled_extended_urdf('rod_knee_leg'),
+         'ball_rod_ankle_leg': tuple(str(Path(__file__).parent / 'models' / f'ball_rod_ankle_leg.{ext}')
+                                     for ext in ('urdf', 'yaml'))}
+KEYS = ('closed_loop', 'type', 'name_mot', 'joint_name', 'joint_type')
+# Scalars PyYAML would turn into dates, numbers or booleans (and fail on some), explicit tags, control
+# characters (YAML double-quoted escapes), and names of every kind.
+SCALARS = ('2001-13-01', '0000-01-01', '2001-01-01 25:00:00', '2001-02-30', '2001-01-01', '1970-01-01T00:00:00Z',
+           '!!timestamp foo', '!!float abc', '!!int x', '!!binary aGVsbG8=', '!!set {a: null}', '!!bool maybe',
+           '!!python/object:os.system x', '!foo bar', '!!str 5', '!!null', '!!omap [a: 1]', '!!merge x',
+           '9' * 5000, '1e999', '.nan', '0x1F', '-0', '3', 'yes', '~', '""', '"a\\0"', '"\\x01b"', '"\\x1b[31m"',
+           '"\\uD800"', '"\\x7f"', '"caf\\u00e9"', "'a: b'", '"[x]"', 'x' * 300, '6D', '3d', 'SPHERICAL', 'FIXED',
+           'UJOINT_XY', 'UJOINT_ZZ', '&a anchored', '*a', '*undefined', '{a: b}', '[]', '[[a, b]]', '- x', ': :')
+
+
+def closures_text(data):
+    """Flow-style YAML of {key: [entry fragments]} (entries are YAML text, pairs are 2-lists of them)."""
+    def entry(value):
+        return '[' + ', '.join(value) + ']' if isinstance(value, list) else value
+    return ''.join(f'{key}: [{", ".join(entry(v) for v in values)}]\n' if isinstance(values, list)
+                   else f'{key}: {values}\n' for key, values in data.items())
+
+
+def mutate_closures(text, rng):
+    """The closures YAML with one to three mutations of a class the rule must withstand: scalars and tags
+    (dates, numbers, explicit tags, control characters), nesting (brackets, indentation), list lengths
+    and repeated names, keys (unknown, missing, a scalar or a mapping for a list), aliases and merge keys,
+    size, and damaged bytes."""
+    import yaml
+    base = yaml.safe_load(text)
+    data = {key: ([[a, b] for a, b in value] if key == 'closed_loop' else list(value))
+            for key, value in base.items()}
+    names = [x for value in data.values() for entry in value for x in (entry if isinstance(entry, list) else [entry])]
+    raw = None
+    for _ in range(1 + int(rng.exponential(0.6))):
+        operation = rng.integers(11)
+        key = KEYS[rng.integers(len(KEYS))]
+        if not isinstance(data.get(key), list):         # absent, or a scalar put in its place
+            data[key] = []
+        values = data[key]
+        if operation <= 2 and names:                      # a scalar or tag in place of an entry or a name
+            scalar = SCALARS[rng.integers(len(SCALARS))]
+            if values and isinstance(values[0], list) and rng.integers(2):
+                values[rng.integers(len(values))][rng.integers(2)] = scalar
+            elif values:
+                values[rng.integers(len(values))] = scalar
+            else:
+                values.append(scalar)
+        elif operation == 3:                              # nesting: brackets
+            depth = int((5, 8, 9, 100, 1000, 5000)[rng.integers(6)])
+            values.append('[' * depth + 'a' + ']' * depth)
+        elif operation == 4:                              # long lists, repeated names
+            n = int((2, 100, 9_999, 10_000, 10_001, 20_000)[rng.integers(6)])
+            copies = [names[rng.integers(len(names))]] * n if rng.integers(2) else [f'n{i}' for i in range(n)]
+            data[key] = [[c, c] for c in copies] if key == 'closed_loop' else copies
+        elif operation == 5:                              # keys
+            choice = rng.integers(4)
+            if choice == 0:
+                data[('closed_loops', 'Type', 'name', '', '<<', '? x')[rng.integers(6)]] = ['a']
+            elif choice == 1:
+                data.pop(key)
+            else:
+                data[key] = ('null', 'hip_pitch', '{a: b}', '[]', '""', '!!set {}')[rng.integers(6)]
+        elif operation == 6 and names:                    # a name made of another one
+            other = names[rng.integers(len(names))]
+            values.append(f'{other}_a' if rng.integers(2) else f'"{other}\\t"')
+        elif operation == 7:                              # aliases and merge keys
+            raw = ('anchors: &a [a, b]\n' if rng.integers(2) else '') + closures_text(data) + \
+                ('<<: {closed_loop: []}\n', 'name_mot: *a\n', 'x: &b [*b]\n', 'name_mot: [*a, *a]\n')[rng.integers(4)]
+        elif operation == 8:                              # indentation depth
+            depth = int((8, 9, 50, 1000)[rng.integers(4)])
+            raw = closures_text(data) + 'extra:\n' + ''.join(' ' * (i + 1) + f'k{i}:\n' for i in range(depth))
+        elif operation == 9:                              # size
+            raw = closures_text(data) + '#' + 'x' * int((999_000, 1_000_000, 2_000_000)[rng.integers(3)]) + '\n'
+    text = raw if raw is not None else closures_text(data)
+    if rng.integers(6) == 0:                              # damaged bytes
+        chars = list(text)
+        for _ in range(rng.integers(1, 4)):
+            chars.insert(int(rng.integers(len(chars) + 1)), ('\t', ':', '[', ']', '{', '&', '*', '!', '%', '\x00',
+                                                             '\ufeff', '"', "'", '\n- ', '#')[rng.integers(15)])
+        text = ''.join(chars)
+    return text
+
+
+def fuzz_pairs(count, seed, outcomes, compiled=True, directory=None):
+    """Extended URDF pairs: the closures mutated (mutate_closures), one case in four the URDF too (mutate),
+    one in four given as a file (one in twenty of those not UTF-8); loaded ones are exercised."""
+    rng = np.random.default_rng(seed)
+    load_model(bundled_model('four_bar')).warm_up()
+    texts = {name: (Path(urdf).read_text(), Path(closures).read_text()) for name, (urdf, closures) in PAIRS.items()}
+    with tempfile.TemporaryDirectory() as scratch:
+        for case in range(count):
+            name = tuple(PAIRS)[rng.integers(len(PAIRS))]
+            urdf, closures = texts[name]
+            if rng.integers(4) == 0:
+                urdf = mutate(urdf, rng)
+            closures = mutate_closures(closures, rng)
+            if rng.integers(4) == 0:
+                path = Path(directory or scratch) / f'closures_{case}.yaml'
+                data = closures.encode('utf-8', 'surrogatepass')
+                path.write_bytes(data + b'\xff' if rng.integers(20) == 0 else data)
+                closures = str(path)
+            label = f'pair {case} ({name})'
+            model = outcomes.run(label, lambda: load_model(urdf, compiled, closures=closures), kind='load')
+            if model is not None:
+                exercise(model, rng, outcomes, label)
+
+
+@pytest.mark.parametrize('compiled, count', [(True, 300), (False, 60)], ids=['compiled', 'reference'])
+def test_fuzzed_extended_urdf_pairs_follow_the_rule(compiled, count, tmp_path):
+    outcomes = Outcomes()
+    fuzz_pairs(count, SEED, outcomes, compiled, tmp_path)
+    assert not outcomes.failures, '\n'.join(outcomes.failures[:20])
+    assert outcomes['load ModelError'] > count / 2 and outcomes['load loaded'] > count / 40, dict(outcomes)
+
+
+# ---- the console script ----
+
+SCRIPT = Path(sys.executable).parent / 'extended_urdf_to_urdfplus'
+OUTPUTS = ('file', 'stdout', 'missing/robot.urdf', '.', '/dev/full', 'stdout:/dev/full')
+
+
+def fuzz_console(count, seed, outcomes, directory):
+    """extended_urdf_to_urdfplus on mutated closures (mutate_closures) and hostile outputs: exit status 0
+    with a URDF+ that loads, or 1 with one line on stderr naming the error; never a traceback."""
+    rng = np.random.default_rng(seed)
+    for case in range(count):
+        name = tuple(PAIRS)[rng.integers(len(PAIRS))]
+        urdf, closures = PAIRS[name]
+        if rng.integers(3):
+            closures = Path(directory) / f'script_{case}.yaml'
+            closures.write_text(mutate_closures(Path(PAIRS[name][1]).read_text(), rng), errors='surrogatepass')
+        output = OUTPUTS[rng.integers(len(OUTPUTS))]
+        target = Path(directory) / f'script_{case}.urdf' if output == 'file' else (
+            output if output.startswith('/') else Path(directory) / output)
+        command = [str(SCRIPT), urdf, str(closures)] + ([] if output.startswith('stdout') else ['-o', str(target)])
+        label = f'script {case} ({name}, {output})'
+        start = time.perf_counter()
+        with open(output[len('stdout:'):] if output.startswith('stdout:') else os.devnull, 'w') as stdout:
+            run = subprocess.run(command, stdout=stdout, stderr=subprocess.PIPE, text=True, errors='replace',
+                                 timeout=HANG * 4)
+        outcomes.timed('script', label, start)
+        lines = run.stderr.splitlines()
+        if run.returncode == 1 and len(lines) == 1 and lines[0].startswith('extended_urdf_to_urdfplus: error: '):
+            outcomes['script error'] += 1
+        elif run.returncode == 0 and not run.stderr and (output != 'file' or load_model(str(target), False)):
+            outcomes['script written'] += 1
+        else:
+            outcomes['script other'] += 1
+            outcomes.failures.append(f'{label}: status {run.returncode}, stderr {run.stderr[-500:]!r}')
+
+
+def test_console_script_on_hostile_inputs_and_outputs(tmp_path):
+    outcomes = Outcomes()
+    fuzz_console(12, SEED, outcomes, tmp_path)
+    assert not outcomes.failures, '\n'.join(outcomes.failures[:20])
+    assert outcomes['script error'] >= 6, dict(outcomes)
+
+
+# ---- the node's parameter checks and joint_states name lists (no DDS) ----
+
+def hostile_parameter(rng, names):
+    """A value a ros2 param set (or a parameters file) could carry, hostile or not."""
+    choices = (0, 1, -1, 3600, 3601, 10 ** 30, 0.0, 0.05, 1e308, float('nan'), float('inf'), -0.0, True, '', 'abc',
+               '1', [], [0, 0, -9.81], [0.0, 0.0, 1e308], [0, 0], [1, 2, 3, 4], ['a', 'b', 'c'], [True, False],
+               list(names[:2]), list(names[:1]) * 20_000, [names[0], 'nowhere'], ['x' * 100_000], 'bias', 'gravity',
+               'auto', 'aba', 'lcaba', 'ABA', '/nonexistent.yaml', b'bytes', None)
+    return choices[rng.integers(len(choices))]
+
+
+def fuzz_node_inputs(count, seed, outcomes):
+    """check_parameter (then setting) on hostile values of every parameter, and joint_states name lists
+    (repeated names, 20,000 copies of one, unknown names) through StreamInput.stage and JointLayout.select:
+    accepted, or ModelError."""
+    from dynamics_node import ros_conversions as conv
+    from dynamics_node.node import check_parameter, PARAMETERS, setting
+    rng = np.random.default_rng(seed)
+    model = load_model(bundled_model('linkage_leg'))
+    layout = conv.JointLayout(model)
+    names = list(model.joint_names) + ['gripper']
+    parameters = sorted(PARAMETERS)
+    for case in range(count):
+        if case % 2:
+            name = parameters[rng.integers(len(parameters))]
+            value = hostile_parameter(rng, names)
+            if not dict(PARAMETERS[name].extras).get('dynamic_typing'):   # rclpy refuses another type
+                while type(value) is not type(PARAMETERS[name].default):
+                    value = hostile_parameter(rng, names)
+            outcomes.run(f'parameter {case} {name}={str(value)[:40]}',
+                         lambda: (check_parameter(name, value), setting(name, value), np.zeros(1))[-1],
+                         kind='parameter')
+        else:
+            n = int((1, 2, 5, 100, 20_000)[rng.integers(5)])
+            listed = [names[rng.integers(len(names))] for _ in range(n)] if rng.integers(2) else [names[0]] * n
+            values = rng.normal(size=len(listed))
+            stream = conv.StreamInput(layout)
+            outcomes.run(f'joint_states {case} ({n} names)',
+                         lambda: np.concatenate(stream.stage(listed, values, values)), kind='joint_states')
+            outcomes.run(f'state.name {case} ({n} names)',
+                         lambda: (layout.select(listed), np.zeros(1))[-1], kind='state.name')
+
+
+def test_node_parameters_and_joint_state_names_follow_the_rule():
+    outcomes = Outcomes()
+    fuzz_node_inputs(400, SEED, outcomes)
+    assert not outcomes.failures, '\n'.join(outcomes.failures[:20])
+    assert outcomes['parameter ModelError'] > 40 and outcomes['joint_states ModelError'] > 20, dict(outcomes)
+
+
 if __name__ == '__main__':
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument('--descriptions', type=int, default=2000)
     parser.add_argument('--calls', type=int, default=2000)
+    parser.add_argument('--pairs', type=int, default=0, help='Extended URDF pairs')
+    parser.add_argument('--joint-calls', type=int, default=0, help='calls on spherical, planar and universal joints')
+    parser.add_argument('--scripts', type=int, default=0, help='runs of extended_urdf_to_urdfplus')
+    parser.add_argument('--node', type=int, default=0, help='node parameter values and joint_states name lists')
     parser.add_argument('--seed', type=int, default=1)
     parser.add_argument('--reference', action='store_true', help='the NumPy reference engine (compiled=False)')
     arguments = parser.parse_args()
-    for kind, run, count in (('descriptions', fuzz_descriptions, arguments.descriptions),
-                             ('calls', fuzz_calls, arguments.calls)):
-        outcomes = Outcomes()
-        start = time.perf_counter()
-        run(count, arguments.seed, outcomes, not arguments.reference)
-        print(f'{kind}: {count} cases, {sum(outcomes.values())} calls in {time.perf_counter() - start:.0f} s: '
-              f'{dict(outcomes)}')
-        for failure in outcomes.failures[:30]:
-            print('  ', failure)
+    compiled = not arguments.reference
+    with tempfile.TemporaryDirectory() as scratch:
+        campaign = (
+            ('descriptions', arguments.descriptions, lambda n, o: fuzz_descriptions(n, arguments.seed, o, compiled)),
+            ('calls', arguments.calls, lambda n, o: fuzz_calls(n, arguments.seed, o, compiled)),
+            ('pairs', arguments.pairs, lambda n, o: fuzz_pairs(n, arguments.seed, o, compiled, scratch)),
+            ('joint-type calls', arguments.joint_calls,
+             lambda n, o: fuzz_calls(n, arguments.seed, o, compiled, JOINT_TYPE_MODELS)),
+            ('scripts', arguments.scripts, lambda n, o: fuzz_console(n, arguments.seed, o, scratch)),
+            ('node inputs', arguments.node, lambda n, o: fuzz_node_inputs(n, arguments.seed, o)))
+        for kind, count, run in campaign:
+            if not count:
+                continue
+            outcomes = Outcomes()
+            start = time.perf_counter()
+            run(count, outcomes)
+            print(f'{kind}: {count} cases, {sum(outcomes.values())} outcomes in {time.perf_counter() - start:.0f} s: '
+                  f'{dict(outcomes)}', flush=True)
+            print('   slowest: ' + ', '.join(f'{k} {t:.2f} s ({label})' for k, (t, label) in outcomes.slowest.items()))
+            for failure in outcomes.failures[:30]:
+                print('  ', failure)
