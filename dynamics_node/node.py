@@ -202,8 +202,12 @@ def check_parameter(name, value):
     elif name == 'stream.mode' and value not in STREAM_MODES:
         raise ModelError(f'stream.mode {quote(value)} is unknown; expected one of '
                          f'{list(STREAM_MODES)}')
-    elif name == 'reference_positions' and len(value):
-        vector(value, 'reference_positions', {len(value): 'spanning positions'}, bounds.POSITION)
+    elif name == 'reference_positions':
+        if not isinstance(value, (list, tuple)) or any(isinstance(x, bool) or not isinstance(x, (int, float))
+                                                       for x in value):
+            raise ModelError(f'reference_positions must be a list of numbers (spanning q), got {quote(value)}')
+        if value:
+            vector(value, 'reference_positions', {len(value): 'spanning positions'}, bounds.POSITION)
     elif name == 'stream.effort_limits' and value not in EFFORT_LIMIT_POLICIES:
         raise ModelError(f'stream.effort_limits {quote(value)} is unknown; expected one of '
                          f'{list(EFFORT_LIMIT_POLICIES)}')

@@ -1261,7 +1261,7 @@ def test_the_stream_is_answered_while_a_service_call_runs(ros, nodes):
     try:
         wait_until_served(ros, process)
         with collect(ros, f'{process.name}/computed_torques', JointState, torques_qos()) as received:
-            prime(ros, publisher, received)
+            prime(ros, publisher, received, 'quadruped_rotors')
             subscription = ros.node.create_subscription(
                 JointState, f'{process.name}/computed_torques',
                 lambda m: events.append(('output', _index(m.header.stamp))), torques_qos())

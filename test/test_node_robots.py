@@ -15,7 +15,7 @@ from sensor_msgs.msg import JointState
 
 from dynamics_node import load_model, SingularConfigurationError
 from test_lcaba import dead_point, ROCKER_DRIVEN
-from test_node import (collect, joint_state, NAMESPACE, node_values, NodeProcess,  # noqa: F401 - ros: a fixture
+from test_node import (collect, joint_state, MAX_AGE, NAMESPACE, node_values, NodeProcess,  # noqa: F401 - a fixture
                        ros, set_parameters, stamp_of, torques_qos, wait_until_served)
 
 EFFORT_LIMIT = 5.0          # the four-bar's <limit effort> of rocker_joint
@@ -27,7 +27,7 @@ def four_bar_node(ros, tmp_path_factory):  # noqa: F811 - the fixture imported a
     """A node serving the four-bar driven by its rocker (dead points at the rocker's extremes)."""
     path = tmp_path_factory.mktemp('robots') / 'rocker_driven_four_bar.urdf'
     path.write_text(ROCKER_DRIVEN)
-    process = NodeProcess('dead_point', robot_description_file=str(path))
+    process = NodeProcess('dead_point', robot_description_file=str(path), stream__max_age=MAX_AGE)
     try:
         wait_until_served(ros, process)
         yield process, load_model(ROCKER_DRIVEN)
@@ -118,7 +118,7 @@ LEG = tuple(str(MODELS / f'cassie_like_leg{ext}') for ext in ('.urdf', '.yaml'))
 
 @pytest.fixture(scope='module')
 def leg_node(ros):  # noqa: F811 - the fixture imported above
-    process = NodeProcess('leg', robot_description_file=LEG[0], closures_file=LEG[1])
+    process = NodeProcess('leg', robot_description_file=LEG[0], closures_file=LEG[1], stream__max_age=MAX_AGE)
     try:
         wait_until_served(ros, process)
         yield process, load_model(LEG[0], closures=LEG[1])
