@@ -20,10 +20,10 @@ setup(
     license='BSD-3-Clause',
     python_requires='>=3.10',
     packages=find_packages(include=['dynamics_node', 'dynamics_node.*']),
-    package_data={'dynamics_node': ['models/*.urdf', 'models/extended_urdf/*.urdf',
-                                    'models/extended_urdf/*.yaml']},
+    package_data={'dynamics_node': ['robots/*.urdf', 'robots/extended_urdf/*.urdf',
+                                    'robots/extended_urdf/*.yaml']},
     install_requires=['numpy', 'lxml', 'numba', 'pyyaml'],
     entry_points={'console_scripts': [
-        'dynamics_node = dynamics_node.node:main',
-        'extended_urdf_to_urdfplus = dynamics_node.extended_urdf:main']},
+        'dynamics_node = dynamics_node.ros.node:main',
+        'extended_urdf_to_urdfplus = dynamics_node.description.extended_urdf:main']},
 )

@@ -26,7 +26,7 @@ sys.path.insert(0, os.path.join(HERE, '..'))
 sys.path.insert(0, os.path.join(HERE, '..', 'test'))
 
 from dynamics_node import bundled_model, load_model  # noqa: E402
-from dynamics_node.lcaba import ProximalSettings  # noqa: E402
+from dynamics_node.algorithms.lcaba import ProximalSettings  # noqa: E402
 from oracle import KKTOracle  # noqa: E402  (test-only Pinocchio model of the spanning tree)
 from timing import interleaved_medians, print_table  # noqa: E402
 

@@ -32,7 +32,7 @@ sys.path.insert(0, ROOT)
 sys.path.insert(0, os.path.join(ROOT, 'test'))
 
 from dynamics_node import bundled_model, bundled_models, load_model  # noqa: E402
-from dynamics_node.lcaba import ProximalSettings  # noqa: E402
+from dynamics_node.algorithms.lcaba import ProximalSettings  # noqa: E402
 from conftest import random_state  # noqa: E402  (test helper: consistent random state)
 from lcaba_vs_pinocchio import (HEADER as LOOP_HEADER, lcaba_kernel, loop_table, NOTE as LOOP_NOTE,  # noqa: E402
                                 PinocchioCase)
@@ -48,7 +48,7 @@ COLD_START = """
 import json, time
 start = time.perf_counter()
 from dynamics_node import bundled_model, load_model
-from dynamics_node.fast_path import FastPath
+from dynamics_node.engines.numba_engine import FastPath
 model = load_model(bundled_model('quadruped_rotors'))
 warm_up = FastPath(model).warm_up()
 print(json.dumps({'warm_up': warm_up, 'ready': time.perf_counter() - start}))

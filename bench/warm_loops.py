@@ -1,5 +1,5 @@
 """Table 1c: where a loop robot's H_y time goes. The fused mass-matrix call and the loop clusters' explicit
-constraints (K, its sparse QR and G; compiled.explicit_constraints) timed n at a time inside one compiled
+constraints (K, its sparse QR and G; kinematics.explicit_constraints) timed n at a time inside one compiled
 call, where code, caches and branch predictors stay warm, next to the same fused call entered from Python.
 
 compile_loops() must run before the first FastPath.warm_up() of the process, which forbids compilation
@@ -10,8 +10,8 @@ import time
 import numpy as np
 from numba import njit, types, typeof
 
-from dynamics_node import compiled, compiled_calls
-from dynamics_node.borrowed import INPUT_VECTOR
+from dynamics_node.kernels import calls, kinematics
+from dynamics_node.kernels.borrowed import INPUT_VECTOR
 
 CALLS, REPEATS = 1000, 30
 
@@ -19,14 +19,14 @@ CALLS, REPEATS = 1000, 30
 @njit(cache=True)
 def _mass_matrix_calls(x, q, n):
     for _ in range(n):
-        compiled_calls.mass_matrix(x, q)
+        calls.mass_matrix(x, q)
 
 
 @njit(cache=True)
 def _loop_constraint_calls(x, q, n):
-    compiled.update_transforms(x.m, x.d, q)
+    kinematics.update_transforms(x.m, x.d, q)
     for _ in range(n):
-        compiled.explicit_constraints(x.m, x.d, x.d.zero_y, False)
+        kinematics.explicit_constraints(x.m, x.d, x.d.zero_y, False)
 
 
 def compile_loops(fast):

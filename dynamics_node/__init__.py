@@ -9,9 +9,9 @@ Library use (no ROS needed)::
 
 from .errors import ModelError, SingularConfigurationError
 from .forward_dynamics import ForwardDynamicsInfo
-from .lcaba import ProximalSettings
-from .model import ClusterInfo, Data, Model, load_model
-from .models import bundled_extended_urdf, bundled_model, bundled_models
+from .algorithms.lcaba import ProximalSettings
+from .model import ClusterInfo, Data, load_model, Model
+from .robots import bundled_extended_urdf, bundled_model, bundled_models
 
 __all__ = ['ClusterInfo', 'Data', 'ForwardDynamicsInfo', 'Model', 'ModelError', 'ProximalSettings',
            'SingularConfigurationError', 'bundled_extended_urdf', 'bundled_model', 'bundled_models',

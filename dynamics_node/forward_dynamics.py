@@ -4,11 +4,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .clusters import constraint_jacobian
+from .multibody.clusters import constraint_jacobian
 from .errors import ModelError, quote, SingularConfigurationError
-from .kinematics import update_transforms
-from .lcaba import DEFAULT_SETTINGS, ProximalSettings
-from .state import independent_velocities
+from .algorithms.kinematics import update_transforms
+from .algorithms.lcaba import DEFAULT_SETTINGS, ProximalSettings
+from .validation import independent_velocities
 
 AUTO = 'auto'                      # the default method; Model checks any other object passed as method
 METHODS = (AUTO, 'aba', 'lcaba')

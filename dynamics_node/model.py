@@ -12,23 +12,23 @@ import threading
 import numpy as np
 
 from . import bounds
-from .clusters import (amplification, AMPLIFICATION_LIMIT, build_clusters, constraint_jacobian, mimic_roles,
-                       mimic_warnings, regular)
-from .completion import BUDGET_MS, complete_positions, MAX_BUDGET_MS
-from .couplings import LinearConstraints
+from .multibody.clusters import (amplification, AMPLIFICATION_LIMIT, build_clusters, constraint_jacobian, mimic_roles,
+                                 mimic_warnings, regular)
+from .algorithms.completion import BUDGET_MS, complete_positions, MAX_BUDGET_MS
+from .multibody.couplings import LinearConstraints
 from .errors import first_repeated, ModelError, quote, SingularConfigurationError
-from .extended_urdf import to_urdf_plus
+from .description.extended_urdf import to_urdf_plus
 from .forward_dynamics import aba_info, AUTO, check_method, check_settings, lcaba_info, lcaba_is_cheaper
-from .frames import link_pose as pose_of, link_transforms, positions_jacobians
-from .joints import motion_subspace, neutral_position, NQ, NV
-from .kinematics import update_transforms
-from .lcaba import DEFAULT_SETTINGS
-from .reference import ReferencePath
-from .roles import held_coordinates, passive_joints
-from .spatial import pose_transform, SWAP_LINEAR_ANGULAR
-from .state import check_finite, external_forces, independent_velocities, positions, vector, VELOCITY_TOLERANCE
-from .topology import SpanningTree
-from .urdf import read_urdf
+from .algorithms.frames import link_pose as pose_of, link_transforms, positions_jacobians
+from .multibody.joints import motion_subspace, neutral_position, NQ, NV
+from .algorithms.kinematics import update_transforms
+from .algorithms.lcaba import DEFAULT_SETTINGS
+from .engines.numpy_engine import ReferencePath
+from .multibody.roles import held_coordinates, passive_joints
+from .multibody.spatial import pose_transform, SWAP_LINEAR_ANGULAR
+from .validation import check_finite, external_forces, independent_velocities, positions, vector, VELOCITY_TOLERANCE
+from .multibody.topology import SpanningTree
+from .description.urdf import read_urdf
 
 
 @dataclass(frozen=True)
@@ -206,7 +206,7 @@ class Model:
     def flat(self):
         """The model compiled into flat arrays for the numba kernels (built once, shared by threads)."""
         if self._flat is None:
-            from .flat import FlatModel
+            from .kernels.flat.model import FlatModel
             self._flat = FlatModel(self)
         return self._flat
 
@@ -481,7 +481,7 @@ class Data:
         """The algorithms on this workspace: the compiled FastPath, or the NumPy ReferencePath (built at
         the first use, then a plain attribute)."""
         if self._model.compiled:
-            from .fast_path import FastPath
+            from .engines.numba_engine import FastPath
             return FastPath(self._model, self._model.flat, self.f_ext)
         return ReferencePath(self._model, self)
 
@@ -534,7 +534,7 @@ def numba_available():
     """True where the compiled fast path can run: numba imports and NumPy lays out its arrays as the kernels
     read them (borrowed.py); else the NumPy reference is used."""
     try:
-        from . import borrowed  # noqa: F401
+        from .kernels import borrowed  # noqa: F401
     except ImportError:
         return False
     return True

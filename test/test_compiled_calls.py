@@ -8,10 +8,10 @@ import pytest
 
 from conftest import assert_close, random_state, robot, ROBOTS
 from dynamics_node import bundled_model, load_model, model as model_module, ModelError
-from dynamics_node.clusters import constraint_jacobian
-from dynamics_node.kinematics import update_transforms
-from dynamics_node.lcaba import ProximalSettings
-from dynamics_node.state import VELOCITY_TOLERANCE
+from dynamics_node.multibody.clusters import constraint_jacobian
+from dynamics_node.algorithms.kinematics import update_transforms
+from dynamics_node.algorithms.lcaba import ProximalSettings
+from dynamics_node.validation import VELOCITY_TOLERANCE
 from test_lcaba import dead_point, four_bar_positions, ROCKER_DRIVEN
 
 

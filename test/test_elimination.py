@@ -1,6 +1,6 @@
 """The elimination plan of a loop cluster's sparse QR (elimination.py): sound on random patterns (a dense
 QR in the plan's column order never fills an entry the plan leaves out, and the plan's reflections give
-the least-squares solution), run by the kernels (compiled.py's QR as Python functions) to the same
+the least-squares solution), run by the kernels (kernels/linalg.py's QR as Python functions) to the same
 solutions and R diagonal, and sparse where the loops are (delta)."""
 
 import types
@@ -8,8 +8,9 @@ import types
 import numpy as np
 import pytest
 
-from dynamics_node import bundled_model, compiled, load_model
-from dynamics_node.elimination import elimination_plan
+from dynamics_node import bundled_model, load_model
+from dynamics_node.kernels import linalg
+from dynamics_node.multibody.elimination import elimination_plan
 
 
 def planned_least_squares(A, plan, B):
@@ -63,7 +64,7 @@ def test_plan_solves_least_squares_on_random_patterns(seed):
 
 @pytest.mark.parametrize('seed', range(40))
 def test_kernels_run_the_plan(seed, monkeypatch):
-    """compiled.dependent_least_squares (K_d^+ of carried columns) and qr_solve (of a later column), run as
+    """linalg.dependent_least_squares (K_d^+ of carried columns) and qr_solve (of a later column), run as
     Python on the plan's arrays as flat.py lays them out: the least-squares solutions, in the pivot rows;
     R's diagonal that of a dense QR in the same column order."""
     pattern, A, B = random_system(seed)
@@ -71,7 +72,7 @@ def test_kernels_run_the_plan(seed, monkeypatch):
     if np.linalg.matrix_rank(A) < columns:
         return
     for kernel in ('sparse_qr', 'back_substitute'):          # called by the two below: as Python too
-        monkeypatch.setattr(compiled, kernel, getattr(compiled, kernel).py_func)
+        monkeypatch.setattr(linalg, kernel, getattr(linalg, kernel).py_func)
     plan = elimination_plan(pattern)
     m = types.SimpleNamespace(qr_rows=np.zeros((1, columns, rows), np.int64),
                               qr_n_rows=np.zeros((1, columns), np.int64),
@@ -85,7 +86,7 @@ def test_kernels_run_the_plan(seed, monkeypatch):
     work[:, :columns], work[:, columns] = K_d, B[:, 0]
     R = np.abs(np.diag(np.linalg.qr(K_d)[1]))
     singular = R.min() <= 1e-9 * max(R.max(), 1.0)
-    conditioning = compiled.dependent_least_squares.py_func(m, 0, work, columns, columns + 1, beta, 1e-9)
+    conditioning = linalg.dependent_least_squares.py_func(m, 0, work, columns, columns + 1, beta, 1e-9)
     pivots = m.qr_rows[0, :, 0]
     assert np.allclose(np.abs(work[pivots, np.arange(columns)]), R, rtol=1e-10, atol=1e-14)
     if singular:
@@ -93,7 +94,7 @@ def test_kernels_run_the_plan(seed, monkeypatch):
         return
     assert conditioning == -1.0
     work[:, columns + 1] = B[:, 1]
-    compiled.qr_solve.py_func(m, 0, work, columns, beta, columns + 1)
+    linalg.qr_solve.py_func(m, 0, work, columns, beta, columns + 1)
     solutions = work[pivots, columns:]
     expected = np.linalg.lstsq(K_d, B, rcond=None)[0]
     assert np.allclose(solutions, expected, rtol=1e-9, atol=1e-9 * max(1.0, np.abs(expected).max()))

@@ -16,15 +16,15 @@ from numba.core.errors import NumbaTypeError
 from numba.core.runtime import _nrt_python, rtsys
 
 from conftest import assert_close, random_state, robot, ROBOTS
-from dynamics_node import (borrowed, compiled, compiled_calls, compiled_checks, compiled_completion, compiled_lcaba,
-                           flat, flat_checks, flat_lcaba, kernel_cache, load_model, ModelError,
-                           SingularConfigurationError)
-from dynamics_node.fast_path import FastPath
-from dynamics_node.joints import QUATERNION_AT
-from dynamics_node.kinematics import explicit_constraint, forward_pass, update_transforms
-from dynamics_node.lcaba import ProximalSettings
-from dynamics_node.reference import ReferencePath
-from dynamics_node.state import external_forces
+from dynamics_node import load_model, ModelError, SingularConfigurationError
+from dynamics_node.kernels import aba, borrowed, cache, calls, checks, completion, lcaba
+from dynamics_node.kernels.flat import checks as flat_checks, lcaba as flat_lcaba, model as flat
+from dynamics_node.engines.numba_engine import FastPath
+from dynamics_node.multibody.joints import QUATERNION_AT
+from dynamics_node.algorithms.kinematics import explicit_constraint, forward_pass, update_transforms
+from dynamics_node.algorithms.lcaba import ProximalSettings
+from dynamics_node.engines.numpy_engine import ReferencePath
+from dynamics_node.validation import external_forces
 from oracle import KKTOracle
 from test_lcaba import dead_point, four_bar_positions, LCABA_RTOL, null_velocity, REDUNDANT, ROCKER_DRIVEN
 from test_model_errors import four_bar, joint, link, robot as urdf
@@ -336,15 +336,15 @@ def test_quaternions_are_normalized_or_referred(rng):
 
 def test_kernel_caches_are_keyed_on_every_kernel_module():
     """Kernels inline the kernels of other modules and, like call_context, unbox and read Borrowed handles
-    (borrowed.py): their numba cache must go stale with any kernel module (compiled*.py) and borrowed.py."""
-    modules = (compiled, compiled_calls, compiled_checks, compiled_completion, compiled_lcaba, borrowed)
-    assert set(kernel_cache.HELPERS) == {os.path.abspath(module.__file__) for module in modules}
-    stamps = tuple((os.stat(module.__file__).st_mtime, os.stat(module.__file__).st_size)
-                   for module in sorted(modules, key=lambda module: os.path.abspath(module.__file__)))
-    for kernel in (compiled.aba, compiled_lcaba.lcaba, compiled_checks.accept_positions,
-                   compiled_checks.velocity_violation, compiled_calls.forward_dynamics, compiled_calls.inverse_dynamics,
-                   compiled_completion.complete, flat_checks.call_context, flat._new_model_ref, flat._new_data_ref,
-                   flat_lcaba._new_plan_ref, flat_lcaba._new_data_ref):
+    (borrowed.py): their numba cache must go stale with any module of kernels/ and with the joint-type table."""
+    kernels = os.path.dirname(os.path.abspath(cache.__file__))
+    modules = [os.path.join(root, f) for root, _, files in os.walk(kernels) for f in files if f.endswith('.py')]
+    modules.append(os.path.join(os.path.dirname(kernels), 'multibody', 'joints.py'))
+    assert set(cache.HELPERS) == set(modules)
+    stamps = tuple((os.stat(path).st_mtime, os.stat(path).st_size) for path in sorted(modules))
+    for kernel in (aba.aba, lcaba.lcaba, checks.accept_positions, checks.velocity_violation, calls.forward_dynamics,
+                   calls.inverse_dynamics, completion.complete, flat_checks.call_context, flat._new_model_ref,
+                   flat._new_data_ref, flat_lcaba._new_plan_ref, flat_lcaba._new_data_ref):
         assert kernel._cache._impl.locator.get_source_stamp()[1:] == stamps, kernel
 
 
@@ -475,7 +475,7 @@ def test_the_first_lcaba_call_of_a_process_takes_its_settings():
     script = textwrap.dedent('''
         import numpy as np
         from dynamics_node import bundled_model, load_model
-        from dynamics_node.lcaba import ProximalSettings
+        from dynamics_node.algorithms.lcaba import ProximalSettings
         reference = load_model(bundled_model('linkage_leg'), compiled=False)
         q = reference.complete_positions(np.full(reference.independent_q.size, 0.2))
         rng = np.random.default_rng(5)

@@ -9,8 +9,9 @@ import numpy as np
 import pytest
 
 from conftest import assert_close
-from dynamics_node import bundled_model, completion, load_model, ModelError
-from dynamics_node.fast_path import FRAME_SETS
+from dynamics_node import bundled_model, load_model, ModelError
+from dynamics_node.algorithms import completion
+from dynamics_node.engines.numba_engine import FRAME_SETS
 from test_model_errors import four_bar, geared, inertial, joint, link, robot
 
 QUADRUPED_STANDING = [0.0, 0.0, 0.3, 0.0, 0.0, 0.0, 1.0] + [0.0, 0.7, -1.4] * 4

@@ -8,8 +8,8 @@ from scipy.optimize import brentq
 from conftest import assert_close, random_state, robot, ROBOTS
 from dynamics_node import bundled_model, load_model, ModelError, SingularConfigurationError
 from dynamics_node.forward_dynamics import lcaba_is_cheaper
-from dynamics_node.kinematics import update_transforms
-from dynamics_node.lcaba import elimination_plan, lcaba, ProximalSettings
+from dynamics_node.algorithms.kinematics import update_transforms
+from dynamics_node.algorithms.lcaba import elimination_plan, lcaba, ProximalSettings
 from mechanisms import parallel_chains
 from oracle import KKTOracle
 

@@ -1206,7 +1206,7 @@ def wait_for_output(process, text, timeout=HANG):
 SESSION = """
 import sys
 import rclpy
-from dynamics_node.client import DynamicsClient
+from dynamics_node.ros.client import DynamicsClient
 rclpy.init()
 with DynamicsClient(sys.argv[1], timeout=30.0) as dynamics:
     dynamics.describe()
@@ -1374,7 +1374,7 @@ def test_readme_client_example_runs(nodes):
 
 
 def test_client_raises_model_error_with_the_reason(ros, nodes):
-    from dynamics_node.client import DynamicsClient
+    from dynamics_node.ros.client import DynamicsClient
     with DynamicsClient(nodes['loop'].name, context=ros.node.context) as dynamics:
         with pytest.raises(ModelError, match=r"inverse_operational_space_inertia: unknown link "
                                              r"'hand'"):
@@ -1390,7 +1390,7 @@ def test_client_sends_an_unanswered_request_again(ros):
     """A response lost on the way (as DDS can lose one while discovery completes): the client sends the
     request again after RESEND_S and takes the answer to the repeat. The stand-in node here fails the first
     request before it answers."""
-    from dynamics_node.client import DynamicsClient, RESEND_S
+    from dynamics_node.ros.client import DynamicsClient, RESEND_S
     node = rclpy.create_node('lossy', namespace=NAMESPACE, context=ros.node.context)
     requests = []
 

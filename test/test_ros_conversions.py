@@ -14,9 +14,9 @@ import pytest
 
 from conftest import assert_close, random_state, robot
 from dynamics_node import load_model, ModelError
-from dynamics_node.ros_conversions import (
-    accel_to_array, array_to_accel, array_to_wrench, float64_array, JointLayout,
-    link_wrenches_to_dict, normalized_pose, pose_to_array, StreamInput, twist_to_array)
+from dynamics_node.ros.conversions import (accel_to_array, array_to_accel, array_to_wrench, float64_array, JointLayout,
+                                           link_wrenches_to_dict, normalized_pose, pose_to_array, StreamInput,
+                                           twist_to_array)
 from test_joint_types import MODELS
 
 # The crank-rocker closed configuration of four_bar.urdf's comment (closed[crank1]).

@@ -1,0 +1,113 @@
+"""The readable NumPy cluster algorithms behind the interface of the compiled FastPath.
+
+This is the reference the compiled kernels are tested against (test_fast_path.py), and the engine of
+a model loaded with ``compiled=False`` or where numba is not installed.
+"""
+
+import numpy as np
+
+from ..algorithms.aba import aba
+from ..multibody.clusters import constraint_jacobian
+from ..algorithms.crba import crba
+from ..algorithms.efpa import efpa
+from ..algorithms.kinematics import forward_pass
+from ..algorithms.lcaba import lcaba
+from ..algorithms.rnea import rnea
+from ..multibody.spatial import SWAP_LINEAR_ANGULAR
+
+
+class ReferencePath:
+    """Cluster ABA, RNEA, CRBA, EFPA and LCABA of one model on one workspace (Data)."""
+
+    def __init__(self, model, data):
+        self.model, self.data = model, data
+
+    def forward_dynamics(self, q, yd, tau, f_ext=None, spanning=False):
+        """ydd (ny) from the cluster ABA, or qdd = G ydd + g (nv) with spanning=True; tau independent
+        (ny) or spanning (nv, projected with G^T)."""
+        model, data = self.model, self.data
+        self._external_forces(f_ext)
+        forward_pass(model, data, q, yd)
+        if tau.size != model.ny:
+            tau = np.concatenate([data.G[k].T @ tau[v0:v1] for k, (v0, v1) in enumerate(model.v_range)])
+        ydd = aba(model, data, q, yd, tau)
+        return self._spanning(ydd) if spanning else ydd
+
+    def inverse_dynamics(self, q, yd, ydd, f_ext=None):
+        """tau_y (ny) from the cluster RNEA."""
+        self._external_forces(f_ext)
+        return rnea(self.model, self.data, q, yd, ydd)
+
+    def mass_matrix(self, q):
+        """H_y = G^T H G (ny x ny)."""
+        return crba(self.model, self.data, q)
+
+    def closed_positions(self, q):
+        """Positions complete_positions returned: the NumPy path checks every q again (FastPath skips them)."""
+
+    def inverse_osim(self, q, links):
+        """Lambda^-1 (6k x 6k), blocks [linear; angular] in each link's frame."""
+        frames = [self.model.link_frame[link] for link in links]
+        P = np.kron(np.eye(len(frames)), SWAP_LINEAR_ANGULAR)
+        return P @ efpa(self.model, self.data, q, frames) @ P
+
+    def checked_forward_dynamics(self, q, v, tau, settings=None):
+        """Refers every public call to Model's Python path (FastPath runs them in one compiled call)."""
+        return None
+
+    def checked_inverse_dynamics(self, q, v, a):
+        return None
+
+    def checked_mass_matrix(self, q):
+        return None
+
+    def known_frame_set(self, links):
+        return None
+
+    def frame_set(self, links):
+        return links
+
+    def checked_inverse_osim(self, q, frames):
+        return None
+
+    def checked_completion(self, q_independent, previous, budget_ms):
+        return None
+
+    def accept_positions(self, q, closure, tolerance, bound=np.inf):
+        """Refers every q to state.positions' NumPy checks (the compiled path accepts most of them)."""
+        return False
+
+    def velocity_violation(self, v):
+        """(max |K v|, its cluster's name, max |v|) of spanning velocities over the couplings and the loop
+        clusters' active rows, at the loop clusters' transforms of the last state.positions(check=True)."""
+        model = self.model
+        violation, _, cluster = model.couplings.worst_velocity_violation(v)
+        for c, (v0, v1) in zip(model.cluster_list, model.v_range):
+            if not c.linear:
+                K, _ = constraint_jacobian(c, self.data.Xup, model.S, np.zeros(c.n))
+                residual = np.max(np.abs(K[c.active_rows] @ v[v0:v1]))
+                if residual > violation:
+                    violation, cluster = residual, c.name
+        return violation, cluster, float(np.max(np.abs(v), initial=0.0))
+
+    def lcaba(self, q, qd, tau, f_ext, settings, multipliers=True):
+        """LcabaResult of the proximal LCABA: qd, tau spanning (nv), f_ext (nb x 6); the multipliers
+        are always named here (multipliers is for the FastPath interface). An overflow is left to the
+        caller's finiteness check (state.check_finite), as the compiled kernel leaves it."""
+        self._external_forces(f_ext)
+        with np.errstate(over='ignore', invalid='ignore'):
+            return lcaba(self.model, self.data, q, qd, tau, settings)
+
+    def spanning(self, q, yd, ydd):
+        """qdd = G ydd + g (nv) at q, yd."""
+        forward_pass(self.model, self.data, q, yd)
+        return self._spanning(ydd)
+
+    def _spanning(self, ydd):
+        return np.concatenate([self.data.G[k] @ ydd[y0:y1] + self.data.g[k]
+                               for k, (y0, y1) in enumerate(self.model.y_range)])
+
+    def _external_forces(self, f_ext):
+        if f_ext is not self.data.f_ext:
+            self.data.f_ext[:] = 0.0 if f_ext is None else f_ext
+            self.data.f_ext_set = f_ext is not None

@@ -1,0 +1,169 @@
+"""A blocking Python client of the dynamics node's services, NumPy in and out.
+
+For controllers written in Python::
+
+    import rclpy
+    from dynamics_node.client import DynamicsClient
+
+    rclpy.init()
+    dynamics = DynamicsClient('/dynamics_node')
+    tau = dynamics.inverse_dynamics(joints, q, v, a).effort
+
+The client has a node and an executor of its own (in the given rclpy context), spun only while it
+waits for an answer, so it works next to any executor of the caller; it sends a request again every
+RESEND_S seconds until an answer or the timeout. A failed request (the node's ``success=false``, no
+answer in time, inputs of the wrong shape) raises ModelError with the reason.
+Joint arrays follow ``joints`` (every spanning joint, or exactly the independent ones, as the
+services accept); a floating base goes in ``base_pose`` [x y z qx qy qz qw], ``base_twist`` and
+``base_acceleration`` [linear; angular].
+"""
+
+from collections import namedtuple
+import itertools
+import time
+
+from cluster_dynamics.msg import LinkWrench
+from cluster_dynamics.srv import (DescribeModel, ForwardDynamics, InverseDynamics,
+                                  InverseOperationalSpaceInertia)
+import numpy as np
+import rclpy
+from rclpy.executors import SingleThreadedExecutor
+from sensor_msgs.msg import JointState
+
+from . import conversions as conv
+from ..errors import ModelError
+
+Accelerations = namedtuple('Accelerations', 'names acceleration base_acceleration method_used')
+Efforts = namedtuple('Efforts', 'names effort base_wrench')
+_instances = itertools.count()
+# An unanswered request is sent again after this many seconds: DDS can lose a response while discovery
+# between a new client and the node completes (ros2/rmw_fastrtps#392); the services compute without side
+# effects, so a repeat is harmless.
+RESEND_S = 1.0
+
+
+class DynamicsClient:
+    """Calls the services of the dynamics node named node (e.g. '/dynamics_node')."""
+
+    def __init__(self, node='/dynamics_node', *, context=None, timeout=5.0):
+        self.timeout = timeout
+        self._service = node.rstrip('/')
+        self._node = rclpy.create_node(f'dynamics_client_{next(_instances)}', context=context)
+        self._executor = SingleThreadedExecutor(context=self._node.context)
+        self._executor.add_node(self._node)
+        self._clients = {}
+
+    def close(self):
+        """Destroy the client's node."""
+        self._executor.shutdown()
+        self._node.destroy_node()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def describe(self):
+        """The DescribeModel response of the served model."""
+        return self._call(DescribeModel, 'describe_model', DescribeModel.Request())
+
+    def forward_dynamics(self, joints, q, v, tau, *, base_pose=None, base_twist=None,
+                         wrenches=None, method=''):
+        """Accelerations(names, acceleration, base_acceleration, method_used) of the spanning
+        joints (names) and the floating base; wrenches: {link: (force[3], torque[3])}."""
+        request = ForwardDynamics.Request(state=_state(joints, q, v, tau), method=method,
+                                          external_wrenches=_wrenches(wrenches))
+        _base(request, base_pose, base_twist)
+        response = self._call(ForwardDynamics, 'forward_dynamics', request)
+        return Accelerations(tuple(response.name), np.array(response.acceleration),
+                             _vector6(response.base_acceleration.linear,
+                                      response.base_acceleration.angular),
+                             response.method_used)
+
+    def inverse_dynamics(self, joints, q, v, a, *, base_pose=None, base_twist=None,
+                         base_acceleration=None, wrenches=None):
+        """Efforts(names, effort, base_wrench) of the independent joints (names) and the base."""
+        request = InverseDynamics.Request(state=_state(joints, q, v),
+                                          acceleration=_floats(a, 'a', len(joints)),
+                                          external_wrenches=_wrenches(wrenches))
+        _base(request, base_pose, base_twist)
+        if base_acceleration is not None:
+            conv.array_to_accel(_floats(base_acceleration, 'base_acceleration', 6),
+                                request.base_acceleration)
+        response = self._call(InverseDynamics, 'inverse_dynamics', request)
+        return Efforts(tuple(response.name), np.array(response.effort),
+                       _vector6(response.base_wrench.force, response.base_wrench.torque))
+
+    def inverse_osim(self, joints, q, links, *, base_pose=None):
+        """Lambda^-1 (6k x 6k) of k links, [linear; angular] blocks in each link's frame."""
+        request = InverseOperationalSpaceInertia.Request(state=_state(joints, q),
+                                                         links=list(links))
+        _base(request, base_pose, None)
+        response = self._call(InverseOperationalSpaceInertia,
+                              'inverse_operational_space_inertia', request)
+        return np.array(response.matrix).reshape(response.rows, response.rows)
+
+    def _call(self, srv_type, name, request):
+        client = self._clients.get(name)
+        if client is None:
+            client = self._clients[name] = self._node.create_client(
+                srv_type, f'{self._service}/{name}')
+        if not client.wait_for_service(timeout_sec=self.timeout):
+            raise ModelError(f'{self._service}/{name} is not available (is the node running, '
+                             'on this ROS_DOMAIN_ID?)')
+        end, sent = time.monotonic() + self.timeout, []
+        while not any(future.done() for future in sent) and time.monotonic() < end:
+            sent.append(client.call_async(request))          # again after RESEND_S without an answer
+            resend = min(time.monotonic() + RESEND_S, end)
+            while not any(future.done() for future in sent) and time.monotonic() < resend:
+                self._executor.spin_once(timeout_sec=0.01)
+        answered = [future for future in sent if future.done()]
+        for future in sent:
+            if not future.done():
+                client.remove_pending_request(future)
+        if not answered:
+            raise ModelError(f'no answer from {self._service}/{name} within {self.timeout} s')
+        response = answered[0].result()
+        if not response.success:
+            raise ModelError(f'{name}: {response.message}')
+        return response
+
+
+def _floats(values, field, size):
+    x = np.asarray(values, dtype=float).reshape(-1)
+    if x.size != size:
+        raise ModelError(f'{field} has {x.size} entries; expected {size}')
+    return x
+
+
+def _state(joints, q, v=(), effort=()):
+    joints = list(joints)
+    n = len(joints)
+    return JointState(
+        name=joints, position=conv.float64_array(_floats(q, 'q', n)),
+        velocity=conv.float64_array(_floats(v, 'v', n) if len(v) else []),
+        effort=conv.float64_array(_floats(effort, 'tau', n) if len(effort) else []))
+
+
+def _base(request, pose, twist):
+    """Fill the floating-base fields (the base at rest at the identity pose by default; a fixed
+    base ignores them)."""
+    conv.array_to_pose(conv.IDENTITY_POSE if pose is None else _floats(pose, 'base_pose', 7),
+                       request.base_pose)
+    if twist is not None:
+        conv.array_to_accel(_floats(twist, 'base_twist', 6), request.base_twist)
+
+
+def _wrenches(wrenches):
+    items = []
+    for link, (force, torque) in (wrenches or {}).items():
+        item = LinkWrench(link=link)
+        conv.array_to_wrench(np.r_[_floats(force, f'force on {link}', 3),
+                                   _floats(torque, f'torque on {link}', 3)], item.wrench)
+        items.append(item)
+    return items
+
+
+def _vector6(first, second):
+    return np.array([first.x, first.y, first.z, second.x, second.y, second.z])

@@ -1,0 +1,435 @@
+"""Conversions between ROS 2 messages and the library's arrays, free of DDS (unit-testable).
+
+Library layouts (see model.py): q and v follow ``model.joint_names``, y (independent velocities,
+accelerations and forces) follows ``model.independent_joint_names``; a floating joint takes 7
+position entries (x y z qx qy qz qw) and 6 velocity-like entries ([linear; angular] in the base
+frame). ROS messages carry the floating joint apart from the JointState: ``base_pose``,
+``base_twist``, ``base_acceleration`` ([linear; angular]) and ``base_wrench`` ([force; torque]).
+
+The functions read and fill message objects by their field names only, so this module imports no
+ROS package. Bad input raises ModelError with the offending field and value.
+"""
+
+from array import array
+from dataclasses import dataclass
+import math
+
+import numpy as np
+
+from ..errors import ModelError, repeated
+from ..validation import all_finite
+
+IDENTITY_POSE = np.array([0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0])   # x y z qx qy qz qw
+MAX_CACHED_NAME_LISTS = 64     # bound on the name-list caches: a bad publisher cannot grow them
+
+
+def float64_array(values):
+    """values as array.array('d'), which float64[] message fields take without per-item checks."""
+    out = array('d')
+    out.frombytes(np.ascontiguousarray(values, dtype=float).tobytes())
+    return out
+
+
+def finite(values, field, labels=None):
+    """values as a float vector; raises ModelError naming the first non-finite entry."""
+    x = np.asarray(values, dtype=float).reshape(-1)
+    if not all_finite(x):
+        bad = np.flatnonzero(~np.isfinite(x))[0]
+        where = labels[bad] if labels is not None else bad
+        raise ModelError(f'{field}[{where}] is {x[bad]}; expected finite numbers')
+    return x
+
+
+def _vector3(vector, field, part):
+    """(x, y, z) of a geometry_msgs Vector3 or Point, the part of field; raises ModelError naming a
+    non-finite entry."""
+    values = (vector.x, vector.y, vector.z)
+    if not all(map(math.isfinite, values)):
+        finite(values, f'{field}.{part}', 'xyz')
+    return values
+
+
+def pose_to_array(pose, field='base_pose'):
+    """geometry_msgs/Pose -> [x y z qx qy qz qw] (the floating joint's 7 positions)."""
+    o = pose.orientation
+    quaternion = (o.x, o.y, o.z, o.w)
+    if not all(map(math.isfinite, quaternion)):
+        finite(quaternion, f'{field}.orientation', 'xyzw')
+    return np.array(_vector3(pose.position, field, 'position') + quaternion, dtype=float)
+
+
+def normalized_pose(pose, field='pose'):
+    """pose_to_array with the quaternion scaled to unit norm (for estimator outputs)."""
+    x = pose_to_array(pose, field)
+    norm = np.linalg.norm(x[3:])
+    if norm == 0.0:
+        raise ModelError(f'{field}.orientation is the zero quaternion; expected a rotation')
+    x[3:] /= norm
+    return x
+
+
+def twist_to_array(twist, field='base_twist'):
+    """geometry_msgs/Twist -> [linear; angular] (6)."""
+    return np.array(_vector3(twist.linear, field, 'linear') + _vector3(twist.angular, field, 'angular'), dtype=float)
+
+
+def accel_to_array(accel, field='base_acceleration'):
+    """geometry_msgs/Accel -> [linear; angular] (6)."""
+    return np.array(_vector3(accel.linear, field, 'linear') + _vector3(accel.angular, field, 'angular'), dtype=float)
+
+
+def _fill_vector3(vector, values):
+    vector.x, vector.y, vector.z = (float(v) for v in values)
+
+
+def array_to_accel(values, accel):
+    """Fill geometry_msgs/Accel (or Twist) from [linear; angular] (6); returns accel."""
+    _fill_vector3(accel.linear, values[:3])
+    _fill_vector3(accel.angular, values[3:6])
+    return accel
+
+
+def array_to_pose(values, pose):
+    """Fill geometry_msgs/Pose from [x y z qx qy qz qw]; returns pose."""
+    _fill_vector3(pose.position, values[:3])
+    o = pose.orientation
+    o.x, o.y, o.z, o.w = (float(v) for v in values[3:7])
+    return pose
+
+
+def array_to_wrench(values, wrench):
+    """Fill geometry_msgs/Wrench from [force; torque] (6); returns wrench."""
+    _fill_vector3(wrench.force, values[:3])
+    _fill_vector3(wrench.torque, values[3:6])
+    return wrench
+
+
+def link_wrenches_to_dict(link_wrenches, field='external_wrenches'):
+    """cluster_dynamics/LinkWrench[] -> {link: (force[3], torque[3])}; a link's wrenches add."""
+    wrenches = {}
+    for i, item in enumerate(link_wrenches):
+        force = np.array(_vector3(item.wrench.force, f'{field}[{i}].wrench', 'force'), dtype=float)
+        torque = np.array(_vector3(item.wrench.torque, f'{field}[{i}].wrench', 'torque'), dtype=float)
+        if item.link in wrenches:
+            previous = wrenches[item.link]
+            force, torque = previous[0] + force, previous[1] + torque
+        wrenches[item.link] = (force, torque)
+    return wrenches
+
+
+def _check_names(names, known, field, hint):
+    """Raise ModelError for a repeated name or one outside known (hint: what is known)."""
+    if len(set(names)) != len(names):
+        raise ModelError(f'{field} lists {repeated(names)} more than once')
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        raise ModelError(f'unknown joint(s) {unknown} in {field}; {hint}')
+
+
+class Selection:
+    """Where the joints of one JointState name list go in the library's vectors.
+
+    Attributes:
+        independent: the names are the independent joints (y layouts), else all spanning joints.
+        positioned: per name, whether its position is read (not a split joint's: it is completed).
+        position_index: per read position, its entry in q (spanning) or in the independent positions.
+        velocity_index: per name, its entry in v (spanning) or in y (independent).
+    """
+
+    def __init__(self, independent, positioned, position_index, velocity_index):
+        self.independent = independent
+        self.positioned = np.asarray(positioned, dtype=bool)
+        self.position_index = np.asarray(position_index, dtype=int)
+        self.velocity_index = np.asarray(velocity_index, dtype=int)
+
+
+class JointLayout:
+    """Maps JointState name lists and base messages of one model to the library's vectors.
+
+    A request's ``state.name`` lists either every spanning joint or exactly the independent ones
+    (any order), never the floating joint, which comes from the base fields.
+    """
+
+    def __init__(self, model):
+        self.model = model
+        body = {name: i + 1 for i, name in enumerate(model.joint_names)}
+        floating = [n for n in model.joint_names if model.joint_type[body[n]] == 'floating']
+        if len(floating) > 1:
+            raise ModelError(f'the model has {len(floating)} floating joints {floating}; the node '
+                             'supports one floating base')
+        self.base_joint = floating[0] if floating else None
+        # spherical and planar joints take several values, a JointState one per joint: the node takes
+        # them only as dependent joints of loops, which it completes, or as split joints with one free
+        # column (a rod's idle spin: its rate is the joint's independent velocity, its position completed)
+        completed = [n for n in model.joint_names if model.joint_type[body[n]] in ('spherical', 'planar')]
+        y_of = {int(v): y for y, v in enumerate(model.independent_v)}
+        y_columns = {n: [y_of[v] for v in range(model.idx_v[body[n]], model.idx_v[body[n]] + model.nv_body[body[n]])
+                         if v in y_of] for n in model.independent_joint_names}     # y entries of each joint
+        free = [n for n in completed if y_columns.get(n) and (n not in model.split_joint_names
+                                                              or len(y_columns[n]) > 1)]
+        if free:
+            raise ModelError(f'{model.joint_type[body[free[0]]]} joint {free[0]!r} has independent coordinates: '
+                             'a JointState carries one value per joint, so the node takes spherical and planar '
+                             'joints only as dependent joints of loops or split with one free direction (it has '
+                             f'{len(y_columns[free[0]])})')
+        self.completed = tuple(completed)
+        self.joint_names = tuple(n for n in model.joint_names if n != self.base_joint and n not in completed)
+        self.independent_names = tuple(n for n in model.independent_joint_names
+                                       if n != self.base_joint)
+        self.q_index = {n: int(model.idx_q[body[n]]) for n in model.joint_names}
+        self.v_index = {n: int(model.idx_v[body[n]]) for n in model.joint_names}
+        self.y_index = {n: columns[0] for n, columns in y_columns.items()}
+        self.qi_index, qi = {}, 0
+        for n in model.independent_joint_names:
+            if n not in model.split_joint_names:
+                self.qi_index[n] = qi
+                qi += model.nq_body[body[n]]
+        self.nqi = model.independent_q.size
+        self._joints_q = np.array([self.q_index[n] for n in self.joint_names], dtype=int)
+        self._joints_v = np.array([self.v_index[n] for n in self.joint_names], dtype=int)
+        self._independent_y = np.array([self.y_index[n] for n in self.independent_names],
+                                       dtype=int)
+        self._selections = {}
+
+    @property
+    def floating(self):
+        """True when the model has a floating base."""
+        return self.base_joint is not None
+
+    def select(self, names):
+        """The Selection of a request's state.name (cached per distinct name list)."""
+        names = tuple(names)
+        selection = self._selections.get(names)
+        if selection is None:
+            selection = self._selection(names)
+            if len(self._selections) >= MAX_CACHED_NAME_LISTS:
+                self._selections.clear()
+            self._selections[names] = selection
+        return selection
+
+    def _selection(self, names):
+        hint = (f'the joints are {list(self.joint_names)}' +
+                (f' (the floating joint {self.base_joint!r} is given by the base fields)'
+                 if self.floating else ''))
+        _check_names(list(names), set(self.joint_names) | set(self.independent_names), 'state.name', hint)
+        if set(names) == set(self.joint_names):
+            return Selection(False, [True] * len(names), [self.q_index[n] for n in names],
+                             [self.v_index[n] for n in names])
+        if set(names) == set(self.independent_names):
+            return Selection(True, [n in self.qi_index for n in names],
+                             [self.qi_index[n] for n in names if n in self.qi_index],
+                             [self.y_index[n] for n in names])
+        given = set(names)
+        missing = [n for n in self.joint_names if n not in given]
+        raise ModelError(f'state.name lists {len(names)} joints but misses {missing}: list all '
+                         f'{len(self.joint_names)} spanning joints or exactly the '
+                         f'{len(self.independent_names)} independent ones '
+                         f'{list(self.independent_names)}')
+
+    def positions(self, selection, values, names, base_pose=None):
+        """Spanning q (nq) from state.position; independent positions are completed.
+
+        Args:
+            selection: the Selection of names.
+            values: state.position, one per name.
+            names: state.name (for messages).
+            base_pose: floating joint positions (7), identity pose if None.
+        """
+        x = _entries(values, 'state.position', names, required=True)
+        out = np.zeros(self.nqi if selection.independent else self.model.nq)
+        self.set_base_pose(out, self.qi_index if selection.independent else self.q_index,
+                           base_pose)
+        if x is not None:
+            out[selection.position_index] = x[selection.positioned]
+        if selection.independent:
+            return self.model.complete_positions(out)
+        if self.completed:          # the spherical and planar joints from the loops; the library then
+            q = self.model.complete_positions(out[self.model.independent_q])     # checks the given ones
+            q[selection.position_index] = x
+            return q
+        return out
+
+    def velocity_like(self, selection, values, field, names, base=None, forces=False):
+        """v (nv) or y (ny) from a velocity, acceleration or effort array of the selection.
+
+        Empty values mean zero for the joints; base (6) fills the floating joint (zero if None).
+        With completed (spherical, planar) joints, spanning velocities and accelerations are taken by
+        their independent entries (the others follow from the loops); spanning efforts stay spanning,
+        zero on the completed joints.
+        """
+        x = _entries(values, field, names, required=False)
+        out = np.zeros(self.model.ny if selection.independent else self.model.nv)
+        index = self.y_index if selection.independent else self.v_index
+        self.set_base_motion(out, index, base)
+        if x is not None:
+            out[selection.velocity_index] = x
+        if self.completed and not selection.independent and not forces:
+            return out[self.model.independent_v]
+        return out
+
+    def set_base_pose(self, out, index, pose=None):
+        """Write the floating joint's 7 positions (identity if None) into out, a q or an
+        independent-position vector with the layout index (q_index or qi_index)."""
+        self._write_base(out, index, IDENTITY_POSE if pose is None else pose)
+
+    def set_base_motion(self, out, index, values=None):
+        """Write the floating joint's 6 velocity-like entries (zero if None) into out, a v or a
+        y vector with the layout index (v_index or y_index)."""
+        self._write_base(out, index, np.zeros(6) if values is None else values)
+
+    def _write_base(self, out, index, values):
+        if self.floating:
+            start = index[self.base_joint]
+            out[start:start + len(values)] = values
+
+    def fill_joint_state(self, msg, q, v):
+        """Fill a JointState's name, position and velocity with every joint (but the floating
+        one) from spanning q and v; returns msg."""
+        msg.name = list(self.joint_names)
+        msg.position = float64_array(q[self._joints_q])
+        msg.velocity = float64_array(v[self._joints_v])
+        return msg
+
+    def split_spanning(self, qdd):
+        """Spanning accelerations (nv) -> (values of joint_names, floating joint's 6)."""
+        return qdd[self._joints_v], self._base_part(qdd, self.v_index)
+
+    def split_independent(self, tau):
+        """Independent forces (ny) -> (values of independent_names, floating joint's 6)."""
+        return tau[self._independent_y], self._base_part(tau, self.y_index)
+
+    def _base_part(self, x, index):
+        if not self.floating:
+            return np.zeros(6)
+        start = index[self.base_joint]
+        return x[start:start + 6]
+
+
+def _entries(values, field, names, required, names_field='state.name'):
+    """A JointState array as floats: one per name, or None when empty and not required."""
+    if len(values) == 0 and not (required and names):
+        return None
+    if len(values) != len(names):
+        raise ModelError(f'{field} has {len(values)} entries; expected {len(names)} (one per '
+                         f'{names_field}){"" if required else " or none"}')
+    return finite(np.frombuffer(values, dtype=float) if isinstance(values, array) else values,
+                  field, names)
+
+
+class StreamInput:
+    """The latest independent state assembled from joint_states messages.
+
+    Each message updates the independent joints it names; names of dependent joints (the
+    constraints complete them) and of joints the model does not have (a gripper, a wheel) are
+    ignored, and so are their values, NaN included, as is a split joint's position. The others
+    keep their last value. The passive coordinates (Model.passive_joint_names: a closure body's
+    spin, a rod's) start at the reference configuration's positions (Model.reference_positions) and
+    at rest, and take the values of messages that name them; every other independent joint but a
+    floating base must have been named once before the state is complete (``missing``). Updates are
+    staged in a second buffer and kept only by ``commit``, so a message whose computation fails
+    leaves the state unchanged. Name lists are mapped once per distinct tuple.
+    """
+
+    def __init__(self, layout):
+        self.layout = layout
+        model = layout.model
+        self.positions = model.reference_positions[model.independent_q]   # 7 for a floating base
+        self.velocities = np.zeros(model.ny)          # independent velocities y
+        layout.set_base_pose(self.positions, layout.qi_index)
+        self.required = frozenset(n for n in layout.independent_names if n not in model.passive_joint_names)
+        self.received = self._staged_received = frozenset()    # independent joints named so far
+        self._staged = (self.positions.copy(), self.velocities.copy())
+        self._maps = {}
+
+    def stage(self, names, positions, velocities, base=None):
+        """Staged (positions, velocities): the current state updated by one message.
+
+        Args:
+            names, positions, velocities: the JointState fields (empty arrays leave values as
+                they are).
+            base: (pose[7], twist[6]) of a floating base, or None to keep it.
+
+        Raises:
+            ModelError: a repeated joint of the model, a length mismatch, a non-finite value of
+                an independent joint.
+        """
+        mapping = self._map(tuple(names))
+        qi, y = self._staged
+        np.copyto(qi, self.positions)
+        np.copyto(y, self.velocities)
+        if not self.required <= self.received:
+            self._staged_received = self.received.union(mapping.used)
+        if len(positions):
+            qi[mapping.position_index] = _used_entries(positions, 'position', names, mapping.position_source,
+                                                       mapping.positioned)
+        if len(velocities):
+            y[mapping.velocity_index] = _used_entries(velocities, 'velocity', names, mapping.velocity_source,
+                                                      mapping.used)
+        if base is not None:
+            self.layout.set_base_pose(qi, self.layout.qi_index, base[0])
+            self.layout.set_base_motion(y, self.layout.y_index, base[1])
+        return qi, y
+
+    def missing(self):
+        """The required joints that no message up to the staged one has named (class docstring), in the
+        model's order."""
+        if self.required <= self._staged_received:
+            return ()
+        return tuple(n for n in self.layout.independent_names if n in self.required - self._staged_received)
+
+    def commit(self):
+        """Keep the last staged state (swaps the buffers, no copy)."""
+        staged = self._staged
+        self._staged = (self.positions, self.velocities)
+        self.positions, self.velocities = staged
+        self.received = self._staged_received
+
+    def _map(self, names):
+        mapping = self._maps.get(names)
+        if mapping is None:
+            mapping = self._mapping(names)
+            if len(self._maps) >= MAX_CACHED_NAME_LISTS:
+                self._maps.clear()
+            self._maps[names] = mapping
+        return mapping
+
+    def _mapping(self, names):
+        """Where a message's entries go: those of the independent joints into y, those of the joints
+        with independent positions (all but the split joints) into the independent positions."""
+        layout = self.layout
+        known = [n for n in names if n in layout.q_index]
+        if len(set(known)) != len(known):
+            raise ModelError(f'name lists {repeated(known)} more than once')
+        used = [(i, n) for i, n in enumerate(names) if n in layout.y_index]
+        positioned = [(i, n) for i, n in enumerate(names) if n in layout.qi_index]      # not the split joints
+        return _Mapping(used=[n for _, n in used], velocity_source=_ints([i for i, _ in used]),
+                        velocity_index=_ints([layout.y_index[n] for _, n in used]),
+                        positioned=[n for _, n in positioned], position_source=_ints([i for i, _ in positioned]),
+                        position_index=_ints([layout.qi_index[n] for _, n in positioned]))
+
+
+@dataclass(frozen=True)
+class _Mapping:
+    """The entries of one JointState name list that a StreamInput uses (names, their indices in the
+    message, their entries in y or in the independent positions)."""
+
+    used: list
+    velocity_source: np.ndarray
+    velocity_index: np.ndarray
+    positioned: list
+    position_source: np.ndarray
+    position_index: np.ndarray
+
+
+def _ints(values):
+    return np.array(values, dtype=int)
+
+
+def _used_entries(values, field, names, source, used):
+    """The entries of a non-empty JointState array at source (checked finite)."""
+    if len(values) != len(names):
+        raise ModelError(f'{field} has {len(values)} entries; expected {len(names)} (one per '
+                         'name) or none')
+    x = (np.frombuffer(values, dtype=float) if isinstance(values, array) else
+         np.asarray(values, dtype=float).reshape(-1))[source]
+    return x if all_finite(x) else finite(x, field, used)
