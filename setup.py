@@ -25,5 +25,5 @@ setup(
     install_requires=['numpy', 'lxml', 'numba', 'pyyaml'],
     entry_points={'console_scripts': [
         'dynamics_node = dynamics_node.ros.node:main',
-        'extended_urdf_to_urdfplus = dynamics_node.description.extended_urdf:main']},
+        'extended_urdf_to_urdfplus = dynamics_node.convert:main']},
 )

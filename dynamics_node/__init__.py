@@ -7,9 +7,9 @@ Library use (no ROS needed)::
     qdd = model.forward_dynamics(q, v, tau)
 """
 
+from .algorithms.lcaba import ProximalSettings
 from .errors import ModelError, SingularConfigurationError
 from .forward_dynamics import ForwardDynamicsInfo
-from .algorithms.lcaba import ProximalSettings
 from .model import ClusterInfo, Data, load_model, Model
 from .robots import bundled_extended_urdf, bundled_model, bundled_models
 

@@ -26,3 +26,7 @@ AMPLIFICATION = 1e8        # Model.amplification_limit: above it a singular pose
 CLOSURES_TEXT = 1_000_000  # characters (bytes of a file) of the YAML text
 CLOSURES_DEPTH = 8         # nesting of collections (the closures' own: a mapping of lists of pairs, 3)
 CLOSURES_ENTRIES = 10_000  # entries of each key's list
+
+# Tolerances of the state checks
+POSITION_TOLERANCE = 1e-6  # m or rad: |phi(q)| accepted as a closed loop
+VELOCITY_TOLERANCE = 1e-6  # relative |v - G yd| accepted as consistent spanning velocities

@@ -4,10 +4,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .multibody.clusters import constraint_jacobian
-from .errors import ModelError, quote, SingularConfigurationError
 from .algorithms.kinematics import update_transforms
 from .algorithms.lcaba import DEFAULT_SETTINGS, ProximalSettings
+from .errors import ModelError, quote, SingularConfigurationError
+from .multibody.clusters import constraint_jacobian
 from .validation import independent_velocities
 
 AUTO = 'auto'                      # the default method; Model checks any other object passed as method

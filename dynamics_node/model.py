@@ -11,24 +11,24 @@ import threading
 
 import numpy as np
 
-from . import bounds
-from .multibody.clusters import (amplification, AMPLIFICATION_LIMIT, build_clusters, constraint_jacobian, mimic_roles,
-                                 mimic_warnings, regular)
 from .algorithms.completion import BUDGET_MS, complete_positions, MAX_BUDGET_MS
-from .multibody.couplings import LinearConstraints
-from .errors import first_repeated, ModelError, quote, SingularConfigurationError
-from .description.extended_urdf import to_urdf_plus
-from .forward_dynamics import aba_info, AUTO, check_method, check_settings, lcaba_info, lcaba_is_cheaper
 from .algorithms.frames import link_pose as pose_of, link_transforms, positions_jacobians
-from .multibody.joints import motion_subspace, neutral_position, NQ, NV
 from .algorithms.kinematics import update_transforms
 from .algorithms.lcaba import DEFAULT_SETTINGS
-from .engines.numpy_engine import ReferencePath
-from .multibody.roles import held_coordinates, passive_joints
-from .multibody.spatial import pose_transform, SWAP_LINEAR_ANGULAR
-from .validation import check_finite, external_forces, independent_velocities, positions, vector, VELOCITY_TOLERANCE
-from .multibody.topology import SpanningTree
+from .description.extended_urdf import to_urdf_plus
 from .description.urdf import read_urdf
+from .engines.numpy_engine import ReferencePath
+from .errors import first_repeated, ModelError, quote, SingularConfigurationError
+from .forward_dynamics import aba_info, AUTO, check_method, check_settings, lcaba_info, lcaba_is_cheaper
+from .multibody.clusters import (amplification, AMPLIFICATION_LIMIT, build_clusters, constraint_jacobian, mimic_roles,
+                                 mimic_warnings, regular)
+from .multibody.couplings import LinearConstraints
+from .multibody.joints import motion_subspace, neutral_position, NQ, NV
+from .multibody.roles import held_coordinates, passive_joints
+from .multibody.topology import SpanningTree
+from .spatial import pose_transform, SWAP_LINEAR_ANGULAR
+from .validation import check_finite, external_forces, independent_velocities, positions, vector
+from . import bounds
 
 
 @dataclass(frozen=True)
@@ -319,7 +319,7 @@ class Model:
                                   ('a', x, bounds.ACCELERATION), ('gravity', self._gravity, bounds.GRAVITY)], tau)
         if x.size == self.nv:
             mismatch = np.max(np.abs(x - data.engine.spanning(q, yd, ydd)), initial=0.0)
-            if mismatch > VELOCITY_TOLERANCE * max(1.0, np.max(np.abs(x))):
+            if mismatch > bounds.VELOCITY_TOLERANCE * max(1.0, np.max(np.abs(x))):
                 raise ModelError(f'a violates the constraints by {mismatch:.3g}: its dependent entries must '
                                  f'equal G ydd + g; pass consistent spanning values or the {self.ny} '
                                  'independent ones')
@@ -540,6 +540,13 @@ def numba_available():
     return True
 
 
+def urdf_plus(urdf, closures):
+    """The URDF+ XML of an Extended URDF pair (description/extended_urdf.py), the URDF's own tree checked first
+    so that its errors come before those of the closures."""
+    SpanningTree(read_urdf(urdf))
+    return to_urdf_plus(urdf, closures)
+
+
 def load_model(source, compiled=None, strict=False, closures=None, reference_positions=None,
                amplification_limit=AMPLIFICATION_LIMIT):
     """Load a URDF+ robot from a file path or an XML string (seed 002).
@@ -560,5 +567,5 @@ def load_model(source, compiled=None, strict=False, closures=None, reference_pos
         ModelError: with the element, name and expectation, for any description the library cannot use.
     """
     if closures is not None:
-        source = to_urdf_plus(source, closures)
+        source = urdf_plus(source, closures)
     return Model(read_urdf(source, strict), compiled, reference_positions, amplification_limit)

@@ -7,14 +7,12 @@ import numbers
 
 import numpy as np
 
-from . import bounds
+from .algorithms.kinematics import update_transforms
 from .errors import ModelError, quote
 from .multibody.joints import QUATERNION_AT
-from .algorithms.kinematics import update_transforms
+from . import bounds
 
 LARGEST_FLOAT = float(np.finfo(float).max)   # |x| <= LARGEST_FLOAT: x is finite
-POSITION_TOLERANCE = 1e-6      # |phi(q)| accepted as a closed loop, m or rad
-VELOCITY_TOLERANCE = 1e-6      # relative |v - G yd| accepted as consistent spanning velocities
 
 
 def vector(value, name, sizes, bound):
@@ -71,7 +69,7 @@ def positions(model, data, q, check=True):
     given_floats = type(q) is np.ndarray and q.dtype == np.float64 and q.size == model.nq
     sizes = {model.nq: 'spanning positions'}
     q = (q.reshape(-1) if given_floats else vector(q, 'q', sizes, bounds.POSITION)).copy()
-    if data.engine.accept_positions(q, check, POSITION_TOLERANCE, bounds.POSITION):   # compiled, bounds too
+    if data.engine.accept_positions(q, check, bounds.POSITION_TOLERANCE, bounds.POSITION):   # compiled, bounds too
         return q
     if given_floats:
         vector(q, 'q', sizes, bounds.POSITION)            # raises the error naming an entry out of bounds
@@ -93,9 +91,9 @@ def positions(model, data, q, check=True):
                     phi = np.max(np.abs(con.residual(data.Xup, lambda b: q[model.idx_q[b]])))
                     if phi > violation:
                         violation, name, cluster = phi, con.name, c.name
-        if violation > POSITION_TOLERANCE:
+        if violation > bounds.POSITION_TOLERANCE:
             raise ModelError(f'q violates constraint {quote(name)} of cluster {quote(cluster)} by {violation:.3g} '
-                             f'(tolerance {POSITION_TOLERANCE}); complete the dependent joints with '
+                             f'(tolerance {bounds.POSITION_TOLERANCE}); complete the dependent joints with '
                              'complete_positions()')
     return q
 
@@ -106,7 +104,7 @@ def independent_velocities(model, data, x, name='v'):
     if x.size == model.ny and model.ny != model.nv:
         return x
     violation, cluster, scale = data.engine.velocity_violation(x)
-    if violation > VELOCITY_TOLERANCE * max(1.0, scale):
+    if violation > bounds.VELOCITY_TOLERANCE * max(1.0, scale):
         raise ModelError(f'{name} violates the constraints of cluster {quote(cluster)} by {violation:.3g}; pass '
                          f'consistent spanning values or the {model.ny} independent ones')
     return x[model.independent_v]

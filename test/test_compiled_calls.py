@@ -11,7 +11,7 @@ from dynamics_node import bundled_model, load_model, model as model_module, Mode
 from dynamics_node.multibody.clusters import constraint_jacobian
 from dynamics_node.algorithms.kinematics import update_transforms
 from dynamics_node.algorithms.lcaba import ProximalSettings
-from dynamics_node.validation import VELOCITY_TOLERANCE
+from dynamics_node.bounds import VELOCITY_TOLERANCE
 from test_lcaba import dead_point, four_bar_positions, ROCKER_DRIVEN
 
 

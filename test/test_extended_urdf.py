@@ -15,7 +15,8 @@ import yaml
 
 from conftest import assert_close, random_state
 from dynamics_node import bundled_extended_urdf, bundled_model, bundled_models, load_model, ModelError
-from dynamics_node.description.extended_urdf import main, to_urdf_plus
+from dynamics_node.convert import main
+from dynamics_node.description.extended_urdf import to_urdf_plus
 from oracle import KKTOracle
 
 URDF, CLOSURES = bundled_extended_urdf('rod_knee_leg')

@@ -3,8 +3,8 @@
 import numpy as np
 
 from ..errors import quote, SingularConfigurationError
+from ..spatial import cross_force
 from .kinematics import add_to_parent, body_inertias, forward_pass
-from ..multibody.spatial import cross_force
 
 # Reciprocal condition number of D_k = S_k^T I^A_k S_k below which the recursion is not trusted.
 D_CONDITION_LIMIT = 1e-12

@@ -31,11 +31,11 @@ import time
 
 import numpy as np
 
-from ..multibody.clusters import constraint_jacobian, explicit_jacobian, SINGULARITY_THRESHOLD
 from ..errors import ModelError, quote
+from ..multibody.clusters import constraint_jacobian, explicit_jacobian, SINGULARITY_THRESHOLD
 from ..multibody.joints import QUATERNION_AT, retract
+from ..spatial import matrix_quaternion, quaternion_matrix, rotation_about, rotation_log
 from .kinematics import update_transforms
-from ..multibody.spatial import matrix_quaternion, quaternion_matrix, rotation_about, rotation_log
 
 TOLERANCE = 1e-12              # max |phi| of a solved cluster, m or rad
 MAX_ITERATIONS = 50            # Newton iterations per continuation step

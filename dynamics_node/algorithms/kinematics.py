@@ -10,10 +10,10 @@ For cluster k with bodies i and output bodies o(i):
 
 import numpy as np
 
-from ..multibody.clusters import constraint_jacobian, SINGULARITY_THRESHOLD
 from ..errors import quote, SingularConfigurationError
+from ..multibody.clusters import constraint_jacobian, SINGULARITY_THRESHOLD
 from ..multibody.joints import joint_transform
-from ..multibody.spatial import cross_motion
+from ..spatial import cross_motion
 
 
 def update_transforms(model, data, q, bodies=None):

@@ -24,10 +24,10 @@ import weakref
 
 import numpy as np
 
-from ..multibody.constraints import chain_transform, CouplingConstraint
 from ..errors import ModelError, quote
+from ..multibody.constraints import chain_transform, CouplingConstraint
+from ..spatial import cross_force, cross_motion, inverse_transform
 from .kinematics import update_transforms
-from ..multibody.spatial import cross_force, cross_motion, inverse_transform
 
 
 MAX_MU = 1e9

@@ -2,8 +2,8 @@
 
 import numpy as np
 
+from ..spatial import cross_force
 from .kinematics import forward_pass
-from ..multibody.spatial import cross_force
 
 
 def rnea(model, data, q, yd, ydd):

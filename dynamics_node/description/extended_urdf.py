@@ -24,15 +24,13 @@ from collections.abc import Mapping
 import copy
 import os
 import re
-import sys
 
 from lxml import etree
 import yaml
 
-from .. import bounds
 from ..errors import cut, first_repeated, ModelError, quote
-from ..multibody.topology import SpanningTree
-from .urdf import read_urdf, robot_element
+from .. import bounds
+from .urdf import robot_element
 
 KEYS = ('closed_loop', 'type', 'name_mot', 'joint_name', 'joint_type')
 CLOSURE_LOOP_TYPES = {'6D': 'fixed', '3D': 'spherical'}
@@ -44,7 +42,6 @@ def to_urdf_plus(urdf, closures):
     """URDF+ XML (str) of a URDF (path or XML) and its closures (YAML path or text, or a mapping)."""
     spec = read_closures(closures)
     original = robot_element(urdf)
-    SpanningTree(read_urdf(original))      # the URDF itself first, with the reader's messages
     root = copy.deepcopy(original)
     joints = {j.get('name'): j for j in root.findall('joint')}
     links = {link.get('name') for link in root.findall('link')}
@@ -246,45 +243,3 @@ def _frame_link(frame, links, frames, index):
         return frames[frame]
     raise ModelError(f'closures: closed_loop entry {index} names unknown frame {quote(frame)}; expected '
                      'a link or joint name')
-
-
-def main(argv=None):
-    """Console script extended_urdf_to_urdfplus: write the URDF+ file of an Extended URDF pair, after
-    checking that it loads."""
-    import argparse
-    from ..model import load_model
-
-    parser = argparse.ArgumentParser(
-        prog='extended_urdf_to_urdfplus',
-        description='Convert an Extended URDF robot (URDF + YAML closures) into one URDF+ file, e.g. '
-                    'for the robot_description of dynamics_node.')
-    parser.add_argument('urdf', help='the URDF file')
-    parser.add_argument('closures', help='the YAML file of closures (closed_loop, type, name_mot, '
-                                         'joint_name, joint_type)')
-    parser.add_argument('-o', '--output', help='the URDF+ file to write (default: standard output)')
-    args = parser.parse_args(argv)
-    try:
-        text = to_urdf_plus(args.urdf, args.closures)
-        load_model(text, compiled=False)
-    except ModelError as error:
-        parser.exit(1, f'{parser.prog}: error: {error}\n')
-    header = (f'<!-- URDF+ converted by extended_urdf_to_urdfplus from {_comment(args.urdf)} and '
-              f'{_comment(args.closures)} -->\n')
-    try:
-        if args.output is None:
-            sys.stdout.write(header + text + '\n')
-            sys.stdout.flush()
-        else:
-            with open(args.output, 'w', encoding='utf-8') as file:
-                file.write(header + text + '\n')
-    except OSError as error:
-        if args.output is None:         # what stays buffered must not fail again at exit
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        parser.exit(1, f'{parser.prog}: error: cannot write {quote(args.output or "standard output")}: '
-                       f'{error.strerror or error}\n')
-
-
-def _comment(path):
-    """A file's base name as XML comment text (no '--', valid UTF-8)."""
-    name = os.path.basename(path).encode('utf-8', 'replace').decode('utf-8')
-    return name.replace('--', '- -')

@@ -12,9 +12,9 @@ import os
 from lxml import etree
 import numpy as np
 
-from .. import bounds
 from ..errors import cut, first_repeated, ModelError, quote
-from ..multibody.spatial import rpy_matrix
+from ..spatial import rpy_matrix
+from .. import bounds
 
 JOINT_TYPES = ('revolute', 'continuous', 'prismatic', 'fixed', 'floating', 'spherical', 'planar', 'universal')
 LOOP_TYPES = ('revolute', 'continuous', 'prismatic', 'fixed', 'spherical', 'planar', 'universal')

@@ -7,13 +7,13 @@ a model loaded with ``compiled=False`` or where numba is not installed.
 import numpy as np
 
 from ..algorithms.aba import aba
-from ..multibody.clusters import constraint_jacobian
 from ..algorithms.crba import crba
 from ..algorithms.efpa import efpa
 from ..algorithms.kinematics import forward_pass
 from ..algorithms.lcaba import lcaba
 from ..algorithms.rnea import rnea
-from ..multibody.spatial import SWAP_LINEAR_ANGULAR
+from ..multibody.clusters import constraint_jacobian
+from ..spatial import SWAP_LINEAR_ANGULAR
 
 
 class ReferencePath:

@@ -6,11 +6,11 @@ import math
 
 from numba import njit
 
+from .cache import key_on_helpers
 from .kinematics import D_ILL_CONDITIONED, D_NOT_POSITIVE, explicit_constraints, kinematics, OK, update_transforms
 from .linalg import backward_solve, cholesky, forward_solve, forward_solve_rows
 from .rnea import bias_acceleration, bias_force, set_base_acceleration
 from .spatial import add_rigid_matrix, congruence_add, dot6, mat6_vec, rigid_congruence, rigid_force, transform_force
-from .cache import key_on_helpers
 
 key_on_helpers(__file__)
 

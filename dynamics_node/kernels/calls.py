@@ -34,15 +34,15 @@ import math
 from numba import njit
 
 from .aba import aba, spanning_accelerations
-from .crba import crba
-from .efpa import efpa
-from .kinematics import explicit_constraints, OK, update_transforms
-from .rnea import rnea
+from .cache import key_on_helpers
 from .checks import (ACCELERATION_BOUND, accept_positions, all_within, constraint_violation, couplings_closed,
                      FORCE_BOUND, loops_closed, POSITION_BOUND, POSITION_TOLERANCE, REFER, VELOCITY_BOUND,
                      VELOCITY_TOLERANCE)
+from .crba import crba
+from .efpa import efpa
+from .kinematics import explicit_constraints, OK, update_transforms
 from .lcaba import lcaba
-from .cache import key_on_helpers
+from .rnea import rnea
 
 
 key_on_helpers(__file__)

@@ -13,10 +13,10 @@ import math
 
 from numba import njit, types
 
-from .kinematics import constraint_rows, LOOP, loop_ends_at_outputs, loop_output_transforms, update_transforms
-from .joints import FLOATING, SPHERICAL
-from .spatial import product, relative, rotated_back, transform_at
 from .cache import key_on_helpers
+from .joints import FLOATING, SPHERICAL
+from .kinematics import constraint_rows, LOOP, loop_ends_at_outputs, loop_output_transforms, update_transforms
+from .spatial import product, relative, rotated_back, transform_at
 
 QUATERNION_TOLERANCE = 1e-5       # |norm - 1| accepted, as state.positions
 REFER = -1                        # status of a compiled public call whose input the checks do not accept

@@ -20,12 +20,12 @@ import math
 from numba import njit
 
 from .borrowed import borrowed
+from .cache import key_on_helpers
+from .checks import accept_positions, coupling_residual, loop_residuals, POSITION_BOUND, REFER
+from .joints import SPHERICAL
 from .kinematics import (AMPLIFIED, body_transforms, constraint_rows, LOOP, loop_constraint, loop_ends_at_outputs, OK,
                          output_transforms)
 from .linalg import dependent_least_squares
-from .joints import SPHERICAL
-from .checks import accept_positions, coupling_residual, loop_residuals, POSITION_BOUND, REFER
-from .cache import key_on_helpers
 
 INDEPENDENT, DEPENDENT, SPLIT = 1, 2, 3                   # c.role of a body's joint (0: the ground)
 # c.completion: completion.py's constants

@@ -3,9 +3,9 @@ rigid-body parameters."""
 
 from numba import njit
 
+from .cache import key_on_helpers
 from .kinematics import kinematics, OK
 from .spatial import add_rigid, dot6, rigid_congruence, rigid_force, transform_force
-from .cache import key_on_helpers
 
 key_on_helpers(__file__)
 

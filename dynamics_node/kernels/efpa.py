@@ -5,10 +5,10 @@ leading rows of their common ancestors."""
 from numba import njit
 
 from .aba import articulated_inertias
+from .cache import key_on_helpers
 from .kinematics import kinematics, OK
 from .linalg import forward_solve_rows
 from .spatial import add_scaled, right_transform
-from .cache import key_on_helpers
 
 key_on_helpers(__file__)
 

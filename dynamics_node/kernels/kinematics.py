@@ -8,11 +8,11 @@ import math
 
 from numba import njit
 
+from .cache import key_on_helpers
 from .joints import joint_column, joint_motion, joint_nv, joint_transform
 from .linalg import dependent_least_squares, qr_solve
 from .spatial import (add_scaled, compose, cross_motion, dot6, IDENTITY, inverse_motion, product, rotated_back,
                       transform_at, transformed_motion, transposed_force, ZERO6)
-from .cache import key_on_helpers
 
 key_on_helpers(__file__)
 

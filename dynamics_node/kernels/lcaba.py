@@ -29,11 +29,11 @@ import math
 
 from numba import njit
 
-from .spatial import (cross_force, cross_motion, dot6, path_transform, relative, rigid_force, rotated_back,
-                      transform_at, transformed_motion, transposed_force)
+from .cache import key_on_helpers
 from .joints import joint_nv
 from .kinematics import set_loop_ends, update_transforms
-from .cache import key_on_helpers
+from .spatial import (cross_force, cross_motion, dot6, path_transform, relative, rigid_force, rotated_back,
+                      transform_at, transformed_motion, transposed_force)
 
 OK, NOT_POSITIVE = 0, 1
 

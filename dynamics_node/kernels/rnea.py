@@ -2,9 +2,9 @@
 
 from numba import njit
 
+from .cache import key_on_helpers
 from .kinematics import kinematics, OK
 from .spatial import cross_force, dot6, rigid_force, transform_force, transform_motion
-from .cache import key_on_helpers
 
 key_on_helpers(__file__)
 

@@ -10,12 +10,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..errors import ModelError, quote
+from ..spatial import pose_transform
 from .assembly import ClusterPose, project, random_start, TOLERANCE as CLOSURE_TOLERANCE
 from .constraints import CouplingConstraint, LoopConstraint
 from .elimination import elimination_plan, EliminationPlan
-from ..errors import ModelError, quote
 from .joints import KIND, motion_subspace, neutral_position, NV, retract
-from .spatial import pose_transform
 
 RANK_TOLERANCE = 1e-9          # relative singular-value threshold of the rank-revealing steps
 RANK_SAMPLES = 4               # closed configurations at which structural ranks are measured

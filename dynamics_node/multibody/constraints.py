@@ -16,8 +16,8 @@ with S, dn/dt = w_P x n + a1 x (w_r x a2) (w_r = w_S - w_P), which adds
 
 import numpy as np
 
+from ..spatial import cross_motion, inverse_transform, rotation_log
 from .joints import plane_frame
-from .spatial import cross_motion, inverse_transform, rotation_log
 
 # Constrained directions of each loop type in the predecessor loop frame (axis frame (e1, e2, axis)):
 # (rotation directions, position directions); a universal loop's rotation row moves with both frames.

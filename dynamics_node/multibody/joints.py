@@ -15,7 +15,7 @@ qw | [linear; angular], child frame.
 
 import numpy as np
 
-from .spatial import matrix_quaternion, plucker, pose_transform, quaternion_matrix, rotation_about, SWAP_LINEAR_ANGULAR
+from ..spatial import matrix_quaternion, plucker, pose_transform, quaternion_matrix, rotation_about, SWAP_LINEAR_ANGULAR
 
 NQ = {'revolute': 1, 'continuous': 1, 'prismatic': 1, 'spherical': 4, 'planar': 3, 'floating': 7}
 NV = {'revolute': 1, 'continuous': 1, 'prismatic': 1, 'spherical': 3, 'planar': 3, 'floating': 6}

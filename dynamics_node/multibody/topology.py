@@ -12,9 +12,9 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from ..errors import ModelError, quote, repeated
-from .spatial import pose_transform, spatial_inertia
 from ..description.urdf import inertia_tolerance, Pose
+from ..errors import ModelError, quote, repeated
+from ..spatial import pose_transform, spatial_inertia
 
 
 @dataclass

@@ -3,8 +3,8 @@ and in extended_urdf/ robots in the Extended URDF format (a URDF plus a YAML fil
 
 from pathlib import Path
 
-from ..errors import ModelError
 from ..description.extended_urdf import to_urdf_plus
+from ..errors import ModelError
 
 DIRECTORY = Path(__file__).resolve().parent
 EXTENDED_URDF = DIRECTORY / 'extended_urdf'

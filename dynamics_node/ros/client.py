@@ -30,8 +30,8 @@ import rclpy
 from rclpy.executors import SingleThreadedExecutor
 from sensor_msgs.msg import JointState
 
-from . import conversions as conv
 from ..errors import ModelError
+from . import conversions as conv
 
 Accelerations = namedtuple('Accelerations', 'names acceleration base_acceleration method_used')
 Efforts = namedtuple('Efforts', 'names effort base_wrench')

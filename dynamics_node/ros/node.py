@@ -64,13 +64,13 @@ try:                                      # Iron and later
 except ImportError:                       # Humble
     from rclpy.qos_event import SubscriptionEventCallbacks, UnsupportedEventTypeError
 
-from .. import bounds
-from . import conversions as conv
 from ..errors import first_repeated, ModelError, quote, SingularConfigurationError
 from ..forward_dynamics import check_method
 from ..model import load_model, Model
 from ..robots import bundled_model, bundled_models
 from ..validation import vector
+from .. import bounds
+from . import conversions as conv
 
 STREAM_MODES = ('bias', 'gravity')
 EFFORT_LIMIT_POLICIES = ('reject', 'clamp')

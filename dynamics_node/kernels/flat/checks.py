@@ -14,18 +14,17 @@ import numpy as np
 from numba import njit
 from numba.experimental import structref
 
-from ... import bounds
-from .. import checks as checks
 from ...algorithms import completion
-from ... import validation as state
 from ...algorithms.completion import idle_spin
+from ...multibody.constraints import CouplingConstraint, POSITION_ROWS, ROTATION_ROWS
+from ... import bounds
 from ..borrowed import borrowed
+from ..cache import key_on_helpers
+from ..checks import ACROSS_AXIS, ALL, ALONG_AXIS, AXES_PERPENDICULAR, LOG, NONE, TURNED_AXIS
 from ..completion import (CHUNK_STEPS_AT, CONTINUATION_STEP_AT, DEPENDENT, HALVINGS_AT, INDEPENDENT, MAX_ITERATIONS_AT,
                           SLOW_RATIO_AT, SLOW_STEPS_AT, SPLIT, TOLERANCE_AT)
-from ..checks import ACROSS_AXIS, ALL, ALONG_AXIS, AXES_PERPENDICULAR, LOG, NONE, TURNED_AXIS
-from ...multibody.constraints import CouplingConstraint, POSITION_ROWS, ROTATION_ROWS
+from .. import checks
 from .model import _plucker_parts, _StructType
-from ..cache import key_on_helpers
 
 key_on_helpers(__file__)                 # call_context takes Borrowed handles, frame_set borrows (borrowed.py)
 
@@ -174,8 +173,8 @@ class CheckPlan:
         fields['limits'] = np.zeros(6)
         for index, value in ((checks.POSITION_BOUND, bounds.POSITION), (checks.VELOCITY_BOUND, bounds.VELOCITY),
                              (checks.ACCELERATION_BOUND, bounds.ACCELERATION), (checks.FORCE_BOUND, bounds.FORCE),
-                             (checks.POSITION_TOLERANCE, state.POSITION_TOLERANCE),
-                             (checks.VELOCITY_TOLERANCE, state.VELOCITY_TOLERANCE)):
+                             (checks.POSITION_TOLERANCE, bounds.POSITION_TOLERANCE),
+                             (checks.VELOCITY_TOLERANCE, bounds.VELOCITY_TOLERANCE)):
             fields['limits'][index] = value
         for value in fields.values():
             value.setflags(write=False)

@@ -16,11 +16,11 @@ import numpy as np
 from numba import njit
 from numba.experimental import structref
 
-from ..borrowed import borrowed
-from ...multibody.constraints import CouplingConstraint
-from .model import _plucker_parts, _StructType
-from ..cache import key_on_helpers
 from ...algorithms.lcaba import elimination_plan
+from ...multibody.constraints import CouplingConstraint
+from ..borrowed import borrowed
+from ..cache import key_on_helpers
+from .model import _plucker_parts, _StructType
 
 key_on_helpers(__file__)                 # the field types come from borrowed.py
 

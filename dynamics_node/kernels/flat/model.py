@@ -19,15 +19,15 @@ from numba.core import types
 from numba.experimental import structref
 
 from ...algorithms.aba import D_CONDITION_LIMIT
-from ..borrowed import borrowed
-from ..kinematics import COUPLED, LOOP, SINGLE
-from ..joints import FLOATING, PLANAR, PRISMATIC, REVOLUTE, SPHERICAL
-from ...multibody.constraints import CouplingConstraint
-from ...errors import ModelError, quote
-from ...multibody.joints import plane_frame
-from ..cache import key_on_helpers
 from ...algorithms.kinematics import SINGULARITY_THRESHOLD
-from ...multibody.spatial import skew
+from ...errors import ModelError, quote
+from ...multibody.constraints import CouplingConstraint
+from ...multibody.joints import plane_frame
+from ...spatial import skew
+from ..borrowed import borrowed
+from ..cache import key_on_helpers
+from ..joints import FLOATING, PLANAR, PRISMATIC, REVOLUTE, SPHERICAL
+from ..kinematics import COUPLED, LOOP, SINGLE
 
 key_on_helpers(__file__)                 # the field types come from borrowed.py
 
