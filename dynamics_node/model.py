@@ -20,10 +20,11 @@ from .description.urdf import read_urdf
 from .engines.numpy_engine import ReferencePath
 from .errors import first_repeated, ModelError, quote, SingularConfigurationError
 from .forward_dynamics import aba_info, AUTO, check_method, check_settings, lcaba_info, lcaba_is_cheaper
+from .joint_types import NQ, NV
 from .multibody.clusters import (amplification, AMPLIFICATION_LIMIT, build_clusters, constraint_jacobian, mimic_roles,
                                  mimic_warnings, regular)
 from .multibody.couplings import LinearConstraints
-from .multibody.joints import motion_subspace, neutral_position, NQ, NV
+from .multibody.joints import motion_subspace, neutral_position
 from .multibody.roles import held_coordinates, passive_joints
 from .multibody.topology import SpanningTree
 from .spatial import pose_transform, SWAP_LINEAR_ANGULAR

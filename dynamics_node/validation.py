@@ -9,7 +9,7 @@ import numpy as np
 
 from .algorithms.kinematics import update_transforms
 from .errors import ModelError, quote
-from .multibody.joints import QUATERNION_AT
+from .joint_types import TYPES
 from . import bounds
 
 LARGEST_FLOAT = float(np.finfo(float).max)   # |x| <= LARGEST_FLOAT: x is finite
@@ -75,8 +75,8 @@ def positions(model, data, q, check=True):
         vector(q, 'q', sizes, bounds.POSITION)            # raises the error naming an entry out of bounds
     for i in range(1, model.nb):
         kind = model.joint_type[i]
-        if kind in QUATERNION_AT:
-            at = model.idx_q[i] + QUATERNION_AT[kind]
+        if TYPES[kind].quaternion_at >= 0:
+            at = model.idx_q[i] + TYPES[kind].quaternion_at
             norm = np.linalg.norm(q[at:at + 4])
             if abs(norm - 1.0) > 1e-5:
                 raise ModelError(f'{kind} joint {quote(model.joint_names[i - 1])}: quaternion (qx qy qz qw) has '

@@ -132,7 +132,7 @@ fi
 # numba's on-disk cache (dynamics_node/kernels/**/__pycache__) is keyed on the kernel modules and the
 # joint-type table; compiling takes 30 s to 2 min, after which a node starts in about a second.
 kernels_hash="$({ echo "$deps_hash"; find dynamics_node/kernels -name '*.py' | sort | xargs sha256sum
-  sha256sum dynamics_node/multibody/joints.py dynamics_node/engines/numba_engine.py; } | digest)"
+  sha256sum dynamics_node/joint_types.py dynamics_node/engines/numba_engine.py; } | digest)"
 if ! up_to_date kernels "$kernels_hash"; then
   log "compiling the dynamics kernels into numba's cache (once, up to ~2 min)"
   "$VENV/bin/python" -c "from dynamics_node import bundled_model, load_model

@@ -20,7 +20,7 @@ from dynamics_node import load_model, ModelError, SingularConfigurationError
 from dynamics_node.kernels import aba, borrowed, cache, calls, checks, completion, lcaba
 from dynamics_node.kernels.flat import checks as flat_checks, lcaba as flat_lcaba, model as flat
 from dynamics_node.engines.numba_engine import FastPath
-from dynamics_node.multibody.joints import QUATERNION_AT
+from dynamics_node.joint_types import TYPES
 from dynamics_node.algorithms.kinematics import explicit_constraint, forward_pass, update_transforms
 from dynamics_node.algorithms.lcaba import ProximalSettings
 from dynamics_node.engines.numpy_engine import ReferencePath
@@ -300,7 +300,7 @@ def test_compiled_state_checks(name, rng):
     model = load_model(REDUNDANT) if name == 'redundant_weld' else model_and_fast_path(name)[0]
     fast = FastPath(model)
     reference = Reference(model)
-    scalar = np.array([model.joint_type[i] not in QUATERNION_AT for i in range(1, model.nb)
+    scalar = np.array([TYPES[model.joint_type[i]].quaternion_at < 0 for i in range(1, model.nb)
                        for _ in range(model.nq_body[i])])             # perturbed: not the quaternions
     for _ in range(STATES):
         if name == 'redundant_weld':
@@ -339,7 +339,7 @@ def test_kernel_caches_are_keyed_on_every_kernel_module():
     (borrowed.py): their numba cache must go stale with any module of kernels/ and with the joint-type table."""
     kernels = os.path.dirname(os.path.abspath(cache.__file__))
     modules = [os.path.join(root, f) for root, _, files in os.walk(kernels) for f in files if f.endswith('.py')]
-    modules.append(os.path.join(os.path.dirname(kernels), 'multibody', 'joints.py'))
+    modules.append(os.path.join(os.path.dirname(kernels), 'joint_types.py'))
     assert set(cache.HELPERS) == set(modules)
     stamps = tuple((os.stat(path).st_mtime, os.stat(path).st_size) for path in sorted(modules))
     for kernel in (aba.aba, lcaba.lcaba, checks.accept_positions, checks.velocity_violation, calls.forward_dynamics,

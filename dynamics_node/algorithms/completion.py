@@ -33,7 +33,8 @@ import numpy as np
 
 from ..errors import ModelError, quote
 from ..multibody.clusters import constraint_jacobian, explicit_jacobian, SINGULARITY_THRESHOLD
-from ..multibody.joints import QUATERNION_AT, retract
+from ..joint_types import TYPES
+from ..multibody.joints import retract
 from ..spatial import matrix_quaternion, quaternion_matrix, rotation_about, rotation_log
 from .kinematics import update_transforms
 
@@ -209,8 +210,8 @@ def idle_spin(model, cluster, body):
 def _displacement(kind, a, b):
     """The change from position a to b in velocity coordinates (a quaternion's as the rotation vector in the
     child frame; a planar joint's as x y theta, which only the step size uses)."""
-    if kind in QUATERNION_AT:
-        at = QUATERNION_AT[kind]
+    at = TYPES[kind].quaternion_at
+    if at >= 0:
         return rotation_log(quaternion_matrix(*a[at:at + 4]).T @ quaternion_matrix(*b[at:at + 4]))
     return b - a
 
@@ -218,8 +219,8 @@ def _displacement(kind, a, b):
 def _interpolate(kind, a, b, t):
     """The position a fraction t of the way from a to b."""
     x = (1.0 - t) * a + t * b
-    if kind in QUATERNION_AT:
-        at = QUATERNION_AT[kind]
+    at = TYPES[kind].quaternion_at
+    if at >= 0:
         side = 1.0 if a[at:at + 4] @ b[at:at + 4] >= 0.0 else -1.0      # the nearer of b and -b
         turned = (1.0 - t) * a[at:at + 4] + t * side * b[at:at + 4]
         x[at:at + 4] = turned / np.linalg.norm(turned)

@@ -13,12 +13,12 @@ from lxml import etree
 import numpy as np
 
 from ..errors import cut, first_repeated, ModelError, quote
+from ..joint_types import TYPES
 from ..spatial import rpy_matrix
 from .. import bounds
 
-JOINT_TYPES = ('revolute', 'continuous', 'prismatic', 'fixed', 'floating', 'spherical', 'planar', 'universal')
-LOOP_TYPES = ('revolute', 'continuous', 'prismatic', 'fixed', 'spherical', 'planar', 'universal')
-AXIS_FREE_JOINTS = ('fixed', 'floating', 'spherical')
+JOINT_TYPES = tuple(TYPES)
+LOOP_TYPES = tuple(name for name, t in TYPES.items() if t.loop_rows is not None)
 # A universal joint's or loop's two axes must be perpendicular to within this |cos|.
 PERPENDICULAR_TOLERANCE = 1e-6
 # Tolerance on principal moments, relative to the largest and absolute: -tol counts as zero (round-off of
@@ -321,7 +321,7 @@ def _read_joint(element):
         if kind == 'universal':
             raise ModelError(f'{where}: a universal joint cannot <mimic>; only 1-DoF joints can')
     # joints without an axis ignore <axis>, as urdfdom does (CAD exports write xyz="0 0 0" on fixed joints)
-    axis = np.array([1.0, 0.0, 0.0]) if kind in AXIS_FREE_JOINTS else _axis(element, where)
+    axis = _axis(element, where) if TYPES[kind].axis else np.array([1.0, 0.0, 0.0])
     effort = float(_numbers(element.find('limit'), 'effort', 1, f'{where} <limit>', bounds.FORCE, default=(0.0,))[0])
     if effort < 0.0:
         raise ModelError(f'{where}: <limit effort> is {effort:g}; expected a non-negative effort')

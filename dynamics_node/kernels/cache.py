@@ -4,7 +4,7 @@ numba keys the cache of a function on the source file that defines it, but inlin
 calls from other modules: a kernel of lcaba.py would keep running the old spatial.py helpers after
 spatial.py changed. ``key_on_helpers(path)`` keys the cache of the module at path on every module of
 this folder (borrowed.py, which lowers their field reads, included) and on the joint-type table
-(multibody/joints.py, whose codes the kernels switch on): numba's cache locators, with their
+(joint_types.py, whose codes the kernels switch on): numba's cache locators, with their
 modification times and sizes added to the stamp (numba 0.68's CacheImpl._locator_classes; a change of
 that interface fails at import).
 """
@@ -16,7 +16,7 @@ from numba.core import caching
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 HELPERS = sorted(glob.glob(os.path.join(_HERE, '**', '*.py'), recursive=True) +
-                 [os.path.join(os.path.dirname(_HERE), 'multibody', 'joints.py')])
+                 [os.path.join(os.path.dirname(_HERE), 'joint_types.py')])
 _MODULES = set()
 
 

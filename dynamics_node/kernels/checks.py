@@ -14,7 +14,6 @@ import math
 from numba import njit, types
 
 from .cache import key_on_helpers
-from .joints import FLOATING, SPHERICAL
 from .kinematics import constraint_rows, LOOP, loop_ends_at_outputs, loop_output_transforms, update_transforms
 from .spatial import product, relative, rotated_back, transform_at
 
@@ -115,11 +114,11 @@ def accept_positions(m, d, c, q, closure, tolerance, bound):
     for value in q:
         if not abs(value) <= bound:
             return False
-    joint, idx_q = m.joint, m.idx_q
+    quaternion_at = m.quaternion_at
     unit = True
-    for i in range(1, len(joint)):
-        if joint[i] == FLOATING or joint[i] == SPHERICAL:
-            i0 = idx_q[i] + (3 if joint[i] == FLOATING else 0)
+    for i in range(1, len(quaternion_at)):
+        i0 = quaternion_at[i]
+        if i0 >= 0:
             norm = math.sqrt(q[i0] ** 2 + q[i0 + 1] ** 2 + q[i0 + 2] ** 2 + q[i0 + 3] ** 2)
             if not abs(norm - 1.0) <= QUATERNION_TOLERANCE:
                 unit = False

@@ -22,7 +22,7 @@ from numba import njit
 from .borrowed import borrowed
 from .cache import key_on_helpers
 from .checks import accept_positions, coupling_residual, loop_residuals, POSITION_BOUND, REFER
-from .joints import SPHERICAL
+from .joints import retract
 from .kinematics import (AMPLIFIED, body_transforms, constraint_rows, LOOP, loop_constraint, loop_ends_at_outputs, OK,
                          output_transforms)
 from .linalg import dependent_least_squares
@@ -105,25 +105,12 @@ def newton(m, d, c, k, q):
 
 @njit(error_model='numpy')
 def retract_dependent(m, c, k, q, start, step, scale):
-    """q = start (+) (-scale step) on the dependent and split joints of cluster k (joints.retract): a spherical
-    joint's quaternion times exp(-scale step / 2), its child-frame rotation; others take q - scale step."""
+    """q = start (+) (-scale step) on the dependent and split joints of cluster k (joints.retract; a split
+    joint's free column steps by zero)."""
     role, idx_q, col, joint = c.role, m.idx_q, m.col, m.joint
     for i in range(m.body_range[k, 0], m.body_range[k, 1]):
-        if role[i] != DEPENDENT and role[i] != SPLIT:          # a split joint's free column steps by zero
-            continue
-        j, column = idx_q[i], col[i]
-        if joint[i] != SPHERICAL:
-            q[j] = start[j] - scale * step[column]
-            continue
-        w0, w1, w2 = -scale * step[column], -scale * step[column + 1], -scale * step[column + 2]
-        angle = math.sqrt(w0 * w0 + w1 * w1 + w2 * w2)
-        s = 0.5 if angle == 0.0 else math.sin(0.5 * angle) / angle
-        x, y, z, w = s * w0, s * w1, s * w2, math.cos(0.5 * angle)
-        qx, qy, qz, qw = start[j], start[j + 1], start[j + 2], start[j + 3]
-        t0, t1 = qw * x + qx * w + qy * z - qz * y, qw * y - qx * z + qy * w + qz * x
-        t2, t3 = qw * z + qx * y - qy * x + qz * w, qw * w - qx * x - qy * y - qz * z
-        norm = math.sqrt(t0 * t0 + t1 * t1 + t2 * t2 + t3 * t3)
-        q[j], q[j + 1], q[j + 2], q[j + 3] = t0 / norm, t1 / norm, t2 / norm, t3 / norm
+        if role[i] == DEPENDENT or role[i] == SPLIT:
+            retract(joint[i], q, start, idx_q[i], step, col[i], -scale)
 
 
 @njit(error_model='numpy')
@@ -153,7 +140,7 @@ def continuation(m, d, c, k, q, start, limit):
         j = idx_q[i]
         if role[i] == INDEPENDENT:
             target[j], origin[j] = q[j], start[j]
-        for e in range(4 if m.joint[i] == SPHERICAL else 1):
+        for e in range(m.joint_nq[i]):
             q[j + e] = start[j + e]
     for a in range(mk):                          # independent displacement per unit of the way (1-DoF joints)
         dy[a] = 0.0

@@ -5,11 +5,10 @@ import math
 
 from numba import njit
 
+from ..joint_types import FLOATING, PLANAR, PRISMATIC, REVOLUTE, SPHERICAL
 from .cache import key_on_helpers
 
 key_on_helpers(__file__)
-
-REVOLUTE, PRISMATIC, FLOATING, SPHERICAL, PLANAR = 0, 1, 2, 3, 4   # joint codes (continuous = revolute)
 
 
 @njit(inline='always', error_model='numpy')
@@ -100,3 +99,21 @@ def joint_transform(code, axes, q, iq, EJ):
         return 0.0, 0.0, 0.0
     quaternion_rotation(q, iq + 3, EJ)
     return q[iq], q[iq + 1], q[iq + 2]
+
+
+@njit(inline='always', error_model='numpy')
+def retract(code, q, start, j, step, column, scale):
+    """q[j:] = start[j:] (+) scale step[column:] (joints.retract): a spherical joint's quaternion times
+    exp(scale step / 2), its child-frame rotation; a 1-DoF joint adds scale step."""
+    if code != SPHERICAL:
+        q[j] = start[j] + scale * step[column]
+        return
+    w0, w1, w2 = scale * step[column], scale * step[column + 1], scale * step[column + 2]
+    angle = math.sqrt(w0 * w0 + w1 * w1 + w2 * w2)
+    s = 0.5 if angle == 0.0 else math.sin(0.5 * angle) / angle
+    x, y, z, w = s * w0, s * w1, s * w2, math.cos(0.5 * angle)
+    qx, qy, qz, qw = start[j], start[j + 1], start[j + 2], start[j + 3]
+    t0, t1 = qw * x + qx * w + qy * z - qz * y, qw * y - qx * z + qy * w + qz * x
+    t2, t3 = qw * z + qx * y - qy * x + qz * w, qw * w - qx * x - qy * y - qz * z
+    norm = math.sqrt(t0 * t0 + t1 * t1 + t2 * t2 + t3 * t3)
+    q[j], q[j + 1], q[j + 2], q[j + 3] = t0 / norm, t1 / norm, t2 / norm, t3 / norm

@@ -11,7 +11,8 @@ random starts and the reference pose from the zero position (clusters.py).
 
 import numpy as np
 
-from .joints import joint_transform, NV, random_position, retract
+from ..joint_types import NV
+from .joints import joint_transform, random_position, retract
 
 TOLERANCE = 1e-11              # max |phi| of a closed configuration, m or rad
 MAX_STEPS = 60                 # Gauss-Newton steps per start
@@ -79,8 +80,6 @@ def project(pose, jacobian, rows):
 
 
 def random_start(cluster, tree, rng, span=np.pi):
-    """Random positions of a cluster's joints: angles uniform in [-span, span], displacements in
-    [-0.3, 0.3] m (and within span), uniform quaternions."""
-    return {b: random_position(tree.bodies[b].joint.type, rng,
-                               min(span, 0.3) if tree.bodies[b].joint.type == 'prismatic' else span)
-            for b in cluster.bodies}
+    """Random positions of a cluster's joints (joints.random_position: angles within span, displacements
+    within 0.3 m, uniform quaternions)."""
+    return {b: random_position(tree.bodies[b].joint.type, rng, span) for b in cluster.bodies}

@@ -11,11 +11,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import ModelError, quote
+from ..joint_types import TYPES
 from ..spatial import pose_transform
 from .assembly import ClusterPose, project, random_start, TOLERANCE as CLOSURE_TOLERANCE
 from .constraints import CouplingConstraint, LoopConstraint
 from .elimination import elimination_plan, EliminationPlan
-from .joints import KIND, motion_subspace, neutral_position, NV, retract
+from .joints import motion_subspace, neutral_position, retract
 
 RANK_TOLERANCE = 1e-9          # relative singular-value threshold of the rank-revealing steps
 RANK_SAMPLES = 4               # closed configurations at which structural ranks are measured
@@ -90,10 +91,10 @@ def build_constraints(spec, tree):
         if not pred_path and not succ_path:
             raise ModelError(f'{where} joins links {quote(loop.predecessor)} and {quote(loop.successor)}, which are '
                              'rigidly connected: it constrains no joint')
-        floating = [tree.bodies[b].joint.name for b in pred_path + succ_path if tree.bodies[b].joint.type == 'floating']
-        if floating:
-            raise ModelError(f'{where} closes through floating joint {quote(floating[0])}; only 1-DoF joints can '
-                             'be part of a loop')
+        barred = [tree.bodies[b].joint for b in pred_path + succ_path if not TYPES[tree.bodies[b].joint.type].in_loops]
+        if barred:
+            raise ModelError(f'{where} closes through {barred[0].type} joint {quote(barred[0].name)}; only 1-DoF '
+                             'joints can be part of a loop')
         pose_A = tree.link_frame[loop.predecessor][1] * loop.predecessor_origin
         pose_B = tree.link_frame[loop.successor][1] * loop.successor_origin
         constraint = LoopConstraint(loop.name, loop.type, loop.axis, nca, pred_path, succ_path,
@@ -181,11 +182,10 @@ def _same_kind(where, tree, coefficients):
     kinds = {}
     for body in coefficients:
         joint = tree.bodies[body].joint
-        kinds.setdefault(KIND[joint.type], []).append(joint.name)
-    for kind in ('floating', 'spherical', 'planar'):
-        if kind in kinds:
-            raise ModelError(f'{where} involves {kind} joint {quote(kinds[kind][0])}; only 1-DoF joints can be '
+        if not TYPES[joint.type].kind:
+            raise ModelError(f'{where} involves {joint.type} joint {quote(joint.name)}; only 1-DoF joints can be '
                              'coupled')
+        kinds.setdefault(TYPES[joint.type].kind, []).append(joint.name)
     if len(kinds) > 1:
         detail = '; '.join(f'{kind}: {quote(names)}' for kind, names in kinds.items())
         raise ModelError(f'{where} couples joints of different kinds ({detail}); a coupling relates '
@@ -271,7 +271,7 @@ def build_clusters(spec, tree, split=True):
         col, n = {}, 0
         for b in bodies:
             col[b] = n
-            n += NV[tree.bodies[b].joint.type]
+            n += TYPES[tree.bodies[b].joint.type].nv
         cluster = Cluster(k, tree.bodies[bodies[0]].link, tuple(bodies), parents.pop(), output,
                           tuple(owned[k]), col, n, np.arange(n), np.arange(0), np.arange(0),
                           all(isinstance(c, CouplingConstraint) for c in owned[k]), moves=np.eye(n, dtype=bool))
@@ -324,8 +324,8 @@ def _split_coordinates(cluster, tree, rng, followers, leaders):
     # a multi-DoF joint (spherical, planar) is dependent as a whole where the rank allows, else in the
     # directions the loops fix (a rod with ball joints at both ends keeps its idle spin independent);
     # column_name[c] names the joint of local column c
-    columns = [list(range(cluster.col[b], cluster.col[b] + NV[j.type])) for b, j in zip(bodies, joints)]
-    column_name = [j.name for j in joints for _ in range(NV[j.type])]
+    columns = [list(range(cluster.col[b], cluster.col[b] + TYPES[j.type].nv)) for b, j in zip(bodies, joints)]
+    column_name = [j.name for j in joints for _ in range(TYPES[j.type].nv)]
     marked = [c for j, cols in zip(joints, columns) if j.independent is False for c in cols]
     free = [(j, cols) for j, cols in zip(reversed(joints), reversed(columns))
             if (j.independent is None or j.name in followers) and j.name not in leaders]
@@ -387,7 +387,7 @@ def _reference(cluster, tree, jacobian, closed, describe):
         if turn:
             for b in cluster.bodies:
                 kind = tree.bodies[b].joint.type
-                start[b] = retract(kind, tree.bodies[b].joint.axis, start[b], turn * rng.uniform(-1, 1, NV[kind]))
+                start[b] = retract(kind, tree.bodies[b].joint.axis, start[b], turn * rng.uniform(-1, 1, TYPES[kind].nv))
         pose = ClusterPose(cluster, tree, start)
         if project(pose, jacobian, cluster.active_rows) <= CLOSURE_TOLERANCE:
             found.append((pose.q, jacobian(pose.Xup)[cluster.active_rows]))

@@ -17,14 +17,13 @@ with S, dn/dt = w_P x n + a1 x (w_r x a2) (w_r = w_S - w_P), which adds
 import numpy as np
 
 from ..spatial import cross_motion, inverse_transform, rotation_log
+from ..joint_types import TYPES
 from .joints import plane_frame
 
-# Constrained directions of each loop type in the predecessor loop frame (axis frame (e1, e2, axis)):
-# (rotation directions, position directions); a universal loop's rotation row moves with both frames.
-ROTATION_ROWS = {'revolute': 'e1 e2', 'continuous': 'e1 e2', 'prismatic': 'all', 'fixed': 'all',
-                 'spherical': '', 'planar': 'e1 e2', 'universal': 'a1 x a2'}
-POSITION_ROWS = {'revolute': 'all', 'continuous': 'all', 'prismatic': 'e1 e2', 'fixed': 'all',
-                 'spherical': 'all', 'planar': 'axis', 'universal': 'all'}
+# A loop type's constrained directions in the predecessor loop frame P (axis frame (e1, e2, axis)) are its
+# loop_rows in the joint-type table: rotation rows 'all', 'e1 e2' (perpendicular to the axis), 'a1 x a2' (one
+# row, which turns with both frames: a universal loop) or none; position rows 'all', 'e1 e2' or 'axis'.
+TURNING = 'a1 x a2'
 
 
 def translation_of(X):
@@ -49,7 +48,7 @@ class LoopConstraint:
     """A <loop> closing a revolute, continuous, prismatic, fixed, spherical, planar or universal joint
     between two links of a cluster.
 
-    Psi (constrained directions in the predecessor loop frame P, ROTATION_ROWS and POSITION_ROWS):
+    Psi (constrained directions in the predecessor loop frame P, the type's loop_rows):
     revolute keeps the 3 position rows and the 2 rotation rows perpendicular to the axis; prismatic the
     2 position rows perpendicular to the axis and the 3 rotation rows; fixed all 6; spherical the 3
     position rows; planar the position row along the axis and the 2 rotation rows perpendicular to it;
@@ -68,8 +67,9 @@ class LoopConstraint:
         self.axis2 = axis2              # universal: a2 in S coordinates
         directions = {'all': np.eye(3), 'e1 e2': self.frame[:, :2], 'axis': self.frame[:, 2:],
                       '': np.zeros((3, 0)), 'a1 x a2': np.zeros((3, 1))}
-        self.rot_dirs = directions[ROTATION_ROWS[kind]]
-        self.pos_dirs = directions[POSITION_ROWS[kind]]
+        self.rotation_rows, position_rows = TYPES[kind].loop_rows
+        self.rot_dirs = directions[self.rotation_rows]
+        self.pos_dirs = directions[position_rows]
         nr, npos = self.rot_dirs.shape[1], self.pos_dirs.shape[1]
         self.Psi = np.zeros((6, nr + npos))       # a universal loop's first column is set by directions()
         self.Psi[:3, :nr] = self.rot_dirs
@@ -83,7 +83,7 @@ class LoopConstraint:
 
     def directions(self, R_rel):
         """Psi (6 x rows) in P at the relative rotation R_rel of S in P."""
-        if self.kind != 'universal':
+        if self.rotation_rows != TURNING:
             return self.Psi
         Psi = self.Psi.copy()
         Psi[:3, 0] = np.cross(self.frame[:, 2], R_rel @ self.axis2)
@@ -93,7 +93,7 @@ class LoopConstraint:
         """The universal row's extra bias -(a1 x (w_r x a2)) . w_r (module docstring), w_r = w_S - w_P in
         P coordinates; zeros for the other loop types, whose Psi is fixed in P."""
         k = np.zeros(self.rows)
-        if self.kind == 'universal':
+        if self.rotation_rows == TURNING:
             a1, a2 = self.frame[:, 2], R_rel @ self.axis2
             k[0] = (a1 @ w_r) * (a2 @ w_r) - (a1 @ a2) * (w_r @ w_r)
         return k
@@ -141,11 +141,11 @@ class LoopConstraint:
         XB = chain_transform(self.succ_path, Xup)
         X_S_P = (self.X_S_succ @ XB) @ inverse_transform(self.X_P_pred @ XA)
         R_rel = X_S_P[:3, :3].T
-        if self.kind in ('revolute', 'continuous', 'planar'):
+        if self.rotation_rows == 'e1 e2':
             e1, e2, axis = self.frame.T
             turned = R_rel @ axis
             rotation = np.array([-e2 @ turned, e1 @ turned])
-        elif self.kind == 'universal':
+        elif self.rotation_rows == TURNING:
             rotation = np.array([-self.frame[:, 2] @ R_rel @ self.axis2])
         else:
             rotation = self.rot_dirs.T @ rotation_log(R_rel)

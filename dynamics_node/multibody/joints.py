@@ -15,13 +15,8 @@ qw | [linear; angular], child frame.
 
 import numpy as np
 
+from ..joint_types import NQ, TYPES
 from ..spatial import matrix_quaternion, plucker, pose_transform, quaternion_matrix, rotation_about, SWAP_LINEAR_ANGULAR
-
-NQ = {'revolute': 1, 'continuous': 1, 'prismatic': 1, 'spherical': 4, 'planar': 3, 'floating': 7}
-NV = {'revolute': 1, 'continuous': 1, 'prismatic': 1, 'spherical': 3, 'planar': 3, 'floating': 6}
-KIND = {'revolute': 'rotational', 'continuous': 'rotational', 'prismatic': 'translational',
-        'spherical': 'spherical', 'planar': 'planar', 'floating': 'floating'}
-QUATERNION_AT = {'spherical': 0, 'floating': 3}    # first position index of a joint's unit quaternion
 
 
 def plane_frame(axis):
@@ -69,19 +64,20 @@ def joint_transform(kind, axis, q):
 def neutral_position(kind):
     """The zero position: zero angles and displacements, identity quaternions."""
     q = np.zeros(NQ[kind])
-    if kind in QUATERNION_AT:
-        q[QUATERNION_AT[kind] + 3] = 1.0
+    if TYPES[kind].quaternion_at >= 0:
+        q[TYPES[kind].quaternion_at + 3] = 1.0
     return q
 
 
 def random_position(kind, rng, span):
-    """A random position: 1-DoF and planar coordinates uniform in [-span, span], uniform quaternions."""
-    if kind in QUATERNION_AT:
-        q = rng.uniform(-span, span, NQ[kind])
+    """A random position: coordinates uniform in [-s, s], s the smaller of span and the type's span (an
+    angle's pi, a displacement's 0.3 m), uniform quaternions."""
+    q = rng.uniform(-1.0, 1.0, NQ[kind]) * min(span, TYPES[kind].span)
+    at = TYPES[kind].quaternion_at
+    if at >= 0:
         quaternion = rng.normal(size=4)
-        q[QUATERNION_AT[kind]:QUATERNION_AT[kind] + 4] = quaternion / np.linalg.norm(quaternion)
-        return q
-    return rng.uniform(-span, span, NQ[kind])
+        q[at:at + 4] = quaternion / np.linalg.norm(quaternion)
+    return q
 
 
 def retract(kind, axis, q, dv):

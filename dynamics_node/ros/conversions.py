@@ -17,6 +17,7 @@ import math
 import numpy as np
 
 from ..errors import ModelError, repeated
+from ..joint_types import TYPES
 from ..validation import all_finite
 
 IDENTITY_POSE = np.array([0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0])   # x y z qx qy qz qw
@@ -158,10 +159,12 @@ class JointLayout:
             raise ModelError(f'the model has {len(floating)} floating joints {floating}; the node '
                              'supports one floating base')
         self.base_joint = floating[0] if floating else None
-        # spherical and planar joints take several values, a JointState one per joint: the node takes
-        # them only as dependent joints of loops, which it completes, or as split joints with one free
-        # column (a rod's idle spin: its rate is the joint's independent velocity, its position completed)
-        completed = [n for n in model.joint_names if model.joint_type[body[n]] in ('spherical', 'planar')]
+        # joints a JointState cannot carry (several values, one per name: spherical, planar; the joint-type
+        # table's carried) are taken only as dependent joints of loops, which the node completes, or as split
+        # joints with one free column (a rod's idle spin: its rate is the joint's independent velocity, its
+        # position completed)
+        completed = [n for n in model.joint_names
+                     if n != self.base_joint and not TYPES[model.joint_type[body[n]]].carried]
         y_of = {int(v): y for y, v in enumerate(model.independent_v)}
         y_columns = {n: [y_of[v] for v in range(model.idx_v[body[n]], model.idx_v[body[n]] + model.nv_body[body[n]])
                          if v in y_of] for n in model.independent_joint_names}     # y entries of each joint

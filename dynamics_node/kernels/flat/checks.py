@@ -15,8 +15,9 @@ from numba import njit
 from numba.experimental import structref
 
 from ...algorithms import completion
+from ...joint_types import TYPES
 from ...algorithms.completion import idle_spin
-from ...multibody.constraints import CouplingConstraint, POSITION_ROWS, ROTATION_ROWS
+from ...multibody.constraints import CouplingConstraint, TURNING
 from ... import bounds
 from ..borrowed import borrowed
 from ..cache import key_on_helpers
@@ -152,9 +153,9 @@ class CheckPlan:
                  if not isinstance(con, CouplingConstraint)]
         nl = len(loops)
         cluster_index = {c.name: i for i, c in enumerate(model.cluster_list)}
-        fields = {'rotation_mode': _ints([ROTATION_MODE[ROTATION_ROWS[con.kind]] for con in loops]),
-                  'position_mode': _ints([POSITION_MODE[POSITION_ROWS[con.kind]] for con in loops]),
-                  'axis2': np.array([con.axis2 if con.kind == 'universal' else np.zeros(3) for con in loops],
+        fields = {'rotation_mode': _ints([ROTATION_MODE[TYPES[con.kind].loop_rows[0]] for con in loops]),
+                  'position_mode': _ints([POSITION_MODE[TYPES[con.kind].loop_rows[1]] for con in loops]),
+                  'axis2': np.array([con.axis2 if con.rotation_rows == TURNING else np.zeros(3) for con in loops],
                                     dtype=float).reshape(nl, 3),
                   'succ_E': np.zeros((nl, 3, 3)), 'succ_r': np.zeros((nl, 3)),
                   'frame': np.array([con.frame for con in loops]).reshape(nl, 3, 3),
@@ -202,9 +203,7 @@ def _completion_fields(model, couplings):
     row_of = {con.name: (c.index, row) for c in model.cluster_list for row, con in c.first_rows()}
     loop_joints = [(model.joint_type[b], model.joint_role[b]) for c in model.cluster_list if not c.linear
                    for b in c.bodies]
-    compiled = all(role in ('dependent', 'split') and kind in ('revolute', 'continuous', 'prismatic', 'spherical')
-                   or role == 'independent' and kind in ('revolute', 'continuous', 'prismatic')
-                   for kind, role in loop_joints)
+    compiled = all(role in TYPES[kind].compiled_completion for kind, role in loop_joints)
     spin = np.full(model.nb, -1, dtype=np.int64)     # the idle free column of a split joint, else -1
     for cluster in model.cluster_list:
         for b in cluster.bodies:

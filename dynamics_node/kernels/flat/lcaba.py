@@ -17,7 +17,7 @@ from numba import njit
 from numba.experimental import structref
 
 from ...algorithms.lcaba import elimination_plan
-from ...multibody.constraints import CouplingConstraint
+from ...multibody.constraints import CouplingConstraint, TURNING
 from ..borrowed import borrowed
 from ..cache import key_on_helpers
 from .model import _plucker_parts, _StructType
@@ -131,6 +131,7 @@ class LcabaPlan:
         for value in fields.values():
             value.setflags(write=False)
         self.__dict__.update(fields)
+        self.fields = fields                   # the owner of the arrays the ref borrows (borrowed.py)
         self.nb, self.nv, self.rows = model.nb, model.nv, int(self.con_rows.sum())
         self.n_slots = int(self.slot.max()) + 1
         self.ref = _new_plan_ref(*(fields[name] for name in PLAN_FIELDS))
@@ -166,6 +167,7 @@ class LcabaData:
         }
         fields = {name: np.zeros(shapes[name]) for name in DATA_FIELDS}
         self.__dict__.update(fields)
+        self.fields = fields                   # the owner of the arrays the ref borrows
         self.ref = _new_data_ref(*(fields[name] for name in DATA_FIELDS))
 
 
@@ -196,9 +198,9 @@ def _constraint_fields(model, constraints, kept_rows):
             PsiT.append(np.zeros((6, 6)))
             PsiT[-1][:len(kept)] = (con.Psi.T @ con.X_P_pred)[kept]
             paths.append((con.pred_path, con.succ_path))
-            turning = con.kind == 'universal' and len(kept) > 0 and kept[0] == 0
+            turning = con.rotation_rows == TURNING and len(kept) > 0 and kept[0] == 0
             universal.append((turning, _plucker_parts(con.X_P_pred)[0], con.X_S_succ[:3, :3],
-                              con.frame[:, 2], con.axis2 if con.kind == 'universal' else np.zeros(3)))
+                              con.frame[:, 2], con.axis2 if con.rotation_rows == TURNING else np.zeros(3)))
         rows.append(len(kept))
         entries.append((e0, len(bodies), t0, len(terms)))
     P = max([1] + [len(path) for pair in paths for path in pair])

@@ -21,23 +21,24 @@ from numba.experimental import structref
 from ...algorithms.aba import D_CONDITION_LIMIT
 from ...algorithms.kinematics import SINGULARITY_THRESHOLD
 from ...errors import ModelError, quote
-from ...multibody.constraints import CouplingConstraint
+from ...joint_types import REVOLUTE, TYPES
+from ...multibody.constraints import CouplingConstraint, TURNING
 from ...multibody.joints import plane_frame
 from ...spatial import skew
 from ..borrowed import borrowed
 from ..cache import key_on_helpers
-from ..joints import FLOATING, PLANAR, PRISMATIC, REVOLUTE, SPHERICAL
 from ..kinematics import COUPLED, LOOP, SINGLE
 
 key_on_helpers(__file__)                 # the field types come from borrowed.py
 
-JOINT_CODE = {'revolute': REVOLUTE, 'continuous': REVOLUTE, 'prismatic': PRISMATIC, 'floating': FLOATING,
-              'spherical': SPHERICAL, 'planar': PLANAR}
 
 MODEL_FIELDS = {   # name: meaning, shape (nb bodies with 0 the ground, nc clusters, nl loops)
     'joint': 'joint code of body i, -1 for the ground (nb)',
     'parent': 'parent body (nb)',
     'cluster': 'cluster of body i, -1 for the ground (nb)',
+    'joint_nq': 'number of positions of the joint of body i, 0 for the ground (nb)',
+    'quaternion_at': 'position index of the unit quaternion of the joint of body i (its first entry), -1 for '
+                     'none (nb)',
     'idx_q': 'first position index of the joint of body i (nb)',
     'col': 'first column of the joint of body i within its cluster velocities (nb)',
     'axes': 'rows e1, e2, axis of the joint axis frame (joints.plane_frame), body coordinates (nb, 3, 3)',
@@ -196,6 +197,7 @@ class FlatModel:
         fields['singularity_threshold'], fields['d_condition_limit'] = SINGULARITY_THRESHOLD, D_CONDITION_LIMIT
         fields['nv'], fields['ny'] = model.nv, model.ny
         self.__dict__.update(fields)
+        self.fields = fields                   # the owner of the arrays the ref borrows (borrowed.py)
         self.nb, self.nc, self.nq = len(self.parent), len(self.kind), model.nq
         self.M, self.N = self.G_const.shape[1:]
         self.ref = _new_model_ref(*(fields[name] for name in MODEL_FIELDS))
@@ -230,12 +232,13 @@ class FlatData:
         if f_ext is not None:
             fields['f_ext'] = f_ext
         self.__dict__.update(fields)
+        self.fields = fields                   # the owner of the arrays the ref borrows
         self.ref = _new_data_ref(*(fields[name] for name in DATA_FIELDS))
 
 
 def _body_fields(model):
     nb = model.nb
-    joint = np.array([-1] + [JOINT_CODE[t] for t in model.joint_type[1:]])
+    joint = np.array([-1] + [TYPES[t].code for t in model.joint_type[1:]])
     col = np.zeros(nb, dtype=np.int64)
     for c in model.cluster_list:
         for b in c.bodies:
@@ -249,6 +252,9 @@ def _body_fields(model):
     return {
         'joint': joint.astype(np.int64), 'parent': _ints(model.parent), 'cluster': _ints(model.cluster_of),
         'idx_q': _ints(model.idx_q), 'col': col, 'axes': axes, 'coordinate_axis': coordinate_axis.astype(np.int64),
+        'joint_nq': _ints(model.nq_body),
+        'quaternion_at': _ints([-1] + [model.idx_q[i] + TYPES[t].quaternion_at if TYPES[t].quaternion_at >= 0 else -1
+                                       for i, t in enumerate(model.joint_type[1:], 1)]),
         'tree_E': np.array([E for E, _ in tree]), 'tree_r': np.array([r for _, r in tree]),
         'inertia': inertia, 'rigid_inertia': _rigid_parameters(inertia),
     }
@@ -354,7 +360,7 @@ def _loop_fields(model):
         fields['loop_active'][index] = (mine[0], mine[-1] + 1) if mine.size else (0, 0)
         fields['loop_Psi'][index, :mine.size] = con.Psi.T[rows]
         fields['loop_E'][index], fields['loop_r'][index] = _plucker_parts(con.X_P_pred)
-        if con.kind == 'universal' and rows.size and rows[0] == 0:
+        if con.rotation_rows == TURNING and rows.size and rows[0] == 0:
             fields['loop_universal'][index] = 1
             fields['loop_axes'][index] = con.X_P_pred[:3, :3].T @ con.frame[:, 2], con.X_S_succ[:3, :3].T @ con.axis2
         for side, path in enumerate((con.pred_path, con.succ_path)):
