@@ -168,21 +168,19 @@ class ServedModel:
         during which the node must still answer signals); returns the thread or None."""
         with Guard('initial description', self.logger) as outcome:
             selected = select(self.settings, self.topic_description)
-        if outcome.failed:
-            self.stats.reject(outcome.reason)
-            self.logger.error(f'cannot load the robot description: {outcome.reason}')
-            return None
-        if selected is None:
-            self.logger.error(
-                'no robot description: set robot_description or robot_description_file, or '
-                f"publish on {self.settings['robot_description_topic']!r}; nothing is served "
-                'until one arrives')
-            return None
-        self.loading = selected[0]
-        thread = threading.Thread(target=self._load_initial, args=(selected, self.generation),
-                                  name='initial description', daemon=True)
-        thread.start()
-        return thread
+            if selected is None:
+                self.logger.error(
+                    'no robot description: set robot_description or robot_description_file, or '
+                    f"publish on {self.settings['robot_description_topic']!r}; nothing is served "
+                    'until one arrives')
+                return None
+            self.loading = selected[0]
+            thread = threading.Thread(target=self._load_initial, args=(selected, self.generation),
+                                      name='initial description', daemon=True)
+            thread.start()
+            return thread
+        self._cannot_load(outcome.reason)
+        return None
 
     def _load_initial(self, selected, generation):
         with Guard('initial description', self.logger) as outcome:
@@ -191,8 +189,11 @@ class ServedModel:
                 self.swap(loaded)
         self.loading = ''
         if outcome.failed:
-            self.stats.reject(outcome.reason)
-            self.logger.error(f'cannot load the robot description: {outcome.reason}')
+            self._cannot_load(outcome.reason)
+
+    def _cannot_load(self, reason):
+        self.stats.reject(reason)
+        self.logger.error(f'cannot load the robot description: {reason}')
 
     def on_description(self, msg):
         """A description on the topic: reload unless the robot_description parameter rules."""

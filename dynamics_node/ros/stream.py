@@ -88,17 +88,17 @@ class StreamStats:
 
 
 class Stream:
-    """The stream's subscriptions and publishers on node, its outputs under the private names of the node
-    named served_name; the efforts of served's model with settings, counted in stats. clock: the node clock
-    that judges stamps; logger: where drops are logged."""
+    """The stream's subscriptions and publishers on node, its outputs under private (the fully qualified
+    name of the serving node); the efforts of served's model with settings, counted in stats. clock: the
+    node clock that judges stamps; logger: where drops are logged."""
 
-    def __init__(self, node, served_name, served, settings, stats, clock, logger):
+    def __init__(self, node, private, served, settings, stats, clock, logger):
         self.served, self.settings, self.stats = served, settings, stats
         self.clock, self.logger = clock, logger
         self.base_state = None           # (pose[7], twist[6]) from odometry
-        self.torques = node.create_publisher(JointState, f'{served_name}/computed_torques', OUTPUT_QOS)
-        self.efforts = node.create_publisher(Float64MultiArray, f'{served_name}/effort_commands', OUTPUT_QOS)
-        self.completed = node.create_publisher(JointState, f'{served_name}/completed_joint_states', OUTPUT_QOS)
+        self.torques = node.create_publisher(JointState, f'{private}/computed_torques', OUTPUT_QOS)
+        self.efforts = node.create_publisher(Float64MultiArray, f'{private}/effort_commands', OUTPUT_QOS)
+        self.completed = node.create_publisher(JointState, f'{private}/completed_joint_states', OUTPUT_QOS)
         try:
             node.create_subscription(
                 JointState, 'joint_states', self.on_joint_state, JOINT_STATES_QOS,
@@ -112,7 +112,8 @@ class Stream:
                                      qos_profile_sensor_data)
 
     def on_message_lost(self, info):
-        self.stats.lost_events += info.total_count_change
+        with Guard('joint_states message-lost event', self.logger, bad_input=()):
+            self.stats.lost_events += info.total_count_change
 
     def on_joint_state(self, msg):
         with Guard('joint_states', self.logger) as outcome:
@@ -123,7 +124,7 @@ class Stream:
             self._drop(outcome.reason, 'joint_states')
 
     def _answer(self, msg):
-        """Count msg, then (unless the stream is off or msg is stale) publish its efforts."""
+        """Unless the stream is off: count msg and, unless it is stale, publish its efforts."""
         settings, stats = self.settings, self.stats
         if not settings['stream.enabled']:
             return
