@@ -83,7 +83,7 @@ def bare_service(namespace, spin):
 
 def bare_relay(namespace, spin):
     """joint_states -> NODE/computed_torques (header copied, 12 efforts), the node's QoS."""
-    from dynamics_node.ros.node import JOINT_STATES_QOS, OUTPUT_QOS
+    from dynamics_node.ros.stream import JOINT_STATES_QOS, OUTPUT_QOS
     rclpy.init()
     node = rclpy.create_node('dynamics_node', namespace=namespace)
     publisher = node.create_publisher(JointState, f'{namespace}/dynamics_node/computed_torques',
@@ -99,12 +99,12 @@ def bare_relay(namespace, spin):
 
 def _spin(node, spin):
     """Spin node with rclpy.spin, or as the dynamics node spins its own (the same executor and loop)."""
-    from dynamics_node.ros.node import _executor, _spin as spin_until_shutdown
+    from dynamics_node.ros.node import executor_of, spin as spin_until_shutdown
     try:
         if spin == 'rclpy.spin':
             rclpy.spin(node)
         else:
-            spin_until_shutdown(_executor(node), node.get_logger())
+            spin_until_shutdown(executor_of(node), node.get_logger())
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
     finally:

@@ -480,7 +480,7 @@ def fuzz_node_inputs(count, seed, outcomes):
     (repeated names, 20,000 copies of one, unknown names) through StreamInput.stage and JointLayout.select:
     accepted, or ModelError."""
     from dynamics_node.ros import conversions as conv
-    from dynamics_node.ros.node import check_parameter, PARAMETERS, setting
+    from dynamics_node.ros.parameters import check_parameter, PARAMETERS, setting
     rng = np.random.default_rng(seed)
     model = load_model(bundled_model('linkage_leg'))
     layout = conv.JointLayout(model)

@@ -1,0 +1,244 @@
+"""The robot description and the model served from it.
+
+The description comes from the ``robot_description`` parameter if it is non-empty, else from the last
+message on the description topic, else from ``robot_description_file`` (a path or a bundled robot);
+``closures_file`` (Extended URDF) applies to the parameter and the file. A new description is loaded
+into a new Loaded record that replaces the served one only if it loads; a changed parameter of a source
+that another one overrides is rejected (precedence). The first description loads on a thread of its
+own, so that the node answers signals while numba compiles.
+"""
+
+from dataclasses import dataclass
+import os
+import threading
+
+import numpy as np
+from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+from sensor_msgs.msg import JointState
+from std_msgs.msg import Float64MultiArray
+
+from ..errors import ModelError, quote
+from ..model import load_model, Model
+from ..robots import bundled_model, bundled_models
+from . import conversions as conv
+from .guard import clip, Guard
+
+DESCRIPTION_QOS = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
+                             durability=DurabilityPolicy.TRANSIENT_LOCAL)
+DESCRIPTION_PARAMETERS = ('robot_description', 'robot_description_file', 'closures_file', 'reference_positions')
+# Parameters that change the description served from each source (first word of its label).
+SERVED_FROM = {'parameter': {'robot_description', 'closures_file', 'reference_positions'},
+               'topic': {'robot_description', 'reference_positions'},
+               'robot_description_file': set(DESCRIPTION_PARAMETERS)}
+COMPILE_NOTICE_AFTER = 1.0   # s of loading after which the node says numba is compiling
+
+
+@dataclass(frozen=True)
+class Loaded:
+    """A served model with what the node derives from it (replaced as a whole on reload)."""
+
+    model: Model
+    layout: conv.JointLayout
+    stream: conv.StreamInput     # stream state, updated by the joint_states callback
+    output_index: np.ndarray     # ~/effort_commands entries in layout.independent_names
+    source: str                  # where the description came from
+    output: JointState           # ~/computed_torques message, its names set once
+    efforts: Float64MultiArray   # ~/effort_commands message, reused
+    limits: np.ndarray           # <limit effort> of layout.independent_names, inf where none
+
+
+def description_file(value):
+    """Path of robot_description_file: the file itself, else the bundled robot of that name."""
+    if os.path.isfile(value):
+        return value
+    if value in bundled_models():
+        return bundled_model(value)
+    raise ModelError(f'robot_description_file {quote(value)} is neither a file nor a bundled '
+                     f'robot; bundled robots are {bundled_models()}')
+
+
+def description_xml(text, label):
+    """text, which must be URDF+ XML (the parameter and the topic never carry a path)."""
+    if not text.lstrip().startswith('<'):
+        raise ModelError(f'{label} is not XML (starts with {quote(text.lstrip())}); it carries '
+                         'the URDF+ document itself, a path goes to robot_description_file')
+    return text
+
+
+def output_order(layout, names):
+    """Indices into layout.independent_names of stream.output_joints (all if empty)."""
+    if not names:
+        return np.arange(len(layout.independent_names))
+    known = {n: i for i, n in enumerate(layout.independent_names)}
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        raise ModelError(f'stream.output_joints names {quote(unknown)}, not independent '
+                         f'joints of {layout.model.name!r}; they are {list(known)}')
+    return np.array([known[n] for n in names], dtype=int)
+
+
+def select(settings, topic_description):
+    """(source label, XML or path, closures path or None) in effect for settings and the last description
+    received on the topic ('' if none), or None if there is none. closures_file applies to the parameter
+    and the file, not to the topic."""
+    if settings['robot_description'].strip():
+        label, source = 'parameter robot_description', description_xml(
+            settings['robot_description'], 'robot_description')
+    elif topic_description:
+        return f"topic {settings['robot_description_topic']}", topic_description, None
+    elif settings['robot_description_file']:
+        value = settings['robot_description_file']
+        label, source = f'robot_description_file {quote(value)}', description_file(value)
+    else:
+        return None
+    closures = settings['closures_file']
+    if not closures:
+        return label, source, None
+    return f'{label} with closures_file {quote(closures)}', source, closures
+
+
+def load(label, source, closures, settings, logger):
+    """Parse a description (with Extended URDF closures, if any) into a Loaded model, its compiled
+    algorithms ready (numba compiles them on a process's first model unless its on-disk cache has them);
+    raises ModelError."""
+    logger.info(f'loading the robot description from {label}')
+    reference = settings['reference_positions']
+    model = load_model(source, closures=closures, amplification_limit=settings['amplification_limit'],
+                       reference_positions=list(reference) or None)
+    model.gravity = settings['gravity']
+    notice = threading.Timer(COMPILE_NOTICE_AFTER, logger.warning, (
+        f'loading takes over {COMPILE_NOTICE_AFTER:g} s: numba is compiling the dynamics '
+        'kernels unless its on-disk cache has them (once after an install or a change of '
+        'the kernels, 30 s to 2 min; `make setup` or the colcon install fills the cache)',))
+    notice.daemon = True
+    notice.start()
+    try:
+        model.warm_up()
+    finally:
+        notice.cancel()
+    layout = conv.JointLayout(model)
+    return Loaded(model, layout, conv.StreamInput(layout),
+                  output_order(layout, settings['stream.output_joints']), label,
+                  JointState(name=list(layout.independent_names)), Float64MultiArray(),
+                  np.array([model.effort_limits.get(n, np.inf) for n in layout.independent_names]))
+
+
+def with_outputs(loaded, names):
+    """loaded with ~/effort_commands in the order of names (stream.output_joints)."""
+    return Loaded(loaded.model, loaded.layout, loaded.stream, output_order(loaded.layout, names),
+                  loaded.source, loaded.output, loaded.efforts, loaded.limits)
+
+
+class ServedModel:
+    """The Loaded model the node serves (swapped as a whole: a callback takes a local reference) and the
+    description sources. Rejected descriptions are counted in stats."""
+
+    def __init__(self, settings, stats, logger):
+        self.settings, self.stats, self.logger = settings, stats, logger
+        self.loaded = None               # Loaded, swapped atomically
+        self.generation = 0              # incremented by every swap (the first load yields)
+        self.loading = ''                # label of the description the first load works on
+        self.topic_description = ''      # last description received on the topic
+
+    def current(self):
+        """The served Loaded model; raises ModelError before the first description."""
+        loaded = self.loaded
+        if loaded is None:
+            if self.loading:
+                raise ModelError(f'no robot model loaded yet: still loading the description from '
+                                 f'{self.loading}')
+            raise ModelError('no robot model loaded yet: set the robot_description or '
+                             'robot_description_file parameter, or publish the description on '
+                             f"{self.settings['robot_description_topic']!r}")
+        return loaded
+
+    def swap(self, loaded):
+        self.loaded = loaded
+        self.generation += 1
+        model = loaded.model
+        self.logger.info(
+            f'serving {model.name!r} from {loaded.source}: {len(model.clusters)} clusters, '
+            f'nq {model.nq}, nv {model.nv}, ny {model.ny}'
+            f'{", floating base" if model.floating_base else ""}')
+        for warning in model.warnings:
+            self.logger.warning(f'{model.name!r}: {clip(warning)}')
+
+    def start_loading(self):
+        """Load the initial description on a thread of its own (numba may compile for minutes,
+        during which the node must still answer signals); returns the thread or None."""
+        with Guard('initial description', self.logger) as outcome:
+            selected = select(self.settings, self.topic_description)
+            if selected is None:
+                self.logger.error(
+                    'no robot description: set robot_description or robot_description_file, or '
+                    f"publish on {self.settings['robot_description_topic']!r}; nothing is served "
+                    'until one arrives')
+                return None
+            self.loading = selected[0]
+            thread = threading.Thread(target=self._load_initial, args=(selected, self.generation),
+                                      name='initial description', daemon=True)
+            thread.start()
+            return thread
+        self._cannot_load(outcome.reason)
+        return None
+
+    def _load_initial(self, selected, generation):
+        with Guard('initial description', self.logger) as outcome:
+            loaded = load(*selected, self.settings, self.logger)
+            if self.generation == generation:     # no description arrived in the meantime
+                self.swap(loaded)
+        self.loading = ''
+        if outcome.failed:
+            self._cannot_load(outcome.reason)
+
+    def _cannot_load(self, reason):
+        self.stats.reject(reason)
+        self.logger.error(f'cannot load the robot description: {reason}')
+
+    def on_description(self, msg):
+        """A description on the topic: reload unless the robot_description parameter rules."""
+        topic = self.settings['robot_description_topic']
+        with Guard('robot_description topic', self.logger) as outcome:
+            xml = description_xml(msg.data, f'the description on topic {topic!r}')
+            if self.settings['robot_description'].strip():
+                self.topic_description = xml
+                self.logger.info('description received on the topic; the robot_description parameter '
+                                 'takes precedence')
+                return
+            loaded = load(f'topic {topic}', xml, None, self.settings, self.logger)
+            self.topic_description = xml
+            self.swap(loaded)
+        if outcome.failed:
+            self.stats.reject(outcome.reason)
+            self.logger.error(f'description on the topic rejected, keeping the served model: {outcome.reason}')
+
+    def apply(self, changes, settings):
+        """Apply checked parameter changes (settings: all of them with the changes) to the served model: a
+        changed description is loaded and served, else stream.output_joints, gravity and
+        amplification_limit change the served one. Returns a note for the log ('' if none); raises
+        ModelError, changing nothing, when the description does not load or another source takes
+        precedence (rejected rather than stored: rclpy passes on the reason of a failure only)."""
+        note = ''
+        changed = set(DESCRIPTION_PARAMETERS) & set(changes)
+        if changed:
+            selected = select(settings, self.topic_description)
+            if selected is not None:
+                label = selected[0]
+                if not changed & SERVED_FROM[label.split()[0]]:
+                    raise ModelError(f'{", ".join(sorted(changed))} not applied: {label} takes '
+                                     'precedence (robot_description, then the topic, then '
+                                     'robot_description_file; closures_file does not apply to the topic)')
+                self.swap(load(*selected, settings, self.logger))
+                return ''
+            note = 'every description source is empty: keeping the served model'
+        current = self.loaded
+        if current is None:
+            return note
+        if 'stream.output_joints' in changes:
+            current = with_outputs(current, settings['stream.output_joints'])
+        if 'gravity' in changes:
+            current.model.gravity = changes['gravity']
+        if 'amplification_limit' in changes:
+            current.model.amplification_limit = changes['amplification_limit']
+        self.loaded = current
+        return note

@@ -1,0 +1,85 @@
+"""The node's status on ``/diagnostics``: the served model and the stream's rates, losses, compute times and
+errors, every ``diagnostics_period`` on the steady clock (so also under use_sim_time without /clock)."""
+
+import time
+
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from rclpy.clock import Clock, ClockType
+
+from .guard import clip, Guard
+
+
+class Diagnostics:
+    """The /diagnostics publisher and timer on node, reporting served, settings and stats. lost_reported:
+    whether the RMW reports the message-lost events of joint_states."""
+
+    def __init__(self, node, served, settings, stats, lost_reported):
+        self.served, self.settings, self.stats, self.lost_reported = served, settings, stats, lost_reported
+        self.name = f'{node.get_fully_qualified_name()}: dynamics'
+        self.clock, self.logger = node.get_clock(), node.get_logger()
+        self.publisher = node.create_publisher(DiagnosticArray, '/diagnostics', 10)
+        self.last_report = (time.monotonic(), 0, 0, 0)   # time, received, published, problems
+        node.create_timer(settings['diagnostics_period'], self.publish, clock=Clock(clock_type=ClockType.STEADY_TIME))
+
+    def publish(self):
+        with Guard('diagnostics', self.logger, bad_input=()):
+            report = DiagnosticArray(status=[self.status()])
+            report.header.stamp = self.clock.now().to_msg()
+            self.publisher.publish(report)
+
+    def status(self):
+        """DiagnosticStatus with the model, stream rates and losses, compute times and errors."""
+        stats = self.stats
+        received, published, dropped, mean, peak = stats.take()
+        now = time.monotonic()
+        then, received_before, published_before, problems_before = self.last_report
+        problems = dropped + stats.stale + stats.gaps + stats.lost_events
+        self.last_report = (now, received, published, problems)
+        elapsed = max(now - then, 1e-9)
+        input_rate = (received - received_before) / elapsed
+        expected_rate = self.settings['stream.expected_rate']
+        age = ('' if stats.last_stamp is None else
+               f'{(self.clock.now().nanoseconds - stats.last_stamp) * 1e-6:.1f}')
+        values = {
+            'expected_input_rate_hz': f'{expected_rate:g}' if expected_rate else 'unknown',
+            'input_rate_hz': f'{input_rate:.1f}',
+            'output_rate_hz': f'{(published - published_before) / elapsed:.1f}',
+            'last_input_age_ms': age,
+            'stale_inputs': str(stats.stale),
+            'lost_before_node': str(stats.lost_events + stats.gaps),
+            'lost_events': str(stats.lost_events) if self.lost_reported else 'not reported',
+            'stamp_gaps': str(stats.gaps) if expected_rate else 'unchecked',
+            'compute_time_mean_ms': f'{mean * 1e3:.3f}',
+            'compute_time_max_ms': f'{peak * 1e3:.3f}',
+            'received': str(received), 'published': str(published), 'dropped': str(dropped),
+            'rejected': str(stats.rejected), 'last_error': stats.last_error,
+            'stream_mode': self.settings['stream.mode'],
+            'waiting_for_joints': clip(', '.join(stats.waiting_for)),
+            'waiting_inputs': str(stats.waiting), 'singular_inputs': str(stats.singular),
+            'over_effort_limit': str(stats.over_limit), 'clamped_efforts': str(stats.clamped),
+        }
+        loaded, loading = self.served.loaded, self.served.loading
+        status = DiagnosticStatus(name=self.name, hardware_id=loaded.model.name if loaded else '')
+        if loaded is None:
+            status.level = DiagnosticStatus.ERROR
+            status.message = (f'loading the robot description from {loading}'
+                              if loading else 'no robot description: nothing is served')
+            values = {'source': 'none', **values}
+        else:
+            model = loaded.model
+            values = {'model': model.name, 'source': loaded.source,
+                      'clusters': str(len(model.clusters)), 'nq': str(model.nq),
+                      'nv': str(model.nv), 'ny': str(model.ny), **values}
+            values.update((f'model_warning_{i}', clip(w)) for i, w in enumerate(model.warnings))
+            issues = []
+            if stats.waiting_for:
+                issues.append(f'waiting for joint_states of {clip(list(stats.waiting_for), 200)}')
+            if problems > problems_before:
+                issues.append(f'{problems - problems_before} inputs dropped, stale or lost')
+            if expected_rate and input_rate < 0.9 * expected_rate:
+                issues.append(f'input rate {input_rate:.1f} Hz below the expected '
+                              f'{expected_rate:g} Hz')
+            status.level = DiagnosticStatus.WARN if issues else DiagnosticStatus.OK
+            status.message = '; '.join(issues) or 'ok'
+        status.values = [KeyValue(key=k, value=v) for k, v in values.items()]
+        return status

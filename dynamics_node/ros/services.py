@@ -1,0 +1,123 @@
+"""The services (private names): ``~/forward_dynamics``, ``~/inverse_dynamics``,
+``~/inverse_operational_space_inertia``, ``~/describe_model``.
+
+Each handler is a plain function of (Loaded model, request, response) that fills the response or raises
+ModelError with the reason; service_callback makes one the callback of its service, answering
+success=true, or success=false with the reason.
+"""
+
+from cluster_dynamics.msg import ClusterInfo
+from cluster_dynamics.srv import DescribeModel, ForwardDynamics, InverseDynamics, InverseOperationalSpaceInertia
+
+from ..forward_dynamics import check_method
+from . import conversions as conv
+from .guard import Guard
+
+
+def _positions(layout, request):
+    """(Selection, spanning q) of a request's state and base_pose."""
+    state = request.state
+    selection = layout.select(state.name)
+    base = conv.pose_to_array(request.base_pose) if layout.floating else None
+    return selection, layout.positions(selection, state.position, state.name, base)
+
+
+def _velocities(layout, selection, request):
+    """v (spanning) or y (independent) of a request's state and base_twist."""
+    base = conv.twist_to_array(request.base_twist) if layout.floating else None
+    return layout.velocity_like(selection, request.state.velocity, 'state.velocity',
+                                request.state.name, base)
+
+
+def forward_dynamics(loaded, request, response, default_method='auto'):
+    """Accelerations of every joint and the base; default_method when the request names none
+    (forward_dynamics.method)."""
+    layout = loaded.layout
+    method = request.method or default_method
+    check_method(method)
+    selection, q = _positions(layout, request)
+    v = _velocities(layout, selection, request)
+    tau = layout.velocity_like(selection, request.state.effort, 'state.effort',
+                               request.state.name, forces=True)
+    info = loaded.model.forward_dynamics(
+        q, v, tau, conv.link_wrenches_to_dict(request.external_wrenches), method=method, info=True)
+    joints, base = layout.split_spanning(info.acceleration)
+    response.name = list(layout.joint_names)
+    response.acceleration = conv.float64_array(joints)
+    conv.array_to_accel(base, response.base_acceleration)
+    response.method_used = info.method_used
+    response.constraint_residual = float(info.constraint_residual)
+    response.iterations = int(info.iterations)
+    if info.fallback_reason:
+        response.message = f'fell back to {info.method_used}: {info.fallback_reason}'
+
+
+def inverse_dynamics(loaded, request, response):
+    """Efforts of the independent joints and the base wrench."""
+    layout = loaded.layout
+    selection, q = _positions(layout, request)
+    v = _velocities(layout, selection, request)
+    a = layout.velocity_like(
+        selection, request.acceleration, 'acceleration', request.state.name,
+        conv.accel_to_array(request.base_acceleration) if layout.floating else None)
+    tau = loaded.model.inverse_dynamics(q, v, a, conv.link_wrenches_to_dict(request.external_wrenches))
+    joints, base = layout.split_independent(tau)
+    response.name = list(layout.independent_names)
+    response.effort = conv.float64_array(joints)
+    conv.array_to_wrench(base, response.base_wrench)
+
+
+def inverse_operational_space_inertia(loaded, request, response):
+    """The inverse operational-space inertia of request.links, row-major."""
+    _, q = _positions(loaded.layout, request)
+    matrix = loaded.model.inverse_osim(q, list(request.links))
+    response.rows = matrix.shape[0]
+    response.matrix = conv.float64_array(matrix.reshape(-1))
+
+
+def describe_model(loaded, request, response):
+    """The served model: its source, names, sizes, clusters and load warnings."""
+    model = loaded.model
+    response.message = 'ok'
+    response.description_source = loaded.source
+    response.warnings = list(model.warnings)
+    response.robot_name = model.name
+    response.joint_names = list(model.joint_names)
+    response.independent_joint_names = list(model.independent_joint_names)
+    response.nq, response.nv, response.ny = model.nq, model.nv, model.ny
+    response.floating_base = model.floating_base
+    response.clusters = [ClusterInfo(
+        name=c.name, links=list(c.links), joints=list(c.joints),
+        independent_joints=list(c.independent_joints), constraints=list(c.constraints))
+        for c in model.clusters]
+
+
+def service_callback(name, handler, served, stats, logger, counted=True):
+    """The callback of service name: handler(served.current(), request, response) answered with
+    success=true; a failure answers success=false with the reason, logged and, if counted, counted as a
+    rejected request in stats."""
+    def callback(request, response):
+        with Guard(name, logger) as outcome:
+            handler(served.current(), request, response)
+            response.success = True
+            return response
+        if counted:
+            stats.reject(f'{name}: {outcome.reason}')
+        logger.warning(f'{name}: {outcome.reason}', throttle_duration_sec=1.0)
+        return type(response)(success=False, message=outcome.reason)
+    return callback
+
+
+def create_services(node, served, settings, stats):
+    """Create the services on node, answered from served's model (forward_dynamics with the default method
+    of settings); describe_model, a question about the node, counts no rejected request."""
+    def forward(loaded, request, response):
+        forward_dynamics(loaded, request, response, settings['forward_dynamics.method'])
+    for srv_type, name, handler, counted in (
+            (ForwardDynamics, 'forward_dynamics', forward, True),
+            (InverseDynamics, 'inverse_dynamics', inverse_dynamics, True),
+            (InverseOperationalSpaceInertia, 'inverse_operational_space_inertia',
+             inverse_operational_space_inertia, True),
+            (DescribeModel, 'describe_model', describe_model, False)):
+        node.create_service(srv_type, f'~/{name}',
+                            service_callback(name, handler, served, stats, node.get_logger(), counted))

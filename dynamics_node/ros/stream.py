@@ -1,0 +1,206 @@
+"""The torque stream: ``joint_states`` (sensor_msgs/JointState, best effort, keep last 1) ->
+``computed_torques`` (JointState of the independent joints), ``effort_commands`` (Float64MultiArray in the
+order of ``stream.output_joints``) and ``completed_joint_states`` (every joint, dependent ones completed
+from the constraints), all with the input's stamp; a floating base from the odometry topic.
+
+A message merges into the last state of every joint (StreamInput); until every independent joint has been
+named the stream waits. Stale, invalid, singular and over-limit inputs are dropped and counted in
+StreamStats, which /diagnostics reports.
+"""
+
+import time
+
+import numpy as np
+from nav_msgs.msg import Odometry
+from rclpy.qos import DurabilityPolicy, HistoryPolicy, qos_profile_sensor_data, QoSProfile, ReliabilityPolicy
+from sensor_msgs.msg import JointState
+from std_msgs.msg import Float64MultiArray
+
+try:                                      # Iron and later
+    from rclpy.event_handler import SubscriptionEventCallbacks, UnsupportedEventTypeError
+except ImportError:                       # Humble
+    from rclpy.qos_event import SubscriptionEventCallbacks, UnsupportedEventTypeError
+
+from ..errors import ModelError, quote, SingularConfigurationError
+from . import conversions as conv
+from .guard import clip, Guard
+
+# Control-grade input: the newest state or nothing. Best effort and volatile match reliable and
+# best-effort publishers; keep last 1, so an input that waited behind a newer one is replaced.
+JOINT_STATES_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1,
+                              reliability=ReliabilityPolicy.BEST_EFFORT,
+                              durability=DurabilityPolicy.VOLATILE)
+OUTPUT_QOS = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE)
+
+
+def stale_reason(age, max_age):
+    """Why an input stamped age seconds ago (negative: in the future) is stale, or '' if it is not."""
+    if max_age <= 0.0 or abs(age) <= max_age:
+        return ''
+    when = f'{age:.3f} s old' if age > 0.0 else f'stamped {-age:.3f} s in the future'
+    return f'stale joint_states: {when} (stream.max_age {max_age:g} s)'
+
+
+class StreamStats:
+    """Counters of the stream, of rejected requests and descriptions, and the last error; the diagnostics
+    timer reads them and resets the compute-time window. Written by the stream thread, read by the main
+    one."""
+
+    def __init__(self):
+        self.received = self.published = self.dropped = self.rejected = 0
+        self.stale = self.lost_events = self.gaps = 0
+        self.waiting = self.singular = self.over_limit = self.clamped = 0     # inputs held back, by cause
+        self.waiting_for = ()             # independent joints no message has named yet
+        self.last_stamp = None            # ns of the last stamped input
+        self.gap_reference = None         # ns of the last stamped input at the current expected rate
+        self.last_error = ''
+        self._count, self._total, self._max = 0, 0.0, 0.0
+
+    def publish(self, seconds):
+        self.published += 1
+        self._count += 1
+        self._total += seconds
+        self._max = max(self._max, seconds)
+
+    def drop(self, reason):
+        self.dropped += 1
+        self.last_error = clip(reason)
+
+    def reject(self, reason):
+        """A service request answered with success=false, or a rejected description."""
+        self.rejected += 1
+        self.last_error = clip(reason)
+
+    def arrive(self, stamp, expected_rate):
+        """Count gaps before an input stamped stamp (ns, 0: unstamped) at expected_rate Hz."""
+        if stamp == 0:
+            return
+        last, self.last_stamp, self.gap_reference = self.gap_reference, stamp, stamp
+        if expected_rate > 0.0 and last is not None and stamp > last:
+            self.gaps += max(0, round((stamp - last) * 1e-9 * expected_rate) - 1)
+
+    def take(self):
+        """(received, published, dropped, compute mean s, compute max s); resets the window."""
+        mean = self._total / self._count if self._count else 0.0
+        snapshot = (self.received, self.published, self.dropped, mean, self._max)
+        self._count, self._total, self._max = 0, 0.0, 0.0
+        return snapshot
+
+
+class Stream:
+    """The stream's subscriptions and publishers on node, its outputs under private (the fully qualified
+    name of the serving node); the efforts of served's model with settings, counted in stats. clock: the
+    node clock that judges stamps; logger: where drops are logged."""
+
+    def __init__(self, node, private, served, settings, stats, clock, logger):
+        self.served, self.settings, self.stats = served, settings, stats
+        self.clock, self.logger = clock, logger
+        self.base_state = None           # (pose[7], twist[6]) from odometry
+        self.torques = node.create_publisher(JointState, f'{private}/computed_torques', OUTPUT_QOS)
+        self.efforts = node.create_publisher(Float64MultiArray, f'{private}/effort_commands', OUTPUT_QOS)
+        self.completed = node.create_publisher(JointState, f'{private}/completed_joint_states', OUTPUT_QOS)
+        try:
+            node.create_subscription(
+                JointState, 'joint_states', self.on_joint_state, JOINT_STATES_QOS,
+                event_callbacks=SubscriptionEventCallbacks(message_lost=self.on_message_lost))
+            self.lost_reported = True
+        except UnsupportedEventTypeError:
+            node.create_subscription(JointState, 'joint_states', self.on_joint_state, JOINT_STATES_QOS)
+            self.lost_reported = False
+        if settings['odometry_topic']:
+            node.create_subscription(Odometry, settings['odometry_topic'], self.on_odometry,
+                                     qos_profile_sensor_data)
+
+    def on_message_lost(self, info):
+        with Guard('joint_states message-lost event', self.logger, bad_input=()):
+            self.stats.lost_events += info.total_count_change
+
+    def on_joint_state(self, msg):
+        with Guard('joint_states', self.logger) as outcome:
+            self._answer(msg)
+        if outcome.failed:
+            if isinstance(outcome.error, SingularConfigurationError):
+                self.stats.singular += 1
+            self._drop(outcome.reason, 'joint_states')
+
+    def _answer(self, msg):
+        """Unless the stream is off: count msg and, unless it is stale, publish its efforts."""
+        settings, stats = self.settings, self.stats
+        if not settings['stream.enabled']:
+            return
+        stats.received += 1
+        start = time.perf_counter()
+        stamp = msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec
+        stats.arrive(stamp, settings['stream.expected_rate'])
+        if stamp:
+            stale = stale_reason((self._now_ns() - stamp) * 1e-9, settings['stream.max_age'])
+            if stale:
+                stats.stale += 1
+                stats.last_error = stale
+                return
+        self._publish(msg, settings)
+        stats.publish(time.perf_counter() - start)
+
+    def _publish(self, msg, settings):
+        """Merge msg into the stream state, compute the efforts, publish them (and the completed
+        state if anyone listens) with msg's stamp; the state is kept only if all succeeded, or when
+        the output waits for joints no message has named yet."""
+        loaded = self.served.current()
+        model, layout, stream = loaded.model, loaded.layout, loaded.stream
+        base = self.base_state if layout.floating else None
+        positions, velocities = stream.stage(msg.name, msg.position, msg.velocity, base)
+        missing = stream.missing()
+        if missing:
+            stream.commit()
+            self.stats.waiting += 1
+            self.stats.waiting_for = missing
+            raise ModelError(f'waiting for joint_states of {quote(list(missing))}: no message has named '
+                             'them yet')
+        self.stats.waiting_for = ()
+        q = model.complete_positions(positions, budget_ms=settings['stream.completion_budget'])
+        tau = model.bias_forces(q, velocities) if settings['stream.mode'] == 'bias' else model.gravity_forces(q)
+        joints = self._limited(loaded, layout.split_independent(tau)[0], settings['stream.effort_limits'])
+        completed = None
+        if self.completed.get_subscription_count() > 0:
+            completed = JointState(header=msg.header)
+            layout.fill_joint_state(completed, q, model.spanning_velocities(q, velocities))
+        stream.commit()
+        torques, efforts = loaded.output, loaded.efforts
+        torques.header, torques.effort = msg.header, conv.float64_array(joints)
+        self.torques.publish(torques)
+        efforts.data = conv.float64_array(joints[loaded.output_index])
+        self.efforts.publish(efforts)
+        if completed is not None:
+            self.completed.publish(completed)
+
+    def _limited(self, loaded, efforts, policy):
+        """efforts within their joints' <limit effort>: beyond one, ModelError (policy 'reject') or the
+        limit (policy 'clamp'), counted either way."""
+        over = np.abs(efforts) > loaded.limits
+        if not over.any():
+            return efforts
+        i = int(np.argmax(np.abs(efforts) - loaded.limits))
+        name = loaded.layout.independent_names[i]
+        if policy == 'clamp':
+            self.stats.clamped += 1
+            return np.clip(efforts, -loaded.limits, loaded.limits)
+        self.stats.over_limit += 1
+        raise ModelError(f'effort {efforts[i]:.6g} of joint {quote(name)} exceeds its <limit effort> '
+                         f'{loaded.limits[i]:g} (stream.effort_limits: reject)')
+
+    def _now_ns(self):
+        """The node clock's time, ns: the system time unless sim time is active (a quarter of the cost of
+        Clock.now())."""
+        return self.clock.now().nanoseconds if self.clock.ros_time_is_active else time.time_ns()
+
+    def _drop(self, reason, topic):
+        self.stats.drop(reason)
+        self.logger.warning(f'{topic} message dropped: {reason}', throttle_duration_sec=5.0)
+
+    def on_odometry(self, msg):
+        """Keep the floating-base pose and twist of the latest valid odometry message."""
+        with Guard('odometry', self.logger) as outcome:
+            self.base_state = (conv.normalized_pose(msg.pose.pose, 'odometry pose'),
+                               conv.twist_to_array(msg.twist.twist, 'odometry twist'))
+        if outcome.failed:
+            self._drop(outcome.reason, 'odometry')
