@@ -20,7 +20,7 @@ sys.path.insert(0, os.path.join(HERE, '..', 'test'))
 from dynamics_node import bundled_model, load_model  # noqa: E402
 from dynamics_node.forward_dynamics import LCABA_CROSSOVER  # noqa: E402
 from lcaba_vs_pinocchio import welded_cycle  # noqa: E402
-from mechanisms import parallel_chains  # noqa: E402  (test helper: seed 003-style parallel chains)
+from mechanisms import parallel_chains  # noqa: E402  (test helper: Chignoli et al. 2023-style parallel chains)
 from timing import interleaved_medians, print_table  # noqa: E402
 
 

@@ -38,7 +38,7 @@ CONTACT = {'fixed': pin.ContactType.CONTACT_6D, 'revolute': pin.ContactType.CONT
 
 
 def welded_cycle(n, planar=False, seed=0):
-    """A single loop of n revolute links (seed 004 Fig. 6): two branches of n/2 links hang from the
+    """A single loop of n revolute links (Sathya & Carpentier 2025 Fig. 6): two branches of n/2 links hang from the
     ground and their tips are welded by a `fixed` loop, closed at a random q. Spatial: random axes (6
     independent rows). Planar: every axis along z, so the 6 weld rows (tilted loop frame) have rank 3,
     redundant like Digit's welded leg loops. Returns (URDF+ text, q)."""
@@ -186,7 +186,7 @@ def compare(label, xml, q, rng):
     except Exception:             # a singular cluster: the cluster ABA does not apply
         pass
     t = interleaved_medians(calls, 100, 20)
-    rows = fast.plan.rows                     # the rows our LCABA keeps (flat_lcaba._kept_rows)
+    rows = fast.plan.rows                     # the rows our LCABA keeps (flat.lcaba._kept_rows)
     cell = lambda key: f'{t[key]:.2f}' if key in t else '-'  # noqa: E731
     ratio = lambda key, peer: f'{t[key] / t[peer]:.2f}' if key in t else '-'  # noqa: E731
     return (label, model.nv, f'{rows}/{pinocchio.rows}', f'{max(agree_lcaba, agree_cd):.0e}',

@@ -1,15 +1,18 @@
-"""`make bench`: our dynamics next to Pinocchio's, in one process, with ratios.
+"""`make bench`: our dynamics next to Pinocchio's, in one process, with ratios; writes docs/performance.md.
 
+0. Small robots (a 2-dof pendulum, a 6-dof arm and the published 6-dof arms of example-robot-data): the
+   public forward and inverse dynamics against pinocchio.aba and rnea, where the fixed cost of a call
+   decides the race.
 1. Tree-heavy robots (every bundled robot and bench/robots.py's 62-dof geared humanoid): median time per
    call (microseconds, from Python) of our public methods (inputs checked) and of their compiled kernels
-   (FastPath) next to Pinocchio on the same spanning tree (loops and couplings ignored, test/oracle.py):
+   next to Pinocchio on the same spanning tree (loops and couplings ignored, test/oracle.py):
    FD / aba, ID / rnea, H_y / crba, Lambda^-1 / computeMinverse (the robot's contact links); then (1b)
    the public methods at the positions complete_positions returned last, which skip the position checks;
    (1c) where the loop robots' H_y time goes (bench/warm_loops.py).
 2. Loop mechanisms (bench/lcaba_vs_pinocchio.py): our compiled LCABA and cluster ABA, and the public
    forward_dynamics, next to pinocchio.lcaba and constraintDynamics with the loops as 3D/6D constraints.
-3. FD time against depth and loop size on seed 003-style parallel chains (test/mechanisms.py), for ours
-   and the peers; a table and a PNG plot (bench/fd_scaling.png).
+3. FD time against depth and loop size on the nested parallel chains of Chignoli et al. 2023
+   (test/mechanisms.py), for ours and the peers; a table and a plot (bench/fd_scaling.png, not kept in git).
 Then the first-run compile time and the cached warm-up, each from a fresh process sharing a temporary
 numba cache, and the node's end-to-end latency (bench/node_latency.py).
 Calls are timed in interleaved rounds of batches (bench/timing.py).
@@ -27,7 +30,7 @@ import numpy as np
 import pinocchio as pin
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.join(HERE, '..')
+ROOT = os.path.dirname(HERE)
 sys.path.insert(0, ROOT)
 sys.path.insert(0, os.path.join(ROOT, 'test'))
 
@@ -36,13 +39,13 @@ from dynamics_node.algorithms.lcaba import ProximalSettings  # noqa: E402
 from conftest import random_state  # noqa: E402  (test helper: consistent random state)
 from lcaba_vs_pinocchio import (HEADER as LOOP_HEADER, lcaba_kernel, loop_table, NOTE as LOOP_NOTE,  # noqa: E402
                                 PinocchioCase)
-from mechanisms import parallel_chains  # noqa: E402  (test helper: seed 003-style parallel chains)
+from mechanisms import parallel_chains  # noqa: E402  (test helper: Chignoli et al. 2023-style parallel chains)
 from oracle import KKTOracle  # noqa: E402  (test-only Pinocchio model of the spanning tree)
-from robots import jvrc_like  # noqa: E402
-from timing import interleaved_medians, print_table  # noqa: E402
+from robots import arm6, jvrc_like, pendulum, published_arms  # noqa: E402
+from timing import interleaved_medians, Report  # noqa: E402
 from warm_loops import compile_loops, warm_times  # noqa: E402
 
-FIRST = ['quadruped_rotors', 'humanoid_belts']          # the issue's two reference robots lead the table
+FIRST = ['quadruped_rotors', 'humanoid_belts']          # the two geared robots lead the table
 ROUNDS, BATCH = 100, 20                                  # 2000 calls per function
 COLD_START = """
 import json, time
@@ -78,7 +81,7 @@ def measure(label, xml, rng):
              'FD closed': lambda: model.forward_dynamics(closed, yd, tau_y),
              'ID closed': lambda: model.inverse_dynamics(closed, yd, ydd),
              'H closed': lambda: model.mass_matrix(closed), 'Linv closed': lambda: model.inverse_osim(closed, links),
-             'H fused': lambda: fast._checked_mass_matrix(fast._x, q)}
+             'H fused': lambda: fast._fused_mass_matrix(fast._x, q)}
 
     oracle = KKTOracle(xml)
     oracle.set_layout(model.joint_names)
@@ -95,7 +98,44 @@ def measure(label, xml, rng):
     return label, model, t
 
 
-def robot_table(rng):
+SMALL_ROUNDS, SMALL_BATCH, SMALL_REPEATS = 100, 50, 3
+
+
+def small_robot_table(report, rng):
+    """Public FD and ID next to pinocchio.aba and rnea on 2- and 6-dof robots: the median over
+    SMALL_REPEATS interleaved measurements of each ratio."""
+    cases = [('pendulum (generated)', pendulum()), ('arm6 (generated, UR5 lengths and masses)', arm6())]
+    cases += [(f'{name} (example-robot-data)', path) for name, path in published_arms().items()]
+    rows = []
+    for label, source in cases:
+        model = load_model(source)
+        model.warm_up()
+        peer = pin.buildModelFromXML(source) if source.lstrip().startswith('<') else pin.buildModelFromUrdf(source)
+        peer_data = peer.createData()
+        assert peer.nv == model.nv == model.ny, label
+        q, _, _ = random_state(model, rng)
+        v, tau, a = rng.normal(size=model.nv), rng.normal(size=model.nv), rng.normal(size=model.nv)
+        qp = q.copy()                     # same joint order: timing only, values differ per library
+        samples = []
+        for _ in range(SMALL_REPEATS):
+            t = interleaved_medians({'FD': lambda: model.forward_dynamics(q, v, tau),
+                                     'aba': lambda: pin.aba(peer, peer_data, qp, v, tau),
+                                     'ID': lambda: model.inverse_dynamics(q, v, a),
+                                     'rnea': lambda: pin.rnea(peer, peer_data, qp, v, a)}, SMALL_ROUNDS, SMALL_BATCH)
+            samples.append((t['FD'], t['aba'], t['FD'] / t['aba'], t['ID'], t['rnea'], t['ID'] / t['rnea']))
+        fd, aba, fd_ratio, id_, rnea, id_ratio = np.median(np.array(samples), axis=0)
+        rows.append([label, model.nv, f'{fd:.2f}', f'{aba:.2f}', f'{fd_ratio:.2f}', f'{id_:.2f}', f'{rnea:.2f}',
+                     f'{id_ratio:.2f}'])
+    report.heading('0. Small robots: public calls against Pinocchio')
+    report.text('Median microseconds per call from Python; ratio = ours / Pinocchio (median of '
+                f'{SMALL_REPEATS} interleaved measurements). On robots this small the fixed cost of a call '
+                '(argument checks, the crossing into compiled code, the result copy) is most of the time.'
+                + ('' if published_arms() else ' The published arms need example-robot-data (scripts/setup.sh '
+                   'installs it).'))
+    report.table(('robot', 'nv', 'FD us', 'pin.aba us', 'FD ratio', 'ID us', 'pin.rnea us', 'ID ratio'), rows)
+
+
+def robot_table(report, rng):
     compile_loops(load_model(bundled_model('four_bar'))._local.data.engine)      # before the first warm_up
     names = FIRST + [name for name in bundled_models() if name not in FIRST]
     cases = [(name, bundled_model(name)) for name in names]             # a path or URDF+ text
@@ -110,30 +150,32 @@ def robot_table(rng):
         for ours, theirs in pairs:
             row += [f'{t[ours]:.1f}', f'{t[ours + " kernel"]:.1f}', f'{t[theirs]:.1f}', f'{t[ours] / t[theirs]:.2f}']
         rows.append(row)
-    print('1. Tree-heavy robots: our public methods (kernel = the compiled algorithm alone) vs Pinocchio on the '
-          'same spanning tree;\n   median us per call, ratio = public / Pinocchio\n')
-    print_table(header, rows)
-    print('\nFD = cluster ABA (spanning qdd), ID = cluster RNEA, H = H_y (ny x ny), Linv = Lambda^-1 of the contact '
-          'links (6k x 6k);\nPinocchio works on all nv spanning coordinates, loops and couplings ignored.\n')
-    print('1b. The same public methods at the positions complete_positions returned last (their position checks '
-          'skipped);\n   median us per call (ratio to the same Pinocchio call as in table 1)\n')
-    print_table(('robot',) + tuple(f'{ours} us' for ours, _ in pairs), [
+    report.heading('1. Tree-heavy robots: public methods and kernels against Pinocchio')
+    report.text('Median microseconds per call; kernel = the compiled algorithm alone; ratio = public / Pinocchio '
+                'on the same spanning tree. FD = cluster ABA (spanning qdd), ID = cluster RNEA, H = H_y '
+                '(ny x ny), Linv = Lambda^-1 of the contact links (6k x 6k). Pinocchio works on all nv spanning '
+                'coordinates, loops and couplings ignored.')
+    report.table(header, rows)
+    report.heading('1b. At completed positions')
+    report.text('The same public methods at the positions complete_positions returned last, which skip the '
+                'position checks; median microseconds per call (ratio to the same Pinocchio call as in table 1).')
+    report.table(('robot',) + tuple(f'{ours} us' for ours, _ in pairs), [
         [label] + [f'{t[ours + " closed"]:.1f} ({t[ours + " closed"] / t[theirs]:.2f})' for ours, theirs in pairs]
         for label, _, t in results])
-    print('\n1c. Where the loop robots\' H_y goes (us): the public call, its fused compiled call from Python, the '
-          'same call\n   repeated inside one compiled call (warm: code, caches and branch predictors), and of that '
-          'the loops\'\n   K, sparse QR and G (compiled.explicit_constraints, warm), next to pin.crba\n')
-    print_table(('robot', 'H_y public', 'fused call', 'fused warm', 'K, QR, G warm', 'pin.crba'), [
+    report.heading("1c. Where the loop robots' H_y goes")
+    report.text('Microseconds: the public call, its fused compiled call from Python, the same call repeated '
+                'inside one compiled call (warm: code, caches and branch predictors), and of that the loops\' '
+                'K, sparse QR and G (kinematics.explicit_constraints, warm), next to pin.crba.')
+    report.table(('robot', 'H_y public', 'fused call', 'fused warm', 'K, QR, G warm', 'pin.crba'), [
         [label] + [f'{t[key]:.2f}' for key in ('H', 'H fused', 'H warm', 'loops warm', 'crba')]
         for label, model, t in results if model.loop_bodies])
-    print()
 
 
 SCALING = [(depth, 4) for depth in (1, 2, 4, 8, 16)] + [(1, loop) for loop in (8, 12, 16, 24, 32)]
 SCALING_COLUMNS = ('FD auto', 'C-ABA', 'LCABA', 'pin.aba', 'pin.cD', 'pin.lcaba')
 
 
-def scaling_table(rng):
+def scaling_table(report, rng):
     """FD times on parallel chains of growing depth and loop size; prints the table, saves the plot."""
     settings = ProximalSettings()
     pin_settings = pin.ProximalSettings(settings.tolerance, 1.0 / settings.mu, settings.max_iterations)
@@ -161,10 +203,12 @@ def scaling_table(rng):
         used = model.forward_dynamics(q, v, tau, info=True).method_used
         rows.append([depth, loop, f'{model.nv}/{model.ny}', used] + [f'{t[c]:.1f}' for c in SCALING_COLUMNS]
                     + [f'{t["FD auto"] / t["pin.cD"]:.2f}', f'{min(t["C-ABA"], t["LCABA"]) / t["pin.cD"]:.2f}'])
-    print('3. FD on seed 003-style parallel chains (test/mechanisms.py): depth nested planar closed chains of loop '
-          'links;\n   median us per call; auto = the method Model.forward_dynamics picks\n')
-    print_table(('depth', 'loop', 'nv/ny', 'auto') + tuple(f'{c} us' for c in SCALING_COLUMNS)
-                + ('auto/cD', 'kernel/cD'), rows)
+    report.heading('3. FD on nested parallel chains')
+    report.text('The nested planar closed chains of Chignoli et al. 2023 (test/mechanisms.py): depth chains of '
+                'loop links each; median microseconds per call; auto = the method Model.forward_dynamics picks; '
+                'cD = pinocchio.constraintDynamics. The plot is bench/fd_scaling.png.')
+    report.table(('depth', 'loop', 'nv/ny', 'auto') + tuple(f'{c} us' for c in SCALING_COLUMNS)
+                 + ('auto/cD', 'kernel/cD'), rows)
     plot_scaling(times, os.path.join(HERE, 'fd_scaling.png'))
 
 
@@ -188,7 +232,6 @@ def plot_scaling(times, path):
     figure.suptitle('cluster_dynamics (solid) vs Pinocchio (dashed), median of interleaved calls')
     figure.tight_layout()
     figure.savefig(path, dpi=110)
-    print(f'\nplot: {os.path.relpath(path, ROOT)}')
 
 
 def startup_times():
@@ -203,25 +246,25 @@ def startup_times():
 
 def main():
     rng = np.random.default_rng(0)
-    robot_table(rng)
-    print('2. Loop mechanisms: our compiled LCABA and cluster ABA kernels, our public forward_dynamics, '
-          'pinocchio.lcaba and constraintDynamics\n')
-    print_table(LOOP_HEADER, loop_table(rng))
-    print('\n' + LOOP_NOTE + '\n')
-    scaling_table(rng)
+    report = Report('Performance')
+    small_robot_table(report, rng)
+    robot_table(report, rng)
+    report.heading('2. Loop mechanisms: LCABA and cluster ABA against pinocchio.lcaba and constraintDynamics')
+    report.table(LOOP_HEADER, loop_table(rng))
+    report.text(LOOP_NOTE)
+    scaling_table(report, rng)
 
     cold, cached = startup_times()
-    print(f'\nCompilation (quadruped_rotors, fresh processes, empty numba cache): first run warm_up '
-          f'{cold["warm_up"]:.1f} s (process ready after {cold["ready"]:.1f} s); cached warm_up '
-          f'{cached["warm_up"]:.2f} s (ready after {cached["ready"]:.2f} s).')
+    report.heading('Compilation')
+    report.text(f'quadruped_rotors, fresh processes, empty numba cache: first run warm_up {cold["warm_up"]:.1f} s '
+                f'(process ready after {cold["ready"]:.1f} s); cached warm_up {cached["warm_up"]:.2f} s (ready '
+                f'after {cached["ready"]:.2f} s).')
 
-    # ---- stream end-to-end latency through rclpy (bench/node_latency.py, written with the node) ----
-    node_latency = os.path.join(HERE, 'node_latency.py')
-    print('\nStream end-to-end latency through rclpy:')
-    if os.path.exists(node_latency):
-        subprocess.run([sys.executable, node_latency], check=True)
-    else:
-        print('  (bench/node_latency.py not present yet)')
+    report.heading('Stream end-to-end latency through rclpy')
+    latency = subprocess.run([sys.executable, os.path.join(HERE, 'node_latency.py')], check=True,
+                             capture_output=True, text=True)
+    report.preformatted(latency.stdout)
+    report.write(os.path.join(ROOT, 'docs', 'performance.md'), ROOT)
 
 
 if __name__ == '__main__':

@@ -3,7 +3,7 @@
 Each bound lies far beyond any robot and far below overflow, so that the products the algorithms form
 stay finite with many orders of magnitude to spare (e.g. ratio^2 x inertia x velocity^2 <= 1e29,
 mass x length x acceleration <= 1e17; doubles overflow at 1.8e308). Results are checked all the same
-(state.check_finite): a model in absurd units (1e-300 kg) can still overflow.
+(validation.check_finite): a model in absurd units (1e-300 kg) can still overflow.
 """
 
 # Description (URDF+ attributes)

@@ -12,7 +12,7 @@ from .validation import independent_velocities
 
 AUTO = 'auto'                      # the default method; Model checks any other object passed as method
 METHODS = (AUTO, 'aba', 'lcaba')
-# Cost model of method 'auto', measured on seed 003-style parallel chains, welded cycles and the bundled loop
+# Cost model of method 'auto', measured on Chignoli et al. 2023-style parallel chains, welded cycles and the bundled loop
 # robots (bench/auto_crossover.py): the cluster ABA's work on a loop cluster of n_k bodies with m_k degrees of
 # freedom grows as n_k m_k (its S_k, U_k and the split of its constraints), LCABA's as the number of bodies
 # nb. LCABA is cheaper where sum_k n_k m_k over the loop clusters exceeds this factor times nb: public FD
@@ -69,7 +69,7 @@ def aba_info(model, data, q, yd, qdd):
 
 
 def lcaba_info(model, data, q, v, tau, settings=None, fallback_reason='', multipliers=True):
-    """LCABA (seed 004) from the public inputs, v and tau validated (state.vector); data.Xup at q and
+    """LCABA (Sathya & Carpentier 2025) from the public inputs, v and tau validated (validation.vector); data.Xup at q and
     data.f_ext set beforehand."""
     qd = _spanning_velocities(model, data, q, v)
     result = data.engine.lcaba(q, qd, _spanning_forces(model, tau), data.f_ext, settings or DEFAULT_SETTINGS,

@@ -1,6 +1,6 @@
 """The robot model (immutable after load) and its reusable workspace (Data).
 
-Layouts: bodies are numbered cluster by cluster (parent clusters first, seed 003 Sec. 1.3), so the
+Layouts: bodies are numbered cluster by cluster (parent clusters first, Chignoli et al. 2023 Sec. 1.3), so the
 bodies, spanning velocities and independent velocities of cluster k are contiguous ranges. q and v
 follow ``joint_names``; y (independent velocities) follows ``independent_joint_names``.
 """
@@ -240,9 +240,9 @@ class Model:
     def forward_dynamics(self, q, v, tau, wrenches=None, method=AUTO, settings=None, info=False):
         """Spanning accelerations qdd (nv).
 
-        method 'aba': qdd = G ydd + g, ydd from the cluster ABA (seed 003, Alg. 1); raises
+        method 'aba': qdd = G ydd + g, ydd from the cluster ABA (Chignoli et al. 2023, Alg. 1); raises
         SingularConfigurationError where a cluster's constraint split or D_k is singular. 'lcaba': the
-        proximal loop-constrained ABA on the spanning tree (seed 004, Alg. 3), which also solves singular
+        proximal loop-constrained ABA on the spanning tree (Sathya & Carpentier 2025, Alg. 3), which also solves singular
         configurations and redundant loops. 'auto': 'lcaba' where its loop clusters are large enough
         that it is cheaper (forward_dynamics.lcaba_is_cheaper), else 'aba', and 'lcaba' where that raises.
 
@@ -259,7 +259,7 @@ class Model:
         """
         data = self._local.data
         if wrenches is None and method is AUTO and settings is None and info is False and not data.f_ext_set:
-            qdd = data.engine.checked_forward_dynamics(q, v, tau, self._auto_settings)    # the common call
+            qdd = data.engine.fused_forward_dynamics(q, v, tau, self._auto_settings)    # the common call
             if qdd is not None:
                 return qdd
             lcaba = self.auto_lcaba
@@ -268,7 +268,7 @@ class Model:
             check_settings(settings)
             lcaba = method == 'lcaba' or method == 'auto' and self.auto_lcaba
             if not info and self._wrenches_accepted(data, wrenches):
-                qdd = data.engine.checked_forward_dynamics(q, v, tau, (settings or DEFAULT_SETTINGS) if lcaba else None)
+                qdd = data.engine.fused_forward_dynamics(q, v, tau, (settings or DEFAULT_SETTINGS) if lcaba else None)
                 if qdd is not None:
                     return qdd
         q = positions(self, data, q)
@@ -294,7 +294,7 @@ class Model:
         return result if info else result.acceleration
 
     def inverse_dynamics(self, q, v, a, wrenches=None):
-        """Independent generalized forces tau_y (ny) from the cluster RNEA (seed 003, Sec. VI).
+        """Independent generalized forces tau_y (ny) from the cluster RNEA (Chignoli et al. 2023, Sec. VI).
 
         Args:
             q: spanning positions (nq), loops closed.
@@ -306,7 +306,7 @@ class Model:
     def _inverse_dynamics(self, q, v, a, wrenches, what):
         data = self._local.data
         if wrenches is None and not data.f_ext_set or self._wrenches_accepted(data, wrenches):
-            tau = data.engine.checked_inverse_dynamics(q, v, a)
+            tau = data.engine.fused_inverse_dynamics(q, v, a)
             if tau is not None:
                 return tau
         q = positions(self, data, q)
@@ -329,7 +329,7 @@ class Model:
     def mass_matrix(self, q):
         """H_y = G^T H G (ny x ny), from the cluster CRBA."""
         data = self._local.data
-        H = data.engine.checked_mass_matrix(q)
+        H = data.engine.fused_mass_matrix(q)
         if H is not None:
             return H
         q = positions(self, data, q)
@@ -346,7 +346,7 @@ class Model:
         return self._inverse_dynamics(q, self._zero_y, self._zero_y, None, 'gravity forces')
 
     def inverse_osim(self, q, links):
-        """Lambda^-1 = J_y H_y^-1 J_y^T (6k x 6k) for k links, from the cluster EFPA (seed 003 Sec. VIII);
+        """Lambda^-1 = J_y H_y^-1 J_y^T (6k x 6k) for k links, from the cluster EFPA (Chignoli et al. 2023 Sec. VIII);
         blocks [linear; angular] in each link's own frame at its origin."""
         data = self._local.data
         frames = data.engine.known_frame_set(links)          # links named before: checked then
@@ -355,7 +355,7 @@ class Model:
                 frames = data.engine.frame_set(tuple(self._link_list(links)))
             except ModelError:                                 # named after q's checks, as below
                 pass
-        Lambda_inv = None if frames is None else data.engine.checked_inverse_osim(q, frames)
+        Lambda_inv = None if frames is None else data.engine.fused_inverse_osim(q, frames)
         if Lambda_inv is not None:
             return Lambda_inv
         q = positions(self, data, q)
@@ -396,7 +396,7 @@ class Model:
         if budget <= 0.0:
             raise ModelError(f'budget_ms is {budget:g}; expected a time budget > 0 ms')
         data = self._local.data
-        q = data.engine.checked_completion(q_ind, data.q_last, budget)
+        q = data.engine.fused_completion(q_ind, data.q_last, budget)
         if q is None:                                  # planar or split joints, or a failure to name: completion.py
             q = complete_positions(self, data, q_ind, budget)
             check_finite(self, 'completed positions', [('q_independent', q_ind, bounds.POSITION)], q)
@@ -455,7 +455,7 @@ class _ThreadWorkspace(threading.local):
 
 class Data:
     """Workspace reused across calls: per-body transforms and spatial vectors, per-cluster joint
-    quantities (seed 003 notation)."""
+    quantities (Chignoli et al. 2023 notation)."""
 
     def __init__(self, model):
         nb, nc = model.nb, len(model.cluster_list)
@@ -550,7 +550,7 @@ def urdf_plus(urdf, closures):
 
 def load_model(source, compiled=None, strict=False, closures=None, reference_positions=None,
                amplification_limit=AMPLIFICATION_LIMIT):
-    """Load a URDF+ robot from a file path or an XML string (seed 002).
+    """Load a URDF+ robot from a file path or an XML string (Chignoli, Slotine et al. 2024).
 
     Links whose inertia breaks the triangle inequality or has zero principal moments (common in
     CAD exports) load, and ``model.warnings`` names each of them; strict=True rejects them instead.

@@ -1,8 +1,8 @@
-"""Spatial vector algebra (seed 001; Featherstone's notation).
+"""Spatial vector algebra (Featherstone & Orin 2000; Featherstone's notation).
 
 Conventions, used by every module of the library:
 - Motion vectors are [angular; linear] and force vectors are [moment; force], both 6-vectors.
-- ``X_b_a`` (written ^bX_a in the seeds) is the Plucker motion transform from frame a coordinates to
+- ``X_b_a`` (written ^bX_a in Featherstone & Orin 2000) is the Plucker motion transform from frame a coordinates to
   frame b coordinates; the force transform from b back to a is its transpose, ``X_b_a.T``.
 - A pose (R, p) of frame b in frame a (rotation of b's axes in a, origin of b in a) gives
   ``X_b_a = plucker(R.T, p)``.
@@ -17,7 +17,7 @@ def skew(w):
 
 
 def plucker(E, r):
-    """Motion transform [[E, 0], [-E r x, E]] for a frame rotated by E and displaced by r (seed 001)."""
+    """Motion transform [[E, 0], [-E r x, E]] for a frame rotated by E and displaced by r (Featherstone & Orin 2000)."""
     X = np.zeros((6, 6))
     X[:3, :3] = E
     X[3:, 3:] = E
@@ -66,7 +66,7 @@ def cross_force(v, f):
 
 def spatial_inertia(mass, com, inertia_com):
     """Spatial inertia about a frame origin from the mass, the COM c and the rotational inertia about
-    the COM (seed 001; Featherstone's mcI): [[Ic - m c x c x, m c x], [-m c x, m 1]]."""
+    the COM (Featherstone & Orin 2000; Featherstone's mcI): [[Ic - m c x c x, m c x], [-m c x, m 1]]."""
     C = skew(com)
     I = np.zeros((6, 6))
     I[:3, :3] = inertia_com - mass * C @ C

@@ -31,8 +31,7 @@ def vector(value, name, sizes, bound):
 
 @functools.cache
 def _within_check():
-    """all(|x| <= bound) (so no NaN): compiled_checks.all_within where numba is installed (0.1 us
-    instead of 1 us)."""
+    """all(|x| <= bound) (so no NaN): the compiled checks.all_within where numba is installed."""
     try:
         from .kernels.checks import all_within
     except ImportError:
@@ -115,7 +114,7 @@ def external_forces(model, data, wrenches):
     if wrenches is not None and not isinstance(wrenches, Mapping):
         raise ModelError(f'wrenches must be a dict {{link: (force, torque)}} or None, got {quote(wrenches)}')
     if not wrenches and not data.f_ext_set:
-        return                                         # still zero: skip the 0.4 us of clearing it
+        return                                         # still zero: skip clearing it
     data.f_ext[:] = 0.0
     data.f_ext_set = bool(wrenches)                    # before the loop: a failed wrench may be half added
     for link, wrench in (wrenches or {}).items():

@@ -17,8 +17,11 @@ set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 DISTRO="${DISTRO:-kilted}"
-# setuptools>=70.1 builds the editable wheel without build isolation and without `wheel`.
-PYTHON_PACKAGES=(numpy scipy lxml numba pyyaml pytest flake8 pin matplotlib "setuptools>=70.1")
+# setuptools>=70.1 builds the editable wheel without build isolation and without `wheel`. pin
+# (Pinocchio, the peer and oracle) and example-robot-data (published robot files) serve the tests and
+# benchmarks only (scipy: the tests' dense oracles); the package needs numpy, lxml, numba, pyyaml.
+PYTHON_PACKAGES=(numpy scipy lxml numba pyyaml pytest flake8 pin example-robot-data==6.0.0
+                 matplotlib "setuptools>=70.1")
 # Top-level ROS 2 wheels of each distro, pinned to the versions this setup was verified with.
 # ament_cmake_include_directories and rosidl_core_generators are needed by the CMake build but not
 # declared as dependencies by the wheels that use them.

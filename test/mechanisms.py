@@ -1,6 +1,6 @@
 """Generated mechanisms of any size (shared by the tests and bench/run.py).
 
-``parallel_chains(depth, loop)``: seed 003-style nested closed chains. Level 1 hangs from the ground,
+``parallel_chains(depth, loop)``: Chignoli et al. 2023-style nested closed chains. Level 1 hangs from the ground,
 each further level from the predecessor tip of the level above; every level is a planar closed chain
 of ``loop`` links, two parallel branches of ceil(loop/2) and floor(loop/2) revolute links whose tips are
 joined by a revolute <loop> (rank 2 of its 5 rows in the plane), so each level is one cluster of

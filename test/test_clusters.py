@@ -1,4 +1,4 @@
-"""Cluster formation (seed 002, Alg. 1-3) on the bundled robots and on small mechanisms, each
+"""Cluster formation (Chignoli, Slotine et al. 2024, Alg. 1-3) on the bundled robots and on small mechanisms, each
 mechanism's dynamics checked against the independent oracle."""
 
 import numpy as np
@@ -132,7 +132,7 @@ def test_mimic_is_read_as_a_coupling(rng):
 
 
 def test_single_body_clusters_reduce_to_pinocchio_aba_rnea_crba(rng):
-    """Seed 003 Sec. 8 item 12: without constraints the cluster algorithms are RNEA, ABA and CRBA."""
+    """Chignoli et al. 2023 Sec. 8 item 12: without constraints the cluster algorithms are RNEA, ABA and CRBA."""
     xml = open(bundled_model('quadruped_rotors')).read()
     for tag in ('coupling',):
         while f'<{tag} ' in xml:

@@ -1,4 +1,4 @@
-"""The public calls in one compiled call each (compiled_calls.py): taken for float64 vectors, equal to
+"""The public calls in one compiled call each (kernels/calls.py): taken for float64 vectors, equal to
 Model's Python path (the same kernels after the NumPy checks; reached here with lists; bit for bit but
 for LCABA's contracted multiply-adds), and every input the compiled checks do not accept is referred to
 that path, which raises its error."""
@@ -58,7 +58,7 @@ def _compiled_calls_equal(name, model, q, v, yd, a, ydd, tau, wrenches, links, e
             for label, call in calls(model, q, x, tau, y, wrenches, links).items():
                 result = call(q, x, tau, y)
                 if spanning and 'lcaba' in label:
-                    # LCABA contracts a * b + c into FMAs (compiled_lcaba.py), where LLVM decides per compiled
+                    # LCABA contracts a * b + c into FMAs (kernels/lcaba.py), where LLVM decides per compiled
                     # caller: the fused call and the Python path's kernel may round differently.
                     assert_close(result, expected[label], f'{name}: {label}', 1e-13)
                 elif spanning:

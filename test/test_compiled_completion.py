@@ -1,4 +1,4 @@
-"""The compiled completion (compiled_completion.py) against completion.py: the same positions, taken on
+"""The compiled completion (kernels/completion.py) against completion.py: the same positions, taken on
 every bundled robot, for a stream's small steps and for far jumps, and the same errors for poses off the
 reference branch; models it cannot close (planar and split joints) referred to completion.py."""
 
@@ -18,13 +18,13 @@ MODELS = os.path.join(os.path.dirname(__file__), 'models')
 def counted(model):
     """model, with the outcomes of its compiled completions counted: {'compiled': n, 'referred': n}."""
     engine = model._local.data.engine
-    kernel, counts = engine.checked_completion, {'compiled': 0, 'referred': 0}
+    kernel, counts = engine.fused_completion, {'compiled': 0, 'referred': 0}
 
-    def checked_completion(*args):
+    def fused_completion(*args):
         q = kernel(*args)
         counts['referred' if q is None else 'compiled'] += 1
         return q
-    engine.checked_completion = checked_completion
+    engine.fused_completion = fused_completion
     return model, counts
 
 

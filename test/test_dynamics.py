@@ -1,4 +1,4 @@
-"""Cluster algorithms against the independent Pinocchio + KKT oracle and the identities of seed 003."""
+"""Cluster algorithms against the independent Pinocchio + KKT oracle and the identities of Chignoli et al. 2023."""
 
 import numpy as np
 import pytest
@@ -34,7 +34,7 @@ def test_forward_dynamics_matches_kkt(name, compiled, rng):
 @ENGINES
 @pytest.mark.parametrize('name', ROBOTS)
 def test_inverse_dynamics_is_projected_rnea(name, compiled, rng):
-    """C-RNEA = G^T RNEA_span(q, G yd, G ydd + g) (seed 003, Sec. 8 item 3)."""
+    """C-RNEA = G^T RNEA_span(q, G yd, G ydd + g) (Chignoli et al. 2023, Sec. 8 item 3)."""
     model, reference = robot(name, compiled), oracle(name)
     for _ in range(STATES):
         q, yd, wrenches = random_state(model, rng)
@@ -62,7 +62,7 @@ def test_mass_matrix_is_projected_crba(name, compiled, rng):
 
 @pytest.mark.parametrize('name', ROBOTS)
 def test_round_trips_and_bias(name, rng):
-    """RNEA(ABA(tau)) = tau, ABA(RNEA(ydd)) = ydd, RNEA = H_y ydd + C_y (seed 003, Sec. 8 items 6-7)."""
+    """RNEA(ABA(tau)) = tau, ABA(RNEA(ydd)) = ydd, RNEA = H_y ydd + C_y (Chignoli et al. 2023, Sec. 8 items 6-7)."""
     model = robot(name)
     for _ in range(STATES):
         q, yd, wrenches = random_state(model, rng)
@@ -78,7 +78,7 @@ def test_round_trips_and_bias(name, rng):
 @ENGINES
 @pytest.mark.parametrize('name', ROBOTS)
 def test_inverse_osim_matches_projection(name, compiled, rng):
-    """C-EFPA = J_y H_y^-1 J_y^T with Pinocchio LOCAL Jacobians (seed 003, Sec. 8 item 9)."""
+    """C-EFPA = J_y H_y^-1 J_y^T with Pinocchio LOCAL Jacobians (Chignoli et al. 2023, Sec. 8 item 9)."""
     model, reference = robot(name, compiled), oracle(name)
     links = list(model.links[-1:]) + list(model.links[1:3])
     for _ in range(STATES):

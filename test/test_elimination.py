@@ -65,7 +65,7 @@ def test_plan_solves_least_squares_on_random_patterns(seed):
 @pytest.mark.parametrize('seed', range(40))
 def test_kernels_run_the_plan(seed, monkeypatch):
     """linalg.dependent_least_squares (K_d^+ of carried columns) and qr_solve (of a later column), run as
-    Python on the plan's arrays as flat.py lays them out: the least-squares solutions, in the pivot rows;
+    Python on the plan's arrays as flat/model.py lays them out: the least-squares solutions, in the pivot rows;
     R's diagonal that of a dense QR in the same column order."""
     pattern, A, B = random_system(seed)
     rows, columns = A.shape

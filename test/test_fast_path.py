@@ -1,5 +1,5 @@
-"""The compiled fast path (flat.py, compiled.py, fast_path.py) against the readable NumPy reference
-(reference.py: aba.py, rnea.py, crba.py, efpa.py), whatever Model's public methods dispatch to."""
+"""The compiled fast path (flat/model.py, the kernels, engines/numba_engine.py) against the readable NumPy reference
+(engines/numpy_engine.py: aba.py, rnea.py, crba.py, efpa.py), whatever Model's public methods dispatch to."""
 
 import concurrent.futures
 import functools
@@ -205,8 +205,8 @@ def assert_same_lcaba(model, fast, q, v, tau, wrenches, name):
 
 @pytest.mark.parametrize('name', MODELS)
 def test_lcaba_and_the_cluster_algorithms_number_the_loops_alike(name):
-    """LCABA's rows leave the ends of each loop where the closure check reads them (compiled.set_loop_ends),
-    under the loop's index in flat.py."""
+    """LCABA's rows leave the ends of each loop where the closure check reads them (kinematics.set_loop_ends),
+    under the loop's index in flat/model.py."""
     model, _ = model_and_fast_path(name)
     plan = flat_lcaba.lcaba_plan(model)
     lcaba_loops = [con.name for con, loop in zip(plan.constraints, plan.con_loop) if loop >= 0]
@@ -404,9 +404,9 @@ def test_fused_calls_take_float64_vectors_only(rng):
     model, fast = model_and_fast_path('six_bar')
     q, yd, _ = random_state(model, rng)
     v, a = model.spanning_velocities(q, yd), rng.normal(size=model.ny)
-    calls = {'forward_dynamics': lambda q, v, x: fast.checked_forward_dynamics(q, v, x),
-             'inverse_dynamics': lambda q, v, x: fast.checked_inverse_dynamics(q, v, x),
-             'mass_matrix': lambda q, v, x: fast.checked_mass_matrix(q)}
+    calls = {'forward_dynamics': lambda q, v, x: fast.fused_forward_dynamics(q, v, x),
+             'inverse_dynamics': lambda q, v, x: fast.fused_inverse_dynamics(q, v, x),
+             'mass_matrix': lambda q, v, x: fast.fused_mass_matrix(q)}
     for name, call in calls.items():
         expected = call(q, v, a)
         assert expected is not None, f'{name}: the valid inputs are taken'
@@ -510,13 +510,13 @@ def test_kernels_allocate_nothing(name, rng):
              'lcaba': (lambda: fast.lcaba(q, v, tau, f_ext, ProximalSettings()), 1),
              'accept_positions': (lambda: fast.accept_positions(q_copy, True, 1e-6), 1),
              'velocity_violation': (lambda: fast.velocity_violation(v), 0),
-             'checked_forward_dynamics': (lambda: fast.checked_forward_dynamics(q, v, tau), 0),
-             'checked_forward_dynamics (LCABA)': (lambda: fast.checked_forward_dynamics(q, v, tau, ProximalSettings()),
-                                                  0),
-             'checked_inverse_dynamics': (lambda: fast.checked_inverse_dynamics(q, yd, x), 0),
-             'checked_mass_matrix': (lambda: fast.checked_mass_matrix(q), 0),
-             'checked_inverse_osim': (lambda: fast.checked_inverse_osim(q, fast.frame_set(tuple(model.links[:4]))),
-                                      0)}
+             'fused_forward_dynamics': (lambda: fast.fused_forward_dynamics(q, v, tau), 0),
+             'fused_forward_dynamics (LCABA)':
+                 (lambda: fast.fused_forward_dynamics(q, v, tau, ProximalSettings()), 0),
+             'fused_inverse_dynamics': (lambda: fast.fused_inverse_dynamics(q, yd, x), 0),
+             'fused_mass_matrix': (lambda: fast.fused_mass_matrix(q), 0),
+             'fused_inverse_osim':
+                 (lambda: fast.fused_inverse_osim(q, fast.frame_set(tuple(model.links[:4]))), 0)}
     _nrt_python.memsys_enable_stats()
     try:
         for kernel, (call, arrays) in calls.items():

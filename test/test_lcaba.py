@@ -1,4 +1,4 @@
-"""Proximal LCABA (seed 004) against the cluster ABA, a dense regularised KKT reference built from the
+"""Proximal LCABA (Sathya & Carpentier 2025) against the cluster ABA, a dense regularised KKT reference built from the
 independent oracle, and the singular and redundant loops where the cluster ABA gives up."""
 
 import numpy as np
@@ -90,7 +90,7 @@ def dead_point(kind):
 
 def proximal_kkt(reference, q, v, tau, mu=1e6):
     """Dense regularised KKT reference from the oracle's H, C, K, k (the dual proximal point method,
-    seed 004 eqs. 8-11): repeat [[H, K^T], [K, -1/mu]] [qdd; lam] = [tau - C; k - lam_prev / mu] until
+    Sathya & Carpentier 2025 eqs. 8-11): repeat [[H, K^T], [K, -1/mu]] [qdd; lam] = [tau - C; k - lam_prev / mu] until
     lam settles. Every system is nonsingular for any K, and qdd converges to the least-constraint
     solution min |qdd - qdd_free|_H subject to K qdd = k, also for rank-deficient K."""
     H, C = reference.mass_matrix(q), reference.bias(q, v)
@@ -271,7 +271,7 @@ def _loop(a, b):
             '<axis xyz="0 0 1"/></loop>')
 
 
-# Seed 004 Fig. 4: 11 links, branches 3-4-5-6, 3-7-8 and 3-9-10-11, cut joints 6-8 and 8-11.
+# Sathya & Carpentier 2025 Fig. 4: 11 links, branches 3-4-5-6, 3-7-8 and 3-9-10-11, cut joints 6-8 and 8-11.
 FIG4_TREE = {'l1': 'base', 'l2': 'l1', 'l3': 'l2', 'l4': 'l3', 'l5': 'l4', 'l6': 'l5', 'l7': 'l3', 'l8': 'l7',
              'l9': 'l3', 'l10': 'l9', 'l11': 'l10'}
 FIG4 = ('<robot name="fig4"><link name="base"/>' + ''.join(_chain_link(n, p) for n, p in FIG4_TREE.items())
@@ -280,7 +280,7 @@ FIG4 = ('<robot name="fig4"><link name="base"/>' + ''.join(_chain_link(n, p) for
 
 def test_minimum_degree_order_of_seed_fig4():
     """Min-degree keeps every eliminated leaf at one neighbour; eliminating link 8 first would couple
-    6 and 11 and give the leaves two (seed 004 Sec. IV-B)."""
+    6 and 11 and give the leaves two (Sathya & Carpentier 2025 Sec. IV-B)."""
     model = load_model(FIG4)
     plan = elimination_plan(model)
     body = {link: model.link_frame[link][0] for link in FIG4_TREE}

@@ -1,4 +1,4 @@
-"""Cluster articulated-body algorithm (C-ABA, seed 003 Sec. VII, Alg. 1)."""
+"""Cluster articulated-body algorithm (C-ABA, Chignoli et al. 2023 Sec. VII, Alg. 1)."""
 
 import numpy as np
 
@@ -11,7 +11,7 @@ D_CONDITION_LIMIT = 1e-12
 
 
 def aba(model, data, q, yd, tau_y):
-    """Independent accelerations ydd from independent forces tau_y (seed 003, Alg. 1), on the coordinates that
+    """Independent accelerations ydd from independent forces tau_y (Chignoli et al. 2023, Alg. 1), on the coordinates that
     carry inertia: the held ones (roles.py) keep zero acceleration and their forces are ignored.
 
     Args:

@@ -1,4 +1,4 @@
-"""State completion: spanning positions from independent ones on the reference assembly branch (seed 003,
+"""State completion: spanning positions from independent ones on the reference assembly branch (Chignoli et al. 2023,
 Sec. 1.2).
 
 Coupling-only clusters are linear and solved explicitly (couplings.py). Each loop cluster is closed by

@@ -1,4 +1,4 @@
-"""Cluster composite-rigid-body algorithm: H_y = G^T H G (seed 003 Sec. 5.2; seed 001 eqs. 9-10)."""
+"""Cluster composite-rigid-body algorithm: H_y = G^T H G (Chignoli et al. 2023 Sec. 5.2; Featherstone & Orin 2000 eqs. 9-10)."""
 
 import numpy as np
 
@@ -33,7 +33,7 @@ def crba(model, data, q):
 
 
 def _force_to_parent(model, data, k, F):
-    """^parentX*_k F: stacked forces of cluster k onto its output bodies (seed 003 eq. 35)."""
+    """^parentX*_k F: stacked forces of cluster k onto its output bodies (Chignoli et al. 2023 eq. 35)."""
     b0, b1 = model.body_range[k]
     parent = model.cluster_list[k].parent
     p0, p1 = model.body_range[parent]

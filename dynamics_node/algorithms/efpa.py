@@ -1,4 +1,4 @@
-"""Cluster extended-force-propagator algorithm: Lambda^-1 = J_y H_y^-1 J_y^T (C-EFPA, seed 003 Sec. VIII).
+"""Cluster extended-force-propagator algorithm: Lambda^-1 = J_y H_y^-1 J_y^T (C-EFPA, Chignoli et al. 2023 Sec. VIII).
 
 Backward pass with zero velocity and torque: D_k = S^T I^A S, K_k = S D^-1 S^T, L_k = 1 - K_k I^A_k,
 I^A_parent += X^T (L^T I^A) X, and each end-effector's propagator moves up as

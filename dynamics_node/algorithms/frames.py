@@ -24,7 +24,7 @@ def body_jacobian(model, data, body, X_frame_body):
     """J (6 x ny): velocity of a frame on body, Featherstone order, frame coordinates, from yd.
 
     Walks from the body up through the output bodies: cluster k contributes ^frameX_i (S_k)_i, with i
-    the body of cluster k on the path (seed 003 Sec. 5.2, contact Jacobians)."""
+    the body of cluster k on the path (Chignoli et al. 2023 Sec. 5.2, contact Jacobians)."""
     J = np.zeros((6, model.ny))
     X = X_frame_body.copy()
     i = body

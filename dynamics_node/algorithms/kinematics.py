@@ -1,11 +1,11 @@
-"""Cluster kinematics: the forward pass shared by every algorithm (seed 003, Alg. 1 lines 1-19).
+"""Cluster kinematics: the forward pass shared by every algorithm (Chignoli et al. 2023, Alg. 1 lines 1-19).
 
 For cluster k with bodies i and output bodies o(i):
   Xo[i] = ^iX_o(i)                        (block row of the cluster transform ^kX_parent, eq. 17)
   Omega = X_rm, unit lower block triangular, blocks ^iX_j for in-cluster ancestors j   (eq. 20)
   S_k = Omega blkdiag(S_i) G_k                                                          (eq. 24)
   v_k = ^kX_parent v_parent + S_k yd_k                                                  (eq. 33)
-  c_k = Omega (blkdiag(S_i) g_k + stack(v_i x S_i qd_i))       (seed 000; includes v x S yd, digest 1.8)
+  c_k = Omega (blkdiag(S_i) g_k + stack(v_i x S_i qd_i))       (Chignoli et al. 2024; includes v x S yd, digest 1.8)
 """
 
 import numpy as np
@@ -17,7 +17,7 @@ from ..spatial import cross_motion
 
 
 def update_transforms(model, data, q, bodies=None):
-    """Xup[i] = X_J(q_i) X_T(i) for every body, or for the given ones (seed 001)."""
+    """Xup[i] = X_J(q_i) X_T(i) for every body, or for the given ones (Featherstone & Orin 2000)."""
     for i in range(1, model.nb) if bodies is None else bodies:
         qi = q[model.idx_q[i]:model.idx_q[i] + model.nq_body[i]]
         data.Xup[i] = joint_transform(model.joint_type[i], model.axis[i], qi) @ model.X_tree[i]
@@ -25,7 +25,7 @@ def update_transforms(model, data, q, bodies=None):
 
 def explicit_constraint(model, data, k, yd):
     """G_k, g_k and qd_k = G_k yd_k of cluster k from its implicit constraint K qdd = k:
-    G = P [1; -K_d^+ K_i], g = P [0; K_d^+ k] (seed 000 Sec. 1.1), K_d^+ from a QR of the dependent
+    G = P [1; -K_d^+ K_i], g = P [0; K_d^+ k] (Chignoli et al. 2024 Sec. 1.1), K_d^+ from a QR of the dependent
     columns (rank-revealing: redundant rows are harmless, a singular split raises)."""
     c = model.cluster_list[k]
     if c.linear:
@@ -104,7 +104,7 @@ def forward_pass(model, data, q, yd):
 
 def parent_transform(model, data, k):
     """The dense cluster transform ^kX_parent(k) (6 nb_k x 6 nb_parent), one nonzero block per row
-    (seed 003, eq. 17)."""
+    (Chignoli et al. 2023, eq. 17)."""
     b0, b1 = model.body_range[k]
     p = model.cluster_list[k].parent
     p0, p1 = model.body_range[p] if p >= 0 else (0, 1)
@@ -117,7 +117,7 @@ def parent_transform(model, data, k):
 
 
 def add_to_parent(model, k, M_child, M_parent, Xo):
-    """M_parent += ^kX_parent^T M_child ^kX_parent, blockwise over the output bodies (seed 003 eq. 55)."""
+    """M_parent += ^kX_parent^T M_child ^kX_parent, blockwise over the output bodies (Chignoli et al. 2023 eq. 55)."""
     b0, b1 = model.body_range[k]
     p = model.cluster_list[k].parent
     p0 = model.body_range[p][0]
@@ -132,7 +132,7 @@ def add_to_parent(model, k, M_child, M_parent, Xo):
 
 
 def body_inertias(model, k):
-    """I_k = blkdiag(I_i) of cluster k (seed 003 Sec. 1.4)."""
+    """I_k = blkdiag(I_i) of cluster k (Chignoli et al. 2023 Sec. 1.4)."""
     b0, b1 = model.body_range[k]
     I = np.zeros((6 * (b1 - b0), 6 * (b1 - b0)))
     for i in range(b0, b1):

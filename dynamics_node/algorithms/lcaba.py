@@ -1,7 +1,7 @@
-"""Loop-constrained articulated-body algorithm (LCABA, seed 004 Sec. IV, Algs. 1-3) on the spanning tree.
+"""Loop-constrained articulated-body algorithm (LCABA, Sathya & Carpentier 2025 Sec. IV, Algs. 1-3) on the spanning tree.
 
 Every body is its own node, and every loop and coupling of every cluster is a cut constraint
-sum_l K^l a_l = k on body accelerations (seed 004 eq. 1c; several bodies per row, Remark 1 eq. 36).
+sum_l K^l a_l = k on body accelerations (Sathya & Carpentier 2025 eq. 1c; several bodies per row, Remark 1 eq. 36).
 The augmented Lagrangian (eq. 20, penalty mu) is minimized by non-serial dynamic programming: leaves
 are eliminated in a minimum-degree order computed once per model, and eliminating body i couples its
 neighbours N_i and its parent (fill-in, eqs. 30-32, 34). The first outer iteration runs three sweeps
@@ -36,9 +36,9 @@ MAX_ITERATIONS = 200
 
 @dataclass(frozen=True)
 class ProximalSettings:
-    """Settings of the augmented-Lagrangian iterations (seed 004 Alg. 3).
+    """Settings of the augmented-Lagrangian iterations (Sathya & Carpentier 2025 Alg. 3).
 
-    mu is the paper's penalty (eq. 20); seed 004 Sec. VI recommends 1e5..1e7. Pinocchio's
+    mu is the paper's penalty (eq. 20); Sathya & Carpentier 2025 Sec. VI recommends 1e5..1e7. Pinocchio's
     ``ProximalSettings.mu`` is its inverse (1e-6 there is mu = 1e6 here). Iterations stop when
     min(||qdd^k - qdd^(k-1)||_inf, ||K qdd - k||_inf) < tolerance or after max_iterations.
     Bounds: tolerance <= 1, mu <= MAX_MU (above, round-off in the penalised articulated inertias makes them
@@ -112,7 +112,7 @@ def _end(path, nca):
 
 
 def _minimum_degree(model, constraint_bodies):
-    """Eliminate the leaf with the fewest neighbours (seed 004 Sec. IV-A; ties: the larger body index,
+    """Eliminate the leaf with the fewest neighbours (Sathya & Carpentier 2025 Sec. IV-A; ties: the larger body index,
     deterministic where the paper draws at random), with the neighbour updates of eqs. 31-32."""
     N = [set() for _ in range(model.nb)]
     for bodies in constraint_bodies:
@@ -141,7 +141,7 @@ def _minimum_degree(model, constraint_bodies):
 def cut_rows(model, data, con):
     """{body: K^l} and k of one constraint on body accelerations (body coordinates)."""
     if isinstance(con, CouplingConstraint):
-        # sum_j c_j qdd_j = 0 as a multi-link row (seed 004 Remark 1): qdd_j = S_j^T (a_j - Xup_j a_parent
+        # sum_j c_j qdd_j = 0 as a multi-link row (Sathya & Carpentier 2025 Remark 1): qdd_j = S_j^T (a_j - Xup_j a_parent
         # - c_j) for the unit S_j of a 1-DoF joint, and S_j^T (v_j x S_j qd_j) = 0, so k = 0 exactly.
         blocks = {}
         for j, coefficient in con.coefficients.items():
@@ -162,7 +162,7 @@ def cut_rows(model, data, con):
 
 
 def lcaba(model, data, q, qd, tau, settings=DEFAULT_SETTINGS):
-    """Spanning accelerations of the closed-loop system by the proximal LCABA (seed 004, Alg. 3).
+    """Spanning accelerations of the closed-loop system by the proximal LCABA (Sathya & Carpentier 2025, Alg. 3).
 
     Solves H qdd + C = tau + K^T lambda, K qdd = k for every loop and coupling, also where K is rank
     deficient (redundant rows, kinematic singularities): min 1/2 |qdd - qdd_free|_H^2 s.t. K qdd = k.
@@ -207,7 +207,7 @@ def lcaba(model, data, q, qd, tau, settings=DEFAULT_SETTINGS):
 
 
 def _rows_on_moving_bodies(model, data, con, a0):
-    """cut_rows with the ground's block moved into k: a_0 is known (seed 004 eq. 35)."""
+    """cut_rows with the ground's block moved into k: a_0 is known (Sathya & Carpentier 2025 eq. 35)."""
     blocks, k = cut_rows(model, data, con)
     if 0 in blocks:
         k = k - blocks.pop(0) @ a0
@@ -215,7 +215,7 @@ def _rows_on_moving_bodies(model, data, con, a0):
 
 
 def _add_penalty(H, f, rows, mu):
-    """The penalty (mu/2) |sum_l K^l a_l - k|^2 of eq. 20 with lambda^0 = 0: seed 004 eq. 25 for rows on
+    """The penalty (mu/2) |sum_l K^l a_l - k|^2 of eq. 20 with lambda^0 = 0: Sathya & Carpentier 2025 eq. 25 for rows on
     any number of bodies (Remark 1)."""
     for blocks, k in rows:
         for b, K in blocks.items():
@@ -230,7 +230,7 @@ def _gradient_forces(model, data, f_tree, rows, multipliers, r, mu):
 
     Alg. 3 line 7 feeds Alg. 2 only the change -mu K^T r, which assumes that the last inner solve was
     exact. The whole gradient costs the same and also refines away the round-off of the mu-inflated
-    elimination, which otherwise limits qdd to ~eps mu |K|^2 / |I| (the drift of seed 004 Fig. 11).
+    elimination, which otherwise limits qdd to ~eps mu |K|^2 / |I| (the drift of Sathya & Carpentier 2025 Fig. 11).
     """
     df = f_tree - np.einsum('bij,bj->bi', model.inertia, data.a)
     for (blocks, _), lam, ri in zip(rows, multipliers, r):
@@ -240,7 +240,7 @@ def _gradient_forces(model, data, f_tree, rows, multipliers, r, mu):
 
 
 def _first_forward_sweep(model, data, qd):
-    """v_i, c_i = v_i x S_i qd_i, H_ii = I_i, f_i = f_ext - v_i x* I_i v_i (seed 004 Sec. IV-C1)."""
+    """v_i, c_i = v_i x S_i qd_i, H_ii = I_i, f_i = f_ext - v_i x* I_i v_i (Sathya & Carpentier 2025 Sec. IV-C1)."""
     H, f, c = {}, np.zeros((model.nb, 6)), np.zeros((model.nb, 6))
     data.v[0] = 0.0
     for i in range(1, model.nb):
@@ -254,7 +254,7 @@ def _first_forward_sweep(model, data, qd):
 
 @dataclass
 class _Step:
-    """What eliminating body i leaves for the rollouts (the stored terms of seed 004 Algs. 1-2)."""
+    """What eliminating body i leaves for the rollouts (the stored terms of Sathya & Carpentier 2025 Algs. 1-2)."""
 
     body: int
     U: np.ndarray              # U_i = H_ii S_i
@@ -264,7 +264,7 @@ class _Step:
 
 
 def _backward_sweep(model, data, plan, H, f, c, tau, a0):
-    """Eliminate the bodies in S^E (seed 004 Alg. 1 lines 11-23, eqs. 29-30, 34-35)."""
+    """Eliminate the bodies in S^E (Sathya & Carpentier 2025 Alg. 1 lines 11-23, eqs. 29-30, 34-35)."""
     steps = []
     for i in plan.order:
         free = model.free_joint_columns[i]                   # locked columns (roles.py) stay still
@@ -318,7 +318,7 @@ def _rollout(model, data, steps, u, c, a):
 
 def _reduced_sweeps(model, data, steps, df, dtau):
     """Change of qdd (and of data.a) caused by body forces df and joint forces dtau, reusing the
-    elimination (seed 004 Alg. 2: the inertias H do not depend on lambda)."""
+    elimination (Sathya & Carpentier 2025 Alg. 2: the inertias H do not depend on lambda)."""
     du = []
     for s in steps:
         i, p = s.body, model.parent[s.body]

@@ -1,4 +1,4 @@
-"""Cluster recursive Newton-Euler algorithm (C-RNEA, seed 003 Sec. VI; seed 000 eqs. 62-65)."""
+"""Cluster recursive Newton-Euler algorithm (C-RNEA, Chignoli et al. 2023 Sec. VI; Chignoli et al. 2024 eqs. 62-65)."""
 
 import numpy as np
 
@@ -7,7 +7,7 @@ from .kinematics import forward_pass
 
 
 def rnea(model, data, q, yd, ydd):
-    """Independent generalized forces tau_y = S_k^T f_k for every cluster (seed 003 eq. 31).
+    """Independent generalized forces tau_y = S_k^T f_k for every cluster (Chignoli et al. 2023 eq. 31).
 
     Args:
         q: spanning positions (nq), consistent with the constraints.

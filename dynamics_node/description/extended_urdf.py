@@ -1,6 +1,6 @@
 """Extended URDF input (Batto, de Matteis and Mansard 2025): a URDF plus a YAML file of closures.
 
-The pair is converted into URDF+ (seed 002) and then read by the one URDF+ reader, so that a robot
+The pair is converted into URDF+ (Chignoli, Slotine et al. 2024) and then read by the one URDF+ reader, so that a robot
 loaded with ``closures=`` and the same robot converted to a URDF+ file are identical by construction.
 
 YAML keys (each a list; a single string counts as a one-entry list; every key may be absent):

@@ -1,4 +1,4 @@
-"""URDF+ reader (seed 002): plain URDF plus ``<loop>``, ``<coupling>`` and ``independent=``.
+"""URDF+ reader (Chignoli, Slotine et al. 2024): plain URDF plus ``<loop>``, ``<coupling>`` and ``independent=``.
 
 This module turns XML into plain description records and checks everything that can be checked
 element by element (names, numbers, types). Whole-graph checks (roots, loops, ranks) happen when the
@@ -281,7 +281,7 @@ def inertia_tolerance(principal):
 
 
 def _link_reference(element, where):
-    """A predecessor/successor/parent/child element names its link by link= (or name=, seed 002)."""
+    """A predecessor/successor/parent/child element names its link by link= (or name=, Chignoli, Slotine et al. 2024)."""
     if element is None:
         raise ModelError(f'{where} is missing')
     link = element.get('link') or element.get('name')

@@ -1,9 +1,10 @@
-"""FastPath: the compiled cluster algorithms (compiled.py) behind a small Python API.
+"""FastPath: the compiled cluster algorithms (the kernels) behind a small Python API.
 
-The checked_* methods are Model's public calls in one compiled call each (compiled_calls.py): they
-check their inputs and return None where Model's Python path must name an error. The other methods
+The fused_* methods are Model's public calls in one compiled call each (kernels/calls.py), as the
+engine contract (contract.py) asks: they check their inputs and return None where Model's checked path
+must name an error. The other methods
 assume inputs validated by that path: float64 NumPy vectors of the right lengths (any layout), spanning
-q with unit quaternions and closed loops, f_ext (nb x 6) in body coordinates (state.external_forces).
+q with unit quaternions and closed loops, f_ext (nb x 6) in body coordinates (validation.external_forces).
 Results are copies of the workspace buffers, so that a later call does not change them.
 
 ``warm_up()`` compiles every kernel once per process for float64 arrays of any layout (loaded from
@@ -30,13 +31,14 @@ from ..kernels.flat.checks import call_context, check_plan, frame_set
 from ..kernels.flat.lcaba import lcaba_plan
 from ..kernels.flat.model import FlatModel
 from ..kernels.kinematics import OK
+from .contract import Engine
 
 _INPUT = INPUT_VECTOR                  # a float64 vector, else NotAFloat64Vector (borrowed.py)
 _FORCES = types.Array(types.float64, 2, 'A', readonly=True)
 _DISPATCHERS = {kernel.__name__: kernel for kernel in
                 (aba.aba, rnea.rnea, crba.crba, efpa.efpa, aba.spanning, lcaba.lcaba, checks.accept_positions,
                  checks.velocity_violation, compiled_completion.complete)}
-_DISPATCHERS.update({'checked_' + kernel.__name__: kernel for kernel in
+_DISPATCHERS.update({'fused_' + kernel.__name__: kernel for kernel in
                      (calls.forward_dynamics, calls.forward_dynamics_lcaba, calls.inverse_dynamics, calls.mass_matrix,
                       calls.inverse_osim)})
 _ENTRY_POINTS = {}              # name -> compiled entry point, filled by the first warm_up()
@@ -45,7 +47,7 @@ _FAILURES = {compiled_completion.START_SINGULAR: 'start', compiled_completion.TO
              compiled_completion.SINGULAR: 'singular', compiled_completion.NOT_CLOSED: 'residual'}
 
 
-class FastPath:
+class FastPath(Engine):
     """Compiled C-ABA, C-RNEA, CRBA, C-EFPA and LCABA of one Model with its own workspace (one per
     thread; pass ``flat`` to share the compiled model between threads)."""
 
@@ -53,9 +55,9 @@ class FastPath:
         self.model = model
         self.flat = FlatModel(model) if flat is None else flat
         self.data = self.flat.create_data(f_ext)         # f_ext: the external forces of the checked calls
-        self.plan = lcaba_plan(model)                    # LCABA (seed 004), shared by threads
+        self.plan = lcaba_plan(model)                    # LCABA (Sathya & Carpentier 2025), shared by threads
         self.lcaba_data = self.plan.create_data()
-        self.checks = check_plan(model)                  # the state checks' data (flat_checks.py)
+        self.checks = check_plan(model)                  # the state checks' data (flat/checks.py)
         checks, self._check_scratch = self.checks.create_ref()
         self._m, self._d, self._p, self._w, self._c = (Borrowed(ref) for ref in (
             self.flat.ref, self.data.ref, self.plan.ref, self.lcaba_data.ref, checks))
@@ -63,7 +65,7 @@ class FastPath:
         self._settings = None                            # the ProximalSettings in lcaba_data.settings
         self._use_settings(DEFAULT_SETTINGS)
         self._frame_sets = {}
-        self._pending = None                             # a completion whose budget ran out (checked_completion)
+        self._pending = None                             # a completion whose budget ran out (fused_completion)
         self._use(_ENTRY_POINTS or {name: self._warm_up_then(name) for name in _DISPATCHERS})
 
     def set_gravity(self, gravity):
@@ -117,7 +119,7 @@ class FastPath:
         return self.data.qdd.copy()
 
     def accept_positions(self, q, closure, tolerance, bound=np.inf):
-        """True where q passes state.positions' checks (|q_i| <= bound; closure: also couplings and
+        """True where q passes validation.positions' checks (|q_i| <= bound; closure: also couplings and
         loops within tolerance); unit quaternions normalized in place. False: let the NumPy checks
         name the error."""
         return self._accept_positions(self._m, self._d, self._c, q, closure, tolerance, bound)
@@ -131,7 +133,7 @@ class FastPath:
 
     def lcaba(self, q, qd, tau, f_ext, settings, multipliers=True):
         """LcabaResult of the proximal LCABA (lcaba.lcaba): qd, tau spanning (nv), f_ext (nb x 6); its
-        multipliers are left empty with multipliers=False (naming them costs ~10 us on 40 bodies)."""
+        multipliers are left empty with multipliers=False (naming them costs more than the solve)."""
         w = self.lcaba_data
         status = self._lcaba(self._m, self._d, self._p, self._w, q, qd, tau, f_ext, float(settings.mu),
                              float(settings.tolerance), int(settings.max_iterations))
@@ -142,48 +144,48 @@ class FastPath:
         return LcabaResult(w.qdd.copy(), int(iterations), float(residual), bool(converged),
                            self.plan.multipliers(w.lam) if multipliers else {})
 
-    # ---- the public calls in one compiled call each (compiled_calls.py): the result, or None where the
+    # ---- the public calls in one compiled call each (kernels/calls.py): the result, or None where the
     # compiled checks refer to Model's Python path, which then names the error. Inputs of any other
     # type than a float64 vector are referred as well: the kernels refuse them with NotAFloat64Vector
     # (borrowed.INPUT_VECTOR).
 
-    def checked_forward_dynamics(self, q, v, tau, settings=None):
+    def fused_forward_dynamics(self, q, v, tau, settings=None):
         """Model.forward_dynamics(q, v, tau): spanning qdd by the cluster ABA, by LCABA with settings."""
         try:
             if settings is None:
-                if self._checked_forward_dynamics(self._x, q, v, tau) == OK:
+                if self._fused_forward_dynamics(self._x, q, v, tau) == OK:
                     return self.data.qdd.copy()
             else:
                 if settings is not self._settings:           # frozen: the same object, the same values
                     self._use_settings(settings)
-                if self._checked_forward_dynamics_lcaba(self._x, q, v, tau) == OK:
+                if self._fused_forward_dynamics_lcaba(self._x, q, v, tau) == OK:
                     return self.lcaba_data.qdd.copy()
         except NotAFloat64Vector:
             pass
         return None
 
-    def checked_inverse_dynamics(self, q, v, a):
+    def fused_inverse_dynamics(self, q, v, a):
         """Model.inverse_dynamics(q, v, a): tau_y."""
         try:
-            if self._checked_inverse_dynamics(self._x, q, v, a) == OK:
+            if self._fused_inverse_dynamics(self._x, q, v, a) == OK:
                 return self.data.tau.copy()
         except NotAFloat64Vector:
             pass
         return None
 
-    def checked_mass_matrix(self, q):
+    def fused_mass_matrix(self, q):
         """Model.mass_matrix(q): H_y."""
         try:
-            if self._checked_mass_matrix(self._x, q) == OK:
+            if self._fused_mass_matrix(self._x, q) == OK:
                 return self.data.H.copy()
         except NotAFloat64Vector:
             pass
         return None
 
-    def checked_inverse_osim(self, q, frames):
+    def fused_inverse_osim(self, q, frames):
         """Model.inverse_osim(q, links) for the frame set of checked links: Lambda^-1."""
         try:
-            if self._checked_inverse_osim(self._x, q, frames[4]) == OK:
+            if self._fused_inverse_osim(self._x, q, frames[4]) == OK:
                 return frames[3].copy()
         except NotAFloat64Vector:
             pass
@@ -191,11 +193,11 @@ class FastPath:
 
     def closed_positions(self, q):
         """Positions Model.complete_positions returns (checked, closed): equal positions then skip the position
-        checks of the fused calls (compiled_calls.positions)."""
+        checks of the fused calls (calls.positions)."""
         self.data.q_closed[:] = q
 
-    def checked_completion(self, q_independent, previous, budget_ms):
-        """Model.complete_positions (compiled_completion.py), tracked from previous (nq, None for none): spanning
+    def fused_completion(self, q_independent, previous, budget_ms):
+        """Model.complete_positions (kernels/completion.py), tracked from previous (nq, None for none): spanning
         q, closed, within bounds and with unit quaternions; None where completion.py must run; ModelError
         where a loop cluster does not close on the reference branch or budget_ms ran out (checked every
         completion.CHUNK_STEPS steps of a continuation from the reference; what it reached is finished first
@@ -213,7 +215,7 @@ class FastPath:
         return None if q is None else q.copy()
 
     def _completion(self, q_independent, previous, deadline, resume):
-        """The compiled completion in chunks until it ends or the deadline passes (checked_completion);
+        """The compiled completion in chunks until it ends or the deadline passes (fused_completion);
         d.q_checked holds the result."""
         tracked, out, scratch, done = previous is not None, self.data.q_checked, self._check_scratch, 0.0
         start = previous if tracked else self.checks.reference
@@ -258,11 +260,11 @@ class FastPath:
         self._lcaba(self._m, self._d, self._p, self._w, q, v, v, f, 1e6, 1e-10, 1)
         self._accept_positions(self._m, self._d, self._c, q.copy(), True, 1e-6, np.inf)
         self._velocity_violation(self._m, self._d, self._c, v)
-        self.checked_forward_dynamics(q, y, y)
-        self._checked_forward_dynamics_lcaba(self._x, q, y, y)     # at the workspace's settings, left as they are
-        self.checked_inverse_dynamics(q, y, y)
-        self.checked_mass_matrix(q)
-        self.checked_inverse_osim(q, frames)
+        self.fused_forward_dynamics(q, y, y)
+        self._fused_forward_dynamics_lcaba(self._x, q, y, y)     # at the workspace's settings, left as they are
+        self.fused_inverse_dynamics(q, y, y)
+        self.fused_mass_matrix(q)
+        self.fused_inverse_osim(q, frames)
         self._complete(self._x, q[self.model.independent_q], q, True, self.data.q_checked, False)
         return time.perf_counter() - start
 
@@ -305,7 +307,7 @@ class FastPath:
             return self._frame_sets.get((links,))
         if not isinstance(links, (list, tuple)):
             return None
-        for link in links:                     # a plain loop: all() over a generator costs 0.2 us
+        for link in links:                     # a plain loop: cheaper than all() over a generator
             if type(link) is not str:          # (a str subclass takes the checked path)
                 return None
         return self._frame_sets.get(tuple(links))
@@ -345,12 +347,12 @@ def _compile_kernels(m, d, p, w, c, x, frames):
             'accept_positions': (model, data, checks, types.Array(types.float64, 1, 'C'), types.boolean,
                                  types.float64, types.float64),
             'velocity_violation': (model, data, checks, _INPUT),
-            'checked_forward_dynamics': (context, _INPUT, _INPUT, _INPUT),
-            'checked_forward_dynamics_lcaba': (context, _INPUT, _INPUT, _INPUT),
-            'checked_inverse_dynamics': (context, _INPUT, _INPUT, _INPUT),
-            'checked_mass_matrix': (context, _INPUT),
+            'fused_forward_dynamics': (context, _INPUT, _INPUT, _INPUT),
+            'fused_forward_dynamics_lcaba': (context, _INPUT, _INPUT, _INPUT),
+            'fused_inverse_dynamics': (context, _INPUT, _INPUT, _INPUT),
+            'fused_mass_matrix': (context, _INPUT),
             'complete': (context, _INPUT, _INPUT, types.boolean, types.Array(types.float64, 1, 'C'), types.boolean),
-            'checked_inverse_osim': (context, _INPUT, typeof(frames[4])),
+            'fused_inverse_osim': (context, _INPUT, typeof(frames[4])),
         }
         for name, signature in signatures.items():      # a fused call may compile other types of a kernel
             _DISPATCHERS[name].compile(signature)            # (the algorithms at the transforms of its check)

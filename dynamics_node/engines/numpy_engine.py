@@ -1,6 +1,6 @@
-"""The readable NumPy cluster algorithms behind the interface of the compiled FastPath.
+"""The readable NumPy cluster algorithms behind the engine contract (contract.py), without fused calls.
 
-This is the reference the compiled kernels are tested against (test_fast_path.py), and the engine of
+This is the reference the compiled kernels are tested against (test_engines/numba_engine.py), and the engine of
 a model loaded with ``compiled=False`` or where numba is not installed.
 """
 
@@ -14,9 +14,10 @@ from ..algorithms.lcaba import lcaba
 from ..algorithms.rnea import rnea
 from ..multibody.clusters import constraint_jacobian
 from ..spatial import SWAP_LINEAR_ANGULAR
+from .contract import Engine
 
 
-class ReferencePath:
+class ReferencePath(Engine):
     """Cluster ABA, RNEA, CRBA, EFPA and LCABA of one model on one workspace (Data)."""
 
     def __init__(self, model, data):
@@ -42,44 +43,15 @@ class ReferencePath:
         """H_y = G^T H G (ny x ny)."""
         return crba(self.model, self.data, q)
 
-    def closed_positions(self, q):
-        """Positions complete_positions returned: the NumPy path checks every q again (FastPath skips them)."""
-
     def inverse_osim(self, q, links):
         """Lambda^-1 (6k x 6k), blocks [linear; angular] in each link's frame."""
         frames = [self.model.link_frame[link] for link in links]
         P = np.kron(np.eye(len(frames)), SWAP_LINEAR_ANGULAR)
         return P @ efpa(self.model, self.data, q, frames) @ P
 
-    def checked_forward_dynamics(self, q, v, tau, settings=None):
-        """Refers every public call to Model's Python path (FastPath runs them in one compiled call)."""
-        return None
-
-    def checked_inverse_dynamics(self, q, v, a):
-        return None
-
-    def checked_mass_matrix(self, q):
-        return None
-
-    def known_frame_set(self, links):
-        return None
-
-    def frame_set(self, links):
-        return links
-
-    def checked_inverse_osim(self, q, frames):
-        return None
-
-    def checked_completion(self, q_independent, previous, budget_ms):
-        return None
-
-    def accept_positions(self, q, closure, tolerance, bound=np.inf):
-        """Refers every q to state.positions' NumPy checks (the compiled path accepts most of them)."""
-        return False
-
     def velocity_violation(self, v):
         """(max |K v|, its cluster's name, max |v|) of spanning velocities over the couplings and the loop
-        clusters' active rows, at the loop clusters' transforms of the last state.positions(check=True)."""
+        clusters' active rows, at the loop clusters' transforms of the last validation.positions(check=True)."""
         model = self.model
         violation, _, cluster = model.couplings.worst_velocity_violation(v)
         for c, (v0, v1) in zip(model.cluster_list, model.v_range):
@@ -93,7 +65,7 @@ class ReferencePath:
     def lcaba(self, q, qd, tau, f_ext, settings, multipliers=True):
         """LcabaResult of the proximal LCABA: qd, tau spanning (nv), f_ext (nb x 6); the multipliers
         are always named here (multipliers is for the FastPath interface). An overflow is left to the
-        caller's finiteness check (state.check_finite), as the compiled kernel leaves it."""
+        caller's finiteness check (validation.check_finite), as the compiled kernel leaves it."""
         self._external_forces(f_ext)
         with np.errstate(over='ignore', invalid='ignore'):
             return lcaba(self.model, self.data, q, qd, tau, settings)

@@ -1,4 +1,4 @@
-"""Cluster ABA kernels (algorithms/aba.py; seed 003 Alg. 1): with V_k = L_k^-1 (^kX_o^T U_k)^T the parent
+"""Cluster ABA kernels (algorithms/aba.py; Chignoli et al. 2023 Alg. 1): with V_k = L_k^-1 (^kX_o^T U_k)^T the parent
 gets the rank-m_k update ^kX_o^T U D^-1 U^T ^kX_o = V_k^T V_k (eqs. 55-56); held coordinates (roles) keep
 D's identity rows and zero acceleration."""
 

@@ -1,19 +1,18 @@
 """Borrowed arrays and structrefs: the kernels' data without numba's reference counting.
 
 numba counts the references to every array and structref a kernel passes on or takes a view of, with an
-atomic increment and decrement of its meminfo (a full memory barrier each, ~12 ns). Here the owners of
+atomic increment and decrement of its meminfo (a full memory barrier each). Here the owners of
 the data keep it alive instead, and the kernels see it without a meminfo:
 - BorrowedArray: the type of an array numba does not count at all: its data model has no meminfo to
   count, so numba emits no NRT_incref/NRT_decref call for it or for its views. borrowed(tuple) gives
-  the fields of the structrefs (flat.py, flat_checks.py, flat_lcaba.py) this type, with NULL meminfos.
-  With numba's (no-op) calls on NULL meminfos left in, the four-bar's fused forward dynamics took
-  1.31 us; without them 1.06 us: the calls also kept LLVM from keeping values in registers across them;
+  the fields of the structrefs (flat/model.py, flat/checks.py, flat/lcaba.py) this type, with NULL meminfos
+  (numba's no-op calls on NULL meminfos would also keep LLVM from holding values in registers across them);
 - Borrowed(ref): a structref as a plain pointer to its fields (BorrowedType); the kernels read m.joint,
   d.S, ... as from the structref. The Borrowed object keeps the structref, FastPath the Borrowed;
 - INPUT_VECTOR: the BorrowedArray type of the kernels' vector arguments from Python. numba's own
   unboxing allocates a meminfo for every NumPy array passed in and checks neither its dtype (an int64
   array would be read as float64) nor its number of dimensions (a 2-d array would overrun the 1-d
-  array's struct), which Python had to check before every call (0.14 us for three vectors). INPUT_VECTOR
+  array's struct), which Python would have to check before every call. INPUT_VECTOR
   takes the caller's array without a meminfo and refuses anything but a float64 vector with
   NotAFloat64Vector (a TypeError), in a few native instructions.
 """

@@ -1,12 +1,12 @@
 """The public calls of Model as single compiled entry points, on a FlatModel ``m``, its FlatData ``d`` and a
-CheckPlan ``c``, passed as one CallContext ``x`` (flat_checks.py), and for LCABA an LcabaPlan ``p`` with its
+CheckPlan ``c``, passed as one CallContext ``x`` (flat/checks.py), and for LCABA an LcabaPlan ``p`` with its
 LcabaData ``w``.
 
-Each entry point checks its inputs as state.py does (lengths, finite entries within the bounds of
+Each entry point checks its inputs as validation.py does (lengths, finite entries within the bounds of
 bounds.py, unit quaternions, closed loops and couplings, consistent spanning velocities and
-accelerations; compiled_checks.py), runs its algorithm (compiled.py, compiled_lcaba.py) and checks that
-the results are finite: one call from Python instead of one per check, since the Python glue between
-those calls cost 3-5 us per public call, as much as a whole tree ABA. Inputs are float64 vectors
+accelerations; kernels/checks.py), runs its algorithm (the kernels, kernels/lcaba.py) and checks that
+the results are finite: one call from Python instead of one per check, whose Python glue would cost
+as much as a whole tree ABA. Inputs are float64 vectors
 (model.py makes sure of it). An entry point returns OK, or REFER for anything it does not accept: an
 input a check refuses, a singular configuration or a non-finite result. Model then takes its Python
 path, which names the error (or falls back to LCABA): the compiled path only ever accepts.
@@ -15,7 +15,7 @@ Checks and algorithm share their work: the position check leaves d.Xup at q, whe
 start (q None); the loops are checked after the algorithm, at the transforms to each loop's ends its
 constraint rows computed (closed); the cluster ABA and RNEA check spanning velocities after they
 ran, against the K their kinematics built (constraint_violation; the same rows and criterion as
-velocity_violation), LCABA against the constraint rows it built (compiled_lcaba.coupling_rows and
+velocity_violation), LCABA against the constraint rows it built (kernels.lcaba.coupling_rows and
 loop_rows).
 
 Positions equal to those complete_positions returned last (d.q_closed, kept by the workspace:
@@ -25,7 +25,7 @@ who changed q changed its values, which then get every check).
 
 Checked inputs are kept in d (q_checked: q with its quaternions normalized; yd_checked, ydd_checked:
 independent velocities and accelerations; qd and tau_spanning: LCABA's spanning inputs). The external
-forces are the workspace's d.f_ext (state.external_forces), not an argument: one array fewer to unbox. The
+forces are the workspace's d.f_ext (validation.external_forces), not an argument: one array fewer to unbox. The
 input vectors are borrowed.INPUT_VECTOR: the caller holds them, and the kernels pass them on uncounted.
 """
 
@@ -53,7 +53,7 @@ REFUSED, UNCLOSED, CLOSED = 0, 1, 2          # positions(): refused; checked but
 
 @njit(inline='always', error_model='numpy')
 def finite(x):
-    """Every entry of the result x is finite (state.check_finite)."""
+    """Every entry of the result x is finite (validation.check_finite)."""
     for value in x.flat:
         if not math.isfinite(value):
             return False
@@ -62,7 +62,7 @@ def finite(x):
 
 @njit(error_model='numpy')
 def positions(m, d, c, q):
-    """state.positions(check=True): q into d.q_checked, quaternions normalized, couplings closed, d.Xup left
+    """validation.positions(check=True): q into d.q_checked, quaternions normalized, couplings closed, d.Xup left
     at q, where the algorithms take it (their q None). Returns REFUSED; UNCLOSED, the loops to be checked
     after the algorithm (closed); or CLOSED where q equals the positions complete_positions returned last
     (d.q_closed, NaN before: closed to completion's tolerance, within bounds, unit quaternions)."""
@@ -82,14 +82,14 @@ def positions(m, d, c, q):
 
 @njit(inline='always', error_model='numpy')
 def closed(m, d, c, known):
-    """The loops of the checked q within tolerance (compiled_checks.loops_closed) at the loop ends the
+    """The loops of the checked q within tolerance (checks.loops_closed) at the loop ends the
     algorithm's constraint rows left, unless positions() knew q closed."""
     return known == CLOSED or loops_closed(m, d, c, c.limits[POSITION_TOLERANCE], False)
 
 
 @njit(error_model='numpy')
 def motion(m, x, bound, out):
-    """state.vector of a velocity-like x (nv spanning or ny independent): its independent entries into out
+    """validation.vector of a velocity-like x (nv spanning or ny independent): its independent entries into out
     (consistent() checks spanning x)."""
     n = len(x)
     if not ((n == m.nv or n == m.ny) and all_within(x, bound)):
@@ -102,10 +102,10 @@ def motion(m, x, bound, out):
 
 @njit(error_model='numpy')
 def consistent(m, d, c, x, lcaba_violation):
-    """state.independent_velocities of a velocity-like x accepted by motion(): independent, or spanning with
+    """validation.independent_velocities of a velocity-like x accepted by motion(): independent, or spanning with
     K x = 0 within tolerance at the checked q: max |K x| over the coupling rows and the loop clusters' active
     rows in d.K (the algorithm's kinematics built them; constraint_violation), or LCABA's measure over the
-    rows it keeps, the same rows (flat_lcaba._kept_rows; ROWS_IN_K for the former)."""
+    rows it keeps, the same rows (flat.lcaba._kept_rows; ROWS_IN_K for the former)."""
     if len(x) == m.ny and m.ny != m.nv:
         return True
     constraint_violation(m, d, c, x, lcaba_violation == ROWS_IN_K)
@@ -114,7 +114,7 @@ def consistent(m, d, c, x, lcaba_violation):
 
 @njit(inline='always', error_model='numpy')
 def generalized(m, x, bound):
-    """state.vector of spanning (nv) or independent (ny) forces or accelerations."""
+    """validation.vector of spanning (nv) or independent (ny) forces or accelerations."""
     return (len(x) == m.nv or len(x) == m.ny) and all_within(x, bound)
 
 
@@ -135,7 +135,7 @@ def forward_dynamics(x, q, v, tau):
 @njit(cache=True, nogil=True, error_model='numpy')
 def inverse_dynamics(x, q, v, a):
     """Model.inverse_dynamics (bias and gravity forces: a, v zero): independent forces into d.tau.
-    Spanning accelerations must equal G ydd + g (state.py's VELOCITY_TOLERANCE, relative)."""
+    Spanning accelerations must equal G ydd + g (validation.py's VELOCITY_TOLERANCE, relative)."""
     m, d, c = x.m, x.d, x.c
     ydd = d.ydd_checked
     known = positions(m, d, c, q)

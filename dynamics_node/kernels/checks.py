@@ -1,11 +1,11 @@
-"""Numba kernels of the state checks of every public call (state.py), on a FlatModel ``m``, its FlatData
-``d`` and a CheckPlan ``c`` (flat_checks.py).
+"""Numba kernels of the state checks of every public call (validation.py), on a FlatModel ``m``, its FlatData
+``d`` and a CheckPlan ``c`` (flat/checks.py).
 
-``accept_positions`` accepts or refers: True where q certainly passes state.positions (unit
+``accept_positions`` accepts or refers: True where q certainly passes validation.positions (unit
 quaternions, normalized in place; couplings and loops closed within tolerance, with
-LoopConstraint.residual's phi), False otherwise, where state.py's NumPy check runs and raises the
-error naming the constraint. ``velocity_violation`` is state.independent_velocities' measure
-max |K v| over the coupling rows and the LOOP clusters' active rows (K of compiled.constraint_rows);
+LoopConstraint.residual's phi), False otherwise, where validation.py's NumPy check runs and raises the
+error naming the constraint. ``velocity_violation`` is validation.independent_velocities' measure
+max |K v| over the coupling rows and the LOOP clusters' active rows (K of kinematics.constraint_rows);
 ``constraint_violation`` measures it with the K that an algorithm's kinematics left in d.K.
 """
 
@@ -17,9 +17,9 @@ from .cache import key_on_helpers
 from .kinematics import constraint_rows, LOOP, loop_ends_at_outputs, loop_output_transforms, update_transforms
 from .spatial import product, relative, rotated_back, transform_at
 
-QUATERNION_TOLERANCE = 1e-5       # |norm - 1| accepted, as state.positions
+QUATERNION_TOLERANCE = 1e-5       # |norm - 1| accepted, as validation.positions
 REFER = -1                        # status of a compiled public call whose input the checks do not accept
-# c.limits: the bounds of bounds.py and the tolerances of state.py (flat_checks.py fills them)
+# c.limits: the bounds of bounds.py and the tolerances of validation.py (flat/checks.py fills them)
 POSITION_BOUND, VELOCITY_BOUND, ACCELERATION_BOUND, FORCE_BOUND, POSITION_TOLERANCE, VELOCITY_TOLERANCE = range(6)
 NONE, TURNED_AXIS, LOG, AXES_PERPENDICULAR = 0, 1, 2, 3         # rotation rows of a loop residual
 ALL, ACROSS_AXIS, ALONG_AXIS = 0, 1, 2                          # its position rows (e1 e2, or the axis)
@@ -30,7 +30,7 @@ key_on_helpers(__file__)
 @njit([types.boolean(types.Array(types.float64, 1, 'A', readonly=True), types.float64)], cache=True, nogil=True,
       error_model='numpy')
 def all_within(x, bound):
-    """Every |x_i| <= bound, so no NaN or infinity (state.vector)."""
+    """Every |x_i| <= bound, so no NaN or infinity (validation.vector)."""
     for value in x:
         if not abs(value) <= bound:
             return False
@@ -49,7 +49,7 @@ def rotation_log_component(E, e):
 
 @njit(inline='always', error_model='numpy')
 def coupling_residual(b, q_rows, q_index, q_coefficient, row, q):
-    """phi = sum_j c_j q_j + offset of coupling row (CouplingConstraint.residual, sparse rows of flat_checks)."""
+    """phi = sum_j c_j q_j + offset of coupling row (CouplingConstraint.residual, sparse rows of flat.checks)."""
     t = b[row]
     for e in range(q_rows[row], q_rows[row + 1]):
         t += q_coefficient[e] * q[q_index[e]]
@@ -59,7 +59,7 @@ def coupling_residual(b, q_rows, q_index, q_coefficient, row, q):
 @njit(error_model='numpy')
 def loop_residuals(m, d, c, l0, l1, rows):
     """phi of the loops l0..l1-1 into rows, each loop's at its rows of its cluster (loop_row) in the order of
-    K (LoopConstraint.residual, flat_checks.ROTATION_MODE and POSITION_MODE), at the transforms to the ends
+    K (LoopConstraint.residual, flat.checks.ROTATION_MODE and POSITION_MODE), at the transforms to the ends
     of each loop from one frame (d.end_E, d.end_r: the loop frames relative to one another, whatever that
     frame): the cluster's output frame where constraint_rows or loop_ends_at_outputs left them, the NCA's
     where LCABA's rows did; returns max |phi| (loops of different clusters overwrite each other's rows:
@@ -110,7 +110,7 @@ def loop_residuals(m, d, c, l0, l1, rows):
 def accept_positions(m, d, c, q, closure, tolerance, bound):
     """Every |q_i| <= bound (so finite), unit quaternions normalized in place; with closure, every
     coupling and loop within tolerance and, with loops, d.Xup left at q (for velocity_violation).
-    True where state.positions would accept q."""
+    True where validation.positions would accept q."""
     for value in q:
         if not abs(value) <= bound:
             return False
@@ -145,7 +145,7 @@ def couplings_closed(c, q, tolerance):
 @njit(error_model='numpy')
 def loops_closed(m, d, c, tolerance, transforms):
     """Every loop within tolerance at d.Xup (loop_residuals): with transforms, at the Xo of the LOOP clusters'
-    bodies; without, at the loop ends an algorithm left (constraint_rows, LCABA's loop_rows: compiled_calls.py)."""
+    bodies; without, at the loop ends an algorithm left (constraint_rows, LCABA's loop_rows: kernels/calls.py)."""
     loops = len(c.rotation_mode)
     if loops == 0:
         return True

@@ -1,12 +1,12 @@
 """Numba kernel of state completion (completion.py) on a FlatModel ``m``, its FlatData ``d`` and a CheckPlan
-``c`` (flat_checks.py; the entry point takes them as one CallContext): spanning positions from the independent
+``c`` (flat/checks.py; the entry point takes them as one CallContext): spanning positions from the independent
 ones.
 
-The same steps as completion.py: the couplings solved explicitly (q_d = D q + d, seed 003 eq. 3), then each
+The same steps as completion.py: the couplings solved explicitly (q_d = D q + d, Chignoli et al. 2023 eq. 3), then each
 loop cluster closed by predictor-corrector continuation, tracked in one step from the last completion where
 it is that near, else from the reference configuration: each step predicts the dependent joints with G_k
-(compiled.loop_constraint, which also measures the amplification) and corrects them by the damped Newton
-iteration of completion._newton: dq_d = -K_d^+ phi (Householder least squares, compiled.py), halved while it
+(kinematics.loop_constraint, which also measures the amplification) and corrects them by the damped Newton
+iteration of completion._newton: dq_d = -K_d^+ phi (Householder least squares, the kernels), halved while it
 does not reduce |phi|, retracted onto each joint's manifold (a spherical joint turns by the step in its child
 frame, joints.retract), and a split joint's idle spin turned to its canonical value (canonical_spins).
 ``complete`` returns OK; FAILED with the cluster, the reason (a FAILURE code), the fraction of the way and
@@ -116,7 +116,7 @@ def retract_dependent(m, c, k, q, start, step, scale):
 @njit(error_model='numpy')
 def irregularity(m, d, k):
     """0 where cluster k is regular at its transforms (left current by residual), with G_k in d.G[k]; else its
-    amplification, inf where K_d is singular (compiled.loop_constraint)."""
+    amplification, inf where K_d is singular (kinematics.loop_constraint)."""
     output_transforms(m, d, m.body_range[k, 0], m.body_range[k, 1])
     status = loop_constraint(m, d, k, d.zero_y, False)
     return 0.0 if status == OK else d.info[1] if status == AMPLIFIED else math.inf
@@ -245,7 +245,7 @@ def complete(x, q_independent, previous, tracked, q, resume):
     """Spanning positions into q (nq): the reference configuration (previous where tracked) with the
     independent positions, the couplings solved and every loop cluster closed by continuation, tracked in one
     step from previous, else from the reference (completion.complete_positions), then
-    state.positions(check=False): every |q_i| within bounds.POSITION, unit quaternions normalized. A
+    validation.positions(check=False): every |q_i| within bounds.POSITION, unit quaternions normalized. A
     continuation from the reference takes at most CHUNK_STEPS steps per call: after that PARTIAL, and a call
     with resume goes on from where it stopped (c.partial, cluster c.failure[0]), q as that call left it."""
     m, d, c = x.m, x.d, x.c

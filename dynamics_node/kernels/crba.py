@@ -13,7 +13,7 @@ key_on_helpers(__file__)
 @njit(cache=True, nogil=True, error_model='numpy')
 def crba(m, d, q):
     """H_y = G^T H G into d.H: composite rigid-body inertias Ic_o += ^iX_o^T Ic_i ^iX_o (as 10 parameters),
-    then each block column F = sum_i ^iX_o^T Ic_i S_i (seed 001, eq. 10) walked up the ancestors:
+    then each block column F = sum_i ^iX_o^T Ic_i S_i (Featherstone & Orin 2000, eq. 10) walked up the ancestors:
     H_jk = S_j^T F, F <- ^bX_o^T F."""
     status = kinematics(m, d, q, d.zero_y, False)
     if status != OK:
@@ -28,7 +28,7 @@ def crba(m, d, q):
         o = output[k]
         if o > 0:
             for i in range(body_range[k, 0], body_range[k, 1]):
-                add_rigid(rigid_congruence(Xo_E[i], Xo_r[i], Ic[i]), Ic[o])     # seed 001, eq. 9
+                add_rigid(rigid_congruence(Xo_E[i], Xo_r[i], Ic[i]), Ic[o])     # Featherstone & Orin 2000, eq. 9
     for r in range(H.shape[0]):
         for c in range(H.shape[1]):
             H[r, c] = 0.0

@@ -1,4 +1,4 @@
-"""Cluster EFPA kernels (algorithms/efpa.py; seed 003 Sec. VIII): Lambda^-1 = T T^T (eqs. 63-67), each
+"""Cluster EFPA kernels (algorithms/efpa.py; Chignoli et al. 2023 Sec. VIII): Lambda^-1 = T T^T (eqs. 63-67), each
 frame's T packed on the clusters supporting it (flat.model's y_support), so that two frames share the
 leading rows of their common ancestors."""
 

@@ -1,4 +1,4 @@
-"""Joints in the kernels (multibody/joints.py's twin, jcalc of seed 001): the motion subspace S as
+"""Joints in the kernels (multibody/joints.py's twin, jcalc of Featherstone & Orin 2000): the motion subspace S as
 columns, the joint transform X_J(q), by the codes of the joint-type table."""
 
 import math

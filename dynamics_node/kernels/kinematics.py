@@ -1,4 +1,4 @@
-"""Cluster kinematics kernels (algorithms/kinematics.py; seed 003, Alg. 1 lines 1-19): body transforms,
+"""Cluster kinematics kernels (algorithms/kinematics.py; Chignoli et al. 2023, Alg. 1 lines 1-19): body transforms,
 each cluster's output transforms, the loop constraints' rows K and bias k in the cluster's output frame,
 the explicit constraint G_k, g_k from the sparse QR of K_d (with its conditioning and amplification checks),
 and the forward pass (S_k, v, c). The fused public calls pass q = None: their position check left d.Xup
@@ -50,7 +50,7 @@ def body_transforms(m, d, q, b0, b1):
             Xup_r[i, col] = tree_r[i, col]
 
 
-# ---- cluster kinematics (kinematics.py; seed 003, Alg. 1 lines 1-19) ----
+# ---- cluster kinematics (kinematics.py; Chignoli et al. 2023, Alg. 1 lines 1-19) ----
 
 @njit(inline='always', error_model='numpy')
 def set_output_transform(parent, cluster, body_range, Xo_E, Xo_r, i, E, r):
@@ -93,7 +93,7 @@ def output_frame(m, d, k, body):
 @njit(inline='always', error_model='numpy')
 def set_loop_ends(d, lp, E_A, r_A, E_B, r_B):
     """The transforms to the predecessor (A) and successor (B) bodies of loop lp from one frame fixed to both
-    (d.end_E, d.end_r), which the closure check reads (compiled_checks.loop_residuals)."""
+    (d.end_E, d.end_r), which the closure check reads (checks.loop_residuals)."""
     end_E, end_r = d.end_E[lp], d.end_r[lp]
     for a in range(3):
         for b in range(3):
@@ -212,7 +212,7 @@ def constraint_bias(m, d, k, qd, bias):
 def loop_constraint(m, d, k, yd, velocities):
     """G_k = P [1; -K_d^+ K_i] and, with velocities, g_k = P [0; K_d^+ k] and qd_k = G_k yd_k from the sparse
     QR of the dependent columns of K_k that carries its independent ones, then k in its last column
-    (kinematics.py explicit_constraint, seed 000 Sec. 1.1)."""
+    (kinematics.py explicit_constraint, Chignoli et al. 2024 Sec. 1.1)."""
     v0, v1, y0, y1 = m.v_range[k, 0], m.v_range[k, 1], m.y_range[k, 0], m.y_range[k, 1]
     n, mk, na = v1 - v0, y1 - y0, m.n_active[k]
     nd = n - mk
@@ -285,7 +285,7 @@ def explicit_constraints(m, d, yd, velocities=True):
 @njit(error_model='numpy')
 def kinematics(m, d, q, yd, velocities=True):
     """Transforms (q None: d.Xup is at the positions already, computed by the position check of a fused
-    call, compiled_calls.py) and constraints, then base to tips for each body i of each cluster k: Xo (of a
+    call, kernels/calls.py) and constraints, then base to tips for each body i of each cluster k: Xo (of a
     LOOP cluster's bodies already with its constraints), its rows of S_k = Omega blkdiag(S_i) G_k (eq. 24)
     and, with velocities (CRBA and EFPA do without: yd = 0), v (eq. 33) and its rows of
     c_k = Omega (blkdiag(S_i) g_k + stack(v_i x S_i qd_i)) (digest 1.8); Omega is applied recursively along

@@ -1,16 +1,16 @@
-"""Numba kernel of the proximal LCABA (seed 004, Algs. 1-3) on a FlatModel ``m``, FlatData ``d`` and an
-LcabaPlan ``p`` with its LcabaData ``w`` (flat_lcaba.py).
+"""Numba kernel of the proximal LCABA (Sathya & Carpentier 2025, Algs. 1-3) on a FlatModel ``m``, FlatData ``d`` and an
+LcabaPlan ``p`` with its LcabaData ``w`` (flat/lcaba.py).
 
 Same algorithm, same order of operations per body as lcaba.py, which stays the readable reference;
 what differs:
-- H is one 6x6 block per coupled pair of bodies, stored as H[min, max] (flat_lcaba.py);
+- H is one 6x6 block per coupled pair of bodies, stored as H[min, max] (flat/lcaba.py);
 - D_i^-1 enters through its Cholesky factor L_i: with Z_i = L_i^-1 U_i^T, Y_ij = L_i^-1 (H_ij^T S_i)^T
   and ubar_i = L_i^-1 u_i, the eliminations of eqs. 30a-30e are H_pp += X^T (H_ii - Z^T Z) X,
   H_jk -= Y_j^T Y_k, ..., and the rollout is qdd_i = L_i^-T (ubar_i - Z_i a'_i - sum_j Y_ij a_j) (L_i is
   stored with 1/L_jj on its diagonal, so that the solves multiply);
-- a loop keeps its rows that are not identically zero (flat_lcaba._kept_rows: K = 0 and k = 0 on the
+- a loop keeps its rows that are not identically zero (flat.lcaba._kept_rows: K = 0 and k = 0 on the
   others at every state), lcaba.py all of them;
-- transforms are (E, r) pairs (compiled.py).
+- transforms are (E, r) pairs (the kernels).
 The sweeps hold 6-vectors, transforms and 3x3 blocks of H as tuples, read from and written to the
 buffers with full indices. A tuple stays in registers, where an array element would be reloaded after
 every store into H (the compiler cannot rule out aliasing). Each kernel reads the fields it uses into
@@ -21,8 +21,8 @@ without checks (error_model='numpy': inf or nan, never an exception). fastmath={
 a * b + c into one rounding (FMA).
 No kernel allocates. ``lcaba`` returns OK or NOT_POSITIVE (w.info: the body) instead of raising.
 
-The kernels reuse compiled.py's helpers, so numba's cache of this file is keyed on every kernel module
-(kernel_cache.py): a change of compiled.py recompiles these kernels too.
+The kernels reuse the kernels's helpers, so numba's cache of this file is keyed on every kernel module
+(kernels/cache.py): a change of the kernels recompiles these kernels too.
 """
 
 import math
@@ -244,7 +244,7 @@ def rows_of_product(X, i1, j1, i2, j2, rows, c):
     return t, u
 
 
-# ---- Cholesky factor L_i = L[i] of D_i and its triangular solves (compiled.py's cholesky, forward_solve,
+# ---- Cholesky factor L_i = L[i] of D_i and its triangular solves (the kernels's cholesky, forward_solve,
 # forward_solve_rows, backward_solve on full indices) ----
 
 @njit(inline='always')
@@ -302,7 +302,7 @@ def solve_transposed(L, i, n, x):
 
 @njit(error_model='numpy', fastmath={'contract'})
 def first_forward_sweep(m, d, p, w, qd, f_ext):
-    """v_i, c_i = v_i x S_i qd_i, H_ii = I_i, f_i = f_ext - v_i x* I_i v_i (seed 004 Sec. IV-C1)."""
+    """v_i, c_i = v_i x S_i qd_i, H_ii = I_i, f_i = f_ext - v_i x* I_i v_i (Sathya & Carpentier 2025 Sec. IV-C1)."""
     joint, parent, inertia, rigid, Xup_E, Xup_r, v = m.joint, m.parent, m.inertia, m.rigid_inertia, d.Xup_E, d.Xup_r, \
         d.v
     S, slot, idx_v, H, c, f, f_tree, nb = p.S, p.slot, p.idx_v, w.H, w.c, w.f, w.f_tree, len(parent)
@@ -344,7 +344,7 @@ def constraint_penalties(d, p, w, mu, a0):
 @njit(error_model='numpy', fastmath={'contract'})
 def coupling_rows(d, p, w, con):
     """Entries K (rows on each body's acceleration) and k of coupling con (lcaba.cut_rows):
-    sum_j c_j (S_j^T a_j - S_j^T Xup_j a_parent) = 0 (seed 004 Remark 1); its |K qd| (the same rows on the
+    sum_j c_j (S_j^T a_j - S_j^T Xup_j a_parent) = 0 (Sathya & Carpentier 2025 Remark 1); its |K qd| (the same rows on the
     velocities) into w.violation."""
     K, k, Xup_E, Xup_r, S, v, entry_body = w.K, w.k, d.Xup_E, d.Xup_r, p.S, d.v, p.entry_body
     term_body, term_coefficient, term_entry = p.term_body, p.term_coefficient, p.term_entry
@@ -372,7 +372,7 @@ def loop_rows(d, p, w, con):
     Xup_E, Xup_r, loop_PsiT, universal = d.Xup_E, d.Xup_r, p.loop_PsiT, p.loop_universal[lp]
     EA, rA = path_transform(Xup_E, Xup_r, p.loop_path[lp, 0], p.loop_path_len[lp, 0])
     EB, rB = path_transform(Xup_E, Xup_r, p.loop_path[lp, 1], p.loop_path_len[lp, 1])
-    set_loop_ends(d, lp, EA, rA, EB, rB)        # for the closure check (loops in the order of flat.py's)
+    set_loop_ends(d, lp, EA, rA, EB, rB)        # for the closure check (loops in the order of flat/model.py's)
     E, r = relative(EA, rA, EB, rB)           # X_A_B = X_A_nca X_B_nca^-1
     A, B = p.entry_body[e0], p.entry_body[e0 + 1]
     vA, vB = row6(d.v, A), transformed_motion(E, r, row6(d.v, B))
@@ -438,7 +438,7 @@ def add_penalty(p, w, con, mu, a0):
 
 @njit(error_model='numpy', fastmath={'contract'})
 def backward_sweep(m, d, p, w, tau, a0):
-    """Eliminate the bodies in S^E (seed 004 Alg. 1 lines 11-23, eqs. 29-30, 34-35): Z_i, Y_ij, ubar_i stored.
+    """Eliminate the bodies in S^E (Sathya & Carpentier 2025 Alg. 1 lines 11-23, eqs. 29-30, 34-35): Z_i, Y_ij, ubar_i stored.
     NOT_POSITIVE with the first body whose D_i is not positive definite in w.info."""
     parent, Xup_E, Xup_r, S, slot, neighbours = m.parent, d.Xup_E, d.Xup_r, p.S, p.slot, p.neighbours
     joint, order, n_neighbours, idx_v, free = m.joint, p.order, p.n_neighbours, p.idx_v, p.free
@@ -547,7 +547,7 @@ def rollout(m, d, p, w, a0, reduced):
 
 @njit(error_model='numpy', fastmath={'contract'})
 def reduced_backward_sweep(m, d, p, w, dtau):
-    """ubar_i of the body forces df = d.f and joint forces dtau, reusing the elimination (seed 004 Alg. 2:
+    """ubar_i of the body forces df = d.f and joint forces dtau, reusing the elimination (Sathya & Carpentier 2025 Alg. 2:
     H does not depend on lambda); the reduced rollout then gives the changes of qdd and of a."""
     joint, parent, Xup_E, Xup_r, df, S, order, idx_v = m.joint, m.parent, d.Xup_E, d.Xup_r, d.f, p.S, p.order, p.idx_v
     n_neighbours, neighbours, Z, Y, L, ubar, free = p.n_neighbours, p.neighbours, w.Z, w.Y, w.L, w.ubar, p.free
@@ -611,7 +611,7 @@ def gradient_forces(m, d, p, w, mu):
 
 @njit(cache=True, nogil=True, error_model='numpy', fastmath={'contract'})
 def lcaba(m, d, p, w, q, qd, tau, f_ext, mu, tolerance, max_iterations):
-    """Spanning accelerations of the closed-loop system into w.qdd by the proximal LCABA (seed 004,
+    """Spanning accelerations of the closed-loop system into w.qdd by the proximal LCABA (Sathya & Carpentier 2025,
     Alg. 3; lcaba.lcaba); multipliers into w.lam, [iterations, residual, converged] into w.result.
     qd, tau spanning (nv); f_ext (nb x 6) in body coordinates; q None: d.Xup is at the positions already."""
     if q is not None:

@@ -77,7 +77,7 @@ def reflect(A, step, n, p, b, c):
 @njit(error_model='numpy')
 def sparse_qr(m, k, A, nd, width, beta):
     """In-place Householder QR of K_d = A[:, :nd] (rows: the active rows of LOOP cluster k; columns: its
-    dependent joints in elimination order) on the cluster's elimination plan (elimination.py; flat.py qr_*),
+    dependent joints in elimination order) on the cluster's elimination plan (elimination.py; flat/model.py qr_*),
     Q^T applied to the columns nd..width-1 too: step p reflects only its rows qr_rows[k, p] of its column,
     of the later columns qr_cols[k, p] and of those. R lands in the pivot rows (the first of each step), the
     reflectors below their implicit leading 1 in the others, scaled by a reciprocal (a division per entry

@@ -1,4 +1,4 @@
-"""Cluster RNEA kernel (algorithms/rnea.py; seed 003 Sec. VI): tau_y = S_k^T f_k."""
+"""Cluster RNEA kernel (algorithms/rnea.py; Chignoli et al. 2023 Sec. VI): tau_y = S_k^T f_k."""
 
 from numba import njit
 

@@ -1,5 +1,5 @@
 """Spatial algebra of the kernels (multibody/spatial.py's twin): transforms as (E, r) pairs,
-X = [[E, 0], [-E r x, E]] (seed 001), held as tuples (E a row-major 9-tuple, r a 3-tuple) in registers;
+X = [[E, 0], [-E r x, E]] (Featherstone & Orin 2000), held as tuples (E a row-major 9-tuple, r a 3-tuple) in registers;
 6-vectors as tuples or rows of buffers; rigid-body inertias as 10 parameters (m, h = m c, Ibar)."""
 
 from numba import njit
@@ -164,7 +164,7 @@ def rotated_block(M, r0, c0, E):
 
 @njit(inline='always', error_model='numpy')
 def congruence_add(E, r, M, out):
-    """out += X^T M X for a symmetric M (seed 003, eq. 55). X = blkdiag(E, E) [[1, 0], [-r x, 1]]: with the
+    """out += X^T M X for a symmetric M (Chignoli et al. 2023, eq. 55). X = blkdiag(E, E) [[1, 0], [-r x, 1]]: with the
     rotated blocks A, B, C (E^T A E, ...) of M = [[A, B], [B^T, C]] and P = B + r x C,
     X^T M X = [[A - B r x + r x P^T, P], [P^T, C]], whose upper-left block is symmetric."""
     A, B, C = rotated_block(M, 0, 0, E), rotated_block(M, 0, 3, E), rotated_block(M, 3, 3, E)
@@ -189,9 +189,9 @@ def congruence_add(E, r, M, out):
                 out[b, a] += x
 
 
-# ---- rigid-body inertias as 10 parameters (rigid_inertia in flat.py): mass m, first moment h = m c and the
+# ---- rigid-body inertias as 10 parameters (rigid_inertia in flat/model.py): mass m, first moment h = m c and the
 #      rotational inertia Ibar about the origin (upper triangle xx xy xz yy yz zz), the spatial inertia being
-#      I = [[Ibar, h x], [-h x, m 1]] (seed 003 Sec. III-D: Ibar = I_C + m c x c x^T, h x = m c x) ----
+#      I = [[Ibar, h x], [-h x, m 1]] (Chignoli et al. 2023 Sec. III-D: Ibar = I_C + m c x c x^T, h x = m c x) ----
 
 @njit(inline='always', error_model='numpy')
 def rigid_force(I, x):

@@ -3,7 +3,7 @@
 A loop cluster's structure (the rank of its constraints, which joints they determine, the pattern of
 its explicit Jacobian G) is measured where the mechanism is assembled, never at open configurations:
 there the two coaxial joints of a closure body look independent, at every closed state they are not.
-Seed 002 (Sec. III-C) chooses the split by rank; the rank that counts is the one on the constraint
+Chignoli, Slotine et al. 2024 (Sec. III-C) chooses the split by rank; the rank that counts is the one on the constraint
 manifold. ``project`` moves every coordinate of a cluster by minimum-norm Gauss-Newton steps,
 dq = -K^+ phi, from a start to a closed configuration near it; the load takes its rank samples from
 random starts and the reference pose from the zero position (clusters.py).

@@ -1,9 +1,9 @@
-"""Clusters: strongly connected components of the constraint dependency digraph (seed 002, Alg. 1-3).
+"""Clusters: strongly connected components of the constraint dependency digraph (Chignoli, Slotine et al. 2024, Alg. 1-3).
 
 Every loop or coupling adds two edges to the tree's parent->child edges: predecessor -> first body of
 the NCA->successor path and successor -> first body of the NCA->predecessor path, so the bodies whose
 motions must be solved together form one SCC. Each cluster then gets its constraint Jacobian rows and
-its split into independent and dependent joints (seed 002, Sec. III-C).
+its split into independent and dependent joints (Chignoli, Slotine et al. 2024, Sec. III-C).
 """
 
 from dataclasses import dataclass
@@ -80,7 +80,7 @@ class Cluster:
 
 
 def build_constraints(spec, tree):
-    """Loop and coupling constraints with the two digraph edges each one adds (seed 002, Alg. 3)."""
+    """Loop and coupling constraints with the two digraph edges each one adds (Chignoli, Slotine et al. 2024, Alg. 3)."""
     constraints = []
     for loop in spec.loops:
         where = f'loop {quote(loop.name)}'
@@ -112,7 +112,7 @@ def build_constraints(spec, tree):
                              'common ancestor')
         pred_path, succ_path = tree.path_from(nca, A), tree.path_from(nca, B)
         # Sum over the successor path = ratio * sum over the predecessor path (the published robot files'
-        # direction, not seed 002 eq. (8)): rotor successor, ratio N, spins N times its link.
+        # direction, not Chignoli, Slotine et al. 2024 eq. (8)): rotor successor, ratio N, spins N times its link.
         coefficients = {b: coupling.ratio for b in pred_path}
         coefficients.update({b: -1.0 for b in succ_path})
         _same_kind(where, tree, coefficients)
@@ -298,7 +298,7 @@ def constraint_jacobian(cluster, Xup, S, qd=None):
 
 
 def _split_coordinates(cluster, tree, rng, followers, leaders):
-    """Rank-revealing choice of the dependent joints (seed 002, Sec. III-C) on closed configurations
+    """Rank-revealing choice of the dependent joints (Chignoli, Slotine et al. 2024, Sec. III-C) on closed configurations
     (assembly.py): the number of dependent joints equals rank K there, and their columns K_d have full rank
     there. Joints marked independent="false" are dependent; joints marked "true" and the leaders of <mimic>
     joints stay independent; of the others, mimic followers are taken first, then the joints farthest from
@@ -436,7 +436,7 @@ def _motion_pattern(cluster, samples):
 
 
 def explicit_jacobian(K, dependent, independent):
-    """The dependent rows -K_d^+ K_i of G (seed 003, eq. 3) from K at a closed configuration."""
+    """The dependent rows -K_d^+ K_i of G (Chignoli et al. 2023, eq. 3) from K at a closed configuration."""
     return -np.linalg.lstsq(K[:, dependent], K[:, independent], rcond=None)[0]
 
 

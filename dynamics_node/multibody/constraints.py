@@ -1,10 +1,10 @@
 """Loop and coupling constraints of a cluster: residual phi(q), Jacobian K and bias k (K qdd = k).
 
-Implicit form (seed 003, eq. 2): phi(q) = 0, K qd = 0, K qdd = k with k = -Kdot qd. Everything is
+Implicit form (Chignoli et al. 2023, eq. 2): phi(q) = 0, K qd = 0, K qdd = k with k = -Kdot qd. Everything is
 computed relative to the constraint's nearest common ancestor (NCA), which is exact because a loop
 only restricts the relative motion of its two branches.
 
-Loop rows (seed 002, eq. 6, with Psi the constrained directions of the loop joint in the predecessor
+Loop rows (Chignoli, Slotine et al. 2024, eq. 6, with Psi the constrained directions of the loop joint in the predecessor
 loop frame P): K = Psi^T (J_S - J_P) and, differentiating Psi (which moves with P),
 k = Psi^T (v_P x v_S - (a_S - a_P)) where a are the bias accelerations (qdd = 0) of both branches.
 

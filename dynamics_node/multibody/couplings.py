@@ -1,7 +1,7 @@
 """The couplings of every coupling-only cluster as one linear relation A q + b = 0.
 
 Couplings relate 1-DoF joints linearly, so their position residual, their velocity rows (the same A
-on v), the dependent positions (explicit form q_d = D q + d, seed 003 eq. 3) and each cluster's
+on v), the dependent positions (explicit form q_d = D q + d, Chignoli et al. 2023 eq. 3) and each cluster's
 constant G_k are computed once: no transforms and no Newton iterations on the hot path.
 """
 

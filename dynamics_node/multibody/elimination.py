@@ -7,7 +7,7 @@ dependent column p then needs only the rows not yet pivoted that hold p, and cha
 columns those rows hold, which then all of them hold (fill). Taking at each step the column held by the
 fewest such rows, each loop's own joints go first and leave one row per loop for the shared ones:
 delta's QR does a fifth of the dense QR's multiply-adds, and a step of one row reflects nothing. The
-kernels run the plan (compiled.dependent_least_squares). R's diagonal, and so the singularity measure,
+kernels run the plan (linalg.dependent_least_squares). R's diagonal, and so the singularity measure,
 depends only on the order of the columns (Q R = P K_d for any row order), which the reference QR
 (kinematics.py) therefore shares: clusters.py puts the dependent columns in this order.
 """

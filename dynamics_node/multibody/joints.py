@@ -1,8 +1,8 @@
-"""Tree-joint models (jcalc of seed 001): joint transform X_J(q), motion subspace S, and the position
+"""Tree-joint models (jcalc of Featherstone & Orin 2000): joint transform X_J(q), motion subspace S, and the position
 manifold of each joint (neutral position, retraction q (+) dv, random positions).
 
 Every motion subspace here is constant in the child frame, so the apparent derivative vanishes and the
-joint bias is c_J = 0; the velocity-product term v x (S qd) is added by the algorithms (seed 003, Sec. 1.8).
+joint bias is c_J = 0; the velocity-product term v x (S qd) is added by the algorithms (Chignoli et al. 2023, Sec. 1.8).
 A universal joint, whose S would depend on q, is two revolute bodies (topology.py).
 
 Layouts (q | v): revolute, continuous, prismatic: angle or displacement | its rate. spherical: unit

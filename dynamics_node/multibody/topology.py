@@ -5,7 +5,7 @@ the links fixed to it form the ground (body 0). A universal joint ``u`` is two r
 one point, ``u_1`` about its <axis> and ``u_2`` about its <axis2>, with a massless cross body between
 them that carries no link (``universal_halves``), so that every motion subspace stays constant in its
 body frame. Bodies are numbered depth-first in document order, so a parent always precedes its
-children (regular numbering, seed 001).
+children (regular numbering, Featherstone & Orin 2000).
 """
 
 from dataclasses import dataclass, replace
@@ -136,14 +136,14 @@ class SpanningTree:
         return chain
 
     def nearest_common_ancestor(self, a, b):
-        """nca(a, b) of seed 002, eq. (4)."""
+        """nca(a, b) of Chignoli, Slotine et al. 2024, eq. (4)."""
         ancestors_a = set(self.ancestors(a))
         while b not in ancestors_a:
             b = self.parent[b]
         return b
 
     def path_from(self, ancestor, body):
-        """Bodies strictly below ancestor down to body, top first (seed 002, eq. (5) and Alg. 4)."""
+        """Bodies strictly below ancestor down to body, top first (Chignoli, Slotine et al. 2024, eq. (5) and Alg. 4)."""
         path = []
         while body != ancestor:
             path.append(body)

@@ -92,8 +92,8 @@ def _stream_node(node):
 
 
 def executor_of(node):
-    """An executor of node alone: rclpy's EventsExecutor where it exists (Jazzy, Kilted; about
-    0.3 ms less per service call than the SingleThreadedExecutor), else the latter (Humble)."""
+    """An executor of node alone: rclpy's EventsExecutor where it exists (Jazzy, Kilted; faster per
+    service call than the SingleThreadedExecutor), else the latter (Humble)."""
     try:
         from rclpy.experimental import EventsExecutor
     except ImportError:

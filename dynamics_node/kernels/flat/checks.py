@@ -1,4 +1,4 @@
-"""What the compiled state checks (compiled_checks.py) and the compiled completion (compiled_completion.py)
+"""What the compiled state checks (kernels/checks.py) and the compiled completion (kernels/completion.py)
 need beyond the FlatModel, as flat arrays.
 
 The loops in the order of FlatModel's loop fields (LOOP clusters in order, their loops in order) with
@@ -48,7 +48,7 @@ CHECK_FIELDS = {   # name: meaning, shape (nl loops, nr coupling rows)
     'v_index': 'velocity index of each term',
     'v_coefficient': 'its coefficient; row r is sum coefficient v[index] = 0',
     'v_cluster': 'cluster index of each velocity row',
-    'limits': 'bounds (bounds.py) and tolerances (state.py) of the public calls, at the indices of compiled_checks (6)',
+    'limits': 'bounds (bounds.py) and tolerances (validation.py) of the public calls, at the indices of compiled_checks (6)',
     'coupling_cluster': 'cluster of coupling row r of q_rows (nr)',
     'coupling_row': 'its row in the K (and phi) of its cluster (nr)',
     'independent_q': 'q entries of the independent positions (Model.independent_q)',
@@ -105,8 +105,8 @@ class CallContextType(_StructType):
 
 class CallContextRef(structref.StructRefProxy):
     """A workspace's FlatModel, FlatData, CheckPlan, LcabaPlan and LcabaData views (m, d, c, p, w) as the one
-    argument of the fused public calls and the completion (compiled_calls.py, compiled_completion.py): a
-    call from Python unboxes one structref instead of three to five (0.40 -> 0.26 us per call for three)."""
+    argument of the fused public calls and the completion (kernels/calls.py, kernels/completion.py): a
+    call from Python unboxes one structref instead of three to five."""
 
 
 structref.define_proxy(CallContextRef, CallContextType, ['m', 'd', 'c', 'p', 'w'])
@@ -119,7 +119,7 @@ class FrameSetType(_StructType):
 
 class FrameSetRef(structref.StructRefProxy):
     """The links of an inverse_osim call as one argument: their bodies, ^frameX_body, the T buffer and the
-    output Omega (compiled.efpa); FastPath.frame_set keeps the arrays alive."""
+    output Omega (efpa.efpa); FastPath.frame_set keeps the arrays alive."""
 
 
 structref.define_proxy(FrameSetRef, FrameSetType, ['body', 'X', 'T', 'Omega'])

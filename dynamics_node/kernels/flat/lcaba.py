@@ -1,4 +1,4 @@
-"""The LCABA plan (seed 004) compiled into flat arrays for the kernels of compiled_lcaba.py.
+"""The LCABA plan (Sathya & Carpentier 2025) compiled into flat arrays for the kernels of kernels/lcaba.py.
 
 ``LcabaPlan(model)`` flattens what lcaba.py keeps in Python objects: the minimum-degree elimination
 order and neighbour sets of ``elimination_plan``, the sparsity of the cost-to-go H (one 6x6 block per

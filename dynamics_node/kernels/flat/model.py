@@ -5,10 +5,10 @@ read-only NumPy arrays, once. ``FlatModel.create_data()`` preallocates every buf
 write, so that a kernel call allocates nothing. The kernels receive both as numba structrefs
 (``.ref``): a structref crosses the Python/numba boundary as one pointer, whatever its number of fields.
 
-Transforms are stored as pairs (E, r): X = [[E, 0], [-E rx, E]] (seed 001), the Plucker transform of
+Transforms are stored as pairs (E, r): X = [[E, 0], [-E rx, E]] (Featherstone & Orin 2000), the Plucker transform of
 spatial.py. Per-cluster quantities are padded to the largest cluster (N spanning, M independent
-velocities). Every cluster hangs from ONE output body (ModelError otherwise), so ^kX_parent (seed 003,
-eq. 17) has a single block column: with clusters formed as strongly connected components (seed 002,
+velocities). Every cluster hangs from ONE output body (ModelError otherwise), so ^kX_parent (Chignoli et al. 2023,
+eq. 17) has a single block column: with clusters formed as strongly connected components (Chignoli, Slotine et al. 2024,
 Alg. 3) a constraint enters a cluster below its nearest common ancestor, and a second parent of the
 cluster's roots would lie on a cycle through the cluster.
 """
@@ -55,7 +55,7 @@ MODEL_FIELDS = {   # name: meaning, shape (nb bodies with 0 the ground, nc clust
     'v_range': 'spanning velocities [v0, v1) of cluster k (nc, 2)',
     'y_range': 'independent velocities [y0, y1) of cluster k (nc, 2)',
     'y_support': 'independent velocities of cluster k and its ancestors (nc); a frame\'s packed rows '
-                 '(compiled.frame_propagators) of cluster k are [y_support[k] - m_k, y_support[k])',
+                 '(efpa.frame_propagators) of cluster k are [y_support[k] - m_k, y_support[k])',
     'G_const': 'G_const[k, j]: column j of G_k of SINGLE (identity) and COUPLED clusters, the initial '
                'data.G (nc, M, N)',
     'K_const': 'constant (coupling) rows of K_k among its active rows, zero on the rows of loops (nc, R, N)',
@@ -130,16 +130,16 @@ DATA_FIELDS = {    # name: meaning, shape
     'Psi_o': 'Psi_o[l, j]: direction of the j-th active row of loop l in its cluster\'s output frame (nl, 6, 6)',
     'loop_a': 'universal loop l: a1 [0] and a2 [1] in its cluster\'s output frame (nl, 2, 3)',
     'end_E': 'rotations of the transforms to the predecessor [0] and successor [1] bodies of loop l from one frame '
-             '(its cluster\'s output frame or its NCA\'s; compiled.set_loop_ends) (nl, 2, 3, 3)',
+             '(its cluster\'s output frame or its NCA\'s; kinematics.set_loop_ends) (nl, 2, 3, 3)',
     'end_r': 'their translations (nl, 2, 3)',
     'w6': 'scratch spatial vector (6)',
     'info': 'details of the last non-zero status: cluster, conditioning (2)',
     'zero_y': 'zeros (ny), for calls without velocities or accelerations',
     'zero_f': 'zeros (nb, 6), for calls without external forces',
     'f_ext': 'external forces of the public calls, body coordinates (nb, 6): the workspace\'s (model.Data.f_ext)',
-    'q_checked': 'positions of the current public call, checked, unit quaternions (nq; compiled_calls.py)',
+    'q_checked': 'positions of the current public call, checked, unit quaternions (nq; kernels/calls.py)',
     'q_closed': 'the positions complete_positions returned last (closed to its tolerance, within bounds, unit '
-                'quaternions), NaN before (nq): equal positions skip the position checks (compiled_calls.positions)',
+                'quaternions), NaN before (nq): equal positions skip the position checks (calls.positions)',
     'yd_checked': 'its independent velocities (ny)',
     'ydd_checked': 'its independent accelerations (ny)',
     'tau_spanning': 'spanning forces of an LCABA call (nv)',
