@@ -1,4 +1,5 @@
-"""Our LCABA (compiled) against Pinocchio's lcaba and constraintDynamics (C++) on the same closed loops.
+"""Our LCABA (compiled) against Pinocchio's lcaba and constraintDynamics (C++) on the same closed
+loops.
 
 Only mechanisms whose loops both libraries express as the same constraint are compared, and the
 accelerations are checked to agree before anything is timed:
@@ -6,10 +7,11 @@ accelerations are checked to agree before anything is timed:
 - a revolute loop of a planar mechanism (all joint axes normal to the plane) is a CONTACT_3D point
   constraint: its 2 rotation rows vanish identically there, so both leave the same motions. (For a
   spatial mechanism a revolute loop is NOT a point constraint; none is used here.)
-- a spherical loop (delta's rods) is a CONTACT_3D point constraint: the origins coincide, the rotation
-  is free.
-Times are medians of many calls in microseconds (interleaved, bench/run.py), penalty mu = 1e6 (Pinocchio's
-mu = 1e-6): our kernels (FastPath) and our public forward_dynamics (inputs checked, loops verified).
+- a spherical loop (delta's rods) is a CONTACT_3D point constraint: the origins coincide, the
+  rotation is free.
+Times are medians of many calls in microseconds (interleaved, bench/run.py), penalty mu = 1e6
+(Pinocchio's mu = 1e-6): our kernels (FastPath) and our public forward_dynamics (inputs checked,
+loops verified).
 
 Usage: .venv/bin/python bench/lcaba_vs_pinocchio.py
 """
@@ -38,10 +40,11 @@ CONTACT = {'fixed': pin.ContactType.CONTACT_6D, 'revolute': pin.ContactType.CONT
 
 
 def welded_cycle(n, planar=False, seed=0):
-    """A single loop of n revolute links (Sathya & Carpentier 2025 Fig. 6): two branches of n/2 links hang from the
-    ground and their tips are welded by a `fixed` loop, closed at a random q. Spatial: random axes (6
-    independent rows). Planar: every axis along z, so the 6 weld rows (tilted loop frame) have rank 3,
-    redundant like Digit's welded leg loops. Returns (URDF+ text, q)."""
+    """A single loop of n revolute links (Sathya & Carpentier 2025 Fig. 6): two branches of n/2
+    links hang from the ground and their tips are welded by a `fixed` loop, closed at a random q.
+    Spatial: random axes (6 independent rows). Planar: every axis along z, so the 6 weld rows
+    (tilted loop frame) have rank 3, redundant like Digit's welded leg loops. Returns (URDF+ text,
+    q)."""
     rng = np.random.default_rng(seed)
     inertia = 'ixx="0.02" ixy="0.001" ixz="0" iyy="0.03" iyz="0.002" izz="0.025"'
     limit = '<limit lower="-9" upper="9" effort="1" velocity="1"/>'
@@ -68,9 +71,9 @@ def welded_cycle(n, planar=False, seed=0):
     (R_a, p_a), (R_b, p_b) = (open_chain.link_pose(q, tip) for tip in tips)
     tilt = rng.uniform(-1, 1, 3)
     R, p = R_b.T @ R_a @ pin.rpy.rpyToMatrix(tilt), R_b.T @ (p_a - p_b)   # frame P seen from tip b
-    loop = (f'<loop name="weld" type="fixed"><predecessor link="{tips[0]}"><origin rpy="{_text(tilt)}"/>'
-            f'</predecessor><successor link="{tips[1]}"><origin xyz="{_text(p)}" '
-            f'rpy="{_text(pin.rpy.matrixToRpy(R))}"/></successor></loop>')
+    loop = (f'<loop name="weld" type="fixed"><predecessor link="{tips[0]}"><origin '
+            f'rpy="{_text(tilt)}"/></predecessor><successor link="{tips[1]}"><origin '
+            f'xyz="{_text(p)}" rpy="{_text(pin.rpy.matrixToRpy(R))}"/></successor></loop>')
     return tree + loop + '</robot>', q
 
 
@@ -84,8 +87,8 @@ def four_bar_case(name, crank):
 
 
 def leg_linkage_case():
-    """linkage_leg.urdf (a knee four-bar and an ankle) without its knee motor's rotor and gear, which
-    Pinocchio's constraints cannot express; returns (URDF+ text, closed q)."""
+    """linkage_leg.urdf (a knee four-bar and an ankle) without its knee motor's rotor and gear,
+    which Pinocchio's constraints cannot express; returns (URDF+ text, closed q)."""
     robot = ElementTree.parse(bundled_model('linkage_leg')).getroot()
     for element in list(robot):
         if element.get('name') in ('motor_rotor', 'motor_rotor_joint', 'knee_gear'):
@@ -107,7 +110,8 @@ def mechanisms():
 
 class PinocchioCase:
     """Pinocchio model of the spanning tree with one rigid constraint per loop, and one Data per
-    algorithm (a constraintDynamics call on a Data that lcaba used returned wrong accelerations)."""
+    algorithm (a constraintDynamics call on a Data that lcaba used returned wrong
+    accelerations)."""
 
     def __init__(self, xml, joint_names):
         self.reference = KKTOracle(xml)
@@ -132,16 +136,18 @@ class PinocchioCase:
         return self.model.createData(), cdata
 
     def lcaba(self, q, v, tau, settings):
-        return pin.lcaba(self.model, self.lcaba_data, q, v, tau, self.constraints, self.lcaba_cdata, settings)
+        return pin.lcaba(self.model, self.lcaba_data, q, v, tau, self.constraints,
+                         self.lcaba_cdata, settings)
 
     def constraint_dynamics(self, q, v, tau, settings):
-        return pin.constraintDynamics(self.model, self.cd_data, q, v, tau, self.constraints, self.cd_cdata,
-                                      settings)
+        return pin.constraintDynamics(self.model, self.cd_data, q, v, tau, self.constraints,
+                                      self.cd_cdata, settings)
 
 
 def lcaba_kernel(fast, q, v, tau, f_ext, settings):
-    """Our compiled LCABA timed as the C-ABA column times the cluster ABA (FastPath.forward_dynamics): the
-    kernel's call and the copy of qdd, without the LcabaResult of FastPath.lcaba (about 0.7 us)."""
+    """Our compiled LCABA timed as the C-ABA column times the cluster ABA
+    (FastPath.forward_dynamics): the kernel's call and the copy of qdd, without the LcabaResult of
+    FastPath.lcaba (about 0.7 us)."""
     m, d, p, w = fast._m, fast._d, fast._p, fast._w
     mu, tolerance, iterations = settings.mu, settings.tolerance, settings.max_iterations
 
@@ -172,11 +178,12 @@ def compare(label, xml, q, rng):
     qdd_cd = to_pin.v_from_pin(pinocchio.constraint_dynamics(qp, vp, taup, pin_settings))
     agree_lcaba, agree_cd = (np.max(np.abs(qdd - ours.qdd)) / scale for qdd in (qdd_lcaba, qdd_cd))
     if max(agree_lcaba, agree_cd) > AGREEMENT:
-        raise SystemExit(f'{label}: accelerations disagree (lcaba {agree_lcaba:.1e}, constraintDynamics '
-                         f'{agree_cd:.1e}); not timing different problems')
+        raise SystemExit(f'{label}: accelerations disagree (lcaba {agree_lcaba:.1e}, '
+                         f'constraintDynamics {agree_cd:.1e}); not timing different problems')
 
     calls = {'lcaba': lcaba_kernel(fast, q, v, tau, f_ext, settings),
-             'FD lcaba': lambda: model.forward_dynamics(q, v, tau, method='lcaba', settings=settings),
+             'FD lcaba': lambda: model.forward_dynamics(q, v, tau, method='lcaba',
+                                                        settings=settings),
              'pin.lcaba': lambda: pinocchio.lcaba(qp, vp, taup, pin_settings),
              'pin.cD': lambda: pinocchio.constraint_dynamics(qp, vp, taup, pin_settings)}
     try:
@@ -190,16 +197,17 @@ def compare(label, xml, q, rng):
     cell = lambda key: f'{t[key]:.2f}' if key in t else '-'  # noqa: E731
     ratio = lambda key, peer: f'{t[key] / t[peer]:.2f}' if key in t else '-'  # noqa: E731
     return (label, model.nv, f'{rows}/{pinocchio.rows}', f'{max(agree_lcaba, agree_cd):.0e}',
-            f'{ours.iterations}/{pin_iterations}', cell('lcaba'), cell('pin.lcaba'), ratio('lcaba', 'pin.lcaba'),
-            cell('C-ABA'), cell('FD auto'), cell('FD lcaba'), cell('pin.cD'), ratio('FD auto', 'pin.cD'),
-            ratio('FD lcaba', 'pin.cD'))
+            f'{ours.iterations}/{pin_iterations}', cell('lcaba'), cell('pin.lcaba'),
+            ratio('lcaba', 'pin.lcaba'), cell('C-ABA'), cell('FD auto'), cell('FD lcaba'),
+            cell('pin.cD'), ratio('FD auto', 'pin.cD'), ratio('FD lcaba', 'pin.cD'))
 
 
-HEADER = ('mechanism', 'nv', 'rows ours/pin', 'agree', 'iter ours/pin', 'LCABA us', 'pin.lcaba us', 'ratio',
-          'C-ABA us', 'FD auto us', 'FD lcaba us', 'pin.cD us', 'auto/cD', 'lcaba/cD')
-NOTE = (f'mu = {MU:g} (Pinocchio mu = {1 / MU:g}), tolerance {TOLERANCE:g}; agree = max |qdd - qdd_ours| / '
-        'max(1, |qdd_ours|) over pin.lcaba and constraintDynamics (cD, proxLTL).\nLCABA, C-ABA: our compiled '
-        'kernels; FD auto / FD lcaba: the public Model.forward_dynamics (inputs checked, loop closure verified).')
+HEADER = ('mechanism', 'nv', 'rows ours/pin', 'agree', 'iter ours/pin', 'LCABA us', 'pin.lcaba us',
+          'ratio', 'C-ABA us', 'FD auto us', 'FD lcaba us', 'pin.cD us', 'auto/cD', 'lcaba/cD')
+NOTE = (f'mu = {MU:g} (Pinocchio mu = {1 / MU:g}), tolerance {TOLERANCE:g}; agree = max |qdd - '
+        'qdd_ours| / max(1, |qdd_ours|) over pin.lcaba and constraintDynamics (cD, '
+        'proxLTL).\nLCABA, C-ABA: our compiled kernels; FD auto / FD lcaba: the public '
+        'Model.forward_dynamics (inputs checked, loop closure verified).')
 
 
 def loop_table(rng):

@@ -1,22 +1,23 @@
 """Latency of the dynamics node as a client sees it, on quadruped_rotors, against the rclpy floor.
 
 The node runs in its own process, configured by config/dynamics_node.yaml with the quadruped; this
-process is the client, over DDS on the loopback interface. Prints the time until the node answers its
-first service call (ready time, numba cache warm), the p50/p99 round-trip time of each service (after
-a few warm-up calls) and of the torque stream: joint_states published at --rate Hz for --seconds s
-(default 1 kHz for 5 s), latency from each publish to the arrival of the computed_torques message
-with the same stamp. The floors: a bare rclpy service (InverseDynamics type, fixed answer) and a bare
-relay (joint_states -> JointState, the node's QoS), each in a process of its own, spun twice over:
-by rclpy.spin (rclpy's default SingleThreadedExecutor, the plain rclpy node) and as the node spins
-(FLOORS: its executor, rclpy's EventsExecutor where it exists, in its spin_once loop), which measures
-what the node adds to the same rclpy machinery. The node and the floors take turns for --rounds
-rounds (default 3), so that the machine's load hits both sides of a ratio alike; percentiles are of
-the samples pooled over the rounds, and the ratios node / floor are printed pooled and per round.
-With --chrt the served processes (node and floors) then run again under `chrt -f 50` (real-time FIFO
-priority 50; needs root or CAP_SYS_NICE).
+process is the client, over DDS on the loopback interface. Prints the time until the node answers
+its first service call (ready time, numba cache warm), the p50/p99 round-trip time of each service
+(after a few warm-up calls) and of the torque stream: joint_states published at --rate Hz for
+--seconds s (default 1 kHz for 5 s), latency from each publish to the arrival of the
+computed_torques message with the same stamp. The floors: a bare rclpy service (InverseDynamics
+type, fixed answer) and a bare relay (joint_states -> JointState, the node's QoS), each in a
+process of its own, spun twice over: by rclpy.spin (rclpy's default SingleThreadedExecutor, the
+plain rclpy node) and as the node spins (FLOORS: its executor, rclpy's EventsExecutor where it
+exists, in its spin_once loop), which measures what the node adds to the same rclpy machinery. The
+node and the floors take turns for --rounds rounds (default 3), so that the machine's load hits
+both sides of a ratio alike; percentiles are of the samples pooled over the rounds, and the ratios
+node / floor are printed pooled and per round. With --chrt the served processes (node and floors)
+then run again under `chrt -f 50` (real-time FIFO priority 50; needs root or CAP_SYS_NICE).
 
-Usage: .venv/bin/python bench/node_latency.py [--calls N] [--rate HZ] [--seconds S] [--rounds R] [--chrt]
-(the script runs itself with --sender, --bare-service or --bare-relay as its helper processes)
+Usage: .venv/bin/python bench/node_latency.py [--calls N] [--rate HZ] [--seconds S] [--rounds R]
+[--chrt] (the script runs itself with --sender, --bare-service or --bare-relay as its helper
+processes)
 """
 
 import argparse
@@ -64,7 +65,8 @@ FLOORS = ('rclpy.spin', 'node executor')
 
 
 def floor_command(kind, spin):
-    """A bare rclpy process: kind 'service' or 'relay' (name NODE as the node's), spin one of FLOORS."""
+    """A bare rclpy process: kind 'service' or 'relay' (name NODE as the node's), spin one of
+    FLOORS."""
     return [sys.executable, __file__, f'--bare-{kind}', NAMESPACE, spin]
 
 
@@ -98,7 +100,8 @@ def bare_relay(namespace, spin):
 
 
 def _spin(node, spin):
-    """Spin node with rclpy.spin, or as the dynamics node spins its own (the same executor and loop)."""
+    """Spin node with rclpy.spin, or as the dynamics node spins its own (the same executor and
+    loop)."""
     from dynamics_node.ros.node import executor_of, spin as spin_until_shutdown
     try:
         if spin == 'rclpy.spin':
@@ -125,10 +128,11 @@ def service_requests(names):
 
 
 def round_trips(node, executor, srv_type, service, request, calls):
-    """Seconds per call of `calls` calls after WARM_UP_CALLS; raises on a failed call. A warm-up call
-    whose response does not come within 2 s is sent again (at most 3 times): right after discovery the
-    server's response writer may not have matched this client yet and drop the response (the service
-    discovery race, ros2/rmw_fastrtps#842; it stopped one make bench here, at a bare floor service)."""
+    """Seconds per call of `calls` calls after WARM_UP_CALLS; raises on a failed call. A warm-up
+    call whose response does not come within 2 s is sent again (at most 3 times): right after
+    discovery the server's response writer may not have matched this client yet and drop the
+    response (the service discovery race, ros2/rmw_fastrtps#842; it stopped one make bench here, at
+    a bare floor service)."""
     client = node.create_client(srv_type, f'{NODE}/{service}')
     if not client.wait_for_service(timeout_sec=30.0):
         raise RuntimeError(f'{service} is not available')
@@ -136,7 +140,8 @@ def round_trips(node, executor, srv_type, service, request, calls):
     while i < WARM_UP_CALLS + calls:
         start = time.perf_counter()
         future = client.call_async(request)
-        executor.spin_until_future_complete(future, timeout_sec=10.0 if i >= WARM_UP_CALLS else 2.0)
+        executor.spin_until_future_complete(future,
+                                            timeout_sec=10.0 if i >= WARM_UP_CALLS else 2.0)
         elapsed = time.perf_counter() - start
         response = future.result()
         if response is None and i < WARM_UP_CALLS and lost < 3:
@@ -152,10 +157,10 @@ def round_trips(node, executor, srv_type, service, request, calls):
 
 
 def stream_latencies(node, executor, names, rate, seconds):
-    """(latencies s, received, sent) of joint_states at rate Hz for seconds s. The messages come from a
-    sender process of their own (so that this process's receiving does not delay the sending), each
-    stamped with its wall-clock send time (fresh for stream.max_age), which the node copies to its
-    answer."""
+    """(latencies s, received, sent) of joint_states at rate Hz for seconds s. The messages come
+    from a sender process of their own (so that this process's receiving does not delay the
+    sending), each stamped with its wall-clock send time (fresh for stream.max_age), which the node
+    copies to its answer."""
     arrivals = {}
     subscription = node.create_subscription(
         JointState, f'{NODE}/computed_torques',
@@ -166,7 +171,8 @@ def stream_latencies(node, executor, names, rate, seconds):
                                       qos_profile_sensor_data)
     _prime(executor, publisher, arrivals)
     node.destroy_publisher(publisher)
-    sender = subprocess.Popen([sys.executable, __file__, '--sender', NAMESPACE, str(rate), str(seconds)])
+    sender = subprocess.Popen([sys.executable, __file__, '--sender', NAMESPACE, str(rate),
+                               str(seconds)])
     while sender.poll() is None:
         executor.spin_once(timeout_sec=0.01)
     end = time.monotonic() + 1.0
@@ -175,7 +181,8 @@ def stream_latencies(node, executor, names, rate, seconds):
     if sender.returncode:
         raise RuntimeError(f'the joint_states sender failed ({sender.returncode})')
     node.destroy_subscription(subscription)
-    latencies = [arrival - (sec * 1_000_000_000 + nanosec) for (sec, nanosec), arrival in arrivals.items()]
+    latencies = [arrival - (sec * 1_000_000_000 + nanosec)
+                 for (sec, nanosec), arrival in arrivals.items()]
     return np.array(latencies) * 1e-9, len(latencies), int(rate * seconds)
 
 
@@ -200,12 +207,14 @@ def send(namespace, rate, seconds):
     context = Context()
     rclpy.init(context=context, domain_id=int(os.environ['ROS_DOMAIN_ID']))
     node = rclpy.create_node('joint_states_sender', namespace=namespace, context=context)
-    publisher = node.create_publisher(JointState, f'{namespace}/joint_states', qos_profile_sensor_data)
+    publisher = node.create_publisher(JointState, f'{namespace}/joint_states',
+                                      qos_profile_sensor_data)
     end = time.monotonic() + 10.0
     while publisher.get_subscription_count() == 0 and time.monotonic() < end:
         time.sleep(0.01)
     time.sleep(1.0)                      # let the matching settle in both directions
-    names = [f'{leg}_{joint}_joint' for leg in ('FL', 'FR', 'HL', 'HR') for joint in ('abad', 'hip', 'knee')]
+    names = [f'{leg}_{joint}_joint' for leg in ('FL', 'FR', 'HL', 'HR')
+             for joint in ('abad', 'hip', 'knee')]
     start = time.perf_counter()
     for i in range(int(rate * seconds)):
         delay = start + i / rate - time.perf_counter()
@@ -254,9 +263,10 @@ def stop(process):
 
 
 def run(node, executor, names, args, prefix):
-    """One table: the node's services and stream against the floors, in args.rounds rounds that each
-    start the node, the bare service and the bare relay in turn (so that a change of the machine's
-    load hits both sides of a ratio alike); samples pooled over the rounds, ratios per round too."""
+    """One table: the node's services and stream against the floors, in args.rounds rounds that
+    each start the node, the bare service and the bare relay in turn (so that a change of the
+    machine's load hits both sides of a ratio alike); samples pooled over the rounds, ratios per
+    round too."""
     samples = {}
     ready = []
     ratios = []
@@ -268,8 +278,10 @@ def run(node, executor, names, args, prefix):
         try:
             ready.append(_wait_ready(node, executor) - started)
             for label, srv_type, request in service_requests(names):
-                this[label] = round_trips(node, executor, srv_type, label.split()[0], request, args.calls)
-            this['stream'], received, sent = stream_latencies(node, executor, names, args.rate, args.seconds)
+                this[label] = round_trips(node, executor, srv_type, label.split()[0], request,
+                                          args.calls)
+            this['stream'], received, sent = stream_latencies(node, executor, names, args.rate,
+                                                              args.seconds)
             this['stream answered'] = (received, sent)
         finally:
             stop(process)
@@ -278,15 +290,15 @@ def run(node, executor, names, args, prefix):
             _new_namespace()
             process = start(floor_command('service', spin), prefix)
             try:
-                this[f'service {spin}'] = round_trips(node, executor, inverse[1], 'inverse_dynamics', inverse[2],
-                                                      args.calls)
+                this[f'service {spin}'] = round_trips(node, executor, inverse[1],
+                                                      'inverse_dynamics', inverse[2], args.calls)
             finally:
                 stop(process)
             _new_namespace()
             process = start(floor_command('relay', spin), prefix)
             try:
-                this[f'relay {spin}'], received, sent = stream_latencies(node, executor, names, args.rate,
-                                                                         args.seconds)
+                this[f'relay {spin}'], received, sent = stream_latencies(node, executor, names,
+                                                                         args.rate, args.seconds)
                 this[f'relay {spin} answered'] = (received, sent)
             finally:
                 stop(process)
@@ -296,8 +308,8 @@ def run(node, executor, names, args, prefix):
                 samples[key] = tuple(np.add(samples.get(key, (0, 0)), value))
             else:
                 samples[key] = np.concatenate((samples.get(key, np.zeros(0)), value))
-    print(f'  node ready (first describe_model answer after start): {np.median(ready):.2f} s median of '
-          f'{len(ready)} starts')
+    print(f'  node ready (first describe_model answer after start): {np.median(ready):.2f} s '
+          f'median of {len(ready)} starts')
     print(f'  {"":44s} {"p50 ms":>8s} {"p99 ms":>8s}')
     for label, *_ in service_requests(names):
         row(f'~/{label}', samples[label], f'{args.calls} calls x {args.rounds}')
@@ -305,20 +317,22 @@ def run(node, executor, names, args, prefix):
         '{}/{} answered at {:.0f} Hz, {:g} s x {}'.format(*samples['stream answered'], args.rate,
                                                           args.seconds, args.rounds))
     for spin in FLOORS:
-        row(f'floor, {spin}: bare service', samples[f'service {spin}'], f'{args.calls} calls x {args.rounds}')
+        row(f'floor, {spin}: bare service', samples[f'service {spin}'],
+            f'{args.calls} calls x {args.rounds}')
         row(f'floor, {spin}: bare relay', samples[f'relay {spin}'],
             '{}/{} answered'.format(*samples[f'relay {spin} answered']))
     for spin in FLOORS:
         service, stream_p50, stream_p99 = _ratios(samples, spin)
-        print(f'  ratios to the {spin} floor, pooled: inverse_dynamics p50 {service:.2f}x the bare service '
-              f'(target <= 1.3); stream p50 {stream_p50:.2f}x, p99 {stream_p99:.2f}x the bare relay (targets <= 1.3, '
-              '<= 1.5)')
-        print('    per round: ' + '; '.join('{:.2f} / {:.2f} / {:.2f}'.format(*r[spin]) for r in ratios))
+        print(f'  ratios to the {spin} floor, pooled: inverse_dynamics p50 {service:.2f}x the '
+              f'bare service (target <= 1.3); stream p50 {stream_p50:.2f}x, p99 {stream_p99:.2f}x '
+              'the bare relay (targets <= 1.3, <= 1.5)')
+        print('    per round: '
+              + '; '.join('{:.2f} / {:.2f} / {:.2f}'.format(*r[spin]) for r in ratios))
 
 
 def _new_namespace():
-    """A namespace of its own for the next served process: a client must not find the entities of the
-    previous one in its discovery cache and send to them."""
+    """A namespace of its own for the next served process: a client must not find the entities of
+    the previous one in its discovery cache and send to them."""
     global NAMESPACE, NODE
     NAMESPACE = f'/bench_{os.getpid()}_{next(_PROCESSES)}'
     NODE = f'{NAMESPACE}/dynamics_node'
@@ -337,11 +351,13 @@ def main():
                '--bare-relay': lambda a: bare_relay(a[0], a[1])}
     if sys.argv[1:2] and sys.argv[1] in helpers:
         return helpers[sys.argv[1]](sys.argv[2:])
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
     parser.add_argument('--calls', type=int, default=200, help='timed calls per service')
     parser.add_argument('--rate', type=float, default=1000.0, help='joint_states rate, Hz')
-    parser.add_argument('--seconds', type=float, default=5.0, help='joint_states duration per round, s')
-    parser.add_argument('--rounds', type=int, default=3, help='rounds of node, bare service, bare relay')
+    parser.add_argument('--seconds', type=float, default=5.0,
+                        help='joint_states duration per round, s')
+    parser.add_argument('--rounds', type=int, default=3,
+                        help='rounds of node, bare service, bare relay')
     parser.add_argument('--chrt', action='store_true',
                         help='also run the served processes under chrt -f 50')
     args = parser.parse_args()
@@ -356,8 +372,8 @@ def main():
              for joint in ('abad', 'hip', 'knee')]
     try:
         for prefix in ([], ['chrt', '-f', '50']) if args.chrt else ([],):
-            print(f'dynamics node latency, quadruped_rotors ({" ".join(prefix) or "normal priority"}; '
-                  'each process its own, loopback DDS)')
+            print('dynamics node latency, quadruped_rotors '
+                  f'({" ".join(prefix) or "normal priority"}; each process its own, loopback DDS)')
             run(node, executor, names, args, prefix)
     finally:
         executor.shutdown()

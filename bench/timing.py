@@ -1,5 +1,5 @@
-"""Timing helpers of the benchmarks: interleaved medians, so that a change of machine load hits every
-column alike, and a report that prints its tables and writes them to docs/performance.md."""
+"""Timing helpers of the benchmarks: interleaved medians, so that a change of machine load hits
+every column alike, and a report that prints its tables and writes them to docs/performance.md."""
 
 from datetime import datetime, timezone
 import os
@@ -11,8 +11,8 @@ import numpy as np
 
 
 def interleaved_medians(calls, rounds, batch):
-    """Median microseconds per call of each callable, timed batch calls at a time, one batch of every
-    callable per round; a first quarter of untimed rounds warms up caches and clock."""
+    """Median microseconds per call of each callable, timed batch calls at a time, one batch of
+    every callable per round; a first quarter of untimed rounds warms up caches and clock."""
     samples = {name: [] for name in calls}
     for round_ in range(-(rounds // 4), rounds):
         for name, call in calls.items():
@@ -73,11 +73,13 @@ def stamp(root):
         result = subprocess.run(['git', *args], cwd=root, capture_output=True, text=True)
         return result.stdout.strip() if result.returncode == 0 else 'unknown'
     changed = git('status', '--porcelain', '--untracked-files=no')
-    commit = git('rev-parse', '--short', 'HEAD') + (' (with uncommitted changes)' if changed else '')
+    commit = (git('rev-parse', '--short', 'HEAD')
+              + (' (with uncommitted changes)' if changed else ''))
     cpu = platform.processor() or platform.machine()
     try:
         with open('/proc/cpuinfo') as info:
-            cpu = next(line.split(':', 1)[1].strip() for line in info if line.startswith('model name'))
+            cpu = next(line.split(':', 1)[1].strip() for line in info
+                       if line.startswith('model name'))
     except (OSError, StopIteration):
         pass
     versions = []
@@ -87,7 +89,8 @@ def stamp(root):
         except ImportError:
             pass
     load = ', '.join(f'{x:.1f}' for x in os.getloadavg())
-    return (f'Measured {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC at commit {commit} on {cpu}, '
-            f'{os.cpu_count()} cores, load average {load}; Python {platform.python_version()}, '
-            f'{", ".join(versions)}. Written by `make bench` (bench/run.py); times are medians of interleaved '
-            'calls from Python, so ratios against the peer are the numbers to compare across machines.')
+    return (f'Measured {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC at commit {commit} on '
+            f'{cpu}, {os.cpu_count()} cores, load average {load}; Python '
+            f'{platform.python_version()}, {", ".join(versions)}. Written by `make bench` '
+            '(bench/run.py); times are medians of interleaved calls from Python, so ratios '
+            'against the peer are the numbers to compare across machines.')

@@ -1,9 +1,10 @@
-"""Table 1c: where a loop robot's H_y time goes. The fused mass-matrix call and the loop clusters' explicit
-constraints (K, its sparse QR and G; kinematics.explicit_constraints) timed n at a time inside one compiled
-call, where code, caches and branch predictors stay warm, next to the same fused call entered from Python.
+"""Table 1c: where a loop robot's H_y time goes. The fused mass-matrix call and the loop clusters'
+explicit constraints (K, its sparse QR and G; kinematics.explicit_constraints) timed n at a time
+inside one compiled call, where code, caches and branch predictors stay warm, next to the same
+fused call entered from Python.
 
-compile_loops() must run before the first FastPath.warm_up() of the process, which forbids compilation
-of the kernels these loops call."""
+compile_loops() must run before the first FastPath.warm_up() of the process, which forbids
+compilation of the kernels these loops call."""
 
 import time
 
@@ -30,14 +31,16 @@ def _loop_constraint_calls(x, q, n):
 
 
 def compile_loops(fast):
-    """Compiles both loops for the handle types of a FastPath (any model's: the types are the same)."""
+    """Compiles both loops for the handle types of a FastPath (any model's: the types are the
+    same)."""
     signature = (typeof(fast._x), INPUT_VECTOR, types.int64)
     for loop in (_mass_matrix_calls, _loop_constraint_calls):
         loop.compile(signature)
 
 
 def warm_times(fast, q):
-    """Median us per call, warm: (fused mass-matrix call, explicit constraints of the loop clusters)."""
+    """Median us per call, warm: (fused mass-matrix call, explicit constraints of the loop
+    clusters)."""
     def median(loop):
         loop(fast._x, q, CALLS)
         samples = []

@@ -14,5 +14,5 @@ from .model import ClusterInfo, Data, load_model, Model
 from .robots import bundled_extended_urdf, bundled_model, bundled_models
 
 __all__ = ['ClusterInfo', 'Data', 'ForwardDynamicsInfo', 'Model', 'ModelError', 'ProximalSettings',
-           'SingularConfigurationError', 'bundled_extended_urdf', 'bundled_model', 'bundled_models',
-           'load_model']
+           'SingularConfigurationError', 'bundled_extended_urdf', 'bundled_model',
+           'bundled_models', 'load_model']

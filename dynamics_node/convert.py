@@ -10,16 +10,17 @@ from .model import load_model, urdf_plus
 
 
 def main(argv=None):
-    """Console script extended_urdf_to_urdfplus: write the URDF+ file of an Extended URDF pair, after
-    checking that it loads."""
+    """Console script extended_urdf_to_urdfplus: write the URDF+ file of an Extended URDF pair,
+    after checking that it loads."""
     parser = argparse.ArgumentParser(
         prog='extended_urdf_to_urdfplus',
-        description='Convert an Extended URDF robot (URDF + YAML closures) into one URDF+ file, e.g. '
-                    'for the robot_description of dynamics_node.')
+        description='Convert an Extended URDF robot (URDF + YAML closures) into one URDF+ file, '
+                    'e.g. for the robot_description of dynamics_node.')
     parser.add_argument('urdf', help='the URDF file')
     parser.add_argument('closures', help='the YAML file of closures (closed_loop, type, name_mot, '
                                          'joint_name, joint_type)')
-    parser.add_argument('-o', '--output', help='the URDF+ file to write (default: standard output)')
+    parser.add_argument('-o', '--output',
+                        help='the URDF+ file to write (default: standard output)')
     args = parser.parse_args(argv)
     try:
         text = urdf_plus(args.urdf, args.closures)
@@ -38,8 +39,9 @@ def main(argv=None):
     except OSError as error:
         if args.output is None:         # what stays buffered must not fail again at exit
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        parser.exit(1, f'{parser.prog}: error: cannot write {quote(args.output or "standard output")}: '
-                       f'{error.strerror or error}\n')
+        parser.exit(1,
+                    f'{parser.prog}: error: cannot write '
+                    f'{quote(args.output or "standard output")}: {error.strerror or error}\n')
 
 
 def _comment(path):

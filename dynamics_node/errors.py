@@ -1,5 +1,6 @@
-"""The one exception type the library raises for bad descriptions, bad inputs and failed solves, and
-the helpers that keep the input echoed in its messages short and find what a message names twice."""
+"""The one exception type the library raises for bad descriptions, bad inputs and failed solves,
+and the helpers that keep the input echoed in its messages short and find what a message names
+twice."""
 
 import collections
 import reprlib
@@ -12,11 +13,13 @@ _REPR.maxlist = _REPR.maxtuple = _REPR.maxset = _REPR.maxdict = 8
 
 
 class ModelError(ValueError):
-    """A robot description, state or request the library cannot use; the message says what to fix."""
+    """A robot description, state or request the library cannot use; the message says what to
+    fix."""
 
 
 class SingularConfigurationError(ModelError):
-    """A cluster's constraint split or articulated inertia is singular at the given configuration."""
+    """A cluster's constraint split or articulated inertia is singular at the given
+    configuration."""
 
 
 def cut(text):
@@ -28,7 +31,8 @@ def cut(text):
 
 
 def quote(value):
-    """repr(value) on one line, cut to QUOTE_LIMIT characters: names and values echoed in messages."""
+    """repr(value) on one line, cut to QUOTE_LIMIT characters: names and values echoed in
+    messages."""
     if isinstance(value, str):
         shown = repr(value[:QUOTE_LIMIT])
         return shown if len(value) <= QUOTE_LIMIT else f'{shown}... ({len(value)} characters)'

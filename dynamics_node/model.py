@@ -1,8 +1,9 @@
 """The robot model (immutable after load) and its reusable workspace (Data).
 
-Layouts: bodies are numbered cluster by cluster (parent clusters first, Chignoli et al. 2023 Sec. 1.3), so the
-bodies, spanning velocities and independent velocities of cluster k are contiguous ranges. q and v
-follow ``joint_names``; y (independent velocities) follows ``independent_joint_names``.
+Layouts: bodies are numbered cluster by cluster (parent clusters first, Chignoli et al. 2023
+Sec. 1.3), so the bodies, spanning velocities and independent velocities of cluster k are
+contiguous ranges. q and v follow ``joint_names``; y (independent velocities) follows
+``independent_joint_names``.
 """
 
 from dataclasses import dataclass
@@ -19,10 +20,11 @@ from .description.extended_urdf import to_urdf_plus
 from .description.urdf import read_urdf
 from .engines.numpy_engine import ReferencePath
 from .errors import first_repeated, ModelError, quote, SingularConfigurationError
-from .forward_dynamics import aba_info, AUTO, check_method, check_settings, lcaba_info, lcaba_is_cheaper
+from .forward_dynamics import (aba_info, AUTO, check_method, check_settings, lcaba_info,
+                               lcaba_is_cheaper)
 from .joint_types import NQ, NV
-from .multibody.clusters import (amplification, AMPLIFICATION_LIMIT, build_clusters, constraint_jacobian, mimic_roles,
-                                 mimic_warnings, regular)
+from .multibody.clusters import (amplification, AMPLIFICATION_LIMIT, build_clusters,
+                                 constraint_jacobian, mimic_roles, mimic_warnings, regular)
 from .multibody.couplings import LinearConstraints
 from .multibody.joints import motion_subspace, neutral_position
 from .multibody.roles import held_coordinates, passive_joints
@@ -47,42 +49,48 @@ class ClusterInfo:
     def __str__(self):
         text = f'{self.name}: joints {list(self.joints)}'
         if self.constraints:
-            text += (f', constraints {list(self.constraints)}, independent {list(self.independent_joints)}'
-                     f', dependent {list(self.dependent_joints)}')
+            text += (f', constraints {list(self.constraints)}, independent '
+                     f'{list(self.independent_joints)}, dependent {list(self.dependent_joints)}')
         return text
 
 
 class Model:
     """A URDF+ robot as a tree of clusters. Build it with ``load_model``."""
 
-    def __init__(self, spec, compiled=None, reference_positions=None, amplification_limit=AMPLIFICATION_LIMIT):
+    def __init__(self, spec, compiled=None, reference_positions=None,
+                 amplification_limit=AMPLIFICATION_LIMIT):
         tree = SpanningTree(spec)
         clusters = build_clusters(spec, tree, split=False)
         tree.renumber([b for c in clusters for b in c.bodies])
         clusters = build_clusters(spec, tree)
         self.name = spec.name
-        self.warnings = list(spec.warnings) + mimic_warnings(spec)   # loadable oddities
+        self.warnings = list(spec.warnings) + mimic_warnings(spec)  # loadable oddities
         self.nb = len(tree.bodies)                       # bodies incl. the ground (body 0)
         self.root_link = tree.root_link
         self.parent = _frozen(tree.parent)               # parent body of each body
         self.joint_type = tuple([None] + [b.joint.type for b in tree.bodies[1:]])
         self.axis = _frozen([np.zeros(3)] + [b.joint.axis for b in tree.bodies[1:]])
-        self.X_tree = _frozen([b.X_tree for b in tree.bodies])       # ^{joint frame}X_{parent body}
-        self.inertia = _frozen([b.inertia for b in tree.bodies])     # spatial inertia, body coordinates
+        self.X_tree = _frozen([b.X_tree for b in tree.bodies])      # ^{joint frame}X_{parent body}
+        self.inertia = _frozen([b.inertia for b in tree.bodies])    # spatial inertia, body
+        #                                                             coordinates
         self.S = tuple([None] + [_frozen(motion_subspace(b.joint.type, b.joint.axis))
-                                 for b in tree.bodies[1:]])          # motion subspace, body coordinates
+                                 for b in tree.bodies[1:]])         # motion subspace, body
+        #                                                             coordinates
         self.body_links = tuple(tuple(b.links) for b in tree.bodies)
+        # link -> (body, X_link_body)
         self.link_frame = {link: (b, _frozen(pose_transform(pose.R, pose.p)))
-                           for link, (b, pose) in tree.link_frame.items()}   # link -> (body, X_link_body)
+                           for link, (b, pose) in tree.link_frame.items()}
         self.joint_names = tuple(b.joint.name for b in tree.bodies[1:])
-        self.effort_limits = {b.joint.name: b.joint.effort for b in tree.bodies[1:] if b.joint.effort > 0.0}
+        self.effort_limits = {b.joint.name: b.joint.effort for b in tree.bodies[1:]
+                              if b.joint.effort > 0.0}
         nq = [0] + [NQ[t] for t in self.joint_type[1:]]
         nv = [0] + [NV[t] for t in self.joint_type[1:]]
-        self.idx_q = _frozen(np.cumsum([0] + nq[:-1]))     # first position index of each body's joint
-        self.idx_v = _frozen(np.cumsum([0] + nv[:-1]))     # first velocity index of each body's joint
+        self.idx_q = _frozen(np.cumsum([0] + nq[:-1]))  # first position index of each body's joint
+        self.idx_v = _frozen(np.cumsum([0] + nv[:-1]))  # first velocity index of each body's joint
         self.nq_body, self.nv_body = tuple(nq), tuple(nv)
         self.nq, self.nv = int(sum(nq)), int(sum(nv))
-        self.q_neutral = _frozen(np.concatenate([np.zeros(0)] + [neutral_position(t) for t in self.joint_type[1:]]))
+        self.q_neutral = _frozen(np.concatenate(
+            [np.zeros(0)] + [neutral_position(t) for t in self.joint_type[1:]]))
         self.cluster_list = tuple(clusters)
         self.cluster_of = np.zeros(self.nb, dtype=int) - 1
         y0 = 0
@@ -98,75 +106,96 @@ class Model:
         self.ny = y0
         self.independent_v = _frozen(np.concatenate(
             [v0 + c.independent for (v0, _), c in zip(self.v_range, clusters)]).astype(int))
-        self.joint_role = _joint_roles(clusters, nv)     # per body: 'independent', 'dependent' or 'split'
+        self.joint_role = _joint_roles(clusters, nv)     # per body: 'independent', 'dependent' or
+        #                                                  'split'
         self.independent_joint_names = tuple(
-            self.joint_names[b - 1] for c in clusters for b in c.bodies if self.joint_role[b] != 'dependent')
-        self.split_joint_names = tuple(                  # partly dependent: their free directions are in y
-            self.joint_names[b - 1] for c in clusters for b in c.bodies if self.joint_role[b] == 'split')
-        self.independent_q = _frozen(np.array(         # q entries of the independent positions (not split joints)
+            self.joint_names[b - 1] for c in clusters for b in c.bodies
+            if self.joint_role[b] != 'dependent')
+        # partly dependent: their free directions are in y
+        self.split_joint_names = tuple(
+            self.joint_names[b - 1] for c in clusters for b in c.bodies
+            if self.joint_role[b] == 'split')
+        # q entries of the independent positions (not split joints)
+        self.independent_q = _frozen(np.array(
             [self.idx_q[b] + k for b in range(1, self.nb) if self.joint_role[b] == 'independent'
              for k in range(self.nq_body[b])], dtype=int))
-        self.Sbar = tuple(_frozen(_block_diagonal([self.S[b] for b in c.bodies])) for c in clusters)
+        self.Sbar = tuple(_frozen(_block_diagonal([self.S[b] for b in c.bodies]))
+                          for c in clusters)
         self.floating_base = any(t == 'floating' for t in self.joint_type[1:])
         self.clusters = tuple(self._describe(c, tree) for c in clusters)
-        self.loop_bodies = tuple(b for c in clusters if not c.linear for b in c.bodies)  # q-dependent K
+        # q-dependent K
+        self.loop_bodies = tuple(b for c in clusters if not c.linear for b in c.bodies)
         self.couplings = LinearConstraints(self)       # the coupling-only clusters as A q + b = 0
-        self.passive_joint_names = tuple(passive_joints(tree, clusters, self.joint_role, mimic_roles(spec, tree)[1]))
-        passive, kind = set(self.passive_joint_names), dict(zip(self.joint_names, self.joint_type[1:]))
+        self.passive_joint_names = tuple(passive_joints(tree, clusters, self.joint_role,
+                                                        mimic_roles(spec, tree)[1]))
+        passive, kind = (set(self.passive_joint_names),
+                         dict(zip(self.joint_names, self.joint_type[1:])))
         self.actuated_joint_names = tuple(name for name in self.independent_joint_names
                                           if name not in passive and kind[name] != 'floating')
         self.held_y, self.locked_v = (_frozen(x) for x in held_coordinates(self, clusters))
-        self.free_columns = tuple(np.setdiff1d(np.arange(y1 - y0), self.held_y - y0) for y0, y1 in self.y_range)
-        self.free_joint_columns = tuple(np.flatnonzero(~np.isin(np.arange(self.idx_v[i], self.idx_v[i] + nv[i]),
-                                                                self.locked_v)) for i in range(self.nb))
+        self.free_columns = tuple(np.setdiff1d(np.arange(y1 - y0), self.held_y - y0)
+                                  for y0, y1 in self.y_range)
+        self.free_joint_columns = tuple(
+            np.flatnonzero(~np.isin(np.arange(self.idx_v[i], self.idx_v[i] + nv[i]),
+                                    self.locked_v))
+            for i in range(self.nb))
         self.held_joint_names = tuple(dict.fromkeys(
-            self.joint_names[_body_of_entry(self.idx_v, v) - 1] for v in self.independent_v[self.held_y]))
-        self.warnings += [f'joint {quote(name)} moves only bodies without inertia and no constraint determines '
-                          'it: forward dynamics holds it still' for name in self.held_joint_names]
-        self._auto_settings = DEFAULT_SETTINGS if lcaba_is_cheaper(self) else None   # method 'auto' starts with LCABA
+            self.joint_names[_body_of_entry(self.idx_v, v) - 1]
+            for v in self.independent_v[self.held_y]))
+        self.warnings += [f'joint {quote(name)} moves only bodies without inertia and no '
+                          'constraint determines it: forward dynamics holds it still'
+                          for name in self.held_joint_names]
+        # method 'auto' starts with LCABA
+        self._auto_settings = DEFAULT_SETTINGS if lcaba_is_cheaper(self) else None
         self.G_constant = self.couplings.G             # constant G_k of coupling-only clusters
         self.compiled = numba_available() if compiled is None else bool(compiled)
-        self._flat = None                              # the compiled model (flat.FlatModel), on first use
+        self._flat = None                              # the compiled model (flat.FlatModel), on
+        #                                                first use
         self.gravity = np.array([0.0, 0.0, -9.81])
         self._zero_y = _frozen(np.zeros(self.ny))
-        self._local = _ThreadWorkspace(self)           # ._local.data: the calling thread's workspace
-        self._reference_positions, self.reference_amplification = self._reference(clusters, reference_positions)
+        self._local = _ThreadWorkspace(self)           # ._local.data: the calling thread's
+        #                                                workspace
+        self._reference_positions, self.reference_amplification = self._reference(
+            clusters, reference_positions)
         self.amplification_limit = amplification_limit
 
     @property
     def reference_positions(self):
-        """The reference (assembly) configuration, spanning q (nq): the zero position where the loops close
-        there, else the closed configuration found from it at load (clusters.py), or the positions given to
-        load_model. complete_positions follows its assembly branch."""
+        """The reference (assembly) configuration, spanning q (nq): the zero position where the
+        loops close there, else the closed configuration found from it at load (clusters.py), or
+        the positions given to load_model. complete_positions follows its assembly branch."""
         return self._reference_positions.copy()
 
     @reference_positions.setter
     def reference_positions(self, value):
-        raise ModelError('reference_positions is fixed at load; pass reference_positions= to load_model')
+        raise ModelError('reference_positions is fixed at load; pass reference_positions= to '
+                         'load_model')
 
     @property
     def amplification_limit(self):
-        """Where a loop cluster's amplification (the largest row sum of |G_k|: the speed of its fastest joint
-        when every independent coordinate moves at unit speed) exceeds this multiple of its amplification at
-        the reference configuration (reference_amplification), the configuration counts as singular: inverse
-        dynamics, bias forces, the
-        mass matrix and Lambda^-1 raise SingularConfigurationError naming the cluster, forward dynamics takes
-        LCABA (method 'auto'), and completion does not continue through it. Default
+        """Where a loop cluster's amplification (the largest row sum of |G_k|: the speed of its
+        fastest joint when every independent coordinate moves at unit speed) exceeds this multiple
+        of its amplification at the reference configuration (reference_amplification), the
+        configuration counts as singular: inverse dynamics, bias forces, the
+        mass matrix and Lambda^-1 raise SingularConfigurationError naming the cluster, forward
+        dynamics takes LCABA (method 'auto'), and completion does not continue through it. Default
         clusters.AMPLIFICATION_LIMIT (20)."""
         return self._amplification_limit
 
     @amplification_limit.setter
     def amplification_limit(self, value):
         self._amplification_limit = _amplification_limit(value)
-        self.amplification_bound = _frozen(self._amplification_limit * self.reference_amplification)
+        self.amplification_bound = _frozen(self._amplification_limit
+                                           * self.reference_amplification)
         if self._flat is not None:
             self._flat.amplification_bound[:] = self.amplification_bound
 
     def _reference(self, clusters, given):
-        """The reference positions (given ones checked: closed, regular; else each loop cluster's reference
-        configuration with the couplings solved) and each cluster's amplification there."""
+        """The reference positions (given ones checked: closed, regular; else each loop cluster's
+        reference configuration with the couplings solved) and each cluster's amplification
+        there."""
         data = Data(self)
-        data.engine = ReferencePath(self, data)          # the NumPy checks: nothing compiles at load
+        data.engine = ReferencePath(self, data)        # the NumPy checks: nothing compiles at load
         if given is None:
             q = self.q_neutral.copy()
             for c in clusters:
@@ -181,8 +210,8 @@ class Model:
             if not c.linear:
                 K = constraint_jacobian(c, data.Xup, self.S)[0][c.active_rows]
                 if not regular(c, K):
-                    raise ModelError(f'reference_positions: cluster {quote(c.name)} is (nearly) singular there; '
-                                     'give a regular closed configuration')
+                    raise ModelError(f'reference_positions: cluster {quote(c.name)} is (nearly) '
+                                     'singular there; give a regular closed configuration')
                 gains[c.index] = amplification(K, c.dependent, c.independent)
         return _frozen(q), _frozen(gains)
 
@@ -205,15 +234,16 @@ class Model:
 
     @property
     def flat(self):
-        """The model compiled into flat arrays for the numba kernels (built once, shared by threads)."""
+        """The model compiled into flat arrays for the numba kernels (built once, shared by
+        threads)."""
         if self._flat is None:
             from .kernels.flat.model import FlatModel
             self._flat = FlatModel(self)
         return self._flat
 
     def warm_up(self):
-        """Compile (or load from numba's cache) the fast path before the first real call; returns the
-        seconds it took (0 with the NumPy reference)."""
+        """Compile (or load from numba's cache) the fast path before the first real call; returns
+        the seconds it took (0 with the NumPy reference)."""
         engine = self._local.data.engine
         return engine.warm_up() if self.compiled else 0.0
 
@@ -227,39 +257,44 @@ class Model:
         role = self.joint_role
         return ClusterInfo(c.name, self.cluster_list[c.parent].name if c.parent >= 0 else '',
                            tuple(link for b in c.bodies for link in self.body_links[b]), joints,
-                           tuple(self.joint_names[b - 1] for b in c.bodies if role[b] != 'dependent'),
-                           tuple(self.joint_names[b - 1] for b in c.bodies if role[b] != 'independent'),
+                           tuple(self.joint_names[b - 1] for b in c.bodies
+                                 if role[b] != 'dependent'),
+                           tuple(self.joint_names[b - 1] for b in c.bodies
+                                 if role[b] != 'independent'),
                            tuple(con.name for con in c.constraints))
 
     def create_data(self):
         """A fresh workspace for the algorithms (one per thread)."""
         return Data(self)
 
-    # ---- public API (issue contract); every method validates its inputs and raises ModelError ----
+    # ---- public API; every method validates its inputs and raises ModelError ----
 
     def forward_dynamics(self, q, v, tau, wrenches=None, method=AUTO, settings=None, info=False):
         """Spanning accelerations qdd (nv).
 
-        method 'aba': qdd = G ydd + g, ydd from the cluster ABA (Chignoli et al. 2023, Alg. 1); raises
-        SingularConfigurationError where a cluster's constraint split or D_k is singular. 'lcaba': the
-        proximal loop-constrained ABA on the spanning tree (Sathya & Carpentier 2025, Alg. 3), which also solves singular
-        configurations and redundant loops. 'auto': 'lcaba' where its loop clusters are large enough
-        that it is cheaper (forward_dynamics.lcaba_is_cheaper), else 'aba', and 'lcaba' where that raises.
+        method 'aba': qdd = G ydd + g, ydd from the cluster ABA (Chignoli et al. 2023, Alg. 1);
+        raises SingularConfigurationError where a cluster's constraint split or D_k is singular.
+        'lcaba': the proximal loop-constrained ABA on the spanning tree (Sathya & Carpentier 2025,
+        Alg. 3), which also solves singular configurations and redundant loops. 'auto': 'lcaba'
+        where its loop clusters are large enough that it is cheaper
+        (forward_dynamics.lcaba_is_cheaper), else 'aba', and 'lcaba' where that raises.
 
         Args:
             q: spanning positions (nq), loops closed.
-            v: spanning (nv, consistent) or independent (ny) velocities; LCABA at a singular configuration
-                needs spanning ones (independent velocities cannot be lifted there).
+            v: spanning (nv, consistent) or independent (ny) velocities; LCABA at a singular
+                configuration needs spanning ones (independent velocities cannot be lifted there).
             tau: spanning (nv, projected with G^T) or independent (ny) generalized forces.
             wrenches: {link: (force, torque)} in the link frame at its origin (N, N m).
             method: 'auto' (default), 'aba' or 'lcaba'.
             settings: lcaba.ProximalSettings for LCABA (default ProximalSettings()).
-            info: return a ForwardDynamicsInfo (acceleration, method used, fallback reason, constraint
-                residual, iterations, multipliers) instead of the acceleration alone.
+            info: return a ForwardDynamicsInfo (acceleration, method used, fallback reason,
+                constraint residual, iterations, multipliers) instead of the acceleration alone.
         """
         data = self._local.data
-        if wrenches is None and method is AUTO and settings is None and info is False and not data.f_ext_set:
-            qdd = data.engine.fused_forward_dynamics(q, v, tau, self._auto_settings)    # the common call
+        if (wrenches is None and method is AUTO and settings is None and info is False
+                and not data.f_ext_set):
+            # the common call
+            qdd = data.engine.fused_forward_dynamics(q, v, tau, self._auto_settings)
             if qdd is not None:
                 return qdd
             lcaba = self.auto_lcaba
@@ -268,7 +303,8 @@ class Model:
             check_settings(settings)
             lcaba = method == 'lcaba' or method == 'auto' and self.auto_lcaba
             if not info and self._wrenches_accepted(data, wrenches):
-                qdd = data.engine.fused_forward_dynamics(q, v, tau, (settings or DEFAULT_SETTINGS) if lcaba else None)
+                qdd = data.engine.fused_forward_dynamics(
+                    q, v, tau, (settings or DEFAULT_SETTINGS) if lcaba else None)
                 if qdd is not None:
                     return qdd
         q = positions(self, data, q)
@@ -294,7 +330,8 @@ class Model:
         return result if info else result.acceleration
 
     def inverse_dynamics(self, q, v, a, wrenches=None):
-        """Independent generalized forces tau_y (ny) from the cluster RNEA (Chignoli et al. 2023, Sec. VI).
+        """Independent generalized forces tau_y (ny) from the cluster RNEA (Chignoli et al. 2023,
+        Sec. VI).
 
         Args:
             q: spanning positions (nq), loops closed.
@@ -317,13 +354,14 @@ class Model:
         external_forces(self, data, wrenches)
         tau = data.engine.inverse_dynamics(q, yd, ydd, data.f_ext)
         check_finite(self, what, [('q', q, bounds.POSITION), ('v', v, bounds.VELOCITY),
-                                  ('a', x, bounds.ACCELERATION), ('gravity', self._gravity, bounds.GRAVITY)], tau)
+                                  ('a', x, bounds.ACCELERATION),
+                                  ('gravity', self._gravity, bounds.GRAVITY)], tau)
         if x.size == self.nv:
             mismatch = np.max(np.abs(x - data.engine.spanning(q, yd, ydd)), initial=0.0)
             if mismatch > bounds.VELOCITY_TOLERANCE * max(1.0, np.max(np.abs(x))):
-                raise ModelError(f'a violates the constraints by {mismatch:.3g}: its dependent entries must '
-                                 f'equal G ydd + g; pass consistent spanning values or the {self.ny} '
-                                 'independent ones')
+                raise ModelError(f'a violates the constraints by {mismatch:.3g}: its dependent '
+                                 'entries must equal G ydd + g; pass consistent spanning values '
+                                 f'or the {self.ny} independent ones')
         return tau
 
     def mass_matrix(self, q):
@@ -338,7 +376,8 @@ class Model:
         return H
 
     def bias_forces(self, q, v, wrenches=None):
-        """Gravity + Coriolis/centrifugal forces C_y (ny): inverse dynamics at zero acceleration."""
+        """Gravity + Coriolis/centrifugal forces C_y (ny): inverse dynamics at zero
+        acceleration."""
         return self._inverse_dynamics(q, v, self._zero_y, wrenches, 'bias forces')
 
     def gravity_forces(self, q):
@@ -346,8 +385,8 @@ class Model:
         return self._inverse_dynamics(q, self._zero_y, self._zero_y, None, 'gravity forces')
 
     def inverse_osim(self, q, links):
-        """Lambda^-1 = J_y H_y^-1 J_y^T (6k x 6k) for k links, from the cluster EFPA (Chignoli et al. 2023 Sec. VIII);
-        blocks [linear; angular] in each link's own frame at its origin."""
+        """Lambda^-1 = J_y H_y^-1 J_y^T (6k x 6k) for k links, from the cluster EFPA (Chignoli
+        et al. 2023 Sec. VIII); blocks [linear; angular] in each link's own frame at its origin."""
         data = self._local.data
         frames = data.engine.known_frame_set(links)          # links named before: checked then
         if frames is None:
@@ -361,7 +400,8 @@ class Model:
         q = positions(self, data, q)
         links = self._link_list(links)
         Lambda_inv = data.engine.inverse_osim(q, links)
-        check_finite(self, 'inverse operational-space inertia entries', [('q', q, bounds.POSITION)], Lambda_inv)
+        check_finite(self, 'inverse operational-space inertia entries',
+                     [('q', q, bounds.POSITION)], Lambda_inv)
         return Lambda_inv
 
     def link_jacobian(self, q, link):
@@ -383,11 +423,12 @@ class Model:
         return R, p
 
     def complete_positions(self, q_independent, budget_ms=BUDGET_MS):
-        """Spanning q (nq) from the independent joints' positions (in independent_joint_names order, 7 entries
-        for a floating joint, 4 for a spherical one, none for a split joint) on the assembly branch of
-        reference_positions: couplings solved directly, loops by continuation from the last completion, else
-        from the reference configuration (completion.py). The same input gives the same positions whatever was
-        completed before; positions off the branch (out of reach, or beyond a singularity) raise ModelError.
+        """Spanning q (nq) from the independent joints' positions (in independent_joint_names
+        order, 7 entries for a floating joint, 4 for a spherical one, none for a split joint) on
+        the assembly branch of reference_positions: couplings solved directly, loops by
+        continuation from the last completion, else from the reference configuration
+        (completion.py). The same input gives the same positions whatever was completed before;
+        positions off the branch (out of reach, or beyond a singularity) raise ModelError.
         budget_ms bounds the continuation from the reference."""
         q_ind = vector(q_independent, 'q_independent',
                        {self.independent_q.size: 'independent positions'}, bounds.POSITION)
@@ -397,11 +438,14 @@ class Model:
             raise ModelError(f'budget_ms is {budget:g}; expected a time budget > 0 ms')
         data = self._local.data
         q = data.engine.fused_completion(q_ind, data.q_last, budget)
-        if q is None:                                  # planar or split joints, or a failure to name: completion.py
+        # planar or split joints, or a failure to name: completion.py
+        if q is None:
             q = complete_positions(self, data, q_ind, budget)
-            check_finite(self, 'completed positions', [('q_independent', q_ind, bounds.POSITION)], q)
+            check_finite(self, 'completed positions', [('q_independent', q_ind, bounds.POSITION)],
+                         q)
             q = positions(self, data, q, check=False)
-        data.q_last = q.copy()                         # the next warm start, once everything succeeded
+        data.q_last = q.copy()                         # the next warm start, once everything
+        #                                                succeeded
         data.engine.closed_positions(q)                # equal positions are not checked again
         return q
 
@@ -410,8 +454,9 @@ class Model:
         data = self._local.data
         q = positions(self, data, q)
         yd = vector(yd, 'yd', {self.ny: 'independent velocities'}, bounds.VELOCITY)
-        qd = data.engine.spanning(q, np.zeros(self.ny), yd)        # G yd: g vanishes at zero velocity
-        check_finite(self, 'spanning velocities', [('q', q, bounds.POSITION), ('yd', yd, bounds.VELOCITY)], qd)
+        qd = data.engine.spanning(q, np.zeros(self.ny), yd)     # G yd: g vanishes at zero velocity
+        check_finite(self, 'spanning velocities',
+                     [('q', q, bounds.POSITION), ('yd', yd, bounds.VELOCITY)], qd)
         return qd
 
     def _wrenches_accepted(self, data, wrenches):
@@ -426,7 +471,8 @@ class Model:
     def _link(self, link):
         """A link name of this model."""
         if not isinstance(link, str) or link not in self.link_frame:
-            raise ModelError(f'unknown link {quote(link)}; links are {quote(sorted(self.link_frame))}')
+            raise ModelError(f'unknown link {quote(link)}; links are '
+                             f'{quote(sorted(self.link_frame))}')
         return link
 
     def _link_list(self, links):
@@ -436,18 +482,20 @@ class Model:
         try:
             links = [self._link(link) for link in links]
         except TypeError:
-            raise ModelError(f'links must be a link name or a list of them, got {quote(links)}') from None
+            raise ModelError('links must be a link name or a list of them, got '
+                             f'{quote(links)}') from None
         if not links:
             raise ModelError('links is empty; name at least one link')
         if len(set(links)) < len(links):
             duplicate = first_repeated(links)
-            raise ModelError(f'link {quote(duplicate)} is named twice in links; name each link once')
+            raise ModelError(f'link {quote(duplicate)} is named twice in links; name each link '
+                             'once')
         return links
 
 
 class _ThreadWorkspace(threading.local):
-    """``data``: a workspace (Data) per thread, made at the thread's first use, so that threads may share one model
-    (threading.local runs __init__ in every thread that uses the object)."""
+    """``data``: a workspace (Data) per thread, made at the thread's first use, so that threads may
+    share one model (threading.local runs __init__ in every thread that uses the object)."""
 
     def __init__(self, model):
         self.data = Data(model)
@@ -459,28 +507,28 @@ class Data:
 
     def __init__(self, model):
         nb, nc = model.nb, len(model.cluster_list)
-        self.Xup = np.zeros((nb, 6, 6))        # ^iX_parent(i)
+        self.Xup = np.zeros((nb, 6, 6))   # ^iX_parent(i)
         self.Xup[0] = np.eye(6)
-        self.Xo = np.zeros((nb, 6, 6))         # ^iX_output(i): to the body's output body
-        self.v = np.zeros((nb, 6))             # body velocities, body coordinates
-        self.a = np.zeros((nb, 6))             # body accelerations
-        self.f = np.zeros((nb, 6))             # body forces (RNEA), articulated bias (ABA)
-        self.f_ext = np.zeros((nb, 6))         # external forces on the bodies, body coordinates
-        self.f_ext_set = False                 # whether f_ext may hold non-zero entries
-        self.S = [None] * nc                   # cluster motion subspaces S_k (6 nb_k x m_k)
-        self.G = [None] * nc                   # explicit constraint Jacobians G_k (n_k x m_k)
-        self.g = [None] * nc                   # explicit constraint biases g_k (n_k)
-        self.c = [None] * nc                   # cluster velocity-product biases c_k (6 nb_k)
-        self.qd = np.zeros(model.nv)           # spanning velocities G yd
-        self.q_last = None                     # last completed positions (tracking start of completion)
-        self.pending = None                    # a completion whose budget ran out (completion.py)
-        self.partial = None                    # where the last failed continuation stopped
+        self.Xo = np.zeros((nb, 6, 6))    # ^iX_output(i): to the body's output body
+        self.v = np.zeros((nb, 6))        # body velocities, body coordinates
+        self.a = np.zeros((nb, 6))        # body accelerations
+        self.f = np.zeros((nb, 6))        # body forces (RNEA), articulated bias (ABA)
+        self.f_ext = np.zeros((nb, 6))    # external forces on the bodies, body coordinates
+        self.f_ext_set = False            # whether f_ext may hold non-zero entries
+        self.S = [None] * nc              # cluster motion subspaces S_k (6 nb_k x m_k)
+        self.G = [None] * nc              # explicit constraint Jacobians G_k (n_k x m_k)
+        self.g = [None] * nc              # explicit constraint biases g_k (n_k)
+        self.c = [None] * nc              # cluster velocity-product biases c_k (6 nb_k)
+        self.qd = np.zeros(model.nv)      # spanning velocities G yd
+        self.q_last = None                # last completed positions (tracking start of completion)
+        self.pending = None               # a completion whose budget ran out (completion.py)
+        self.partial = None               # where the last failed continuation stopped
         self._model = model
 
     @functools.cached_property
     def engine(self):
-        """The algorithms on this workspace: the compiled FastPath, or the NumPy ReferencePath (built at
-        the first use, then a plain attribute)."""
+        """The algorithms on this workspace: the compiled FastPath, or the NumPy ReferencePath
+        (built at the first use, then a plain attribute)."""
         if self._model.compiled:
             from .engines.numba_engine import FastPath
             return FastPath(self._model, self._model.flat, self.f_ext)
@@ -502,8 +550,8 @@ def _joint_roles(clusters, nv):
 def _amplification_limit(value):
     limit = vector(value, 'amplification_limit', {1: 'a ratio'}, bounds.AMPLIFICATION)[0]
     if limit < 1.0:
-        raise ModelError(f'amplification_limit is {limit:g}; expected a ratio of at least 1 (G\'s independent '
-                         'rows are the identity)')
+        raise ModelError(f'amplification_limit is {limit:g}; expected a ratio of at least 1 (G\'s '
+                         'independent rows are the identity)')
     return float(limit)
 
 
@@ -532,8 +580,8 @@ def _block_diagonal(blocks):
 
 
 def numba_available():
-    """True where the compiled fast path can run: numba imports and NumPy lays out its arrays as the kernels
-    read them (borrowed.py); else the NumPy reference is used."""
+    """True where the compiled fast path can run: numba imports and NumPy lays out its arrays as
+    the kernels read them (borrowed.py); else the NumPy reference is used."""
     try:
         from .kernels import borrowed  # noqa: F401
     except ImportError:
@@ -542,8 +590,8 @@ def numba_available():
 
 
 def urdf_plus(urdf, closures):
-    """The URDF+ XML of an Extended URDF pair (description/extended_urdf.py), the URDF's own tree checked first
-    so that its errors come before those of the closures."""
+    """The URDF+ XML of an Extended URDF pair (description/extended_urdf.py), the URDF's own tree
+    checked first so that its errors come before those of the closures."""
     SpanningTree(read_urdf(urdf))
     return to_urdf_plus(urdf, closures)
 
@@ -556,16 +604,17 @@ def load_model(source, compiled=None, strict=False, closures=None, reference_pos
     CAD exports) load, and ``model.warnings`` names each of them; strict=True rejects them instead.
 
     Args:
-        compiled: True for the numba fast path, False for the NumPy reference algorithms, None (default)
-            for the fast path where numba is installed.
-        closures: the YAML closures of an Extended URDF (a path or the YAML text; see extended_urdf.py):
-            the URDF is converted to URDF+ (loops, joint replacements, name_mot as independent marks)
-            and loaded as such.
+        compiled: True for the numba fast path, False for the NumPy reference algorithms, None
+            (default) for the fast path where numba is installed.
+        closures: the YAML closures of an Extended URDF (a path or the YAML text; see
+            extended_urdf.py): the URDF is converted to URDF+ (loops, joint replacements, name_mot
+            as independent marks) and loaded as such.
         reference_positions: a closed, regular configuration (nq) that fixes the assembly branch
             complete_positions follows (default: found at load, Model.reference_positions).
         amplification_limit: Model.amplification_limit.
     Raises:
-        ModelError: with the element, name and expectation, for any description the library cannot use.
+        ModelError: with the element, name and expectation, for any description the library cannot
+            use.
     """
     if closures is not None:
         source = urdf_plus(source, closures)

@@ -2,8 +2,9 @@
 
 Conventions, used by every module of the library:
 - Motion vectors are [angular; linear] and force vectors are [moment; force], both 6-vectors.
-- ``X_b_a`` (written ^bX_a in Featherstone & Orin 2000) is the Plucker motion transform from frame a coordinates to
-  frame b coordinates; the force transform from b back to a is its transpose, ``X_b_a.T``.
+- ``X_b_a`` (written ^bX_a in Featherstone & Orin 2000) is the Plucker motion transform from frame
+  a coordinates to frame b coordinates; the force transform from b back to a is its transpose,
+  ``X_b_a.T``.
 - A pose (R, p) of frame b in frame a (rotation of b's axes in a, origin of b in a) gives
   ``X_b_a = plucker(R.T, p)``.
 """
@@ -17,7 +18,8 @@ def skew(w):
 
 
 def plucker(E, r):
-    """Motion transform [[E, 0], [-E r x, E]] for a frame rotated by E and displaced by r (Featherstone & Orin 2000)."""
+    """Motion transform [[E, 0], [-E r x, E]] for a frame rotated by E and displaced by r
+    (Featherstone & Orin 2000)."""
     X = np.zeros((6, 6))
     X[:3, :3] = E
     X[3:, 3:] = E
@@ -26,7 +28,8 @@ def plucker(E, r):
 
 
 def pose_transform(R, p):
-    """Motion transform from the coordinates of frame a to those of frame b, given b's pose (R, p) in a."""
+    """Motion transform from the coordinates of frame a to those of frame b, given b's pose (R, p)
+    in a."""
     return plucker(R.T, p)
 
 
@@ -65,8 +68,9 @@ def cross_force(v, f):
 
 
 def spatial_inertia(mass, com, inertia_com):
-    """Spatial inertia about a frame origin from the mass, the COM c and the rotational inertia about
-    the COM (Featherstone & Orin 2000; Featherstone's mcI): [[Ic - m c x c x, m c x], [-m c x, m 1]]."""
+    """Spatial inertia about a frame origin from the mass, the COM c and the rotational inertia
+    about the COM (Featherstone & Orin 2000; Featherstone's mcI):
+    [[Ic - m c x c x, m c x], [-m c x, m 1]]."""
     C = skew(com)
     I = np.zeros((6, 6))
     I[:3, :3] = inertia_com - mass * C @ C

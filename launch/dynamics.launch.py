@@ -47,7 +47,8 @@ def generate_launch_description():
             description='URDF+ file path or bundled robot name (empty: from params_file)'),
         DeclareLaunchArgument(
             'closures_file', default_value='',
-            description='Extended URDF closures YAML for robot_description_file (empty: from params_file)'),
+            description='Extended URDF closures YAML for robot_description_file (empty: from '
+                        'params_file)'),
         DeclareLaunchArgument(
             'namespace', default_value='', description='Namespace of the node'),
         DeclareLaunchArgument(

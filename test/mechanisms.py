@@ -1,11 +1,12 @@
 """Generated mechanisms of any size (shared by the tests and bench/run.py).
 
-``parallel_chains(depth, loop)``: Chignoli et al. 2023-style nested closed chains. Level 1 hangs from the ground,
-each further level from the predecessor tip of the level above; every level is a planar closed chain
-of ``loop`` links, two parallel branches of ceil(loop/2) and floor(loop/2) revolute links whose tips are
-joined by a revolute <loop> (rank 2 of its 5 rows in the plane), so each level is one cluster of
-``loop`` bodies with loop - 2 degrees of freedom, and the tree of clusters is ``depth`` deep.
-The loops are closed at a random configuration (their frames placed where the open chain's tips are).
+``parallel_chains(depth, loop)``: Chignoli et al. 2023-style nested closed chains. Level 1 hangs
+from the ground, each further level from the predecessor tip of the level above; every level is a
+planar closed chain of ``loop`` links, two parallel branches of ceil(loop/2) and floor(loop/2)
+revolute links whose tips are joined by a revolute <loop> (rank 2 of its 5 rows in the plane), so
+each level is one cluster of ``loop`` bodies with loop - 2 degrees of freedom, and the tree of
+clusters is ``depth`` deep. The loops are closed at a random configuration (their frames placed
+where the open chain's tips are).
 """
 
 import numpy as np
@@ -27,11 +28,12 @@ def parallel_chains(depth, loop, seed=0):
             parent = base
             for i in range(size):
                 name = f'l{level}{branch}{i}'
-                links.append(f'<link name="{name}"><inertial><origin xyz="0.1 0 0"/><mass value="1"/>'
-                             f'<inertia {INERTIA}/></inertial></link>')
+                links.append(f'<link name="{name}"><inertial><origin xyz="0.1 0 0"/><mass '
+                             f'value="1"/><inertia {INERTIA}/></inertial></link>')
                 xyz = f'0.2 {0.3 if (branch, i) == ("b", 0) else 0.0} 0'
                 joints.append(f'<joint name="j_{name}" type="revolute"><parent link="{parent}"/>'
-                              f'<child link="{name}"/><origin xyz="{xyz}"/><axis xyz="0 0 1"/>{LIMIT}</joint>')
+                              f'<child link="{name}"/><origin xyz="{xyz}"/>'
+                              f'<axis xyz="0 0 1"/>{LIMIT}</joint>')
                 parent = name
             ends.append(parent)
         tips.append(ends)
@@ -42,11 +44,11 @@ def parallel_chains(depth, loop, seed=0):
     loops = []
     for level, (a, b) in enumerate(tips):
         (R_a, p_a), (R_b, p_b) = (open_tree.link_pose(q, tip) for tip in (a, b))
-        p = [float(x) for x in R_b.T @ (p_a - p_b)]                  # tip a's origin seen from tip b
+        p = [float(x) for x in R_b.T @ (p_a - p_b)]                # tip a's origin seen from tip b
         yaw = float(np.arctan2(*(R_b.T @ R_a)[[1, 0], 0]))
-        loops.append(f'<loop name="closure{level}" type="revolute"><predecessor link="{a}"/><successor link="{b}">'
-                     f'<origin xyz="{p[0]!r} {p[1]!r} {p[2]!r}" rpy="0 0 {yaw!r}"/></successor>'
-                     '<axis xyz="0 0 1"/></loop>')
+        loops.append(f'<loop name="closure{level}" type="revolute"><predecessor '
+                     f'link="{a}"/><successor link="{b}"><origin xyz="{p[0]!r} {p[1]!r} {p[2]!r}" '
+                     f'rpy="0 0 {yaw!r}"/></successor><axis xyz="0 0 1"/></loop>')
     xml = tree + ''.join(loops) + '</robot>'
     return xml, _reorder(open_tree, load_model(xml), q)
 

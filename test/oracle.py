@@ -151,8 +151,9 @@ class KKTOracle:
             ax, ax2 = j.find("axis"), j.find("axis2")
             axis = _floats(ax.get("xyz") if ax is not None else None, 3, [1, 0, 0])
             axis2 = _floats(ax2.get("xyz") if ax2 is not None else None, 3, [0, 1, 0])
-            self._urdf_joints[name] = dict(type=jtype, parent=parent, child=child, origin=_origin(j),
-                                           axis=axis / np.linalg.norm(axis), axis2=axis2 / np.linalg.norm(axis2))
+            self._urdf_joints[name] = dict(type=jtype, parent=parent, child=child,
+                                           origin=_origin(j), axis=axis / np.linalg.norm(axis),
+                                           axis2=axis2 / np.linalg.norm(axis2))
             if child in self._link_parent:
                 raise ValueError(f"link {child} has two parent joints")
             self._link_parent[child] = (name, parent)
@@ -179,8 +180,8 @@ class KKTOracle:
                 continue
             if el.tag == "loop":
                 ltype = el.get("type")
-                if ltype not in ("revolute", "continuous", "prismatic", "fixed", "spherical", "planar",
-                                 "universal"):
+                if ltype not in ("revolute", "continuous", "prismatic", "fixed", "spherical",
+                                 "planar", "universal"):
                     raise ValueError(f"unsupported loop type {ltype}")
                 pe, se = el.find("predecessor"), el.find("successor")
                 ax, ax2 = el.find("axis"), el.find("axis2")
@@ -230,7 +231,8 @@ class KKTOracle:
                                                        idx_v=jm.idx_v + h, nv=1, jid=jid)
                     pin_order.append(f"{name}_{h + 1}")
                 continue
-            self._pj[name] = dict(kind=kind, idx_q=jm.idx_q, nq=jm.nq, idx_v=jm.idx_v, nv=jm.nv, jid=jid)
+            self._pj[name] = dict(kind=kind, idx_q=jm.idx_q, nq=jm.nq, idx_v=jm.idx_v, nv=jm.nv,
+                                  jid=jid)
             pin_order.append(name)
         self.pinocchio_joint_names = list(pin_order)
         self.set_layout(pin_order)
@@ -251,17 +253,19 @@ class KKTOracle:
         c, I_c = o.translation, o.rotation @ I @ o.rotation.T
         try:
             return pin.Inertia(mass, c, I_c)
-        except RuntimeError:  # unphysical alone (a CAD round-off link merged into a heavier body): same parameters
+        # unphysical alone (a CAD round-off link merged into a heavier body): same parameters
+        except RuntimeError:
             I_o = I_c + mass * (c @ c * np.eye(3) - np.outer(c, c))
             return pin.Inertia.FromDynamicParameters(np.array(
-                [mass, *(mass * c), I_o[0, 0], I_o[0, 1], I_o[1, 1], I_o[0, 2], I_o[1, 2], I_o[2, 2]]))
+                [mass, *(mass * c), I_o[0, 0], I_o[0, 1], I_o[1, 1], I_o[0, 2], I_o[1, 2],
+                 I_o[2, 2]]))
 
     def _build_tree(self, root):
-        """pin.Model of the spanning tree: one Pinocchio joint per moving URDF joint (a universal joint
-        is one JointModelUniversal), fixed joints merged, a BODY frame per link.  A planar joint is
-        Pinocchio's JointModelPlanar (XY plane, z rotation) in the joint frame turned by F = [e1 e2
-        axis]: its child frame is then ours turned by F, so everything it carries is placed through
-        F^T."""
+        """pin.Model of the spanning tree: one Pinocchio joint per moving URDF joint (a universal
+        joint is one JointModelUniversal), fixed joints merged, a BODY frame per link.  A planar
+        joint is Pinocchio's JointModelPlanar (XY plane, z rotation) in the joint frame turned by F
+        = [e1 e2 axis]: its child frame is then ours turned by F, so everything it carries is
+        placed through F^T."""
         links = {l.get("name"): l for l in root.findall("link")}
         children = {name: [] for name in links}
         for name, j in self._urdf_joints.items():
@@ -270,8 +274,10 @@ class KKTOracle:
         model = pin.Model()
         model.name = root.get("name", "")
         stack = [(roots[0], 0, pin.SE3.Identity(), None)]
-        while stack:  # depth first, a joint added when its child is visited: subtrees stay contiguous
-            link, jid, M, name = stack.pop()  # M: pose of the link (or joint) frame in joint jid's frame
+        # depth first, a joint added when its child is visited: subtrees stay contiguous
+        while stack:
+            # M: pose of the link (or joint) frame in joint jid's frame
+            link, jid, M, name = stack.pop()
             if name is not None:
                 j = self._urdf_joints[name]
                 placement, M = M, pin.SE3.Identity()
@@ -279,17 +285,20 @@ class KKTOracle:
                     F = _plane_frame(j["axis"])
                     placement, M = placement * pin.SE3(F, np.zeros(3)), pin.SE3(F.T, np.zeros(3))
                 jm = {"revolute": lambda: pin.JointModelRevoluteUnaligned(j["axis"]),
-                      "continuous": lambda: pin.JointModelRevoluteUnaligned(j["axis"]),  # same dynamics
+                      # same dynamics
+                      "continuous": lambda: pin.JointModelRevoluteUnaligned(j["axis"]),
                       "prismatic": lambda: pin.JointModelPrismaticUnaligned(j["axis"]),
                       "floating": pin.JointModelFreeFlyer, "spherical": pin.JointModelSpherical,
                       "planar": pin.JointModelPlanar,
-                      "universal": lambda: pin.JointModelUniversal(j["axis"], j["axis2"])}[j["type"]]()
+                      "universal": lambda: pin.JointModelUniversal(j["axis"], j["axis2"])
+                      }[j["type"]]()
                 jid = model.addJoint(jid, jm, placement, name)
             model.appendBodyToJoint(jid, self._inertia(links[link]), M)
             model.addFrame(pin.Frame(link, jid, 0, M, pin.FrameType.BODY))
             for child in reversed(children[link]):
                 j = self._urdf_joints[child]
-                stack.append((j["child"], jid, M * j["origin"], None if j["type"] == "fixed" else child))
+                stack.append((j["child"], jid, M * j["origin"],
+                              None if j["type"] == "fixed" else child))
         return model
 
     # ------------------------------------------------------------------ layout
@@ -429,7 +438,8 @@ class KKTOracle:
         for link, (f, t) in (wrenches or {}).items():
             fid = self._body_frame_id(link)
             fr = self.model.frames[fid]
-            w = pin.Force(np.asarray(f, dtype=float).reshape(3), np.asarray(t, dtype=float).reshape(3))
+            w = pin.Force(np.asarray(f, dtype=float).reshape(3),
+                          np.asarray(t, dtype=float).reshape(3))
             # jMf.act maps a force expressed in the link frame into the joint frame
             fext[fr.parentJoint] = fext[fr.parentJoint] + fr.placement.act(w)
         return pin.StdVec_Force(fext)
@@ -480,8 +490,9 @@ class KKTOracle:
     # ------------------------------------------------------------ constraints
     @staticmethod
     def _selector(c, pMs=None):
-        """Rows of the relative motion (Pinocchio [linear; angular], in P) that a loop constrains; a
-        universal loop's angular row n = a1 x (R a2) needs the relative pose pMs (zero without)."""
+        """Rows of the relative motion (Pinocchio [linear; angular], in P) that a loop constrains;
+        a universal loop's angular row n = a1 x (R a2) needs the relative pose pMs (zero
+        without)."""
         t = c["type"]
         if t == "fixed":
             return np.eye(6)
@@ -565,7 +576,8 @@ class KKTOracle:
             sp = sum(q[self._q_slices[j]][0] for j in self._path_joints(n, c["pred"]))
             ss = sum(q[self._q_slices[j]][0] for j in self._path_joints(n, c["succ"]))
             return c["ratio"] * sp - ss
-        return (q[self._q_slices[c["joint"]]][0] - c["multiplier"] * q[self._q_slices[c["master"]]][0]
+        return (q[self._q_slices[c["joint"]]][0]
+                - c["multiplier"] * q[self._q_slices[c["master"]]][0]
                 - c["offset"])
 
     @property
@@ -708,7 +720,8 @@ class KKTOracle:
         """(independent, dependent) velocity indices; independent_names are joint names (all their
         velocities) or velocity indices (a joint may then be split)."""
         names = list(independent_names)
-        y = self.v_index(names) if names and isinstance(names[0], str) else np.array(names, dtype=int)
+        y = (self.v_index(names) if names and isinstance(names[0], str)
+             else np.array(names, dtype=int))
         d = np.array([i for i in range(self.nv) if i not in set(y.tolist())], dtype=int)
         return y, d
 

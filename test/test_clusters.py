@@ -1,5 +1,5 @@
-"""Cluster formation (Chignoli, Slotine et al. 2024, Alg. 1-3) on the bundled robots and on small mechanisms, each
-mechanism's dynamics checked against the independent oracle."""
+"""Cluster formation (Chignoli, Slotine et al. 2024, Alg. 1-3) on the bundled robots and on small
+mechanisms, each mechanism's dynamics checked against the independent oracle."""
 
 import numpy as np
 import pinocchio as pin
@@ -10,9 +10,11 @@ from dynamics_node import bundled_model, load_model
 from oracle import KKTOracle
 from test_model_errors import joint, LIMIT, link
 
-EXPECTED_CLUSTERS = {   # robot -> sorted multi-body clusters (their joints) and the number of clusters
+# robot -> sorted multi-body clusters (their joints) and the number of clusters
+EXPECTED_CLUSTERS = {
     'four_bar': ([('coupler_joint', 'crank_joint', 'rocker_joint')], 1),
-    'six_bar': ([('coupler1_joint', 'coupler2_joint', 'crank_joint', 'rocker1_joint', 'rocker2_joint')], 1),
+    'six_bar': ([('coupler1_joint', 'coupler2_joint', 'crank_joint', 'rocker1_joint',
+                  'rocker2_joint')], 1),
     'belt_leg': ([('ankle_joint', 'ankle_rotor_joint', 'knee_joint', 'knee_rotor_joint'),
                   ('hip_joint', 'hip_rotor_joint')], 2),
     'linkage_leg': ([('coupler_joint', 'crank_joint', 'motor_rotor_joint', 'shank_joint')], 2),
@@ -27,13 +29,15 @@ def test_bundled_clusters(name):
     assert len(model.clusters) == EXPECTED_CLUSTERS[name][1], f'cluster count of {name}'
 
 
-@pytest.mark.parametrize('name, pairs', [('geared_chain', 4), ('quadruped_rotors', 12), ('humanoid_belts', 14)])
+@pytest.mark.parametrize('name, pairs',
+                         [('geared_chain', 4), ('quadruped_rotors', 12), ('humanoid_belts', 14)])
 def test_geared_robots_pair_every_rotor_with_its_link(name, pairs):
     model = robot(name)
     two = [c for c in model.clusters if len(c.joints) == 2]
     assert len(two) == pairs
     for cluster in two:
-        assert len(cluster.dependent_joints) == 1 and 'rotor' in cluster.dependent_joints[0], str(cluster)
+        assert (len(cluster.dependent_joints) == 1
+                and 'rotor' in cluster.dependent_joints[0]), str(cluster)
 
 
 def test_clusters_form_a_tree_in_regular_order():
@@ -45,7 +49,8 @@ def test_clusters_form_a_tree_in_regular_order():
 
 
 def test_belt_coupling_spans_two_joints():
-    """q_ankle_rotor = 12 (q_knee + q_ankle): the coupling's NCA is the thigh, not the foot's parent."""
+    """q_ankle_rotor = 12 (q_knee + q_ankle): the coupling's NCA is the thigh, not the foot's
+    parent."""
     model = robot('belt_leg')
     names = list(model.independent_joint_names)
     q = model.complete_positions([0.1, 0.2, 0.3])
@@ -63,21 +68,23 @@ def _compare_with_oracle(xml, rng, states=3):
         q, yd, wrenches = random_state(model, rng)
         v = model.spanning_velocities(q, yd)
         tau = rng.normal(size=model.nv)
-        assert_close(model.forward_dynamics(q, yd, tau, wrenches), reference.forward_dynamics(q, v, tau, wrenches),
-                     'qdd')
+        assert_close(model.forward_dynamics(q, yd, tau, wrenches),
+                     reference.forward_dynamics(q, v, tau, wrenches), 'qdd')
         G = reference.null_space_G(q, model.independent_joint_names)
         assert_close(model.mass_matrix(q), G.T @ reference.mass_matrix(q) @ G, 'H_y')
     return model
 
 
 def test_slider_crank_with_a_prismatic_joint_in_the_loop(rng):
-    xml = ('<robot name="slider_crank">' + link('base', '') + link('crank') + link('rod') + link('slider')
+    xml = ('<robot name="slider_crank">' + link('base', '') + link('crank') + link('rod')
+           + link('slider')
            + joint('crank_joint', 'base', 'crank', origin='0 0 0')
            + joint('rod_joint', 'crank', 'rod', origin='0.2 0 0', attributes='independent="false"')
-           + '<joint name="slide" type="prismatic" independent="false"><parent link="base"/><child link="slider"/>'
-           '<origin xyz="0 0 0"/><axis xyz="1 0 0"/><limit lower="-1" upper="1" effort="1" velocity="1"/></joint>'
-           '<loop name="pin" type="revolute"><predecessor link="rod"><origin xyz="0.6 0 0"/></predecessor>'
-           '<successor link="slider"/><axis xyz="0 0 1"/></loop></robot>')
+           + '<joint name="slide" type="prismatic" independent="false"><parent link="base"/>'
+             '<child link="slider"/><origin xyz="0 0 0"/><axis xyz="1 0 0"/><limit lower="-1" '
+             'upper="1" effort="1" velocity="1"/></joint><loop name="pin" type="revolute">'
+             '<predecessor link="rod"><origin xyz="0.6 0 0"/></predecessor>'
+             '<successor link="slider"/><axis xyz="0 0 1"/></loop></robot>')
     model = _compare_with_oracle(xml, rng)
     assert model.clusters[0].dependent_joints == ('rod_joint', 'slide')
 
@@ -87,8 +94,8 @@ def _rpy(R):
 
 
 def test_spatial_weld_loop_between_two_arms(rng):
-    """Two 4-joint arms with skewed axes, tips welded by a fixed loop (closed at q = 0 by construction):
-    6 independent constraint rows, 2 DoF."""
+    """Two 4-joint arms with skewed axes, tips welded by a fixed loop (closed at q = 0 by
+    construction): 6 independent constraint rows, 2 DoF."""
     axes = ['0 0 1', '0 1 0', '1 0 0', '0 0.6 0.8']
     parts = [link('base', '')]
     for arm, y in (('a', '0.3'), ('b', '-0.3')):
@@ -98,8 +105,8 @@ def test_spatial_weld_loop_between_two_arms(rng):
             parts.append(link(child))
             origin = f'0 {y} 0.1' if i == 0 else '0.25 0 0'
             parts.append(f'<joint name="{child}_joint" type="revolute"><parent link="{parent}"/>'
-                         f'<child link="{child}"/><origin xyz="{origin}" rpy="0.1 0.2 0.3"/><axis xyz="{axis}"/>'
-                         f'{LIMIT}</joint>')
+                         f'<child link="{child}"/><origin xyz="{origin}" rpy="0.1 0.2 0.3"/><axis '
+                         f'xyz="{axis}"/>{LIMIT}</joint>')
             parent = child
     open_chain = load_model('<robot name="two_arms">' + ''.join(parts) + '</robot>')
     R_a, p_a = open_chain.link_pose(np.zeros(8), 'a3')
@@ -107,7 +114,8 @@ def test_spatial_weld_loop_between_two_arms(rng):
     tip = p_a + R_a @ np.array([0.2, 0.0, 0.0])
     xyz = ' '.join(f'{x:.17g}' for x in R_b.T @ (tip - p_b))
     rpy = ' '.join(f'{x:.17g}' for x in _rpy(R_b.T @ R_a))
-    parts.append(f'<loop name="weld" type="fixed"><predecessor link="a3"><origin xyz="0.2 0 0"/></predecessor>'
+    parts.append('<loop name="weld" type="fixed"><predecessor link="a3">'
+                 '<origin xyz="0.2 0 0"/></predecessor>'
                  f'<successor link="b3"><origin xyz="{xyz}" rpy="{rpy}"/></successor></loop>')
     xml = '<robot name="two_arms">' + ''.join(parts) + '</robot>'
     model = load_model(xml)
@@ -118,7 +126,8 @@ def test_spatial_weld_loop_between_two_arms(rng):
         q = model.complete_positions(rng.uniform(-0.15, 0.15, 2))
         yd, tau = rng.normal(size=2), rng.normal(size=8)
         v = model.spanning_velocities(q, yd)
-        assert_close(model.forward_dynamics(q, yd, tau), reference.forward_dynamics(q, v, tau), 'qdd')
+        assert_close(model.forward_dynamics(q, yd, tau), reference.forward_dynamics(q, v, tau),
+                     'qdd')
 
 
 def test_mimic_is_read_as_a_coupling(rng):
@@ -132,7 +141,8 @@ def test_mimic_is_read_as_a_coupling(rng):
 
 
 def test_single_body_clusters_reduce_to_pinocchio_aba_rnea_crba(rng):
-    """Chignoli et al. 2023 Sec. 8 item 12: without constraints the cluster algorithms are RNEA, ABA and CRBA."""
+    """Chignoli et al. 2023 Sec. 8 item 12: without constraints the cluster algorithms are RNEA,
+    ABA and CRBA."""
     xml = open(bundled_model('quadruped_rotors')).read()
     for tag in ('coupling',):
         while f'<{tag} ' in xml:
@@ -157,11 +167,14 @@ def test_single_body_clusters_reduce_to_pinocchio_aba_rnea_crba(rng):
 
 
 def test_inertial_without_rpy_and_with_rpy_agree_when_equivalent():
-    """An inertia given in a rotated inertial frame equals the same tensor pre-rotated into the link."""
-    rotated = link('arm', '<inertial><mass value="2"/><origin xyz="0.1 0 0" rpy="0 0 1.5707963267948966"/>'
-                   '<inertia ixx="0.01" ixy="0" ixz="0" iyy="0.03" iyz="0" izz="0.02"/></inertial>')
-    aligned = link('arm', '<inertial><mass value="2"/><origin xyz="0.1 0 0"/>'
-                   '<inertia ixx="0.03" ixy="0" ixz="0" iyy="0.01" iyz="0" izz="0.02"/></inertial>')
-    models = [load_model('<robot name="r">' + link('base', '') + arm + joint('j', 'base', 'arm').replace(
-        '0 0 1', '1 0 0') + '</robot>') for arm in (rotated, aligned)]
+    """An inertia given in a rotated inertial frame equals the same tensor pre-rotated into the
+    link."""
+    rotated = link('arm', '<inertial><mass value="2"/><origin xyz="0.1 0 0" '
+                          'rpy="0 0 1.5707963267948966"/><inertia ixx="0.01" ixy="0" ixz="0" '
+                          'iyy="0.03" iyz="0" izz="0.02"/></inertial>')
+    aligned = link('arm', '<inertial><mass value="2"/><origin xyz="0.1 0 0"/><inertia ixx="0.03" '
+                          'ixy="0" ixz="0" iyy="0.01" iyz="0" izz="0.02"/></inertial>')
+    models = [load_model('<robot name="r">' + link('base', '') + arm
+                         + joint('j', 'base', 'arm').replace('0 0 1', '1 0 0') + '</robot>')
+              for arm in (rotated, aligned)]
     assert_close(models[0].mass_matrix([0.2]), models[1].mass_matrix([0.2]), 'H with inertial rpy')

@@ -1,6 +1,7 @@
-"""The compiled completion (kernels/completion.py) against completion.py: the same positions, taken on
-every bundled robot, for a stream's small steps and for far jumps, and the same errors for poses off the
-reference branch; models it cannot close (planar and split joints) referred to completion.py."""
+"""The compiled completion (kernels/completion.py) against completion.py: the same positions, taken
+on every bundled robot, for a stream's small steps and for far jumps, and the same errors for poses
+off the reference branch; models it cannot close (planar joints, as the joint table says) referred
+to completion.py."""
 
 import os
 
@@ -16,7 +17,8 @@ MODELS = os.path.join(os.path.dirname(__file__), 'models')
 
 
 def counted(model):
-    """model, with the outcomes of its compiled completions counted: {'compiled': n, 'referred': n}."""
+    """model, with the outcomes of its compiled completions counted: {'compiled': n, 'referred':
+    n}."""
     engine = model._local.data.engine
     kernel, counts = engine.fused_completion, {'compiled': 0, 'referred': 0}
 
@@ -44,13 +46,16 @@ def test_compiled_completion_equals_completion_py(name, rng):
     reference = load_model(bundled_model(name), compiled=False)
     for q_ind in sequences(model, rng):
         assert_close(model.complete_positions(q_ind, COMPLETION_BUDGET_MS),
-                     reference.complete_positions(q_ind, COMPLETION_BUDGET_MS), f'{name}: q', 1e-12)
+                     reference.complete_positions(q_ind, COMPLETION_BUDGET_MS), f'{name}: q',
+                     1e-12)
     assert counts == {'compiled': 60, 'referred': 0}
 
 
 def test_split_joints_turn_their_idle_spin_as_completion_py(rng):
-    """A rod's idle spin, which no input sets, is turned to its canonical value by both (no referral)."""
-    urdf, closures = (os.path.join(MODELS, 'ball_rod_ankle_leg' + ext) for ext in ('.urdf', '.yaml'))
+    """A rod's idle spin, which no input sets, is turned to its canonical value by both (no
+    referral)."""
+    urdf, closures = (os.path.join(MODELS, 'ball_rod_ankle_leg' + ext)
+                      for ext in ('.urdf', '.yaml'))
     model, counts = counted(load_model(urdf, closures=closures))
     reference = load_model(urdf, closures=closures, compiled=False)
     assert model.split_joint_names
@@ -61,7 +66,8 @@ def test_split_joints_turn_their_idle_spin_as_completion_py(rng):
 
 
 def test_planar_joints_are_referred(rng):
-    """The kernel does not retract planar joints: completion.py closes such models, with the same result."""
+    """The kernel does not retract planar joints: completion.py closes such models, with the same
+    result."""
     model, counts = counted(load_model(JOINT_MODELS['planar_block']))
     reference = load_model(JOINT_MODELS['planar_block'], compiled=False)
     for q_ind in sequences(model, rng)[:5]:
@@ -71,15 +77,18 @@ def test_planar_joints_are_referred(rng):
 
 
 def test_an_unreachable_pose_is_named_by_the_kernel():
-    """A pose off the reference branch fails in the kernel, with completion.py's message and no NumPy rerun."""
+    """A pose off the reference branch fails in the kernel, with completion.py's message and no
+    NumPy rerun."""
     model, counts = counted(load_model(four_bar(lengths=(0.8, 0.3, 0.3))))
     reference = load_model(four_bar(lengths=(0.8, 0.3, 0.3)), compiled=False)
     reached = model.complete_positions([0.1])
-    with pytest.raises(ModelError, match=r"^cannot close the constraints \['closure'\] of cluster 'crank' on the "
-                                         r"reference assembly branch: ") as compiled:
+    with pytest.raises(ModelError,
+                       match=r"^cannot close the constraints \['closure'\] of cluster 'crank' "
+                             r"on the reference assembly branch: ") as compiled:
         model.complete_positions([np.pi])
     with pytest.raises(ModelError) as numpy:
         reference.complete_positions([np.pi], COMPLETION_BUDGET_MS)
     assert str(compiled.value) == str(numpy.value)
     assert counts == {'compiled': 1, 'referred': 0}
-    assert np.array_equal(model.complete_positions([0.1]), reached), 'the warm start is the last success'
+    assert np.array_equal(model.complete_positions([0.1]), reached), (
+        'the warm start is the last success')

@@ -1,4 +1,5 @@
-"""Cluster algorithms against the independent Pinocchio + KKT oracle and the identities of Chignoli et al. 2023."""
+"""Cluster algorithms against the independent Pinocchio + KKT oracle and the identities of Chignoli
+et al. 2023."""
 
 import numpy as np
 import pytest
@@ -25,8 +26,10 @@ def test_forward_dynamics_matches_kkt(name, compiled, rng):
         v = model.spanning_velocities(q, yd)
         assert_close(v, _G(name, q) @ yd, 'qd = G yd')
         expected = reference.forward_dynamics(q, v, tau, wrenches)
-        assert_close(model.forward_dynamics(q, yd, tau, wrenches), expected, 'qdd (independent inputs)')
-        assert_close(model.forward_dynamics(q, v, tau, wrenches), expected, 'qdd (spanning inputs)')
+        assert_close(model.forward_dynamics(q, yd, tau, wrenches), expected,
+                     'qdd (independent inputs)')
+        assert_close(model.forward_dynamics(q, v, tau, wrenches), expected,
+                     'qdd (spanning inputs)')
         assert_close(model.forward_dynamics(q, yd, tau), reference.forward_dynamics(q, v, tau, {}),
                      'qdd without the previous call\'s wrenches')
 
@@ -44,7 +47,8 @@ def test_inverse_dynamics_is_projected_rnea(name, compiled, rng):
         qdd = G @ ydd + reference.explicit_bias_g(q, v, model.independent_v)
         expected = reference.inverse_dynamics_projected(q, v, qdd, G, wrenches)
         assert_close(model.inverse_dynamics(q, yd, ydd, wrenches), expected, 'tau_y')
-        assert_close(model.inverse_dynamics(q, v, qdd, wrenches), expected, 'tau_y (spanning inputs)')
+        assert_close(model.inverse_dynamics(q, v, qdd, wrenches), expected,
+                     'tau_y (spanning inputs)')
 
 
 @ENGINES
@@ -62,7 +66,8 @@ def test_mass_matrix_is_projected_crba(name, compiled, rng):
 
 @pytest.mark.parametrize('name', ROBOTS)
 def test_round_trips_and_bias(name, rng):
-    """RNEA(ABA(tau)) = tau, ABA(RNEA(ydd)) = ydd, RNEA = H_y ydd + C_y (Chignoli et al. 2023, Sec. 8 items 6-7)."""
+    """RNEA(ABA(tau)) = tau, ABA(RNEA(ydd)) = ydd, RNEA = H_y ydd + C_y (Chignoli et al. 2023, Sec.
+    8 items 6-7)."""
     model = robot(name)
     for _ in range(STATES):
         q, yd, wrenches = random_state(model, rng)
@@ -72,13 +77,15 @@ def test_round_trips_and_bias(name, rng):
         H, C = model.mass_matrix(q), model.bias_forces(q, yd, wrenches)
         assert_close(H @ ydd + C, tau, 'H_y ydd + C_y')
         gravity = model.gravity_forces(q)
-        assert_close(gravity, model.inverse_dynamics(q, np.zeros(model.ny), np.zeros(model.ny)), 'gravity')
+        assert_close(gravity, model.inverse_dynamics(q, np.zeros(model.ny), np.zeros(model.ny)),
+                     'gravity')
 
 
 @ENGINES
 @pytest.mark.parametrize('name', ROBOTS)
 def test_inverse_osim_matches_projection(name, compiled, rng):
-    """C-EFPA = J_y H_y^-1 J_y^T with Pinocchio LOCAL Jacobians (Chignoli et al. 2023, Sec. 8 item 9)."""
+    """C-EFPA = J_y H_y^-1 J_y^T with Pinocchio LOCAL Jacobians (Chignoli et al. 2023, Sec. 8 item
+    9)."""
     model, reference = robot(name, compiled), oracle(name)
     links = list(model.links[-1:]) + list(model.links[1:3])
     for _ in range(STATES):
@@ -99,7 +106,8 @@ def test_link_kinematics_match_pinocchio(name, rng):
         pose = reference.link_placement(q, link)
         assert_close(R, pose.rotation, f'R of {link}')
         assert_close(p, pose.translation, f'p of {link}')
-        assert_close(model.link_jacobian(q, link), reference.frame_jacobian(q, link) @ G, f'J of {link}')
+        assert_close(model.link_jacobian(q, link), reference.frame_jacobian(q, link) @ G,
+                     f'J of {link}')
 
 
 def test_gravity_is_settable(rng):

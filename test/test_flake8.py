@@ -8,6 +8,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def test_flake8():
-    result = subprocess.run([sys.executable, '-m', 'flake8', 'dynamics_node', 'test', 'bench', 'launch', 'setup.py'],
+    result = subprocess.run([sys.executable, '-m', 'flake8', 'dynamics_node', 'test', 'bench',
+                             'launch', 'setup.py'],
                             cwd=ROOT, capture_output=True, text=True)
     assert result.returncode == 0, f'flake8 found:\n{result.stdout}{result.stderr}'

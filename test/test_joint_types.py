@@ -1,6 +1,7 @@
-"""Spherical, planar and universal joints (in the tree and inside clusters) and spherical, planar and
-universal loops against the independent oracle (Pinocchio's JointModelSpherical, JointModelPlanar and
-JointModelUniversal, own loop rows, dense KKT), on both engines; LCABA and completion on them."""
+"""Spherical, planar and universal joints (in the tree and inside clusters) and spherical, planar
+and universal loops against the independent oracle (Pinocchio's JointModelSpherical,
+JointModelPlanar and JointModelUniversal, own loop rows, dense KKT), on both engines; LCABA and
+completion on them."""
 
 import functools
 
@@ -17,11 +18,12 @@ STATES = 3
 
 def inertial(mass, com, moments, products=(0.0, 0.0, 0.0)):
     (ixx, iyy, izz), (ixy, ixz, iyz) = moments, products
-    return (f'<inertial><origin xyz="{com}"/><mass value="{mass}"/><inertia ixx="{ixx}" ixy="{ixy}" '
-            f'ixz="{ixz}" iyy="{iyy}" iyz="{iyz}" izz="{izz}"/></inertial>')
+    return (f'<inertial><origin xyz="{com}"/><mass value="{mass}"/><inertia ixx="{ixx}" '
+            f'ixy="{ixy}" ixz="{ixz}" iyy="{iyy}" iyz="{iyz}" izz="{izz}"/></inertial>')
 
 
-def link(name, mass=1.0, com='0.05 0.02 -0.03', moments=(0.012, 0.015, 0.009), products=(0.001, -0.002, 0.0005)):
+def link(name, mass=1.0, com='0.05 0.02 -0.03', moments=(0.012, 0.015, 0.009),
+         products=(0.001, -0.002, 0.0005)):
     return f'<link name="{name}">{inertial(mass, com, moments, products) if mass else ""}</link>'
 
 
@@ -31,9 +33,9 @@ def joint(name, kind, parent, child, origin='0 0 0', rpy='0 0 0', axis='0 0 1', 
 
 
 def loop(name, kind, pred, pred_origin, succ, succ_origin, axis='0 0 1', extra=''):
-    return (f'<loop name="{name}" type="{kind}"><predecessor link="{pred}"><origin xyz="{pred_origin}"/>'
-            f'</predecessor><successor link="{succ}"><origin xyz="{succ_origin}"/></successor>'
-            f'<axis xyz="{axis}"/>{extra}</loop>')
+    return (f'<loop name="{name}" type="{kind}"><predecessor link="{pred}"><origin '
+            f'xyz="{pred_origin}"/></predecessor><successor link="{succ}"><origin '
+            f'xyz="{succ_origin}"/></successor><axis xyz="{axis}"/>{extra}</loop>')
 
 
 def robot(name, *elements):
@@ -42,22 +44,25 @@ def robot(name, *elements):
 
 MODELS = {
     # spherical, universal and planar joints (tilted plane) in a tree, with a fixed tip frame
-    'tree': robot('tree', link('base', 0), link('upper'), link('lower', 0.8), link('puck', 0.5), link('tip', 0.2),
+    'tree': robot('tree', link('base', 0), link('upper'), link('lower', 0.8), link('puck', 0.5),
+                  link('tip', 0.2),
                   joint('ball', 'spherical', 'base', 'upper', '0 0 0.3', '0.2 -0.1 0.3'),
-                  joint('cardan', 'universal', 'upper', 'lower', '0.1 0.05 -0.4', '0 0.3 0', '0 0 1',
-                        '<axis2 xyz="1 0 0"/>'),
+                  joint('cardan', 'universal', 'upper', 'lower', '0.1 0.05 -0.4', '0 0.3 0',
+                        '0 0 1', '<axis2 xyz="1 0 0"/>'),
                   joint('slide', 'planar', 'lower', 'puck', '0 0.2 -0.3', '0.1 0 0', '0.6 0 0.8'),
                   joint('tip_fix', 'fixed', 'puck', 'tip', '0.1 0 0.05', '0.3 0.2 0.1')),
     # a floating base carrying a ball-jointed arm with a universal wrist
-    'floating_tree': robot('floating_tree', link('world', 0), link('torso', 3.0), link('arm'), link('hand', 0.4),
-                           joint('free', 'floating', 'world', 'torso'),
-                           joint('shoulder', 'spherical', 'torso', 'arm', '0.1 0.2 0.3', '0.3 0 0.1'),
+    'floating_tree': robot('floating_tree', link('world', 0), link('torso', 3.0), link('arm'),
+                           link('hand', 0.4), joint('free', 'floating', 'world', 'torso'),
+                           joint('shoulder', 'spherical', 'torso', 'arm', '0.1 0.2 0.3',
+                                 '0.3 0 0.1'),
                            joint('wrist', 'universal', 'arm', 'hand', '0 0 -0.3', axis='0 1 0',
                                  extra='<axis2 xyz="0 0 1"/>')),
     # crank - rod on a universal joint - rocker, closed by a spherical loop (RUSR)
     'rusr': robot('rusr', link('base', 0), link('crank'), link('rod', 0.4), link('rocker'),
                   joint('crank_joint', 'revolute', 'base', 'crank'),
-                  joint('rod_cardan', 'universal', 'crank', 'rod', '0.2 0 0', extra='<axis2 xyz="0 1 0"/>'),
+                  joint('rod_cardan', 'universal', 'crank', 'rod', '0.2 0 0',
+                        extra='<axis2 xyz="0 1 0"/>'),
                   joint('rocker_joint', 'revolute', 'base', 'rocker', '0.6 0.2 0', axis='1 0 0'),
                   loop('ball_end', 'spherical', 'rod', '0.4 0.2 0.3', 'rocker', '0 0 0.3')),
     # crank - rod on a spherical joint (dependent) - rocker, closed by a universal loop (RSUR)
@@ -65,23 +70,29 @@ MODELS = {
                   joint('crank_joint', 'revolute', 'base', 'crank'),
                   joint('rod_ball', 'spherical', 'crank', 'rod', '0.2 0 0'),
                   joint('rocker_joint', 'revolute', 'base', 'rocker', '0.6 0.2 0', axis='1 0 0'),
-                  loop('cardan_end', 'universal', 'rod', '0.4 0.2 0.3', 'rocker', '0 0 0.3', '0 0 1',
-                       '<axis2 xyz="1 0 0"/>')),
-    # crank - rod with ball joints at both ends - rocker (RSSR): the rod's idle spin stays independent
+                  loop('cardan_end', 'universal', 'rod', '0.4 0.2 0.3', 'rocker', '0 0 0.3',
+                       '0 0 1', '<axis2 xyz="1 0 0"/>')),
+    # crank - rod with ball joints at both ends - rocker (RSSR): the rod's idle spin stays
+    # independent
     'rssr': robot('rssr', link('base', 0), link('crank'), link('rod', 0.4), link('rocker'),
                   joint('crank_joint', 'revolute', 'base', 'crank'),
                   joint('rod_ball', 'spherical', 'crank', 'rod', '0.2 0 0'),
                   joint('rocker_joint', 'revolute', 'base', 'rocker', '0.6 0.2 0', axis='1 0 0'),
                   loop('ball_end', 'spherical', 'rod', '0.4 0.2 0.3', 'rocker', '0 0 0.3')),
-    # a block on a planar joint (dependent) welded to a two-link arm moving in the same tilted plane
-    'planar_block': robot('planar_block', link('base', 0), link('crank'), link('coupler'), link('block', 0.6),
+    # a block on a planar joint (dependent) welded to a two-link arm moving in the same tilted
+    # plane
+    'planar_block': robot('planar_block', link('base', 0), link('crank'), link('coupler'),
+                          link('block', 0.6),
                           joint('crank_joint', 'revolute', 'base', 'crank', axis='0 0.6 0.8'),
-                          joint('coupler_joint', 'revolute', 'crank', 'coupler', '0.3 0 0', axis='0 0.6 0.8'),
-                          joint('block_plane', 'planar', 'base', 'block', '0.7 0 0', axis='0 0.6 0.8'),
+                          joint('coupler_joint', 'revolute', 'crank', 'coupler', '0.3 0 0',
+                                axis='0 0.6 0.8'),
+                          joint('block_plane', 'planar', 'base', 'block', '0.7 0 0',
+                                axis='0 0.6 0.8'),
                           loop('weld', 'fixed', 'coupler', '0.4 0 0', 'block', '0 0 0')),
-    # a leg whose foot slides flat on the floor: a planar loop with a redundant row (3 rows, rank 2)
-    'planar_foot': robot('planar_foot', link('base', 0), link('hip'), link('thigh'), link('shank'), link('foot', 0.3),
-                         joint('yaw', 'revolute', 'base', 'hip'),
+    # a leg whose foot slides flat on the floor: a planar loop with a redundant row (3 rows, rank
+    # 2)
+    'planar_foot': robot('planar_foot', link('base', 0), link('hip'), link('thigh'), link('shank'),
+                         link('foot', 0.3), joint('yaw', 'revolute', 'base', 'hip'),
                          joint('thigh_joint', 'revolute', 'hip', 'thigh', '0 0 0.4', axis='0 1 0'),
                          joint('knee', 'revolute', 'thigh', 'shank', '0.2 0 0', axis='0 1 0'),
                          joint('ankle', 'revolute', 'shank', 'foot', '0.4 0 -0.4', axis='0 1 0'),
@@ -119,13 +130,16 @@ def test_layouts():
 @ENGINES
 @pytest.mark.parametrize('name', NAMES)
 def test_dynamics_match_kkt(name, compiled, rng):
-    """FD, ID, H_y and Lambda^-1 against the oracle at random closed states (as test_dynamics.py)."""
+    """FD, ID, H_y and Lambda^-1 against the oracle at random closed states (as
+    test_dynamics.py)."""
     model, reference = model_of(name, compiled), oracle_of(name)
     links = list(model.links[-2:])
     for _ in range(STATES):
         q, yd, wrenches = random_state(model, rng)
-        assert np.max(np.abs(reference.loop_residual(q)), initial=0.0) < 1e-10, 'oracle: loops closed'
-        G = reference.null_space_G(q, model.independent_v)   # velocity indices: a joint may be split
+        assert np.max(np.abs(reference.loop_residual(q)), initial=0.0) < 1e-10, (
+            'oracle: loops closed')
+        # velocity indices: a joint may be split
+        G = reference.null_space_G(q, model.independent_v)
         v = model.spanning_velocities(q, yd)
         assert_close(v, G @ yd, 'qd = G yd')
         tau = rng.normal(size=model.nv)
@@ -136,7 +150,8 @@ def test_dynamics_match_kkt(name, compiled, rng):
         assert_close(model.inverse_dynamics(q, yd, ydd, wrenches),
                      reference.inverse_dynamics_projected(q, v, qdd, G, wrenches), 'tau_y')
         assert_close(model.mass_matrix(q), G.T @ reference.mass_matrix(q) @ G, 'H_y')
-        assert_close(model.inverse_osim(q, links), reference.osim_inverse(q, G, links), 'Lambda^-1')
+        assert_close(model.inverse_osim(q, links), reference.osim_inverse(q, G, links),
+                     'Lambda^-1')
 
 
 @pytest.mark.parametrize('name', NAMES)
@@ -164,21 +179,23 @@ def test_lcaba_matches_cluster_aba(name, rng):
         tau = rng.normal(size=model.nv)
         result = model.forward_dynamics(q, yd, tau, wrenches, method='lcaba', info=True)
         assert result.method_used == 'lcaba' and result.constraint_residual < 1e-9
-        assert_close(result.acceleration, model.forward_dynamics(q, yd, tau, wrenches, method='aba'), 'qdd',
-                     rtol=1e-8)
+        assert_close(result.acceleration,
+                     model.forward_dynamics(q, yd, tau, wrenches, method='aba'), 'qdd', rtol=1e-8)
 
 
 @pytest.mark.parametrize('name', LOOPED)
 def test_completion_from_far_starts(name, rng):
-    """complete_positions closes the loops from the previous solution and after a jump; the result is
-    the same from a fresh model (neutral start)."""
+    """complete_positions closes the loops from the previous solution and after a jump; the result
+    is the same from a fresh model (neutral start)."""
     model = load_model(MODELS[name])
     reference = oracle_of(name)
     for scale in (0.1, 0.6, 0.3):
-        q_ind = rng.uniform(-scale, scale, len(model.independent_joint_names) - len(model.split_joint_names))
+        q_ind = rng.uniform(-scale, scale,
+                            len(model.independent_joint_names) - len(model.split_joint_names))
         q = model.complete_positions(q_ind, budget_ms=COMPLETION_BUDGET_MS)
         assert np.max(np.abs(reference.loop_residual(q))) < 1e-11
-        quaternions = [q[i:i + 4] for i, kind in zip(model.idx_q[1:], model.joint_type[1:]) if kind == 'spherical']
+        quaternions = [q[i:i + 4] for i, kind in zip(model.idx_q[1:], model.joint_type[1:])
+                       if kind == 'spherical']
         for quaternion in quaternions:
             assert abs(np.linalg.norm(quaternion) - 1.0) < 1e-14
 
@@ -188,7 +205,8 @@ def test_state_checks_of_new_joints():
     q = model.complete_positions([0.2])
     bad = q.copy()
     bad[1:5] *= 1.1                                           # the rod's quaternion
-    with pytest.raises(ModelError, match=r"spherical joint 'rod_ball': quaternion \(qx qy qz qw\) has norm 1.1"):
+    with pytest.raises(ModelError, match=r"spherical joint 'rod_ball': quaternion \(qx qy qz qw\) "
+                                         r"has norm 1.1"):
         model.mass_matrix(bad)
     tree = model_of('tree')
     with pytest.raises(ModelError, match=r'q has 8 entries; expected 9 \(spanning positions\)'):
@@ -196,9 +214,11 @@ def test_state_checks_of_new_joints():
 
 
 @pytest.mark.parametrize('xml, message', [
-    (robot('x', link('base', 0), link('a'), joint('u', 'universal', 'base', 'a', extra='<axis2 xyz="0 0.6 0.8"/>')),
+    (robot('x', link('base', 0), link('a'),
+           joint('u', 'universal', 'base', 'a', extra='<axis2 xyz="0 0.6 0.8"/>')),
      r"joint 'u': <axis> \[0.0, 0.0, 1.0\] and <axis2> \[0.0, 0.6, 0.8\] must be perpendicular"),
-    (robot('x', link('base', 0), link('a'), joint('j', 'revolute', 'base', 'a', extra='<axis2 xyz="0 1 0"/>')),
+    (robot('x', link('base', 0), link('a'),
+           joint('j', 'revolute', 'base', 'a', extra='<axis2 xyz="0 1 0"/>')),
      r"joint 'j': <axis2> is only used by type=\"universal\", not \"revolute\""),
     (robot('x', link('base', 0), link('a'), link('b'), joint('u', 'universal', 'base', 'a'),
            joint('u_1', 'revolute', 'a', 'b')),
@@ -209,13 +229,14 @@ def test_state_checks_of_new_joints():
     (robot('x', link('base', 0), link('a'), link('b'), joint('u', 'universal', 'base', 'a'),
            joint('j', 'revolute', 'base', 'b', extra='<mimic joint="u"/>')),
      r"joint 'j' <mimic> names unknown joint 'u'"),
-    (MODELS['planar_block'].replace('<axis xyz="0 0 1"/></loop>', '<axis xyz="0 0 1"/><axis2 xyz="1 0 0"/></loop>'),
+    (MODELS['planar_block'].replace('<axis xyz="0 0 1"/></loop>',
+                                    '<axis xyz="0 0 1"/><axis2 xyz="1 0 0"/></loop>'),
      r"loop 'weld': <axis2> is only used by type=\"universal\", not \"fixed\""),
     (MODELS['rsur'].replace('<axis2 xyz="1 0 0"/></loop>', '<axis2 xyz="0 0 0"/></loop>'),
      r"loop 'cardan_end': <axis2 xyz> is zero; expected a unit vector"),
     (MODELS['rusr'].replace('type="spherical"', 'type="ball"'),
-     r"loop 'ball_end': type=\"ball\" is not supported; expected one of revolute, continuous, prismatic, fixed, "
-     r"spherical, planar, universal"),
+     r"loop 'ball_end': type=\"ball\" is not supported; expected one of revolute, continuous, "
+     r"prismatic, fixed, spherical, planar, universal"),
 ])
 def test_errors_name_the_element(xml, message):
     with pytest.raises(ModelError, match=message):
@@ -223,51 +244,57 @@ def test_errors_name_the_element(xml, message):
 
 
 def test_idle_spin_of_a_ball_jointed_rod_stays_independent():
-    """RSSR: the loops fix two directions of the rod's spherical joint; the third (about its child x
-    here, the axis nearest the rod's line (0.4, 0.2, 0.3): column pivoting), the rod's spin about its
-    own line as far as the loops are concerned, is an independent velocity with no position input:
-    completion keeps the spin where it was."""
+    """RSSR: the loops fix two directions of the rod's spherical joint; the third (about its child
+    x here, the axis nearest the rod's line (0.4, 0.2, 0.3): column pivoting), the rod's spin about
+    its own line as far as the loops are concerned, is an independent velocity with no position
+    input: completion keeps the spin where it was."""
     model = load_model(MODELS['rssr'])
-    assert model.independent_joint_names == ('crank_joint', 'rod_ball') and model.split_joint_names == ('rod_ball',)
+    assert (model.independent_joint_names == ('crank_joint', 'rod_ball')
+            and model.split_joint_names == ('rod_ball',))
     assert model.clusters[0].dependent_joints == ('rod_ball', 'rocker_joint')
     assert (model.ny, len(model.independent_v)) == (2, 2)
     q = model.complete_positions([0.2])
-    with pytest.raises(ModelError, match=r'q_independent has 2 entries; expected 1 \(independent positions\)'):
+    with pytest.raises(ModelError,
+                       match=r'q_independent has 2 entries; expected 1 \(independent positions\)'):
         model.complete_positions([0.2, 0.0])
     reference = oracle_of('rssr')
-    spin = reference.null_space_G(q, model.independent_v)[:, 1]        # the free motion with the crank held
+    # the free motion with the crank held
+    spin = reference.null_space_G(q, model.independent_v)[:, 1]
     assert np.allclose(reference.constraint_jacobian(q) @ spin, 0.0, atol=1e-12)
     turned = reference.integrate(q, 0.3 * spin)                        # spin the rod: still closed
-    assert np.max(np.abs(reference.loop_residual(turned))) < 1e-12             # an exact idle motion
+    assert np.max(np.abs(reference.loop_residual(turned))) < 1e-12     # an exact idle motion
     assert_close(model.complete_positions([0.2]), q, 'the same q again')
 
 
 def test_marked_ball_joint_of_an_idle_rod_is_split():
-    """independent="false" on the rod's ball joint (and the rocker) of RSSR: 4 marked coordinates for rank
-    3, so the marked ball joint is dependent in the directions the loop fixes, as in the automatic choice.
-    Marking the crank too leaves a marked joint the loop does not determine: the count error."""
+    """independent="false" on the rod's ball joint (and the rocker) of RSSR: 4 marked coordinates
+    for rank 3, so the marked ball joint is dependent in the directions the loop fixes, as in the
+    automatic choice. Marking the crank too leaves a marked joint the loop does not determine: the
+    count error."""
     def marked(*names):
         xml = MODELS['rssr']
         for name in names:
-            xml = xml.replace(f'<joint name="{name}" ', f'<joint name="{name}" independent="false" ')
+            xml = xml.replace(f'<joint name="{name}" ',
+                              f'<joint name="{name}" independent="false" ')
         return xml
     model = load_model(marked('rod_ball', 'rocker_joint'))
     assert model.clusters == model_of('rssr').clusters and model.split_joint_names == ('rod_ball',)
     assert np.array_equal(model.independent_v, model_of('rssr').independent_v)
-    with pytest.raises(ModelError, match=r"has constraint rank 3, so it needs 3 dependent joints, but 5 are "
-                                         r"marked independent=\"false\": "
-                                         r"\['crank_joint', 'rod_ball', 'rocker_joint'\]"):
+    with pytest.raises(ModelError,
+                       match=r"has constraint rank 3, so it needs 3 dependent joints, but 5 are "
+                             r"marked independent=\"false\": "
+                             r"\['crank_joint', 'rod_ball', 'rocker_joint'\]"):
         load_model(marked('crank_joint', 'rod_ball', 'rocker_joint'))
 
 
 @ENGINES
 @pytest.mark.parametrize('tilt', [1e-4, 1e-7])
 def test_idle_spin_of_a_rod_nearly_along_a_frame_axis(tilt, compiled, rng):
-    """RSSR with a CAD-like rod frame: x along the rod but for a small tilt (the line is (cos, 0, sin) of
-    the tilt in the rod frame), so the loop fixes y and z and x (the spin) stays free. Taken in order, x
-    would be dependent and K_d conditioned like the tilt (completion then fails); pivoting keeps G of
-    order 1."""
-    line = np.array([0.4, 0.2, 0.3])                   # ball to rod end in the crank frame (MODELS['rssr'])
+    """RSSR with a CAD-like rod frame: x along the rod but for a small tilt (the line is (cos, 0,
+    sin) of the tilt in the rod frame), so the loop fixes y and z and x (the spin) stays free.
+    Taken in order, x would be dependent and K_d conditioned like the tilt (completion then fails);
+    pivoting keeps G of order 1."""
+    line = np.array([0.4, 0.2, 0.3])          # ball to rod end in the crank frame (MODELS['rssr'])
     x = line / np.linalg.norm(line)
     z = np.cross(x, [0.0, 1.0, 0.0])
     z /= np.linalg.norm(z)
@@ -297,8 +324,9 @@ NEW_ROBOTS = ['ambidex_wrist', 'delta', 'parallel_ankle_leg']
 
 @pytest.mark.parametrize('name', NEW_ROBOTS)
 def test_bundled_robots_complete_from_their_actuated_joints(name, rng):
-    """Closed at q = 0; complete_positions from the actuated joints closes the loops (oracle residual)
-    over a walk of random targets in [-0.6, 0.6] rad and comes back to q = 0 on the same branch."""
+    """Closed at q = 0; complete_positions from the actuated joints closes the loops (oracle
+    residual) over a walk of random targets in [-0.6, 0.6] rad and comes back to q = 0 on the same
+    branch."""
     model = load_model(bundled_model(name))
     reference = KKTOracle(bundled_model(name))
     reference.set_layout(model.joint_names)
@@ -308,13 +336,13 @@ def test_bundled_robots_complete_from_their_actuated_joints(name, rng):
                                      budget_ms=COMPLETION_BUDGET_MS)
         assert np.max(np.abs(reference.loop_residual(q))) < 1e-11
     assert_close(model.complete_positions(np.zeros(len(model.independent_joint_names)),
-                                          budget_ms=COMPLETION_BUDGET_MS), model.q_neutral, 'back at q = 0',
-                 rtol=1e-10)
+                                          budget_ms=COMPLETION_BUDGET_MS), model.q_neutral,
+                 'back at q = 0', rtol=1e-10)
 
 
 def test_wrist_is_a_parallelogram():
-    """ambidex_wrist: the mirrored distal universal joint keeps the hand parallel to the forearm, so
-    distal = (-wrist_2, -wrist_1)."""
+    """ambidex_wrist: the mirrored distal universal joint keeps the hand parallel to the forearm,
+    so distal = (-wrist_2, -wrist_1)."""
     model = load_model(bundled_model('ambidex_wrist'))
     q = model.complete_positions([0.3, -0.4])
     names = model.joint_names
@@ -326,23 +354,26 @@ def test_delta_platform_translates(rng):
     model = load_model(bundled_model('delta'))
     for _ in range(3):
         q = model.complete_positions(rng.uniform(-0.6, 0.6, 3), budget_ms=COMPLETION_BUDGET_MS)
-        assert_close(model.link_pose(q, 'platform')[0], np.eye(3), 'platform orientation', rtol=1e-10)
+        assert_close(model.link_pose(q, 'platform')[0], np.eye(3), 'platform orientation',
+                     rtol=1e-10)
 
 
-# A CAD export's shape: joints without <axis> (x) and without <limit>, continuous joints with negative
-# axes, a fixed sensor frame, a crank-rocker four-bar in the y-z plane closed by a loop without <axis>.
+# A CAD export's shape: joints without <axis> (x) and without <limit>, continuous joints with
+# negative axes, a fixed sensor frame, a crank-rocker four-bar in the y-z plane closed by a loop
+# without <axis>.
 CAD = robot('cad', link('base_link', 0), link('link_1'), link('link_2', 0.7), link('link_3', 0.5),
             link('sensor', 0.05),
-            '<joint name="joint_1" type="continuous"><parent link="base_link"/><child link="link_1"/>'
-            '<axis xyz="-1 0 0"/></joint>',
+            '<joint name="joint_1" type="continuous"><parent link="base_link"/><child '
+            'link="link_1"/><axis xyz="-1 0 0"/></joint>',
             '<joint name="joint_2" type="revolute"><parent link="link_1"/><child link="link_2"/>'
             '<origin xyz="0 0.3 0"/></joint>',
-            '<joint name="joint_3" type="continuous"><parent link="base_link"/><child link="link_3"/>'
-            '<origin xyz="0 0.8 0"/><axis xyz="-1 0 0"/></joint>',
+            '<joint name="joint_3" type="continuous"><parent link="base_link"/><child '
+            'link="link_3"/><origin xyz="0 0.8 0"/><axis xyz="-1 0 0"/></joint>',
             '<joint name="sensor_fix" type="fixed"><parent link="link_2"/><child link="sensor"/>'
             '<origin xyz="0.1 0 0" rpy="0 0 0.3"/></joint>',
-            '<loop name="closure" type="continuous"><predecessor link="link_2"><origin xyz="0 0.6 0.5"/>'
-            '</predecessor><successor link="link_3"><origin xyz="0 0.1 0.5"/></successor></loop>')
+            '<loop name="closure" type="continuous"><predecessor link="link_2">'
+            '<origin xyz="0 0.6 0.5"/></predecessor><successor link="link_3">'
+            '<origin xyz="0 0.1 0.5"/></successor></loop>')
 
 
 @ENGINES

@@ -1,5 +1,6 @@
-"""Proximal LCABA (Sathya & Carpentier 2025) against the cluster ABA, a dense regularised KKT reference built from the
-independent oracle, and the singular and redundant loops where the cluster ABA gives up."""
+"""Proximal LCABA (Sathya & Carpentier 2025) against the cluster ABA, a dense regularised KKT
+reference built from the independent oracle, and the singular and redundant loops where the cluster
+ABA gives up."""
 
 import numpy as np
 import pytest
@@ -15,32 +16,40 @@ from oracle import KKTOracle
 
 STATES = 3
 # LCABA stops at |K qdd - k| < 1e-10 (ProximalSettings default); the remaining primal error is the
-# round-off of the mu = 1e6 penalised elimination after one refinement, ~1e-10 of |qdd| on the robots.
+# round-off of the mu = 1e6 penalised elimination after one refinement, ~1e-10 of |qdd| on the
+# robots.
 LCABA_RTOL = 1e-8
 
-# Bundled four-bar with the rocker as the independent joint: the crank and coupler are dependent, so
-# the split is singular where they are collinear (the rocker's dead points).
+# Bundled four-bar with the rocker as the independent joint: the crank and coupler are dependent,
+# so the split is singular where they are collinear (the rocker's dead points).
 FOUR_BAR = open(bundled_model('four_bar')).read()
-ROCKER_DRIVEN = FOUR_BAR.replace('type="continuous">', 'type="continuous" independent="false">', 1).replace(
-    'name="rocker_joint" type="revolute" independent="false"', 'name="rocker_joint" type="revolute"')
+ROCKER_DRIVEN = FOUR_BAR.replace(
+    'type="continuous">', 'type="continuous" independent="false">', 1).replace(
+    'name="rocker_joint" type="revolute" independent="false"',
+    'name="rocker_joint" type="revolute"')
 
-# The same four-bar closed Digit-style: the coupler is cut in two halves welded by a `fixed` loop. The
-# loop frames are tilted, so all 6 rows are active, but the planar mechanism gives them rank 3
+# The same four-bar closed Digit-style: the coupler is cut in two halves welded by a `fixed` loop.
+# The loop frames are tilted, so all 6 rows are active, but the planar mechanism gives them rank 3
 # (redundant), for 4 joints and 1 DoF.
 TILT = (0.3, -0.2, 0.4)
 LIMIT = '<limit lower="-7" upper="7" effort="5" velocity="20"/>'
 REDUNDANT = f"""<robot name="welded_four_bar">
   <link name="base"/>
   <link name="crank"><inertial><origin xyz="0.035 0 0"/><mass value="0.12"/>
-    <inertia ixx="7e-06" ixy="-2.8e-06" ixz="0" iyy="0.0001" iyz="0" izz="0.000106"/></inertial></link>
+    <inertia ixx="7e-06" ixy="-2.8e-06" ixz="0" iyy="0.0001" iyz="0" izz="0.000106"/></inertial>\
+</link>
   <link name="coupler_a"><inertial><origin xyz="0.07 0.002 0"/><mass value="0.09"/>
-    <inertia ixx="4e-06" ixy="1e-07" ixz="0" iyy="0.00017" iyz="0" izz="0.00017"/></inertial></link>
+    <inertia ixx="4e-06" ixy="1e-07" ixz="0" iyy="0.00017" iyz="0" izz="0.00017"/></inertial>\
+</link>
   <link name="coupler_b"><inertial><origin xyz="0.06 -0.001 0.001"/><mass value="0.09"/>
-    <inertia ixx="1e-05" ixy="0" ixz="2e-08" iyy="0.00016" iyz="0" izz="0.00017"/></inertial></link>
+    <inertia ixx="1e-05" ixy="0" ixz="2e-08" iyy="0.00016" iyz="0" izz="0.00017"/></inertial>\
+</link>
   <link name="rocker"><inertial><origin xyz="0.1 -0.002 0"/><mass value="0.14"/>
-    <inertia ixx="6.7e-06" ixy="5.6e-06" ixz="1.1e-05" iyy="0.000565" iyz="-1.1e-07" izz="0.00057"/>
+    <inertia ixx="6.7e-06" ixy="5.6e-06" ixz="1.1e-05" iyy="0.000565" iyz="-1.1e-07" \
+izz="0.00057"/>
   </inertial></link>
-  <joint name="crank_joint" type="continuous" independent="false"><parent link="base"/><child link="crank"/>
+  <joint name="crank_joint" type="continuous" independent="false"><parent link="base"/>\
+<child link="crank"/>
     <axis xyz="0 0 1"/></joint>
   <joint name="coupler_a_joint" type="revolute" independent="false"><parent link="crank"/>
     <child link="coupler_a"/><origin xyz="0.08 0 0.012"/><axis xyz="0 0 1"/>{LIMIT}</joint>
@@ -49,7 +58,8 @@ REDUNDANT = f"""<robot name="welded_four_bar">
   <joint name="coupler_b_joint" type="revolute" independent="false"><parent link="rocker"/>
     <child link="coupler_b"/><origin xyz="0.2 0 0"/><axis xyz="0 0 1"/>{LIMIT}</joint>
   <loop name="coupler_weld" type="fixed">
-    <predecessor link="coupler_a"><origin xyz="0.14 0 0" rpy="{TILT[0]} {TILT[1]} {TILT[2]}"/></predecessor>
+    <predecessor link="coupler_a"><origin xyz="0.14 0 0" rpy="{TILT[0]} {TILT[1]} {TILT[2]}"/>\
+</predecessor>
     <successor link="coupler_b">
       <origin xyz="0.14 0 0" rpy="{TILT[0]} {TILT[1]} {TILT[2] + np.pi!r}"/>
     </successor>
@@ -64,16 +74,18 @@ def _oracle(model, xml):
 
 
 def four_bar_positions(model, crank, coupler, rocker):
-    """q of the bundled four-bar's closed pose in model's layout (the welded variant's coupler_b turns
-    by crank + coupler + pi - rocker on the rocker, so that its frame points back along the coupler)."""
+    """q of the bundled four-bar's closed pose in model's layout (the welded variant's coupler_b
+    turns by crank + coupler + pi - rocker on the rocker, so that its frame points back along the
+    coupler)."""
     angles = {'crank_joint': crank, 'coupler_joint': coupler, 'coupler_a_joint': coupler,
               'rocker_joint': rocker, 'coupler_b_joint': crank + coupler + np.pi - rocker}
     return np.array([angles[name] for name in model.joint_names])
 
 
 def dead_point(kind):
-    """The crank angle where crank and coupler are stretched (coupler angle 0) or folded (pi), found
-    by root finding on the bundled four-bar's closed poses; returns (crank, coupler, rocker)."""
+    """The crank angle where crank and coupler are stretched (coupler angle 0) or folded (pi),
+    found by root finding on the bundled four-bar's closed poses; returns (crank, coupler,
+    rocker)."""
     four_bar = robot('four_bar')
     target = {'stretched': 0.0, 'folded': np.pi}[kind]
 
@@ -89,10 +101,11 @@ def dead_point(kind):
 
 
 def proximal_kkt(reference, q, v, tau, mu=1e6):
-    """Dense regularised KKT reference from the oracle's H, C, K, k (the dual proximal point method,
-    Sathya & Carpentier 2025 eqs. 8-11): repeat [[H, K^T], [K, -1/mu]] [qdd; lam] = [tau - C; k - lam_prev / mu] until
-    lam settles. Every system is nonsingular for any K, and qdd converges to the least-constraint
-    solution min |qdd - qdd_free|_H subject to K qdd = k, also for rank-deficient K."""
+    """Dense regularised KKT reference from the oracle's H, C, K, k (the dual proximal point
+    method, Sathya & Carpentier 2025 eqs. 8-11): repeat [[H, K^T], [K, -1/mu]] [qdd; lam] = [tau -
+    C; k - lam_prev / mu] until lam settles. Every system is nonsingular for any K, and qdd
+    converges to the least-constraint solution min |qdd - qdd_free|_H subject to K qdd = k, also
+    for rank-deficient K."""
     H, C = reference.mass_matrix(q), reference.bias(q, v)
     K, k = reference.constraint_jacobian(q), reference.constraint_bias(q, v)
     n, m = K.shape[1], K.shape[0]
@@ -108,7 +121,8 @@ def proximal_kkt(reference, q, v, tau, mu=1e6):
 
 
 def constraint_forces(model, q, qd, multipliers):
-    """sum_c K_c^T lambda_c (nv) with K_c in the rows of constraints.py (those of the multipliers)."""
+    """sum_c K_c^T lambda_c (nv) with K_c in the rows of constraints.py (those of the
+    multipliers)."""
     data = model.create_data()
     update_transforms(model, data, q)
     force = np.zeros(model.nv)
@@ -128,11 +142,12 @@ def null_velocity(reference, q, rng):
 
 
 def assert_constraint_forces(model, reference, q, v, tau, info, wrenches=None):
-    """H qdd + C - tau = sum K^T lambda, to the precision of the dual update lambda += mu r (eq. 33),
-    which carries the round-off of r (~eps |K| |a|) times mu."""
+    """H qdd + C - tau = sum K^T lambda, to the precision of the dual update lambda += mu r (eq.
+    33), which carries the round-off of r (~eps |K| |a|) times mu."""
     force = reference.mass_matrix(q) @ info.acceleration + reference.bias(q, v, wrenches) - tau
     error = np.max(np.abs(constraint_forces(model, q, v, info.multipliers) - force))
-    bound = 100 * ProximalSettings().mu * np.finfo(float).eps * max(1.0, np.max(np.abs(info.acceleration)))
+    bound = (100 * ProximalSettings().mu * np.finfo(float).eps
+             * max(1.0, np.max(np.abs(info.acceleration))))
     assert error <= bound, f'K^T lambda: max error {error:.3e} > {bound:.3e}'
 
 
@@ -174,31 +189,36 @@ def test_auto_keeps_cluster_aba_where_it_works(name, rng):
     q, yd, wrenches = random_state(model, rng)
     tau = rng.normal(size=model.ny)
     info = model.forward_dynamics(q, yd, tau, wrenches, info=True)
-    if lcaba_is_cheaper(model):          # a loop cluster large enough for LCABA (the delta robot's)
+    if lcaba_is_cheaper(model):         # a loop cluster large enough for LCABA (the delta robot's)
         assert (info.method_used, info.fallback_reason) == ('lcaba', '')
-        assert_close(info.acceleration, model.forward_dynamics(q, yd, tau, wrenches, method='aba'), 'qdd auto',
-                     LCABA_RTOL)
+        assert_close(info.acceleration, model.forward_dynamics(q, yd, tau, wrenches, method='aba'),
+                     'qdd auto', LCABA_RTOL)
         return
-    assert (info.method_used, info.fallback_reason, info.iterations, info.multipliers) == ('aba', '', 0, {})
-    assert info.constraint_residual < 1e-9 * max(1.0, np.max(np.abs(info.acceleration))), 'ABA residual'
+    assert (info.method_used, info.fallback_reason, info.iterations,
+            info.multipliers) == ('aba', '', 0, {})
+    assert info.constraint_residual < 1e-9 * max(1.0, np.max(np.abs(info.acceleration))), (
+        'ABA residual')
     assert_close(model.forward_dynamics(q, yd, tau, wrenches), info.acceleration, 'qdd auto')
 
 
 @pytest.mark.parametrize('loop, method', [(6, 'aba'), (7, 'aba'), (8, 'lcaba'), (24, 'lcaba')])
 def test_auto_picks_lcaba_for_large_loop_clusters(loop, method, rng):
-    """The cost rule of method 'auto' (forward_dynamics.LCABA_CROSSOVER) on one closed chain of loop links."""
+    """The cost rule of method 'auto' (forward_dynamics.LCABA_CROSSOVER) on one closed chain of
+    loop links."""
     xml, q = parallel_chains(1, loop)
     model = load_model(xml)
     yd, tau = rng.normal(size=model.ny), rng.normal(size=model.ny)
     info = model.forward_dynamics(q, yd, tau, info=True)
     assert (info.method_used, info.fallback_reason) == (method, ''), f'{loop} links'
-    assert_close(info.acceleration, model.forward_dynamics(q, yd, tau, method='aba'), 'qdd auto vs aba', LCABA_RTOL)
+    assert_close(info.acceleration, model.forward_dynamics(q, yd, tau, method='aba'),
+                 'qdd auto vs aba', LCABA_RTOL)
 
 
 # ---- singular and redundant loops: the cluster ABA raises, LCABA solves ----
 
 @pytest.mark.parametrize('kind', ['stretched', 'folded'])
-@pytest.mark.parametrize('xml', [ROCKER_DRIVEN, REDUNDANT], ids=['revolute_loop', 'redundant_weld'])
+@pytest.mark.parametrize('xml', [ROCKER_DRIVEN, REDUNDANT],
+                         ids=['revolute_loop', 'redundant_weld'])
 def test_dead_point_falls_back_to_lcaba(xml, kind, rng):
     model = load_model(xml)
     assert model.independent_joint_names == ('rocker_joint',), 'rocker-driven variant'
@@ -222,7 +242,8 @@ def test_dead_point_falls_back_to_lcaba(xml, kind, rng):
 
 
 def test_redundant_weld_at_regular_configurations(rng):
-    """6 active rows of rank 3: the cluster ABA's rank-revealing split copes, LCABA agrees with it."""
+    """6 active rows of rank 3: the cluster ABA's rank-revealing split copes, LCABA agrees with
+    it."""
     model = load_model(REDUNDANT)
     reference = _oracle(model, REDUNDANT)
     assert len(model.cluster_list[0].active_rows) == 6 and model.ny == 1, 'redundant structure'
@@ -231,7 +252,8 @@ def test_redundant_weld_at_regular_configurations(rng):
         assert reference.constraint_rank(q) == 3, 'rank of the 6 weld rows'
         v, tau = null_velocity(reference, q, rng), rng.normal(size=model.nv)
         qdd = model.forward_dynamics(q, v, tau, method='lcaba')
-        assert_close(qdd, model.forward_dynamics(q, v, tau, method='aba'), 'qdd vs cluster ABA', LCABA_RTOL)
+        assert_close(qdd, model.forward_dynamics(q, v, tau, method='aba'), 'qdd vs cluster ABA',
+                     LCABA_RTOL)
         assert_close(qdd, proximal_kkt(reference, q, v, tau), 'qdd vs regularised KKT', LCABA_RTOL)
 
 
@@ -261,26 +283,28 @@ def test_unknown_method_is_named():
 
 def _chain_link(name, parent):
     inertia = 'ixx="0.01" ixy="0" ixz="0" iyy="0.01" iyz="0" izz="0.01"'
-    return (f'<link name="{name}"><inertial><mass value="1"/><inertia {inertia}/></inertial></link>'
-            f'<joint name="j{name}" type="revolute"><parent link="{parent}"/><child link="{name}"/>'
-            f'<origin xyz="0.3 0.05 0"/><axis xyz="0 0 1"/></joint>')
+    return (f'<link name="{name}"><inertial><mass value="1"/><inertia {inertia}/></inertial>'
+            f'</link><joint name="j{name}" type="revolute"><parent link="{parent}"/>'
+            f'<child link="{name}"/><origin xyz="0.3 0.05 0"/><axis xyz="0 0 1"/></joint>')
 
 
 def _loop(a, b):
-    return (f'<loop name="{a}_{b}" type="revolute"><predecessor link="{a}"/><successor link="{b}"/>'
-            '<axis xyz="0 0 1"/></loop>')
+    return (f'<loop name="{a}_{b}" type="revolute"><predecessor link="{a}"/><successor '
+            f'link="{b}"/><axis xyz="0 0 1"/></loop>')
 
 
-# Sathya & Carpentier 2025 Fig. 4: 11 links, branches 3-4-5-6, 3-7-8 and 3-9-10-11, cut joints 6-8 and 8-11.
-FIG4_TREE = {'l1': 'base', 'l2': 'l1', 'l3': 'l2', 'l4': 'l3', 'l5': 'l4', 'l6': 'l5', 'l7': 'l3', 'l8': 'l7',
-             'l9': 'l3', 'l10': 'l9', 'l11': 'l10'}
-FIG4 = ('<robot name="fig4"><link name="base"/>' + ''.join(_chain_link(n, p) for n, p in FIG4_TREE.items())
+# Sathya & Carpentier 2025 Fig. 4: 11 links, branches 3-4-5-6, 3-7-8 and 3-9-10-11, cut joints 6-8
+# and 8-11.
+FIG4_TREE = {'l1': 'base', 'l2': 'l1', 'l3': 'l2', 'l4': 'l3', 'l5': 'l4', 'l6': 'l5', 'l7': 'l3',
+             'l8': 'l7', 'l9': 'l3', 'l10': 'l9', 'l11': 'l10'}
+FIG4 = ('<robot name="fig4"><link name="base"/>'
+        + ''.join(_chain_link(n, p) for n, p in FIG4_TREE.items())
         + _loop('l6', 'l8') + _loop('l8', 'l11') + '</robot>')
 
 
 def test_minimum_degree_order_of_seed_fig4():
-    """Min-degree keeps every eliminated leaf at one neighbour; eliminating link 8 first would couple
-    6 and 11 and give the leaves two (Sathya & Carpentier 2025 Sec. IV-B)."""
+    """Min-degree keeps every eliminated leaf at one neighbour; eliminating link 8 first would
+    couple 6 and 11 and give the leaves two (Sathya & Carpentier 2025 Sec. IV-B)."""
     model = load_model(FIG4)
     plan = elimination_plan(model)
     body = {link: model.link_frame[link][0] for link in FIG4_TREE}
@@ -300,5 +324,7 @@ def test_repeated_calls_reuse_data(rng):
     first = lcaba(model, data, q, v, tau).qdd
     for _ in range(20):
         assert np.array_equal(lcaba(model, data, q, v, tau).qdd, first), 'same data, same result'
-    result = lcaba(model, model.create_data(), q, v, tau, ProximalSettings(mu=1e5, max_iterations=1))
-    assert result.iterations == 1 and not result.converged and result.residual > 0, 'max_iterations honoured'
+    result = lcaba(model, model.create_data(), q, v, tau,
+                   ProximalSettings(mu=1e5, max_iterations=1))
+    assert (result.iterations == 1 and not result.converged
+            and result.residual > 0), 'max_iterations honoured'

@@ -1,4 +1,5 @@
-"""Every validation rule gives a ModelError that names the element, the name and the expectation."""
+"""Every validation rule gives a ModelError that names the element, the name and the
+expectation."""
 
 import numpy as np
 import pytest
@@ -17,8 +18,8 @@ def link(name, inertial=INERTIAL):
 
 
 def joint(name, parent, child, kind='revolute', extra='', attributes='', origin='0 0 0.1'):
-    return (f'<joint name="{name}" type="{kind}" {attributes}><parent link="{parent}"/><child link="{child}"/>'
-            f'<origin xyz="{origin}"/><axis xyz="0 0 1"/>{LIMIT}{extra}</joint>')
+    return (f'<joint name="{name}" type="{kind}" {attributes}><parent link="{parent}"/><child '
+            f'link="{child}"/><origin xyz="{origin}"/><axis xyz="0 0 1"/>{LIMIT}{extra}</joint>')
 
 
 def robot(*elements):
@@ -34,46 +35,56 @@ def geared(ratio='6', rotor_attributes='independent="false"', rotor_kind='revolu
 
 
 def four_bar(marks=('', 'independent="false"', 'independent="false"'), lengths=(0.3, 1.0, 0.5)):
-    """Planar four-bar: ground 1 m, crank, coupler and rocker lengths (a crank-rocker by default)."""
+    """Planar four-bar: ground 1 m, crank, coupler and rocker lengths (a crank-rocker by
+    default)."""
     crank, coupler, rocker = lengths
     return robot(link('base', ''), link('crank'), link('coupler'), link('rocker'),
                  joint('crank_joint', 'base', 'crank', attributes=marks[0], origin='0 0 0'),
-                 joint('coupler_joint', 'crank', 'coupler', attributes=marks[1], origin=f'{crank} 0 0'),
+                 joint('coupler_joint', 'crank', 'coupler', attributes=marks[1],
+                       origin=f'{crank} 0 0'),
                  joint('rocker_joint', 'base', 'rocker', attributes=marks[2], origin='1 0 0'),
-                 f'<loop name="closure" type="revolute"><predecessor link="coupler"><origin xyz="{coupler} 0 0"/>'
-                 f'</predecessor><successor link="rocker"><origin xyz="{rocker} 0 0"/></successor>'
-                 '<axis xyz="0 0 1"/></loop>')
+                 '<loop name="closure" type="revolute"><predecessor link="coupler"><origin '
+                 f'xyz="{coupler} 0 0"/></predecessor><successor link="rocker"><origin '
+                 f'xyz="{rocker} 0 0"/></successor><axis xyz="0 0 1"/></loop>')
 
 
 @pytest.mark.parametrize('xml, message', [
     ('<robot name="x"><link name="a"></robot>', 'malformed XML'),
     ('<model/>', r'expected <robot>'),
-    (robot(link('base', ''), link('a'), joint('j', 'base', 'missing')), r"joint 'j' refers to unknown link 'missing'"),
+    (robot(link('base', ''), link('a'), joint('j', 'base', 'missing')),
+     r"joint 'j' refers to unknown link 'missing'"),
     (robot(link('base', ''), link('a'), joint('j1', 'base', 'a'), joint('j2', 'base', 'a')),
      r"link 'a' has two parents: joints 'j1' and 'j2'"),
     (robot(link('base', ''), link('other', ''), link('a'), joint('j', 'base', 'a')),
      r"exactly one root link, found 'base', 'other'"),
-    (robot(link('base', ''), link('a'), joint('j', 'base', 'a', 'ball')), r"joint 'j': type=\"ball\" is not supported"),
-    (robot(link('base', ''), link('a'), joint('j', 'base', 'a').replace('xyz="0 0 0.1"', 'xyz="0 zero 1"')),
+    (robot(link('base', ''), link('a'), joint('j', 'base', 'a', 'ball')),
+     r"joint 'j': type=\"ball\" is not supported"),
+    (robot(link('base', ''), link('a'),
+           joint('j', 'base', 'a').replace('xyz="0 0 0.1"', 'xyz="0 zero 1"')),
      r"joint 'j' <origin>: xyz=\"0 zero 1\" is not 3 numbers"),
-    (robot(link('base', ''), link('a', '<inertial><mass value="-1"/><inertia ixx="1" ixy="0" ixz="0" iyy="1" '
-                                  'iyz="0" izz="1"/></inertial>'), joint('j', 'base', 'a')),
+    (robot(link('base', ''),
+           link('a', '<inertial><mass value="-1"/><inertia ixx="1" ixy="0" ixz="0" iyy="1" '
+                'iyz="0" izz="1"/></inertial>'), joint('j', 'base', 'a')),
      r"link 'a': <mass value> is -1.0; expected a non-negative mass"),
-    (robot(link('base', ''), link('a', '<inertial><mass value="1"/><inertia ixx="1" ixy="0" ixz="0" iyy="-0.5" '
-                                  'iyz="0" izz="1"/></inertial>'), joint('j', 'base', 'a')),
-     r"the body of joint 'j' \(links \['a'\]\) has principal moments \[-0.5, 1.0, 1.0\] about its centre of mass; "
-     r"expected non-negative moments"),
-    (robot(link('base', ''), link('a', '<inertial><mass value="nan"/><inertia ixx="1" ixy="0" ixz="0" iyy="1" '
-                                  'iyz="0" izz="1"/></inertial>'), joint('j', 'base', 'a')),
+    (robot(link('base', ''),
+           link('a', '<inertial><mass value="1"/><inertia ixx="1" ixy="0" ixz="0" iyy="-0.5" '
+                'iyz="0" izz="1"/></inertial>'), joint('j', 'base', 'a')),
+     r"the body of joint 'j' \(links \['a'\]\) has principal moments \[-0.5, 1.0, 1.0\] about its "
+     r"centre of mass; expected non-negative moments"),
+    (robot(link('base', ''),
+           link('a', '<inertial><mass value="nan"/><inertia ixx="1" ixy="0" ixz="0" iyy="1" '
+                'iyz="0" izz="1"/></inertial>'), joint('j', 'base', 'a')),
      r"link 'a' <mass>: value=\"nan\" must be 1 finite numbers"),
-    (robot(link('base', ''), link('a', '<inertial><mass value="1"/><inertia ixx="1" ixy="inf" ixz="0" iyy="1" '
-                                  'iyz="0" izz="1"/></inertial>'), joint('j', 'base', 'a')),
+    (robot(link('base', ''),
+           link('a', '<inertial><mass value="1"/><inertia ixx="1" ixy="inf" ixz="0" iyy="1" '
+                'iyz="0" izz="1"/></inertial>'), joint('j', 'base', 'a')),
      r"link 'a' <inertia>: ixy=\"inf\" must be 1 finite numbers"),
     (robot(link('base', ''), link('a'), joint('j', 'base', 'a').replace('0 0 1"/>', '0 0 0"/>')),
      r"joint 'j': <axis xyz> is zero"),
     (robot(link('base', ''), link('a'), joint('j', 'base', 'a', attributes='independent="maybe"')),
      r"joint 'j': independent=\"maybe\"; expected \"true\" or \"false\""),
-    (robot(link('base', ''), link('a'), joint('j', 'base', 'a'), link('a')), r"duplicate link name 'a'"),
+    (robot(link('base', ''), link('a'), joint('j', 'base', 'a'), link('a')),
+     r"duplicate link name 'a'"),
 ])
 def test_malformed_descriptions(xml, message):
     with pytest.raises(ModelError, match=message):
@@ -87,44 +98,54 @@ def test_missing_file():
 
 def test_coupling_between_joints_of_different_kinds():
     with pytest.raises(ModelError, match=r"coupling 'gear' couples joints of different kinds "
-                                         r"\(rotational: \['arm_joint'\]; translational: \['rotor_joint'\]\)"):
+                                         r"\(rotational: \['arm_joint'\]; translational: "
+                                         r"\['rotor_joint'\]\)"):
         load_model(geared(rotor_kind='prismatic'))
 
 
 def test_malformed_ratio():
-    with pytest.raises(ModelError, match=r"coupling 'gear' <ratio>: value=\"six\" is not 1 numbers"):
+    with pytest.raises(ModelError,
+                       match=r"coupling 'gear' <ratio>: value=\"six\" is not 1 numbers"):
         load_model(geared(ratio='six'))
 
 
 def test_unknown_link_in_constraint():
-    with pytest.raises(ModelError, match=r"loop 'closure' <successor> refers to unknown link 'nowhere'"):
+    with pytest.raises(ModelError,
+                       match=r"loop 'closure' <successor> refers to unknown link 'nowhere'"):
         load_model(four_bar().replace('<successor link="rocker">', '<successor link="nowhere">'))
 
 
 def test_dependent_joints_without_constraints_are_named():
-    xml = robot(link('base', ''), link('a'), link('b'), joint('ja', 'base', 'a', attributes='independent="false"'),
+    xml = robot(link('base', ''), link('a'), link('b'),
+                joint('ja', 'base', 'a', attributes='independent="false"'),
                 joint('jb', 'a', 'b', attributes='independent="false"'))
-    with pytest.raises(ModelError, match=r"joints \['ja', 'jb'\] are marked independent=\"false\" but no "
-                                         r"<loop> or <coupling> constrains them"):
+    with pytest.raises(ModelError,
+                       match=r"joints \['ja', 'jb'\] are marked independent=\"false\" but no "
+                             r"<loop> or <coupling> constrains them"):
         load_model(xml)
 
 
 def test_dependent_count_must_equal_constraint_rank():
-    with pytest.raises(ModelError, match=r"cluster 'crank' .* has constraint rank 2, so it needs 2 dependent "
-                                         r"joints, but 1 are marked independent=\"false\": \['rocker_joint'\]"):
+    with pytest.raises(ModelError,
+                       match=r"cluster 'crank' .* has constraint rank 2, so it needs 2 dependent "
+                             r"joints, but 1 are marked independent=\"false\": "
+                             r"\['rocker_joint'\]"):
         load_model(four_bar(marks=('', '', 'independent="false"')))
 
 
 def test_unsolvable_dependent_choice():
-    """Marking both joints of a gear pair dependent leaves nothing to drive it: rank 1, two marked."""
+    """Marking both joints of a gear pair dependent leaves nothing to drive it: rank 1, two
+    marked."""
     with pytest.raises(ModelError, match=r"needs 1 dependent joints, but 2 are marked"):
         load_model(geared().replace('type="revolute" ><parent link="base"/><child link="arm"/>',
-                                    'type="revolute" independent="false"><parent link="base"/><child link="arm"/>'))
+                                    'type="revolute" independent="false"><parent '
+                                    'link="base"/><child link="arm"/>'))
 
 
 def test_coupling_on_one_branch_is_rejected():
-    xml = robot(link('base', ''), link('a'), link('b'), joint('ja', 'base', 'a'), joint('jb', 'a', 'b'),
-                '<coupling name="c"><predecessor link="a"/><successor link="b"/><ratio value="2"/></coupling>')
+    xml = robot(link('base', ''), link('a'), link('b'), joint('ja', 'base', 'a'),
+                joint('jb', 'a', 'b'), '<coupling name="c"><predecessor link="a"/><successor '
+                                       'link="b"/><ratio value="2"/></coupling>')
     with pytest.raises(ModelError, match=r"coupling 'c': links 'a' and 'b' lie on one branch"):
         load_model(xml)
 
@@ -148,12 +169,14 @@ def test_redundant_loop_rows_are_reduced():
 
 def test_inconsistent_states_are_rejected():
     model = load_model(four_bar())
-    with pytest.raises(ModelError, match=r"q violates constraint 'closure' of cluster 'crank' by .*complete_positions"):
+    with pytest.raises(ModelError, match=r"q violates constraint 'closure' of cluster 'crank' by "
+                                         r".*complete_positions"):
         model.forward_dynamics([0.3, 0.0, 0.0], [0.0], [0.0])
     q = model.complete_positions([0.3])
     with pytest.raises(ModelError, match=r"v violates the constraints of cluster 'crank'"):
         model.forward_dynamics(q, [1.0, 0.0, 0.0], [0.0])
-    with pytest.raises(ModelError, match=r"tau has 2 entries; expected 3 \(spanning\) or 1 \(independent\)"):
+    with pytest.raises(ModelError,
+                       match=r"tau has 2 entries; expected 3 \(spanning\) or 1 \(independent\)"):
         model.forward_dynamics(q, [0.0], [0.0, 0.0])
     with pytest.raises(ModelError, match=r"v\[0\] is nan; expected finite numbers"):
         model.forward_dynamics(q, [np.nan], [0.0])
@@ -164,38 +187,45 @@ def test_inconsistent_states_are_rejected():
 
 
 def test_unreachable_loop_reports_newton_failure():
-    model = load_model(four_bar(lengths=(0.8, 0.3, 0.3)))     # non-Grashof: the crank cannot turn fully
+    # non-Grashof: the crank cannot turn fully
+    model = load_model(four_bar(lengths=(0.8, 0.3, 0.3)))
     assert model.complete_positions([0.0]).shape == (3,)
-    with pytest.raises(ModelError, match=r"cannot close the constraints \['closure'\] of cluster 'crank' on the "
-                                         r"reference assembly branch"):
+    with pytest.raises(ModelError, match=r"cannot close the constraints \['closure'\] of cluster "
+                                         r"'crank' on the reference assembly branch"):
         model.complete_positions([np.pi])
 
 
 def inertial(ixx, iyy, izz, mass=1.0):
-    return (f'<inertial><mass value="{mass}"/><inertia ixx="{ixx}" ixy="0" ixz="0" iyy="{iyy}" iyz="0" '
-            f'izz="{izz}"/></inertial>')
+    return (f'<inertial><mass value="{mass}"/><inertia ixx="{ixx}" ixy="0" ixz="0" iyy="{iyy}" '
+            f'iyz="0" izz="{izz}"/></inertial>')
 
 
 def test_cad_inertias_load_with_a_warning_naming_the_link():
     """Inertias that break the triangle inequality (CAD round-off) or have zero moments (a planar
     link) load; model.warnings names each link and the violation; strict=True rejects them."""
-    xml = robot(link('base', ''), link('cad', inertial(0.001, 0.001, 0.0021)), link('plate', inertial(0, 0, 0.02)),
-                link('fine'), joint('j1', 'base', 'cad'), joint('j2', 'cad', 'plate'), joint('j3', 'plate', 'fine'))
+    xml = robot(link('base', ''), link('cad', inertial(0.001, 0.001, 0.0021)),
+                link('plate', inertial(0, 0, 0.02)),
+                link('fine'), joint('j1', 'base', 'cad'), joint('j2', 'cad', 'plate'),
+                joint('j3', 'plate', 'fine'))
     model = load_model(xml)
     assert len(model.warnings) == 2
-    assert model.warnings[0] == ("link 'cad': <inertia> with principal moments [0.001, 0.001, 0.0021] breaks the "
-                                 "triangle inequality by 0.0001 (0.001 + 0.001 < 0.0021)")
-    assert model.warnings[1].startswith("link 'plate': <inertia> with principal moments [0.0, 0.0, 0.02] has "
-                                        "2 zero principal moments and breaks the triangle inequality by 0.02")
+    assert model.warnings[0] == ("link 'cad': <inertia> with principal moments [0.001, 0.001, "
+                                 "0.0021] breaks the triangle inequality by 0.0001 (0.001 + 0.001 "
+                                 "< 0.0021)")
+    assert model.warnings[1].startswith("link 'plate': <inertia> with principal moments [0.0, "
+                                        "0.0, 0.02] has 2 zero principal moments and breaks the "
+                                        "triangle inequality by 0.02")
     assert np.all(np.isfinite(model.mass_matrix(np.zeros(model.nq))))
-    with pytest.raises(ModelError, match=r"^link 'cad': <inertia> with principal moments .* \(strict=True\)$"):
+    with pytest.raises(ModelError,
+                       match=r"^link 'cad': <inertia> with principal moments .* \(strict=True\)$"):
         load_model(xml, strict=True)
 
 
 def test_massless_links_and_round_off_give_no_warning():
-    """A link without mass and inertia (a frame) and round-off in the triangle inequality are fine."""
-    xml = robot(link('base', ''), link('frame', inertial(0, 0, 0, mass=0)), link('a', inertial(1, 1, 1)),
-                link('b', inertial(1, 1, 2 + 1e-10)), joint('j1', 'base', 'frame'), joint('j2', 'frame', 'a'),
-                joint('j3', 'a', 'b'))
+    """A link without mass and inertia (a frame) and round-off in the triangle inequality are
+    fine."""
+    xml = robot(link('base', ''), link('frame', inertial(0, 0, 0, mass=0)),
+                link('a', inertial(1, 1, 1)), link('b', inertial(1, 1, 2 + 1e-10)),
+                joint('j1', 'base', 'frame'), joint('j2', 'frame', 'a'), joint('j3', 'a', 'b'))
     model = load_model(xml, strict=True)
     assert model.warnings == []

@@ -1,7 +1,7 @@
-"""The node on the robots users have, end to end over DDS: no garbage near a dead point (services refuse by
-name, the stream never publishes an effort beyond the joint's <limit effort>), and a stream fed by what
-drivers publish (the output waits until every actuated joint has been named once; passive coordinates
-start at the reference configuration)."""
+"""The node on the robots users have, end to end over DDS: no garbage near a dead point (services
+refuse by name, the stream never publishes an effort beyond the joint's <limit effort>), and a
+stream fed by what drivers publish (the output waits until every actuated joint has been named
+once; passive coordinates start at the reference configuration)."""
 
 import math
 from pathlib import Path
@@ -15,8 +15,9 @@ from sensor_msgs.msg import JointState
 
 from dynamics_node import load_model, SingularConfigurationError
 from test_lcaba import dead_point, ROCKER_DRIVEN
-from test_node import (collect, joint_state, MAX_AGE, NAMESPACE, node_values, NodeProcess,  # noqa: F401 - a fixture
-                       ros, set_parameters, stamp_of, torques_qos, wait_until_served)
+from test_node import (collect, joint_state, MAX_AGE, NAMESPACE,  # noqa: F401 - a fixture
+                       node_values, NodeProcess, ros, set_parameters, stamp_of, torques_qos,
+                       wait_until_served)
 
 EFFORT_LIMIT = 5.0          # the four-bar's <limit effort> of rocker_joint
 MODELS = Path(__file__).parent / 'models'
@@ -36,11 +37,13 @@ def four_bar_node(ros, tmp_path_factory):  # noqa: F811 - the fixture imported a
 
 
 def test_services_refuse_a_pose_near_the_dead_point_by_name(ros, four_bar_node):  # noqa: F811
-    """1e-6 rad from the dead point (closed by a model that accepts any amplification): inverse dynamics is
-    refused with the cluster's name, forward dynamics falls back to LCABA and says why."""
+    """1e-6 rad from the dead point (closed by a model that accepts any amplification): inverse
+    dynamics is refused with the cluster's name, forward dynamics falls back to LCABA and says
+    why."""
     process, model = four_bar_node
     _, _, extreme = dead_point('stretched')
-    q = load_model(ROCKER_DRIVEN, amplification_limit=1e8).complete_positions([extreme - 1e-6], budget_ms=1e4)
+    q = load_model(ROCKER_DRIVEN, amplification_limit=1e8).complete_positions(
+        [extreme - 1e-6], budget_ms=1e4)
     with pytest.raises(SingularConfigurationError):
         model.inverse_dynamics(q, np.zeros(model.ny), np.zeros(model.ny))
     request = InverseDynamics.Request()
@@ -66,7 +69,8 @@ def test_the_stream_never_publishes_an_effort_beyond_the_limit(ros, four_bar_nod
     angles = extreme + 0.3 * (np.cos(np.linspace(0.0, 2.0 * np.pi, 300)) - 1.0) + 1e-6
     rates = -0.3 * np.sin(np.linspace(0.0, 2.0 * np.pi, 300)) * 2.0 * np.pi
     try:
-        with collect(ros, f'{process.name}/computed_torques', JointState, torques_qos()) as received, \
+        with collect(ros, f'{process.name}/computed_torques', JointState,
+                     torques_qos()) as received, \
                 collect(ros, '/diagnostics', DiagnosticArray, 100) as diagnostics:
             for i, (angle, rate) in enumerate(zip(angles, rates)):
                 msg = joint_state(['rocker_joint'], [angle], [rate])
@@ -80,7 +84,9 @@ def test_the_stream_never_publishes_an_effort_beyond_the_limit(ros, four_bar_nod
 
             def refused():
                 values = node_values(diagnostics, process.name)
-                return values and int(values['over_effort_limit']) + int(values['singular_inputs']) > 0 and values
+                return (values
+                        and int(values['over_effort_limit']) + int(values['singular_inputs']) > 0
+                        and values)
             assert ros.spin_until(refused, timeout=5.0), 'no refusal counted on /diagnostics'
             assert 'exceeds its <limit effort>' in refused()['last_error'] or \
                 'singular' in refused()['last_error'] or 'cannot close' in refused()['last_error']
@@ -97,8 +103,9 @@ def test_clamped_efforts_stay_at_the_limit(ros, four_bar_node):  # noqa: F811
     publisher = ros.node.create_publisher(JointState, f'{NAMESPACE}/dead_point/joint_states',
                                           qos_profile_sensor_data)
     try:
-        with collect(ros, f'{process.name}/computed_torques', JointState, torques_qos()) as received:
-            for i in range(20):              # the same state until it is answered (discovery may lose some)
+        with collect(ros, f'{process.name}/computed_torques', JointState,
+                     torques_qos()) as received:
+            for i in range(20):     # the same state until it is answered (discovery may lose some)
                 msg = joint_state(['rocker_joint'], [extreme - 0.01], [3.0])
                 msg.header.stamp = stamp_of(1000 + i)
                 publisher.publish(msg)
@@ -111,14 +118,16 @@ def test_clamped_efforts_stay_at_the_limit(ros, four_bar_node):  # noqa: F811
         ros.node.destroy_publisher(publisher)
 
 
-# ---- a Cassie-like leg (test/models/cassie_like_leg.*): rods with ball ends, a closure body, open at zero ----
+# ---- a Cassie-like leg (test/models/cassie_like_leg.*): rods with ball ends, a closure body, open
+# at zero ----
 
 LEG = tuple(str(MODELS / f'cassie_like_leg{ext}') for ext in ('.urdf', '.yaml'))
 
 
 @pytest.fixture(scope='module')
 def leg_node(ros):  # noqa: F811 - the fixture imported above
-    process = NodeProcess('leg', robot_description_file=LEG[0], closures_file=LEG[1], stream__max_age=MAX_AGE)
+    process = NodeProcess('leg', robot_description_file=LEG[0], closures_file=LEG[1],
+                          stream__max_age=MAX_AGE)
     try:
         wait_until_served(ros, process)
         yield process, load_model(LEG[0], closures=LEG[1])
@@ -127,17 +136,20 @@ def leg_node(ros):  # noqa: F811 - the fixture imported above
 
 
 def test_a_driver_stream_of_the_actuated_joints_gets_torques(ros, leg_node):  # noqa: F811
-    """joint_states naming the motors only: nothing is published until every motor has been named (the
-    missing ones named on /diagnostics); then each message gets the library's bias forces at the motors'
-    positions with the passive coordinates (rod spins, the closure body) at the reference configuration
-    and at rest (a fresh model completing each state on its own gives the same efforts)."""
+    """joint_states naming the motors only: nothing is published until every motor has been named
+    (the missing ones named on /diagnostics); then each message gets the library's bias forces at
+    the motors' positions with the passive coordinates (rod spins, the closure body) at the
+    reference configuration and at rest (a fresh model completing each state on its own gives the
+    same efforts)."""
     process, model = leg_node
     motors = list(model.actuated_joint_names)
     assert set(model.passive_joint_names) == {'knee_rod_top', 'ankle_rod_top', 'closedloop1_B'}
     reference = dict(zip(model.joint_names, model.reference_positions[model.idx_q[1:]]))
-    publisher = ros.node.create_publisher(JointState, f'{NAMESPACE}/leg/joint_states', qos_profile_sensor_data)
+    publisher = ros.node.create_publisher(JointState, f'{NAMESPACE}/leg/joint_states',
+                                          qos_profile_sensor_data)
     try:
-        with collect(ros, f'{process.name}/computed_torques', JointState, torques_qos()) as received, \
+        with collect(ros, f'{process.name}/computed_torques', JointState,
+                     torques_qos()) as received, \
                 collect(ros, '/diagnostics', DiagnosticArray, 100) as diagnostics:
             for i in range(40):                      # the first motors only: waiting, however long
                 msg = joint_state(motors[:3], [reference[n] for n in motors[:3]])
@@ -152,7 +164,8 @@ def test_a_driver_stream_of_the_actuated_joints_gets_torques(ros, leg_node):  # 
             assert waiting()['waiting_for_joints'] == 'knee_motor, ankle_motor'
             assert not received, 'published before every motor was named'
             rng = np.random.default_rng(3)
-            walk = np.array([reference[n] for n in motors]) + np.cumsum(rng.uniform(-0.01, 0.01, (60, 5)), axis=0)
+            walk = (np.array([reference[n] for n in motors])
+                    + np.cumsum(rng.uniform(-0.01, 0.01, (60, 5)), axis=0))
             rates, sent = rng.normal(size=(60, 5)), {}
             for step, (positions, velocities) in enumerate(zip(walk, rates)):
                 msg = joint_state(motors, positions, velocities)
@@ -167,12 +180,14 @@ def test_a_driver_stream_of_the_actuated_joints_gets_torques(ros, leg_node):  # 
             for msg in received:
                 step = sent[msg.header.stamp.sec, msg.header.stamp.nanosec]
                 q_independent = [walk[step][motors.index(n)] if n in motors else reference[n]
-                                 for n in model.independent_joint_names if n not in model.split_joint_names]
+                                 for n in model.independent_joint_names
+                                 if n not in model.split_joint_names]
                 yd = np.zeros(model.ny)
                 for n, rate in zip(motors, rates[step]):
                     yd[index[n]] = rate
                 expected = fresh.bias_forces(fresh.complete_positions(q_independent), yd)
                 assert tuple(msg.name) == model.independent_joint_names
-                assert np.max(np.abs(np.array(msg.effort) - expected)) <= 1e-9 * max(1.0, np.max(np.abs(expected)))
+                assert (np.max(np.abs(np.array(msg.effort) - expected))
+                        <= 1e-9 * max(1.0, np.max(np.abs(expected))))
     finally:
         ros.node.destroy_publisher(publisher)

@@ -67,14 +67,17 @@ P_M1, P_C1, P_L1, P_I1 = 1.3, 0.45, 0.9, 0.07
 P_M2, P_C2, P_I2 = 0.8, 0.35, 0.05
 PEND = f"""<robot name="pendulum">
   <link name="base"/>
-  <link name="l1">{inertial(P_M1, (P_C1, 0.05, 0.0), (0.02, 0.003, 0.001, P_I1, -0.004, 0.06), rpy=(0, 0.3, 0))}</link>
+  <link name="l1">{inertial(P_M1, (P_C1, 0.05, 0.0), (0.02, 0.003, 0.001, P_I1, -0.004, 0.06),
+                            rpy=(0, 0.3, 0))}</link>
   <link name="l2">{inertial(P_M2, (P_C2, -0.02, 0.0), (0.01, -0.002, 0.002, P_I2, 0.001, 0.045),
                             rpy=(0, -0.7, 0))}</link>
   <link name="tip"/>
   <joint name="j1" type="revolute"><parent link="base"/><child link="l1"/>
-    <origin xyz="0 0 0"/><axis xyz="0 1 0"/><limit lower="-3" upper="3" effort="10" velocity="10"/></joint>
+    <origin xyz="0 0 0"/><axis xyz="0 1 0"/>\
+<limit lower="-3" upper="3" effort="10" velocity="10"/></joint>
   <joint name="j2" type="revolute"><parent link="l1"/><child link="l2"/>
-    <origin xyz="{P_L1!r} 0 0"/><axis xyz="0 1 0"/><limit lower="-3" upper="3" effort="10" velocity="10"/></joint>
+    <origin xyz="{P_L1!r} 0 0"/><axis xyz="0 1 0"/>\
+<limit lower="-3" upper="3" effort="10" velocity="10"/></joint>
   <joint name="j_tip" type="fixed"><parent link="l2"/><child link="tip"/>
     <origin xyz="0.7 0.1 -0.05" rpy="0.4 -0.3 1.1"/></joint>
 </robot>"""
@@ -113,8 +116,10 @@ def geared_xml(mode="coupling"):
   <link name="link">{inertial(GR_M, GR_COM, GR_I)}</link>
   <link name="rotor">{inertial(0.3, (0, 0, 0.05), (0.001, 0, 0, 0.001, 0, GR_IROT))}</link>
   <joint name="j_link" type="revolute"><parent link="base"/><child link="link"/>
-    <origin xyz="0 0 0.1"/><axis xyz="0 0 1"/><limit lower="-3" upper="3" effort="1" velocity="1"/></joint>
-  <joint name="j_rotor" type="continuous" independent="false"><parent link="base"/><child link="rotor"/>
+    <origin xyz="0 0 0.1"/><axis xyz="0 0 1"/>\
+<limit lower="-3" upper="3" effort="1" velocity="1"/></joint>
+  <joint name="j_rotor" type="continuous" independent="false"><parent link="base"/>\
+<child link="rotor"/>
     <origin xyz="0.05 0 0"/><axis xyz="0 0 -1"/>{mimic}</joint>
   {coupling}
 </robot>"""
@@ -131,9 +136,11 @@ BELT = f"""<robot name="belt">
   <joint name="hip_j" type="revolute"><parent link="hip"/><child link="thigh"/><axis xyz="0 1 0"/>
     <limit lower="-3" upper="3" effort="1" velocity="1"/></joint>
   <joint name="knee" type="revolute"><parent link="thigh"/><child link="shank"/>
-    <origin xyz="0 0 -0.4"/><axis xyz="0 1 0"/><limit lower="-3" upper="3" effort="1" velocity="1"/></joint>
+    <origin xyz="0 0 -0.4"/><axis xyz="0 1 0"/>\
+<limit lower="-3" upper="3" effort="1" velocity="1"/></joint>
   <joint name="ankle" type="revolute"><parent link="shank"/><child link="foot"/>
-    <origin xyz="0 0 -0.4"/><axis xyz="0 1 0"/><limit lower="-3" upper="3" effort="1" velocity="1"/></joint>
+    <origin xyz="0 0 -0.4"/><axis xyz="0 1 0"/>\
+<limit lower="-3" upper="3" effort="1" velocity="1"/></joint>
   <joint name="knee_rotor_j" type="continuous" independent="false"><parent link="thigh"/>
     <child link="knee_rotor"/><axis xyz="0 1 0"/></joint>
   <link name="rotor_mount"/>
@@ -146,7 +153,8 @@ BELT = f"""<robot name="belt">
     <child link="ankle_rotor"/><origin xyz="0 0.05 0"/><axis xyz="0 1 0"/></joint>
   <coupling name="knee_belt"><predecessor link="shank_cover"/><successor link="knee_rotor"/>
     <ratio value="2.5"/></coupling>
-  <coupling name="ankle_belt"><predecessor link="foot"/><successor link="ankle_rotor"/><ratio value="3.0"/></coupling>
+  <coupling name="ankle_belt"><predecessor link="foot"/><successor link="ankle_rotor"/>\
+<ratio value="3.0"/></coupling>
 </robot>"""
 
 
@@ -154,15 +162,23 @@ BELT = f"""<robot name="belt">
 def fourbar_xml(loop_attr="link"):
     return f"""<robot name="fourbar">
   <link name="ground"/>
-  <link name="crank">{inertial(0.6, (0.15, 0.0, 0.2), (0.01, 0.0, 0.001, 0.012, 0.0, 0.004))}</link>
-  <link name="coupler">{inertial(0.9, (0.3, -0.02, 0.05), (0.003, 0.0, 0.0, 0.03, 0.0, 0.028))}</link>
-  <link name="rocker">{inertial(0.7, (-0.05, 0.0, 0.25), (0.015, 0.0, -0.002, 0.016, 0.0, 0.003))}</link>
+  <link name="crank">{inertial(0.6, (0.15, 0.0, 0.2),
+                               (0.01, 0.0, 0.001, 0.012, 0.0, 0.004))}</link>
+  <link name="coupler">{inertial(0.9, (0.3, -0.02, 0.05),
+                                 (0.003, 0.0, 0.0, 0.03, 0.0, 0.028))}</link>
+  <link name="rocker">{inertial(0.7, (-0.05, 0.0, 0.25),
+                                (0.015, 0.0, -0.002, 0.016, 0.0, 0.003))}</link>
   <joint name="j_crank" type="revolute"><parent link="ground"/><child link="crank"/>
-    <origin xyz="0 0 0"/><axis xyz="0 1 0"/><limit lower="-3" upper="3" effort="1" velocity="1"/></joint>
-  <joint name="j_coupler" type="revolute" independent="false"><parent link="crank"/><child link="coupler"/>
-    <origin xyz="0.3 0.1 0.4"/><axis xyz="0 1 0"/><limit lower="-3" upper="3" effort="1" velocity="1"/></joint>
-  <joint name="j_rocker" type="revolute" independent="false"><parent link="ground"/><child link="rocker"/>
-    <origin xyz="1.0 0.2 0"/><axis xyz="0 1 0"/><limit lower="-3" upper="3" effort="1" velocity="1"/></joint>
+    <origin xyz="0 0 0"/><axis xyz="0 1 0"/><limit lower="-3" upper="3" effort="1" velocity="1"/>\
+</joint>
+  <joint name="j_coupler" type="revolute" independent="false"><parent link="crank"/>\
+<child link="coupler"/>
+    <origin xyz="0.3 0.1 0.4"/><axis xyz="0 1 0"/>\
+<limit lower="-3" upper="3" effort="1" velocity="1"/></joint>
+  <joint name="j_rocker" type="revolute" independent="false"><parent link="ground"/>\
+<child link="rocker"/>
+    <origin xyz="1.0 0.2 0"/><axis xyz="0 1 0"/>\
+<limit lower="-3" upper="3" effort="1" velocity="1"/></joint>
   <loop name="closure" type="revolute">
     <predecessor {loop_attr}="coupler"><origin xyz="0.6 -0.05 0.1" rpy="0 0.4 0"/></predecessor>
     <successor {loop_attr}="rocker"><origin xyz="-0.1 -0.15 0.5" rpy="0 -0.2 0"/></successor>
@@ -184,7 +200,8 @@ def sym6(I):
 
 
 def floating_xml(child_type="continuous"):
-    lim = '<limit lower="-10" upper="10" effort="1" velocity="1"/>' if child_type == "revolute" else ""
+    lim = ('<limit lower="-10" upper="10" effort="1" velocity="1"/>' if child_type == "revolute"
+           else "")
     return f"""<robot name="floater">
   <link name="world"/>
   <link name="base">{inertial(FB_MB, FB_CB, sym6(FB_IB))}</link>
@@ -205,10 +222,12 @@ def spatial_xml(floating=False, loops=None):
     rng = np.random.default_rng(42)
     links, joints = [], []
     root = "ground"
-    links.append(f'<link name="ground">{inertial(2.0, (0.1, 0, 0), (0.1, 0, 0, 0.1, 0, 0.1))}</link>')
+    links.append('<link name="ground">'
+                 f'{inertial(2.0, (0.1, 0, 0), (0.1, 0, 0, 0.1, 0, 0.1))}</link>')
     if floating:
         links.append('<link name="world"/>')
-        joints.append('<joint name="float" type="floating"><parent link="world"/><child link="ground"/></joint>')
+        joints.append('<joint name="float" type="floating"><parent link="world"/><child '
+                      'link="ground"/></joint>')
     spec = [("a1", root, "revolute"), ("a2", "a1", "continuous"), ("a3", "a2", "prismatic"),
             ("b1", root, "revolute"), ("b2", "b1", "prismatic"), ("b3", "b2", "revolute")]
     for name, parent, jt in spec:
@@ -227,9 +246,9 @@ def spatial_xml(floating=False, loops=None):
     for (name, lt, pred, succ, po, so, axis) in (loops or []):
         loop_xml.append(
             f'<loop name="{name}" type="{lt}">'
-            f'<predecessor link="{pred}"><origin xyz="{fmt(po[0])}" rpy="{fmt(po[1])}"/></predecessor>'
-            f'<successor link="{succ}"><origin xyz="{fmt(so[0])}" rpy="{fmt(so[1])}"/></successor>'
-            f'<axis xyz="{fmt(axis)}"/></loop>')
+            f'<predecessor link="{pred}"><origin xyz="{fmt(po[0])}" '
+            f'rpy="{fmt(po[1])}"/></predecessor><successor link="{succ}"><origin '
+            f'xyz="{fmt(so[0])}" rpy="{fmt(so[1])}"/></successor><axis xyz="{fmt(axis)}"/></loop>')
     return '<robot name="spatial">' + "".join(links + joints + loop_xml) + "</robot>"
 
 
@@ -278,7 +297,8 @@ def test_parse_extras_and_layout():
     K = o.constraint_jacobian(np.zeros(o.nq))
     assert K.shape == (2, 5)
     ix = {n: o.v_slice(n).start for n in o.joint_names}
-    # knee_belt: NCA(shank_cover, knee_rotor) = thigh (cover fixed to shank): 2.5 v_knee - v_knee_rotor
+    # knee_belt: NCA(shank_cover, knee_rotor) = thigh (cover fixed to shank): 2.5 v_knee -
+    # v_knee_rotor
     exp0 = np.zeros(5)
     exp0[ix["knee"]], exp0[ix["knee_rotor_j"]] = 2.5, -1.0
     # ankle_belt: NCA(foot, ankle_rotor) = thigh (rotor hangs from a fixed mount on the thigh):
@@ -310,7 +330,8 @@ def test_belt_dynamics_consistency():
         assert np.allclose(o.inverse_dynamics_projected(q, v, qdd, G), G.T @ tau, atol=1e-11)
         # rotors spin at ratio * (sum of the predecessor path) also in acceleration
         assert abs(qdd[o.v_slice("ankle_rotor_j")][0]
-                   - 3.0 * (qdd[o.v_slice("knee")][0] + qdd[o.v_slice("ankle")][0])) < 1e-14 * scale
+                   - 3.0
+                   * (qdd[o.v_slice("knee")][0] + qdd[o.v_slice("ankle")][0])) < 1e-14 * scale
 
 
 def test_layout_permutation():
@@ -376,7 +397,8 @@ def test_rnea_consistency_random_models():
             H, C = o.mass_matrix(q), o.bias(q, v)
             assert np.allclose(H, H.T, atol=0)
             assert np.all(np.linalg.eigvalsh(H) > 0)
-            tau = pin.rnea(o.model, o.model.createData(), o.q_to_pin(q), o.v_to_pin(v), o.v_to_pin(a))
+            tau = pin.rnea(o.model, o.model.createData(), o.q_to_pin(q), o.v_to_pin(v),
+                           o.v_to_pin(a))
             assert np.allclose(H @ a + C, o.v_from_pin(tau), atol=1e-10)
 
 
@@ -411,7 +433,8 @@ def test_geared_closed_form(mode):
         assert np.allclose(G[:, 0], [1, GR_N] if il == 0 else [GR_N, 1], atol=1e-14)
         Hy = G.T @ o.mass_matrix(q) @ G
         assert abs(Hy[0, 0] - Ieff) < 1e-12
-        assert abs(o.inverse_dynamics_projected(q, v, qdd, G)[0] - (tau[il] + GR_N * tau[ir])) < 1e-11
+        assert abs(o.inverse_dynamics_projected(q, v, qdd, G)[0]
+                   - (tau[il] + GR_N * tau[ir])) < 1e-11
         # Lambda^{-1} of link and rotor (both frames on their spin axes)
         Om = o.osim_inverse(q, G, ["link", "rotor"])
         Jy = np.zeros(12)
@@ -468,7 +491,8 @@ def test_fourbar_k_finite_differences():
         k = o.constraint_bias(q0, v0)
         # (a) generic: d/dt K(q + t v) v = Kdot v = -k
         h = 1e-5
-        Kdv = (o.constraint_jacobian(q0 + h * v0) - o.constraint_jacobian(q0 - h * v0)) @ v0 / (2 * h)
+        Kdv = ((o.constraint_jacobian(q0 + h * v0) - o.constraint_jacobian(q0 - h * v0)) @ v0
+               / (2 * h))
         assert np.allclose(-Kdv, k, atol=1e-8)
         # (b) along a constraint-consistent trajectory crank(t) = c0 + w t + a t^2 / 2
         c0, w, acc = q0[o.q_slice("j_crank")][0], v0[o.v_slice("j_crank")][0], rng.normal()
@@ -553,7 +577,8 @@ def test_fourbar_against_pinocchio_constraint_dynamics():
     for _ in range(5):
         q, v = fourbar_closed_state(o, rng, rng.uniform(-0.3, 0.3))
         tau = rng.normal(size=3)
-        a_pin = pin.constraintDynamics(m, data, o.q_to_pin(q), o.v_to_pin(v), o.v_to_pin(tau), cms, cds, prox)
+        a_pin = pin.constraintDynamics(m, data, o.q_to_pin(q), o.v_to_pin(v), o.v_to_pin(tau), cms,
+                                       cds, prox)
         assert np.allclose(o.v_from_pin(a_pin), o.forward_dynamics(q, v, tau), atol=1e-9)
 
 
@@ -670,7 +695,8 @@ def test_spatial_fixed_loop_against_pinocchio_6d():
     for _ in range(5):
         v = N @ rng.normal(size=N.shape[1])
         tau = rng.normal(size=o.nv)
-        a_pin = pin.constraintDynamics(m, data, o.q_to_pin(q), o.v_to_pin(v), o.v_to_pin(tau), cms, cds, prox)
+        a_pin = pin.constraintDynamics(m, data, o.q_to_pin(q), o.v_to_pin(v), o.v_to_pin(tau), cms,
+                                       cds, prox)
         assert np.allclose(o.v_from_pin(a_pin), o.forward_dynamics(q, v, tau), atol=1e-8)
 
 
@@ -680,7 +706,8 @@ def test_spatial_fixed_loop_against_pinocchio_6d():
 
 def test_continuous_round_trip_and_equivalence():
     oc, orv = KKTOracle(floating_xml("continuous")), KKTOracle(floating_xml("revolute"))
-    assert (oc.nq, oc.nv, oc.model.nq, oc.model.nv) == (8, 7, 8, 7)   # a plain angle for Pinocchio too
+    # a plain angle for Pinocchio too
+    assert (oc.nq, oc.nv, oc.model.nq, oc.model.nv) == (8, 7, 8, 7)
     assert orv.model.nq == 8
     rng = np.random.default_rng(15)
     s = oc.q_slice("shoulder").start
@@ -694,7 +721,8 @@ def test_continuous_round_trip_and_equivalence():
         assert np.allclose(oc.mass_matrix(q), orv.mass_matrix(q), atol=1e-13)
         assert np.allclose(oc.bias(q, v), orv.bias(q, v), atol=1e-12)
         qn = oc.integrate(q, v, 0.1)
-        assert abs(np.angle(np.exp(1j * (qn[s] - q[s] - 0.1 * v[oc.v_slice("shoulder")][0])))) < 1e-14
+        assert (abs(np.angle(np.exp(1j * (qn[s] - q[s] - 0.1 * v[oc.v_slice("shoulder")][0]))))
+                < 1e-14)
 
 
 def test_floating_base_conventions():
@@ -706,7 +734,8 @@ def test_floating_base_conventions():
         q = o.random_configuration(rng)
         R = quat_to_R(*q[3:7])
         Mb = o.link_placement(q, "base")
-        assert np.allclose(Mb.translation, q[:3], atol=1e-15) and np.allclose(Mb.rotation, R, atol=1e-14)
+        assert (np.allclose(Mb.translation, q[:3], atol=1e-15)
+                and np.allclose(Mb.rotation, R, atol=1e-14))
         # v = [linear; angular] in the base frame
         vl = rng.normal(size=3)
         q1 = o.integrate(q, np.r_[vl, 0, 0, 0, 0], 1.0)
@@ -736,7 +765,8 @@ def test_floating_kinetic_energy_by_fd_of_poses():
         q, v = o.random_configuration(rng), rng.normal(size=7)
         T = 0.0
         for link, m, c, I in (("base", FB_MB, FB_CB, FB_IB), ("arm", FB_MA, FB_CA, FB_IA)):
-            Mp, Mm = o.link_placement(o.integrate(q, v, h), link), o.link_placement(o.integrate(q, v, -h), link)
+            Mp, Mm = (o.link_placement(o.integrate(q, v, h), link),
+                      o.link_placement(o.integrate(q, v, -h), link))
             M0 = o.link_placement(q, link)
             cdot = (Mp.act(c) - Mm.act(c)) / (2 * h)
             wb = unskew(M0.rotation.T @ (Mp.rotation - Mm.rotation) / (2 * h))
@@ -787,7 +817,8 @@ def test_wrench_cancels_gravity_by_hand():
     q = np.array([0.3, -0.8])
     Mt, M2 = o.link_placement(q, "tip"), o.link_placement(q, "l2")
     Fw = np.array([1.0, -2.0, 0.5])
-    base_only = o.bias(q, np.zeros(2), {"tip": (Mt.rotation.T @ Fw, np.zeros(3))}) - o.bias(q, np.zeros(2))
+    base_only = (o.bias(q, np.zeros(2), {"tip": (Mt.rotation.T @ Fw, np.zeros(3))})
+                 - o.bias(q, np.zeros(2)))
     # torque about j2 axis (world y, through l2 origin) from a force at the tip origin
     ay = M2.rotation @ np.array([0, 1, 0])
     assert abs(-base_only[1] - ay @ np.cross(Mt.translation - M2.translation, Fw)) < 1e-12
@@ -824,8 +855,8 @@ def _to_parser_q(o, parser, q):
 
 @pytest.mark.parametrize("name", ["four_bar", "geared_chain", "belt_leg", "quadruped_rotors"])
 def test_tree_builder_matches_pinocchio_urdf_parser(name):
-    """The oracle builds its Pinocchio tree joint by joint (for spherical, planar and universal joints,
-    which URDF parsers do not know): on standard URDF it equals Pinocchio's own parser."""
+    """The oracle builds its Pinocchio tree joint by joint (for spherical, planar and universal
+    joints, which URDF parsers do not know): on standard URDF it equals Pinocchio's own parser."""
     from dynamics_node import bundled_model
     path = bundled_model(name)
     o, parser = KKTOracle(path), _parser_model(path)
@@ -843,30 +874,32 @@ def test_tree_builder_matches_pinocchio_urdf_parser(name):
         assert np.allclose(o.mass_matrix(q), M[np.ix_(perm, perm)], rtol=0, atol=1e-12)
         vp, ap = np.zeros(parser.nv), np.zeros(parser.nv)
         vp[perm], ap[perm] = v, a
-        assert np.allclose(o.rnea(q, v, a), pin.rnea(parser, data, qp, vp, ap)[perm], rtol=0, atol=1e-11)
+        assert np.allclose(o.rnea(q, v, a), pin.rnea(parser, data, qp, vp, ap)[perm], rtol=0,
+                           atol=1e-11)
         pin.framesForwardKinematics(parser, data, qp)
         for link in o.links:
-            assert np.allclose(o.link_placement(q, link).homogeneous, data.oMf[parser.getFrameId(link)].homogeneous,
-                               atol=1e-12)
+            assert np.allclose(o.link_placement(q, link).homogeneous,
+                               data.oMf[parser.getFrameId(link)].homogeneous, atol=1e-12)
 
 
 def _universal_pair(as_universal):
     """An arm on a universal joint (x then y) or on two revolute joints with a massless cross."""
     arm = inertial(0.9, (0.1, 0.05, 0.3), (0.02, 0.001, 0.002, 0.025, 0.003, 0.01))
     joints = ('<joint name="u" type="universal"><parent link="base"/><child link="arm"/>'
-              '<origin xyz="0.1 0 0.2" rpy="0.2 0 0"/><axis xyz="1 0 0"/><axis2 xyz="0 1 0"/></joint>'
+              '<origin xyz="0.1 0 0.2" rpy="0.2 0 0"/><axis xyz="1 0 0"/><axis2 xyz="0 1 0"/>'
+              '</joint>'
               if as_universal else
-              '<link name="cross"/><joint name="u_1" type="revolute"><parent link="base"/><child link="cross"/>'
-              '<origin xyz="0.1 0 0.2" rpy="0.2 0 0"/><axis xyz="1 0 0"/>'
+              '<link name="cross"/><joint name="u_1" type="revolute"><parent link="base"/>'
+              '<child link="cross"/><origin xyz="0.1 0 0.2" rpy="0.2 0 0"/><axis xyz="1 0 0"/>'
               '<limit lower="-3" upper="3" effort="1" velocity="1"/></joint>'
-              '<joint name="u_2" type="revolute"><parent link="cross"/><child link="arm"/><axis xyz="0 1 0"/>'
-              '<limit lower="-3" upper="3" effort="1" velocity="1"/></joint>')
+              '<joint name="u_2" type="revolute"><parent link="cross"/><child link="arm"/>'
+              '<axis xyz="0 1 0"/><limit lower="-3" upper="3" effort="1" velocity="1"/></joint>')
     return f'<robot name="u"><link name="base"/><link name="arm">{arm}</link>{joints}</robot>'
 
 
 def test_universal_joint_is_two_revolute_joints():
-    """Pinocchio's JointModelUniversal (the oracle's) equals two revolute joints through one point, with
-    the coordinates u_1, u_2 of the library's layout."""
+    """Pinocchio's JointModelUniversal (the oracle's) equals two revolute joints through one point,
+    with the coordinates u_1, u_2 of the library's layout."""
     ou, o2 = KKTOracle(_universal_pair(True)), KKTOracle(_universal_pair(False))
     assert ou.joint_names == ["u_1", "u_2"] and ou.model.nv == 2 and ou.model.njoints == 2
     o2.set_layout(ou.joint_names)
@@ -875,19 +908,21 @@ def test_universal_joint_is_two_revolute_joints():
         q, v = rng.uniform(-2, 2, 2), rng.normal(size=2)
         assert np.allclose(ou.mass_matrix(q), o2.mass_matrix(q), atol=1e-13)
         assert np.allclose(ou.bias(q, v), o2.bias(q, v), atol=1e-12)
-        assert np.allclose(ou.link_placement(q, "arm").homogeneous, o2.link_placement(q, "arm").homogeneous)
+        assert np.allclose(ou.link_placement(q, "arm").homogeneous,
+                           o2.link_placement(q, "arm").homogeneous)
 
 
 PLANAR_Z = f"""<robot name="p"><link name="base"/>
-  <link name="puck">{inertial(0.7, (0.1, -0.05, 0.02), (0.01, 0.001, 0.0, 0.012, 0.0, 0.015))}</link>
+  <link name="puck">{inertial(0.7, (0.1, -0.05, 0.02),
+                              (0.01, 0.001, 0.0, 0.012, 0.0, 0.015))}</link>
   <joint name="slide" type="planar"><parent link="base"/><child link="puck"/>
     <origin xyz="0.1 0.2 0.3" rpy="0.1 0.2 0.3"/><axis xyz="{{axis}}"/></joint></robot>"""
 
 
 def test_planar_joint_layout():
-    """Planar joint about z: our q = x y theta is Pinocchio's x y cos sin in the plane basis e1 = z x x
-    = y, e2 = z x e1 = -x; v = velocity of the child frame along its e1, e2 and the turn rate (checked
-    by finite differences of the pose)."""
+    """Planar joint about z: our q = x y theta is Pinocchio's x y cos sin in the plane basis e1 = z
+    x x = y, e2 = z x e1 = -x; v = velocity of the child frame along its e1, e2 and the turn rate
+    (checked by finite differences of the pose)."""
     o = KKTOracle(PLANAR_Z.format(axis="0 0 1"))
     assert o.model.joints[1].shortname() == "JointModelPlanar" and o.nq == 3 and o.nv == 3
     q = np.array([0.3, -0.2, 0.7])
@@ -908,18 +943,22 @@ def _rsur_oracle(loop_type):
     loop_axes = '<axis xyz="0 0 1"/><axis2 xyz="1 0 0"/>' if loop_type == "universal" else ""
     return KKTOracle(f"""<robot name="rsur"><link name="base"/><link name="crank">{link_}</link>
   <link name="rod">{link_}</link><link name="rocker">{link_}</link>
-  <joint name="crank_joint" type="continuous"><parent link="base"/><child link="crank"/><axis xyz="0 0 1"/></joint>
-  <joint name="rod_ball" type="spherical"><parent link="crank"/><child link="rod"/><origin xyz="0.2 0 0"/></joint>
+  <joint name="crank_joint" type="continuous"><parent link="base"/><child link="crank"/>\
+<axis xyz="0 0 1"/></joint>
+  <joint name="rod_ball" type="spherical"><parent link="crank"/><child link="rod"/>\
+<origin xyz="0.2 0 0"/></joint>
   <joint name="rocker_joint" type="continuous"><parent link="base"/><child link="rocker"/>
     <origin xyz="0.6 0.2 0"/><axis xyz="1 0 0"/></joint>
-  <loop name="end" type="{loop_type}"><predecessor link="rod"><origin xyz="0.4 0.2 0.3"/></predecessor>
+  <loop name="end" type="{loop_type}"><predecessor link="rod"><origin xyz="0.4 0.2 0.3"/>\
+</predecessor>
     <successor link="rocker"><origin xyz="0 0 0.3"/></successor>{loop_axes}</loop></robot>""")
 
 
 @pytest.mark.parametrize("loop_type", ["universal", "spherical"])
 def test_new_loop_rows_by_finite_differences(loop_type):
     """K is the derivative of the residual at a closed configuration (q = 0 here), and k = -Kdot v
-    along v on the configuration manifold anywhere (the universal row a1 x a2 turns with both ends)."""
+    along v on the configuration manifold anywhere (the universal row a1 x a2 turns with both
+    ends)."""
     o = _rsur_oracle(loop_type)
     rng = np.random.default_rng(22)
     q = o.neutral()
@@ -933,5 +972,6 @@ def test_new_loop_rows_by_finite_differences(loop_type):
         assert np.allclose(dphi, K[:, i], atol=1e-7), i
     q, v = o.random_configuration(rng), rng.normal(size=o.nv)
     h = 1e-5
-    Kdv = (o.constraint_jacobian(o.integrate(q, h * v)) - o.constraint_jacobian(o.integrate(q, -h * v))) @ v / (2 * h)
+    Kdv = (o.constraint_jacobian(o.integrate(q, h * v))
+           - o.constraint_jacobian(o.integrate(q, -h * v))) @ v / (2 * h)
     assert np.allclose(-Kdv, o.constraint_bias(q, v), atol=1e-7)

@@ -14,8 +14,9 @@ import pytest
 
 from conftest import assert_close, random_state, robot
 from dynamics_node import load_model, ModelError
-from dynamics_node.ros.conversions import (accel_to_array, array_to_accel, array_to_wrench, float64_array, JointLayout,
-                                           link_wrenches_to_dict, normalized_pose, pose_to_array, StreamInput,
+from dynamics_node.ros.conversions import (accel_to_array, array_to_accel, array_to_wrench,
+                                           float64_array, JointLayout, link_wrenches_to_dict,
+                                           normalized_pose, pose_to_array, StreamInput,
                                            twist_to_array)
 from test_joint_types import MODELS
 
@@ -117,12 +118,14 @@ def test_four_bar_spanning_and_independent_selections():
 
 
 def test_spherical_joints_are_completed_not_state_joints(rng):
-    """delta: the platform's spherical joint is no JointState joint; a spanning request of the 1-DoF
-    joints gets it from the loops, velocities by their independent entries, efforts projected."""
+    """delta: the platform's spherical joint is no JointState joint; a spanning request of the
+    1-DoF joints gets it from the loops, velocities by their independent entries, efforts
+    projected."""
     model = robot('delta')
     layout = JointLayout(model)
     assert layout.completed == ('platform_ball',)
-    assert 'platform_ball' not in layout.joint_names and len(layout.joint_names) == len(model.joint_names) - 1
+    assert ('platform_ball' not in layout.joint_names
+            and len(layout.joint_names) == len(model.joint_names) - 1)
     q_closed = model.complete_positions([0.2, -0.1, 0.3])
     names = list(layout.joint_names)
     spanning = layout.select(names)
@@ -136,12 +139,14 @@ def test_spherical_joints_are_completed_not_state_joints(rng):
     tau = layout.velocity_like(spanning, np.ones(len(names)), 'state.effort', names, forces=True)
     platform = model.idx_v[model.joint_names.index('platform_ball') + 1]
     assert tau.size == model.nv and not tau[platform:platform + 3].any()
-    with pytest.raises(ModelError, match=r"spherical joint 'ball' has independent coordinates: a JointState "
-                                         r"carries one value per joint"):
-        JointLayout(load_model('<robot name="x"><link name="a"/><link name="b"><inertial><mass value="1"/>'
-                               '<inertia ixx="1" ixy="0" ixz="0" iyy="1" iyz="0" izz="1"/></inertial></link>'
-                               '<joint name="ball" type="spherical"><parent link="a"/><child link="b"/>'
-                               '</joint></robot>'))
+    with pytest.raises(ModelError,
+                       match=r"spherical joint 'ball' has independent coordinates: a JointState "
+                             r"carries one value per joint"):
+        JointLayout(load_model('<robot name="x"><link name="a"/><link name="b"><inertial><mass '
+                               'value="1"/><inertia ixx="1" ixy="0" ixz="0" iyy="1" iyz="0" '
+                               'izz="1"/></inertial></link><joint name="ball" '
+                               'type="spherical"><parent link="a"/><child '
+                               'link="b"/></joint></robot>'))
 
 
 def test_floating_base_layout():
@@ -269,12 +274,14 @@ def test_stream_floating_base_starts_at_rest_at_identity():
 
 
 def test_split_joint_carries_its_spin_rate_and_no_position():
-    """RSSR's rod_ball (test_joint_types): an independent name whose one value is the spin rate (y) and
-    whose position is ignored (completed); no spanning name (completed like a dependent ball joint)."""
+    """RSSR's rod_ball (test_joint_types): an independent name whose one value is the spin rate (y)
+    and whose position is ignored (completed); no spanning name (completed like a dependent ball
+    joint)."""
     model = load_model(MODELS['rssr'])
     layout = JointLayout(model)
     assert layout.independent_names == ('crank_joint', 'rod_ball') and layout.nqi == 1
-    assert layout.joint_names == ('crank_joint', 'rocker_joint') and layout.completed == ('rod_ball',)
+    assert (layout.joint_names == ('crank_joint', 'rocker_joint')
+            and layout.completed == ('rod_ball',))
     names = ['rod_ball', 'crank_joint']
     selection = layout.select(names)
     q = layout.positions(selection, [123.0, 0.3], names)
@@ -284,7 +291,8 @@ def test_split_joint_carries_its_spin_rate_and_no_position():
     tau = model.inverse_dynamics(q, y, np.zeros(2))
     assert_close(layout.split_independent(tau)[0], tau, 'one effort per independent name')
     spanning = layout.select(['rocker_joint', 'crank_joint'])
-    assert_close(layout.positions(spanning, [q[-1], 0.3], ['rocker_joint', 'crank_joint']), q, 'spanning q')
+    assert_close(layout.positions(spanning, [q[-1], 0.3], ['rocker_joint', 'crank_joint']), q,
+                 'spanning q')
     stream = StreamInput(layout)
     positions, velocities = stream.stage(names, [np.nan, 0.4], [3.0, 1.5])
     assert_close(positions, [0.4], 'the spin has no position entry (NaN ignored)')

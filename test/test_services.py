@@ -1,7 +1,7 @@
-"""The node's service handlers, parameter callback and guard without DDS: a Loaded model of a bundled robot
-built in this process as the node builds it, requests filled as a client fills them, answers compared with
-the library; bad requests answer success=false with the reason, and a bug in a handler answers an internal
-error with its traceback logged."""
+"""The node's service handlers, parameter callback and guard without DDS: a Loaded model of a
+bundled robot built in this process as the node builds it, requests filled as a client fills them,
+answers compared with the library; bad requests answer success=false with the reason, and a bug in
+a handler answers an internal error with its traceback logged."""
 
 import numpy as np
 import pytest
@@ -17,11 +17,13 @@ from dynamics_node.ros.parameters import on_set_parameters, PARAMETERS, setting
 from dynamics_node.ros.services import (describe_model, forward_dynamics, inverse_dynamics,
                                         inverse_operational_space_inertia, service_callback)
 from dynamics_node.ros.stream import StreamStats
-from test_node import (_loop_request, BAD_REQUESTS, BAD_URDF, completed, floating_state, joint_state, link_wrench,
-                       loop_state, RTOL, set_linear_angular, set_pose, text, vector6)
+from test_node import (_loop_request, BAD_REQUESTS, BAD_URDF, completed, floating_state,
+                       joint_state, link_wrench, loop_state, RTOL, set_linear_angular, set_pose,
+                       text, vector6)
 
 HANDLERS = {ForwardDynamics: forward_dynamics, InverseDynamics: inverse_dynamics,
-            InverseOperationalSpaceInertia: inverse_operational_space_inertia, DescribeModel: describe_model}
+            InverseOperationalSpaceInertia: inverse_operational_space_inertia,
+            DescribeModel: describe_model}
 
 
 class Log:
@@ -35,7 +37,8 @@ class Log:
 
 
 def settings(**changes):
-    """The node's settings at the parameters' defaults, with changes (a double underscore stands for a dot)."""
+    """The node's settings at the parameters' defaults, with changes (a double underscore stands
+    for a dot)."""
     values = {name: setting(name, spec.default) for name, spec in PARAMETERS.items()}
     values.update((key.replace('__', '.'), value) for key, value in changes.items())
     return values
@@ -43,7 +46,8 @@ def settings(**changes):
 
 def loaded(name, **changes):
     """A Loaded model of bundled robot name, as the node loads it from robot_description_file."""
-    return load(f"robot_description_file '{name}'", bundled_model(name), None, settings(**changes), Log())
+    return load(f"robot_description_file '{name}'", bundled_model(name), None, settings(**changes),
+                Log())
 
 
 def serving(name=None):
@@ -55,7 +59,8 @@ def serving(name=None):
 
 
 def call(srv_type, model, request=None):
-    """The response of srv_type's handler on a Loaded model; ModelError if it refuses the request."""
+    """The response of srv_type's handler on a Loaded model; ModelError if it refuses the
+    request."""
     response = srv_type.Response()
     HANDLERS[srv_type](model, srv_type.Request() if request is None else request, response)
     return response
@@ -112,8 +117,8 @@ def test_forward_dynamics_loop_spanning_state(loop, rng):
 
 @pytest.mark.parametrize('method, default', [('lcaba', 'auto'), ('', 'lcaba')])
 def test_forward_dynamics_loop_independent_state_lcaba(rng, method, default):
-    """The independent joints only, completed from the reference configuration; lcaba on request, or as
-    the default method (forward_dynamics.method) when the request leaves it empty."""
+    """The independent joints only, completed from the reference configuration; lcaba on request,
+    or as the default method (forward_dynamics.method) when the request leaves it empty."""
     model = robot('linkage_leg')
     yd, tau_y = rng.normal(size=model.ny), rng.normal(size=model.ny)
     q_independent = [0.8 + 0.2 * rng.uniform(-1, 1), rng.uniform(-0.5, 0.5)]
@@ -121,8 +126,8 @@ def test_forward_dynamics_loop_independent_state_lcaba(rng, method, default):
         model.independent_joint_names, q_independent, yd, tau_y))
     response = ForwardDynamics.Response()
     forward_dynamics(loaded('linkage_leg'), request, response, default)
-    expected = model.forward_dynamics(completed('linkage_leg', q_independent), yd, tau_y, method='lcaba',
-                                      info=True)
+    expected = model.forward_dynamics(completed('linkage_leg', q_independent), yd, tau_y,
+                                      method='lcaba', info=True)
     assert response.method_used == 'lcaba'
     assert response.iterations == expected.iterations
     assert_close(response.acceleration, expected.acceleration, 'qdd', RTOL)
@@ -143,7 +148,8 @@ def test_forward_dynamics_floating_base(quadruped, rng):
                                       {'FL_foot': ((0, 0, 30), (0, 0, 0))})
     assert tuple(response.name) == model.joint_names[1:]
     assert_close(response.acceleration, expected[6:], 'joint accelerations', RTOL)
-    assert_close(vector6(response.base_acceleration, 'linear', 'angular'), expected[:6], 'base acceleration', RTOL)
+    assert_close(vector6(response.base_acceleration, 'linear', 'angular'), expected[:6],
+                 'base acceleration', RTOL)
 
 
 # ---- inverse dynamics ----
@@ -154,7 +160,8 @@ def test_inverse_dynamics_loop_round_trip(loop, rng):
     q, v, _, _ = loop_state(rng)
     tau_y = rng.normal(size=model.ny)
     qdd = model.forward_dynamics(q, v, tau_y)
-    request = InverseDynamics.Request(state=joint_state(model.joint_names, q, v), acceleration=list(qdd))
+    request = InverseDynamics.Request(state=joint_state(model.joint_names, q, v),
+                                      acceleration=list(qdd))
     response = call(InverseDynamics, loop, request)
     assert tuple(response.name) == model.independent_joint_names
     assert_close(response.effort, model.inverse_dynamics(q, v, qdd), 'tau_y', RTOL)
@@ -167,7 +174,8 @@ def test_inverse_dynamics_floating_base(quadruped, rng):
     ydd = rng.normal(size=model.ny)
     names = model.independent_joint_names[1:]
     positions = [q[model.joint_names.index(n) + 6] for n in names]
-    request = InverseDynamics.Request(state=joint_state(names, positions, y[6:]), acceleration=list(ydd[6:]))
+    request = InverseDynamics.Request(state=joint_state(names, positions, y[6:]),
+                                      acceleration=list(ydd[6:]))
     set_pose(request.base_pose, q[:7])
     set_linear_angular(request.base_twist, y[:6])
     set_linear_angular(request.base_acceleration, ydd[:6])
@@ -176,7 +184,8 @@ def test_inverse_dynamics_floating_base(quadruped, rng):
     expected = model.inverse_dynamics(q, y, ydd, {'trunk': ((1, 0, 0), (0, 1, 0))})
     assert tuple(response.name) == model.independent_joint_names[1:]
     assert_close(response.effort, expected[6:], 'joint efforts', RTOL)
-    assert_close(vector6(response.base_wrench, 'force', 'torque'), expected[:6], 'base wrench', RTOL)
+    assert_close(vector6(response.base_wrench, 'force', 'torque'), expected[:6], 'base wrench',
+                 RTOL)
 
 
 # ---- inverse operational-space inertia ----
@@ -188,15 +197,17 @@ def test_inverse_operational_space_inertia(rng, name, links):
     q = floating_state(rng)[0] if model.floating_base else loop_state(rng)[0]
     names = [n for n in model.joint_names if n != 'floating_base']
     request = InverseOperationalSpaceInertia.Request(
-        state=joint_state(names, [q[model.idx_q[model.joint_names.index(n) + 1]] for n in names]), links=links)
+        state=joint_state(names, [q[model.idx_q[model.joint_names.index(n) + 1]] for n in names]),
+        links=links)
     set_pose(request.base_pose, q[:7] if model.floating_base else [0, 0, 0, 0, 0, 0, 1])
     response = call(InverseOperationalSpaceInertia, loaded(name), request)
     assert response.rows == 6 * len(links)
-    assert_close(np.reshape(response.matrix, (response.rows, response.rows)), model.inverse_osim(q, links),
-                 'Lambda^-1', RTOL)
+    assert_close(np.reshape(response.matrix, (response.rows, response.rows)),
+                 model.inverse_osim(q, links), 'Lambda^-1', RTOL)
 
 
-# ---- bad requests: ModelError from the handler, success=false with its reason from the callback ----
+# ---- bad requests: ModelError from the handler, success=false with its reason from the
+# callback ----
 
 @pytest.mark.parametrize('srv_type, fields, message', BAD_REQUESTS,
                          ids=[m.split(';')[0][:40] for _, _, m in BAD_REQUESTS])
@@ -220,7 +231,8 @@ def test_bad_base_state(quadruped):
     names = robot('quadruped_rotors').independent_joint_names[1:]
     request = ForwardDynamics.Request(state=joint_state(names, np.zeros(len(names))))
     request.base_twist.angular.y = float('inf')
-    with pytest.raises(ModelError, match=r'^base_twist.angular\[y\] is inf; expected finite numbers$'):
+    with pytest.raises(ModelError,
+                       match=r'^base_twist.angular\[y\] is inf; expected finite numbers$'):
         call(ForwardDynamics, quadruped, request)
     request.base_twist.angular.y = 0.0
     request.base_pose.orientation.w = 2.0
@@ -233,16 +245,17 @@ def test_bad_base_state(quadruped):
 
 
 def test_services_before_a_model_say_so():
-    """Without a model every service answers success=false; describe_model, a question about the node,
-    counts no rejected request."""
+    """Without a model every service answers success=false; describe_model, a question about the
+    node, counts no rejected request."""
     served = serving()
     for srv_type, counted in ((ForwardDynamics, True), (DescribeModel, False)):
-        response = service_callback(srv_type.__name__, HANDLERS[srv_type], served, served.stats, served.logger,
+        response = service_callback(srv_type.__name__, HANDLERS[srv_type], served,
+                                    served.stats, served.logger,
                                     counted)(srv_type.Request(), srv_type.Response())
         assert not response.success
-        assert response.message.startswith("no robot model loaded yet: set the robot_description or "
-                                           "robot_description_file parameter, or publish the description on "
-                                           "'robot_description'"), response.message
+        assert response.message.startswith("no robot model loaded yet: set the robot_description "
+                                           "or robot_description_file parameter, or publish the "
+                                           "description on 'robot_description'"), response.message
     assert served.stats.rejected == 1
 
 
@@ -255,7 +268,8 @@ def test_a_bug_in_a_handler_answers_an_internal_error_with_its_traceback_logged(
     response = service_callback('describe_model', broken, served, served.stats, served.logger)(
         DescribeModel.Request(), DescribeModel.Response())
     assert (response.success, response.robot_name) == (False, '')
-    assert response.message.startswith("internal error: KeyError('xxx") and len(response.message) == MESSAGE_LIMIT
+    assert (response.message.startswith("internal error: KeyError('xxx")
+            and len(response.message) == MESSAGE_LIMIT)
     (level, logged), warning = served.logger.lines[-2:]
     assert level == 'error' and logged.startswith('internal error in describe_model:\nTraceback')
     assert "raise KeyError('x' * 1000)" in logged
@@ -266,8 +280,8 @@ def test_a_bug_in_a_handler_answers_an_internal_error_with_its_traceback_logged(
 # ---- the guard ----
 
 def test_the_guard():
-    """A ModelError gives its reason, any other Exception an internal error with its traceback logged
-    (every one when bad_input is empty); a KeyboardInterrupt passes."""
+    """A ModelError gives its reason, any other Exception an internal error with its traceback
+    logged (every one when bad_input is empty); a KeyboardInterrupt passes."""
     log = Log()
     with Guard('here', log) as outcome:
         pass
@@ -279,7 +293,8 @@ def test_the_guard():
         raise ZeroDivisionError('a bug')
     assert isinstance(outcome.error, ZeroDivisionError)
     assert outcome.reason == "internal error: ZeroDivisionError('a bug')"
-    assert log.lines[-1][0] == 'error' and log.lines[-1][1].startswith('internal error in here:\nTraceback')
+    assert (log.lines[-1][0] == 'error'
+            and log.lines[-1][1].startswith('internal error in here:\nTraceback'))
     with Guard('timer', log, bad_input=()) as outcome:
         raise ModelError('a bug here')
     assert outcome.reason == "internal error: ModelError('a bug here')"
@@ -293,22 +308,26 @@ def test_the_guard():
 
 def set_parameters(served, **values):
     callback = on_set_parameters(served.settings, served, served.stats, served.logger)
-    return callback([Parameter(key.replace('__', '.'), value=value) for key, value in values.items()])
+    return callback([Parameter(key.replace('__', '.'), value=value)
+                     for key, value in values.items()])
 
 
 def test_parameters_apply_to_the_served_model_all_or_none():
     served = serving('linkage_leg')
     model = served.loaded.model
-    result = set_parameters(served, gravity=[0.0, 0.0, -3.0], stream__output_joints=['ankle_joint', 'crank_joint'])
+    result = set_parameters(served, gravity=[0.0, 0.0, -3.0],
+                            stream__output_joints=['ankle_joint', 'crank_joint'])
     assert result.successful, result.reason
     assert served.loaded.model is model and list(model.gravity) == [0.0, 0.0, -3.0]
     assert list(served.loaded.output_index) == [1, 0]
     assert served.settings['stream.output_joints'] == ['ankle_joint', 'crank_joint']
-    result = set_parameters(served, gravity=[0.0, 0.0, -1.0], stream__output_joints=['shank_joint'])
+    result = set_parameters(served, gravity=[0.0, 0.0, -1.0],
+                            stream__output_joints=['shank_joint'])
     assert not result.successful
-    assert result.reason.startswith("stream.output_joints names ['shank_joint'], not independent joints of "
-                                    "'linkage_leg'"), result.reason
-    assert list(model.gravity) == [0.0, 0.0, -3.0] and served.settings['gravity'] == [0.0, 0.0, -3.0]
+    assert result.reason.startswith("stream.output_joints names ['shank_joint'], not independent "
+                                    "joints of 'linkage_leg'"), result.reason
+    assert (list(model.gravity) == [0.0, 0.0, -3.0]
+            and served.settings['gravity'] == [0.0, 0.0, -3.0])
     assert (served.stats.rejected, served.stats.last_error) == (1, result.reason)
     assert served.logger.lines[-1] == (
         'error', f"rejected parameters ['gravity', 'stream.output_joints']: {result.reason}")
@@ -318,14 +337,16 @@ def test_a_description_parameter_reloads_unless_another_source_rules():
     served = serving('linkage_leg')
     result = set_parameters(served, robot_description_file='four_bar', amplification_limit=50)
     assert result.successful, result.reason
-    assert served.loaded.model.name == 'four_bar' and served.loaded.model.amplification_limit == 50.0
-    assert served.settings['amplification_limit'] == 50.0 and isinstance(served.settings['amplification_limit'], float)
+    assert (served.loaded.model.name == 'four_bar'
+            and served.loaded.model.amplification_limit == 50.0)
+    assert (served.settings['amplification_limit'] == 50.0
+            and isinstance(served.settings['amplification_limit'], float))
     assert served.loaded.source == "robot_description_file 'four_bar'"
     served.topic_description = text(bundled_model('six_bar'))
     result = set_parameters(served, robot_description_file='linkage_leg')
     assert not result.successful
-    assert result.reason.startswith('robot_description_file not applied: topic robot_description takes '
-                                    'precedence'), result.reason
+    assert result.reason.startswith('robot_description_file not applied: topic robot_description '
+                                    'takes precedence'), result.reason
     assert served.loaded.model.name == 'four_bar'
     with pytest.raises(ModelError) as parse_error:
         load_model(BAD_URDF)

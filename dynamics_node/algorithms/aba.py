@@ -11,8 +11,9 @@ D_CONDITION_LIMIT = 1e-12
 
 
 def aba(model, data, q, yd, tau_y):
-    """Independent accelerations ydd from independent forces tau_y (Chignoli et al. 2023, Alg. 1), on the coordinates that
-    carry inertia: the held ones (roles.py) keep zero acceleration and their forces are ignored.
+    """Independent accelerations ydd from independent forces tau_y (Chignoli et al. 2023, Alg. 1),
+    on the coordinates that carry inertia: the held ones (roles.py) keep zero acceleration and
+    their forces are ignored.
 
     Args:
         q: spanning positions (nq), consistent with the constraints.
@@ -27,11 +28,12 @@ def aba(model, data, q, yd, tau_y):
     pA = []
     for k in range(nc):
         b0, b1 = model.body_range[k]
-        p = [cross_force(data.v[i], model.inertia[i] @ data.v[i]) - data.f_ext[i] for i in range(b0, b1)]
-        pA.append(np.concatenate(p))                                       # p^A_k = v x* I v - f_ext
+        p = [cross_force(data.v[i], model.inertia[i] @ data.v[i]) - data.f_ext[i]
+             for i in range(b0, b1)]
+        pA.append(np.concatenate(p))                                  # p^A_k = v x* I v - f_ext
     U, D_factor, u = [None] * nc, [None] * nc, [None] * nc
     for k in reversed(range(nc)):
-        free = model.free_columns[k]                                       # held coordinates stay still
+        free = model.free_columns[k]                                  # held coordinates stay still
         S = data.S[k][:, free]
         y0, y1 = model.y_range[k]
         U[k] = IA[k] @ S
@@ -41,9 +43,9 @@ def aba(model, data, q, yd, tau_y):
         parent = model.cluster_list[k].parent
         if parent >= 0:
             Dinv_UT = cholesky_solve(D_factor[k], U[k].T)
-            Ia = IA[k] - U[k] @ Dinv_UT                                    # I^a = I^A - U D^-1 U^T
+            Ia = IA[k] - U[k] @ Dinv_UT                               # I^a = I^A - U D^-1 U^T
             pa = pA[k] + Ia @ data.c[k] + U[k] @ cholesky_solve(D_factor[k], u[k])
-            add_to_parent(model, k, Ia, IA[parent], data.Xo)               # I^A_parent += X^T I^a X
+            add_to_parent(model, k, Ia, IA[parent], data.Xo)          # I^A_parent += X^T I^a X
             b0, b1 = model.body_range[k]
             p0 = model.body_range[parent][0]
             output = model.cluster_list[k].output
@@ -55,25 +57,28 @@ def aba(model, data, q, yd, tau_y):
     for k, cluster in enumerate(model.cluster_list):
         b0, b1 = model.body_range[k]
         y0, y1 = model.y_range[k]
-        a_prime = np.concatenate([data.Xo[i] @ data.a[cluster.output[i]] for i in range(b0, b1)]) + data.c[k]
+        a_prime = np.concatenate([data.Xo[i] @ data.a[cluster.output[i]]
+                                  for i in range(b0, b1)]) + data.c[k]
         ydd[y0 + model.free_columns[k]] = cholesky_solve(D_factor[k], u[k] - U[k].T @ a_prime)
         data.a[b0:b1] = (a_prime + data.S[k] @ ydd[y0:y1]).reshape(-1, 6)
     return ydd
 
 
 def articulated_cholesky(D, name):
-    """Cholesky factor of the SPD D_k; a (near-)singular D_k means the cluster's motion subspace has
-    lost rank (a kinematic singularity) and is reported, never returned as garbage."""
+    """Cholesky factor of the SPD D_k; a (near-)singular D_k means the cluster's motion subspace
+    has lost rank (a kinematic singularity) and is reported, never returned as garbage."""
     try:
         L = np.linalg.cholesky(D)
     except np.linalg.LinAlgError:
         raise SingularConfigurationError(
-            f'cluster {quote(name)}: its articulated inertia D = S^T I^A S is not positive definite '
-            '(singular configuration); use method="lcaba"') from None
+            f'cluster {quote(name)}: its articulated inertia D = S^T I^A S is not positive '
+            'definite (singular configuration); use method="lcaba"') from None
     diagonal = np.diag(L)
-    if diagonal.size and diagonal.min() ** 2 <= D_CONDITION_LIMIT * diagonal.max() ** 2:   # size 0: a rigid cluster
+    # size 0: a rigid cluster
+    if diagonal.size and diagonal.min() ** 2 <= D_CONDITION_LIMIT * diagonal.max() ** 2:
         raise SingularConfigurationError(
-            f'cluster {quote(name)}: D = S^T I^A S is ill-conditioned (singular configuration); use method="lcaba"')
+            f'cluster {quote(name)}: D = S^T I^A S is ill-conditioned (singular configuration); '
+            'use method="lcaba"')
     return L
 
 

@@ -1,4 +1,5 @@
-"""Cluster composite-rigid-body algorithm: H_y = G^T H G (Chignoli et al. 2023 Sec. 5.2; Featherstone & Orin 2000 eqs. 9-10)."""
+"""Cluster composite-rigid-body algorithm: H_y = G^T H G (Chignoli et al. 2023 Sec. 5.2;
+Featherstone & Orin 2000 eqs. 9-10)."""
 
 import numpy as np
 
@@ -8,8 +9,8 @@ from .kinematics import add_to_parent, body_inertias, forward_pass
 def crba(model, data, q):
     """Mass matrix in independent coordinates, H_y (ny x ny), symmetric positive definite.
 
-    Composite inertias Ic_parent += X^T Ic X; column block k is S_j^T (X^T ... X^T) Ic_k S_k for the
-    ancestors j of k.
+    Composite inertias Ic_parent += X^T Ic X; column block k is S_j^T (X^T ... X^T) Ic_k S_k for
+    the ancestors j of k.
     """
     forward_pass(model, data, q, np.zeros(model.ny))
     nc = len(model.cluster_list)
@@ -33,7 +34,8 @@ def crba(model, data, q):
 
 
 def _force_to_parent(model, data, k, F):
-    """^parentX*_k F: stacked forces of cluster k onto its output bodies (Chignoli et al. 2023 eq. 35)."""
+    """^parentX*_k F: stacked forces of cluster k onto its output bodies (Chignoli et al. 2023
+    eq. 35)."""
     b0, b1 = model.body_range[k]
     parent = model.cluster_list[k].parent
     p0, p1 = model.body_range[parent]

@@ -1,8 +1,9 @@
-"""Cluster extended-force-propagator algorithm: Lambda^-1 = J_y H_y^-1 J_y^T (C-EFPA, Chignoli et al. 2023 Sec. VIII).
+"""Cluster extended-force-propagator algorithm: Lambda^-1 = J_y H_y^-1 J_y^T (C-EFPA, Chignoli
+et al. 2023 Sec. VIII).
 
-Backward pass with zero velocity and torque: D_k = S^T I^A S, K_k = S D^-1 S^T, L_k = 1 - K_k I^A_k,
-I^A_parent += X^T (L^T I^A) X, and each end-effector's propagator moves up as
-Chi_e[parent] = Chi_e[k] L_k ^kX_parent (eq. 62). A test force f_e2 then accelerates e1 by
+Backward pass with zero velocity and torque: D_k = S^T I^A S, K_k = S D^-1 S^T,
+L_k = 1 - K_k I^A_k, I^A_parent += X^T (L^T I^A) X, and each end-effector's propagator moves up
+as Chi_e[parent] = Chi_e[k] L_k ^kX_parent (eq. 62). A test force f_e2 then accelerates e1 by
 sum over the clusters j supporting both of Chi_e1[j] K_j Chi_e2[j]^T f_e2 (eqs. 63-67 unrolled).
 """
 
@@ -29,7 +30,7 @@ def efpa(model, data, q, frames):
         chi[e][k] = block
     K = [None] * nc
     for k in reversed(range(nc)):
-        S = data.S[k][:, model.free_columns[k]]                           # held coordinates stay still
+        S = data.S[k][:, model.free_columns[k]]                       # held coordinates stay still
         D = S.T @ IA[k] @ S
         K[k] = S @ cholesky_solve(articulated_cholesky(D, model.cluster_list[k].name), S.T)
         parent = model.cluster_list[k].parent

@@ -16,15 +16,16 @@ def link_transforms(model, data):
 
 
 def link_pose(X_link_root):
-    """(R, p) of a link in the root frame from its motion transform X_link_root = plucker(R^T, p)."""
+    """(R, p) of a link in the root frame from its motion transform X_link_root = plucker(R^T,
+    p)."""
     return X_link_root[:3, :3].T, translation_of(X_link_root)
 
 
 def body_jacobian(model, data, body, X_frame_body):
     """J (6 x ny): velocity of a frame on body, Featherstone order, frame coordinates, from yd.
 
-    Walks from the body up through the output bodies: cluster k contributes ^frameX_i (S_k)_i, with i
-    the body of cluster k on the path (Chignoli et al. 2023 Sec. 5.2, contact Jacobians)."""
+    Walks from the body up through the output bodies: cluster k contributes ^frameX_i (S_k)_i, with
+    i the body of cluster k on the path (Chignoli et al. 2023 Sec. 5.2, contact Jacobians)."""
     J = np.zeros((6, model.ny))
     X = X_frame_body.copy()
     i = body

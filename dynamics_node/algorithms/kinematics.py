@@ -1,11 +1,13 @@
-"""Cluster kinematics: the forward pass shared by every algorithm (Chignoli et al. 2023, Alg. 1 lines 1-19).
+"""Cluster kinematics: the forward pass shared by every algorithm (Chignoli et al. 2023, Alg. 1
+lines 1-19).
 
 For cluster k with bodies i and output bodies o(i):
   Xo[i] = ^iX_o(i)                        (block row of the cluster transform ^kX_parent, eq. 17)
   Omega = X_rm, unit lower block triangular, blocks ^iX_j for in-cluster ancestors j   (eq. 20)
   S_k = Omega blkdiag(S_i) G_k                                                          (eq. 24)
   v_k = ^kX_parent v_parent + S_k yd_k                                                  (eq. 33)
-  c_k = Omega (blkdiag(S_i) g_k + stack(v_i x S_i qd_i))       (Chignoli et al. 2024; includes v x S yd, digest 1.8)
+  c_k = Omega (blkdiag(S_i) g_k + stack(v_i x S_i qd_i))       (Chignoli et al. 2024; includes
+                                                               v x S yd, digest 1.8)
 """
 
 import numpy as np
@@ -17,7 +19,8 @@ from ..spatial import cross_motion
 
 
 def update_transforms(model, data, q, bodies=None):
-    """Xup[i] = X_J(q_i) X_T(i) for every body, or for the given ones (Featherstone & Orin 2000)."""
+    """Xup[i] = X_J(q_i) X_T(i) for every body, or for the given ones (Featherstone & Orin
+    2000)."""
     for i in range(1, model.nb) if bodies is None else bodies:
         qi = q[model.idx_q[i]:model.idx_q[i] + model.nq_body[i]]
         data.Xup[i] = joint_transform(model.joint_type[i], model.axis[i], qi) @ model.X_tree[i]
@@ -25,8 +28,9 @@ def update_transforms(model, data, q, bodies=None):
 
 def explicit_constraint(model, data, k, yd):
     """G_k, g_k and qd_k = G_k yd_k of cluster k from its implicit constraint K qdd = k:
-    G = P [1; -K_d^+ K_i], g = P [0; K_d^+ k] (Chignoli et al. 2024 Sec. 1.1), K_d^+ from a QR of the dependent
-    columns (rank-revealing: redundant rows are harmless, a singular split raises)."""
+    G = P [1; -K_d^+ K_i], g = P [0; K_d^+ k] (Chignoli et al. 2024 Sec. 1.1), K_d^+ from a QR of
+    the dependent columns (rank-revealing: redundant rows are harmless, a singular split
+    raises)."""
     c = model.cluster_list[k]
     if c.linear:
         G = model.G_constant[k]
@@ -52,17 +56,19 @@ def explicit_constraint(model, data, k, yd):
 
 
 def check_amplification(model, cluster, amplification):
-    """SingularConfigurationError where a loop cluster's amplification (the largest row sum of |G_k|) exceeds
-    its bound (Model.amplification_limit times its amplification at the reference configuration)."""
+    """SingularConfigurationError where a loop cluster's amplification (the largest row sum of
+    |G_k|) exceeds its bound (Model.amplification_limit times its amplification at the reference
+    configuration)."""
     if amplification > model.amplification_bound[cluster.index]:
         raise SingularConfigurationError(amplification_message(model, cluster, amplification))
 
 
 def amplification_message(model, cluster, amplification):
-    return (f'cluster {quote(cluster.name)} is near a singular configuration: a joint would move {amplification:.3g} '
-            f'times faster than the independent coordinates, more than {model.amplification_limit:g} times its '
-            f'{model.reference_amplification[cluster.index]:.3g} at the reference configuration (amplification_limit); '
-            'use method="lcaba"')
+    return (f'cluster {quote(cluster.name)} is near a singular configuration: a joint would move '
+            f'{amplification:.3g} times faster than the independent coordinates, more than '
+            f'{model.amplification_limit:g} times its '
+            f'{model.reference_amplification[cluster.index]:.3g} at the reference configuration '
+            '(amplification_limit); use method="lcaba"')
 
 
 def cluster_motion(model, data, k, yd):
@@ -88,7 +94,8 @@ def cluster_motion(model, data, k, yd):
     for i in range(b0, b1):
         data.v[i] = data.Xo[i] @ data.v[output[i]] + vJ[i - b0]
         s = model.S[i]
-        product[i - b0] = cross_motion(data.v[i], s @ qd[model.idx_v[i] - v0:model.idx_v[i] - v0 + s.shape[1]])
+        product[i - b0] = cross_motion(
+            data.v[i], s @ qd[model.idx_v[i] - v0:model.idx_v[i] - v0 + s.shape[1]])
     data.S[k], data.G[k], data.g[k] = S, G, g
     data.c[k] = Omega @ (model.Sbar[k] @ g + product.reshape(-1))
 
@@ -117,7 +124,8 @@ def parent_transform(model, data, k):
 
 
 def add_to_parent(model, k, M_child, M_parent, Xo):
-    """M_parent += ^kX_parent^T M_child ^kX_parent, blockwise over the output bodies (Chignoli et al. 2023 eq. 55)."""
+    """M_parent += ^kX_parent^T M_child ^kX_parent, blockwise over the output bodies (Chignoli
+    et al. 2023 eq. 55)."""
     b0, b1 = model.body_range[k]
     p = model.cluster_list[k].parent
     p0 = model.body_range[p][0]

@@ -1,20 +1,22 @@
-"""Loop-constrained articulated-body algorithm (LCABA, Sathya & Carpentier 2025 Sec. IV, Algs. 1-3) on the spanning tree.
+"""Loop-constrained articulated-body algorithm (LCABA, Sathya & Carpentier 2025 Sec. IV, Algs. 1-3)
+on the spanning tree.
 
 Every body is its own node, and every loop and coupling of every cluster is a cut constraint
-sum_l K^l a_l = k on body accelerations (Sathya & Carpentier 2025 eq. 1c; several bodies per row, Remark 1 eq. 36).
-The augmented Lagrangian (eq. 20, penalty mu) is minimized by non-serial dynamic programming: leaves
-are eliminated in a minimum-degree order computed once per model, and eliminating body i couples its
-neighbours N_i and its parent (fill-in, eqs. 30-32, 34). The first outer iteration runs three sweeps
-(Alg. 1); after each multiplier update (eq. 33) the next one reuses that elimination (Alg. 2).
+sum_l K^l a_l = k on body accelerations (Sathya & Carpentier 2025 eq. 1c; several bodies per row,
+Remark 1 eq. 36). The augmented Lagrangian (eq. 20, penalty mu) is minimized by non-serial dynamic
+programming: leaves are eliminated in a minimum-degree order computed once per model, and
+eliminating body i couples its neighbours N_i and its parent (fill-in, eqs. 30-32, 34). The first
+outer iteration runs three sweeps (Alg. 1); after each multiplier update (eq. 33) the next one
+reuses that elimination (Alg. 2).
 
 Conventions. The cost-to-go is 1/2 a^T H a - f^T a with H a symmetric block matrix stored as a dict
-H[j, k] (6x6, both orders), body coordinates throughout. Our recurrence a_i = Xup_i a_parent + S_i qdd_i
-+ c_i (c_i = v_i x S_i qd_i) puts Xup^T . Xup around the paper's parent updates (it works in one frame).
-The ground's acceleration a_0 = -gravity is known, so terms coupling a body to it become forces on
-that body (eq. 35) and the ground is never a neighbour.
+H[j, k] (6x6, both orders), body coordinates throughout. Our recurrence a_i = Xup_i a_parent + S_i
+qdd_i + c_i (c_i = v_i x S_i qd_i) puts Xup^T . Xup around the paper's parent updates (it works in
+one frame). The ground's acceleration a_0 = -gravity is known, so terms coupling a body to it
+become forces on that body (eq. 35) and the ground is never a neighbour.
 
-Loop rows, consistent with constraints.py: with psi the constrained directions (force vectors fixed in
-the predecessor body A), d/dt psi^T (v_B - v_A) = psi^T (a_B - a_A) - psi^T (v_A x v_B), so in A
+Loop rows, consistent with constraints.py: with psi the constrained directions (force vectors fixed
+in the predecessor body A), d/dt psi^T (v_B - v_A) = psi^T (a_B - a_A) - psi^T (v_A x v_B), so in A
 coordinates K^A = -Psi^T X_P_A, K^B = Psi^T X_P_A X_A_B and k = Psi^T X_P_A (v_A x X_A_B v_B).
 """
 
@@ -38,11 +40,12 @@ MAX_ITERATIONS = 200
 class ProximalSettings:
     """Settings of the augmented-Lagrangian iterations (Sathya & Carpentier 2025 Alg. 3).
 
-    mu is the paper's penalty (eq. 20); Sathya & Carpentier 2025 Sec. VI recommends 1e5..1e7. Pinocchio's
-    ``ProximalSettings.mu`` is its inverse (1e-6 there is mu = 1e6 here). Iterations stop when
-    min(||qdd^k - qdd^(k-1)||_inf, ||K qdd - k||_inf) < tolerance or after max_iterations.
-    Bounds: tolerance <= 1, mu <= MAX_MU (above, round-off in the penalised articulated inertias makes them
-    indefinite) and max_iterations <= MAX_ITERATIONS (a call stays well below a second).
+    mu is the paper's penalty (eq. 20); Sathya & Carpentier 2025 Sec. VI recommends 1e5..1e7.
+    Pinocchio's ``ProximalSettings.mu`` is its inverse (1e-6 there is mu = 1e6 here). Iterations
+    stop when min(||qdd^k - qdd^(k-1)||_inf, ||K qdd - k||_inf) < tolerance or after
+    max_iterations. Bounds: tolerance <= 1, mu <= MAX_MU (above, round-off in the penalised
+    articulated inertias makes them indefinite) and max_iterations <= MAX_ITERATIONS (a call stays
+    well below a second).
     """
 
     mu: float = 1e6
@@ -53,23 +56,25 @@ class ProximalSettings:
         for name, bound in (('mu', MAX_MU), ('tolerance', 1.0)):
             value = getattr(self, name)
             if not (isinstance(value, numbers.Real) and 0 < value <= bound):
-                raise ModelError(f'ProximalSettings.{name} is {quote(value)}; expected a finite number in '
-                                 f'(0, {bound:g}]')
-        if not (isinstance(self.max_iterations, numbers.Integral) and 1 <= self.max_iterations <= MAX_ITERATIONS):
-            raise ModelError(f'ProximalSettings.max_iterations is {quote(self.max_iterations)}; expected an '
-                             f'integer in [1, {MAX_ITERATIONS}]')
+                raise ModelError(f'ProximalSettings.{name} is {quote(value)}; expected a finite '
+                                 f'number in (0, {bound:g}]')
+        if not (isinstance(self.max_iterations, numbers.Integral)
+                and 1 <= self.max_iterations <= MAX_ITERATIONS):
+            raise ModelError(f'ProximalSettings.max_iterations is {quote(self.max_iterations)}; '
+                             f'expected an integer in [1, {MAX_ITERATIONS}]')
 
 
-DEFAULT_SETTINGS = ProximalSettings()          # frozen: shared, not rebuilt (and re-validated) per call
+DEFAULT_SETTINGS = ProximalSettings()          # frozen: shared, not rebuilt (and re-validated) per
+#                                                call
 
 
 @dataclass(frozen=True)
 class LcabaResult:
-    qdd: np.ndarray            # spanning accelerations (nv)
-    iterations: int            # outer iterations: 1 = Alg. 1 only, each further one = Alg. 2
-    residual: float            # ||K qdd - k||_inf over every cut-constraint row
-    converged: bool            # the stopping rule was met before max_iterations
-    multipliers: dict          # constraint name -> lambda (its rows), H qdd + C - tau = sum K^T lambda
+    qdd: np.ndarray        # spanning accelerations (nv)
+    iterations: int        # outer iterations: 1 = Alg. 1 only, each further one = Alg. 2
+    residual: float        # ||K qdd - k||_inf over every cut-constraint row
+    converged: bool        # the stopping rule was met before max_iterations
+    multipliers: dict      # constraint name -> lambda (its rows), H qdd + C - tau = sum K^T lambda
 
 
 @dataclass(frozen=True)
@@ -79,7 +84,8 @@ class _Plan:
     constraints: tuple         # every loop and coupling, clusters in order, but those held still
     order: tuple               # S^E: bodies in elimination order
     neighbours: tuple          # N_i at the elimination of body i (sorted, never the ground)
-    held: tuple                # couplings among locked joint columns only: satisfied, no rows (zero multipliers)
+    held: tuple                # couplings among locked joint columns only: satisfied, no rows
+    #                            (zero multipliers)
 
 
 _PLANS = weakref.WeakKeyDictionary()
@@ -98,7 +104,8 @@ def elimination_plan(model):
 
 def _locked(model, con):
     """A coupling whose joints are all locked (Model.locked_v) holds by itself."""
-    return isinstance(con, CouplingConstraint) and all(model.idx_v[b] in model.locked_v for b in con.coefficients)
+    return isinstance(con, CouplingConstraint) and all(model.idx_v[b] in model.locked_v
+                                                       for b in con.coefficients)
 
 
 def _bodies(model, con):
@@ -112,8 +119,9 @@ def _end(path, nca):
 
 
 def _minimum_degree(model, constraint_bodies):
-    """Eliminate the leaf with the fewest neighbours (Sathya & Carpentier 2025 Sec. IV-A; ties: the larger body index,
-    deterministic where the paper draws at random), with the neighbour updates of eqs. 31-32."""
+    """Eliminate the leaf with the fewest neighbours (Sathya & Carpentier 2025 Sec. IV-A; ties: the
+    larger body index, deterministic where the paper draws at random), with the neighbour updates
+    of eqs. 31-32."""
     N = [set() for _ in range(model.nb)]
     for bodies in constraint_bodies:
         for j in bodies - {0}:
@@ -141,8 +149,9 @@ def _minimum_degree(model, constraint_bodies):
 def cut_rows(model, data, con):
     """{body: K^l} and k of one constraint on body accelerations (body coordinates)."""
     if isinstance(con, CouplingConstraint):
-        # sum_j c_j qdd_j = 0 as a multi-link row (Sathya & Carpentier 2025 Remark 1): qdd_j = S_j^T (a_j - Xup_j a_parent
-        # - c_j) for the unit S_j of a 1-DoF joint, and S_j^T (v_j x S_j qd_j) = 0, so k = 0 exactly.
+        # sum_j c_j qdd_j = 0 as a multi-link row (Sathya & Carpentier 2025 Remark 1):
+        # qdd_j = S_j^T (a_j - Xup_j a_parent - c_j) for the unit S_j of a 1-DoF joint, and
+        # S_j^T (v_j x S_j qd_j) = 0, so k = 0 exactly.
         blocks = {}
         for j, coefficient in con.coefficients.items():
             sT = coefficient * model.S[j].T
@@ -151,10 +160,11 @@ def cut_rows(model, data, con):
             blocks[p] = blocks.get(p, 0.0) - sT @ data.Xup[j]
         return blocks, np.zeros(1)
     A, B = _end(con.pred_path, con.nca), _end(con.succ_path, con.nca)
-    X_A_nca, X_B_nca = chain_transform(con.pred_path, data.Xup), chain_transform(con.succ_path, data.Xup)
+    X_A_nca, X_B_nca = (chain_transform(con.pred_path, data.Xup),
+                        chain_transform(con.succ_path, data.Xup))
     X_A_B = X_A_nca @ inverse_transform(X_B_nca)
     R_rel = con.relative_rotation(X_A_nca, X_B_nca)
-    PsiT = con.directions(R_rel).T @ con.X_P_pred            # rows in A coordinates (module docstring)
+    PsiT = con.directions(R_rel).T @ con.X_P_pred        # rows in A coordinates (module docstring)
     v_B = X_A_B @ data.v[B]
     w_r = (con.X_P_pred @ (v_B - data.v[A]))[:3]
     k = PsiT @ cross_motion(data.v[A], v_B) + con.turning_bias(R_rel, w_r)
@@ -162,11 +172,12 @@ def cut_rows(model, data, con):
 
 
 def lcaba(model, data, q, qd, tau, settings=DEFAULT_SETTINGS):
-    """Spanning accelerations of the closed-loop system by the proximal LCABA (Sathya & Carpentier 2025, Alg. 3).
+    """Spanning accelerations of the closed-loop system by the proximal LCABA (Sathya & Carpentier
+    2025, Alg. 3).
 
-    Solves H qdd + C = tau + K^T lambda, K qdd = k for every loop and coupling, also where K is rank
-    deficient (redundant rows, kinematic singularities): min 1/2 |qdd - qdd_free|_H^2 s.t. K qdd = k.
-    Joint columns moved by held coordinates only (Model.locked_v, roles.py) stay still.
+    Solves H qdd + C = tau + K^T lambda, K qdd = k for every loop and coupling, also where K is
+    rank deficient (redundant rows, kinematic singularities): min 1/2 |qdd - qdd_free|_H^2 s.t. K
+    qdd = k. Joint columns moved by held coordinates only (Model.locked_v, roles.py) stay still.
 
     Args:
         q: spanning positions (nq); qd, tau: spanning velocities and generalized forces (nv).
@@ -200,14 +211,16 @@ def lcaba(model, data, q, qd, tau, settings=DEFAULT_SETTINGS):
         qdd += dqdd
         step = np.max(np.abs(dqdd))
         iterations += 1
-    # The paper's lambda enters the Lagrangian as +lambda^T (K a - k): the constraint force is -K^T lambda.
+    # The paper's lambda enters the Lagrangian as +lambda^T (K a - k): the constraint force is -K^T
+    # lambda.
     named = {con.name: -lam for con, lam in zip(plan.constraints, multipliers)}
     named.update({con.name: np.zeros(con.rows) for con in plan.held})
     return LcabaResult(qdd, iterations, float(residual), bool(converged), named)
 
 
 def _rows_on_moving_bodies(model, data, con, a0):
-    """cut_rows with the ground's block moved into k: a_0 is known (Sathya & Carpentier 2025 eq. 35)."""
+    """cut_rows with the ground's block moved into k: a_0 is known (Sathya & Carpentier 2025
+    eq. 35)."""
     blocks, k = cut_rows(model, data, con)
     if 0 in blocks:
         k = k - blocks.pop(0) @ a0
@@ -215,8 +228,8 @@ def _rows_on_moving_bodies(model, data, con, a0):
 
 
 def _add_penalty(H, f, rows, mu):
-    """The penalty (mu/2) |sum_l K^l a_l - k|^2 of eq. 20 with lambda^0 = 0: Sathya & Carpentier 2025 eq. 25 for rows on
-    any number of bodies (Remark 1)."""
+    """The penalty (mu/2) |sum_l K^l a_l - k|^2 of eq. 20 with lambda^0 = 0: Sathya & Carpentier
+    2025 eq. 25 for rows on any number of bodies (Remark 1)."""
     for blocks, k in rows:
         for b, K in blocks.items():
             f[b] += mu * K.T @ k
@@ -225,12 +238,13 @@ def _add_penalty(H, f, rows, mu):
 
 
 def _gradient_forces(model, data, f_tree, rows, multipliers, r, mu):
-    """Body forces of the augmented Lagrangian's gradient at the current accelerations, for the updated
-    multipliers: f - I a - sum K^T (lambda + mu r) (the joint part is tau).
+    """Body forces of the augmented Lagrangian's gradient at the current accelerations, for the
+    updated multipliers: f - I a - sum K^T (lambda + mu r) (the joint part is tau).
 
-    Alg. 3 line 7 feeds Alg. 2 only the change -mu K^T r, which assumes that the last inner solve was
-    exact. The whole gradient costs the same and also refines away the round-off of the mu-inflated
-    elimination, which otherwise limits qdd to ~eps mu |K|^2 / |I| (the drift of Sathya & Carpentier 2025 Fig. 11).
+    Alg. 3 line 7 feeds Alg. 2 only the change -mu K^T r, which assumes that the last inner solve
+    was exact. The whole gradient costs the same and also refines away the round-off of the
+    mu-inflated elimination, which otherwise limits qdd to ~eps mu |K|^2 / |I| (the drift of Sathya
+    & Carpentier 2025 Fig. 11).
     """
     df = f_tree - np.einsum('bij,bj->bi', model.inertia, data.a)
     for (blocks, _), lam, ri in zip(rows, multipliers, r):
@@ -240,7 +254,8 @@ def _gradient_forces(model, data, f_tree, rows, multipliers, r, mu):
 
 
 def _first_forward_sweep(model, data, qd):
-    """v_i, c_i = v_i x S_i qd_i, H_ii = I_i, f_i = f_ext - v_i x* I_i v_i (Sathya & Carpentier 2025 Sec. IV-C1)."""
+    """v_i, c_i = v_i x S_i qd_i, H_ii = I_i, f_i = f_ext - v_i x* I_i v_i (Sathya & Carpentier
+    2025 Sec. IV-C1)."""
     H, f, c = {}, np.zeros((model.nb, 6)), np.zeros((model.nb, 6))
     data.v[0] = 0.0
     for i in range(1, model.nb):
@@ -254,7 +269,8 @@ def _first_forward_sweep(model, data, qd):
 
 @dataclass
 class _Step:
-    """What eliminating body i leaves for the rollouts (the stored terms of Sathya & Carpentier 2025 Algs. 1-2)."""
+    """What eliminating body i leaves for the rollouts (the stored terms of Sathya & Carpentier
+    2025 Algs. 1-2)."""
 
     body: int
     U: np.ndarray              # U_i = H_ii S_i
@@ -264,7 +280,8 @@ class _Step:
 
 
 def _backward_sweep(model, data, plan, H, f, c, tau, a0):
-    """Eliminate the bodies in S^E (Sathya & Carpentier 2025 Alg. 1 lines 11-23, eqs. 29-30, 34-35)."""
+    """Eliminate the bodies in S^E (Sathya & Carpentier 2025 Alg. 1 lines 11-23, eqs. 29-30,
+    34-35)."""
     steps = []
     for i in plan.order:
         free = model.free_joint_columns[i]                   # locked columns (roles.py) stay still
@@ -274,8 +291,8 @@ def _backward_sweep(model, data, plan, H, f, c, tau, a0):
         try:
             np.linalg.cholesky(D)
         except np.linalg.LinAlgError:
-            raise ModelError(f'joint {quote(model.joint_names[i - 1])}: D = S^T H S is not positive definite; '
-                             'does its body have mass?') from None
+            raise ModelError(f'joint {quote(model.joint_names[i - 1])}: D = S^T H S is not '
+                             'positive definite; does its body have mass?') from None
         Dinv = np.linalg.inv(D)
         u = tau[model.idx_v[i] + free] + S.T @ f[i]
         UD = U @ Dinv
@@ -300,8 +317,8 @@ def _backward_sweep(model, data, plan, H, f, c, tau, a0):
 
 
 def _rollout(model, data, steps, u, c, a):
-    """Accelerations in reverse elimination order (Alg. 1 lines 24-26): eq. 29 and a_i = Xup_i a_parent
-    + S_i qdd_i + c_i into a (a[0] set by the caller); returns qdd (nv)."""
+    """Accelerations in reverse elimination order (Alg. 1 lines 24-26): eq. 29 and a_i = Xup_i
+    a_parent + S_i qdd_i + c_i into a (a[0] set by the caller); returns qdd (nv)."""
     qdd = np.zeros(model.nv)
     for s, ui in zip(reversed(steps), reversed(u)):
         i = s.body

@@ -1,4 +1,5 @@
-"""Cluster recursive Newton-Euler algorithm (C-RNEA, Chignoli et al. 2023 Sec. VI; Chignoli et al. 2024 eqs. 62-65)."""
+"""Cluster recursive Newton-Euler algorithm (C-RNEA, Chignoli et al. 2023 Sec. VI; Chignoli
+et al. 2024 eqs. 62-65)."""
 
 import numpy as np
 
@@ -7,7 +8,8 @@ from .kinematics import forward_pass
 
 
 def rnea(model, data, q, yd, ydd):
-    """Independent generalized forces tau_y = S_k^T f_k for every cluster (Chignoli et al. 2023 eq. 31).
+    """Independent generalized forces tau_y = S_k^T f_k for every cluster (Chignoli et al. 2023
+    eq. 31).
 
     Args:
         q: spanning positions (nq), consistent with the constraints.
@@ -25,7 +27,8 @@ def rnea(model, data, q, yd, ydd):
         for i in range(b0, b1):
             data.a[i] = data.Xo[i] @ data.a[cluster.output[i]] + aJ[i - b0]        # eq. (33)
             Iv = model.inertia[i] @ data.v[i]
-            data.f[i] = model.inertia[i] @ data.a[i] + cross_force(data.v[i], Iv) - data.f_ext[i]  # eq. (34)
+            data.f[i] = (model.inertia[i] @ data.a[i] + cross_force(data.v[i], Iv)
+                         - data.f_ext[i])                                          # eq. (34)
     tau = np.zeros(model.ny)
     for k in reversed(range(len(model.cluster_list))):
         b0, b1 = model.body_range[k]

@@ -1,2 +1,2 @@
-"""Robot descriptions: the URDF+ reader (urdf.py) and the Extended URDF converter (extended_urdf.py), which
-turn files into plain description records."""
+"""Robot descriptions: the URDF+ reader (urdf.py) and the Extended URDF converter
+(extended_urdf.py), which turn files into plain description records."""

@@ -1,7 +1,8 @@
 """Extended URDF input (Batto, de Matteis and Mansard 2025): a URDF plus a YAML file of closures.
 
-The pair is converted into URDF+ (Chignoli, Slotine et al. 2024) and then read by the one URDF+ reader, so that a robot
-loaded with ``closures=`` and the same robot converted to a URDF+ file are identical by construction.
+The pair is converted into URDF+ (Chignoli, Slotine et al. 2024) and then read by the one URDF+
+reader, so that a robot loaded with ``closures=`` and the same robot converted to a URDF+ file are
+identical by construction.
 
 YAML keys (each a list; a single string counts as a one-entry list; every key may be absent):
   closed_loop   pairs [A, B] of frame names: links (links attached by fixed joints included) or
@@ -11,13 +12,13 @@ YAML keys (each a list; a single string counts as a one-entry list; every key ma
   name_mot      actuated joints -> independent="true"; the other joints stay unmarked, so the
                 independent coordinates they lack are chosen automatically (clusters.py)
   joint_name    joints to replace, with joint_type per entry: SPHERICAL, FIXED (locked at q = 0) or
-  joint_type    UJOINT_ab (a, b in X/Y/Z): <joint>_a about a, then <joint>_b about b (continuous: revolute
-                without limits), both at the joint's placement, with the massless link <joint>_cross
-                between them
+  joint_type    UJOINT_ab (a, b in X/Y/Z): <joint>_a about a, then <joint>_b about b (continuous:
+                revolute without limits), both at the joint's placement, with the massless link
+                <joint>_cross between them
 
-The YAML holds names only: every scalar is read as text (a date, a number, a boolean too) except null,
-and other tags (!!timestamp, !!float, ...) are refused. The text's size, its nesting and each list's
-length are bounded (bounds.py) before anything is built, and names must be XML text.
+The YAML holds names only: every scalar is read as text (a date, a number, a boolean too) except
+null, and other tags (!!timestamp, !!float, ...) are refused. The text's size, its nesting and each
+list's length are bounded (bounds.py) before anything is built, and names must be XML text.
 """
 
 from collections.abc import Mapping
@@ -35,11 +36,13 @@ from .urdf import robot_element
 KEYS = ('closed_loop', 'type', 'name_mot', 'joint_name', 'joint_type')
 CLOSURE_LOOP_TYPES = {'6D': 'fixed', '3D': 'spherical'}
 AXES = {'X': '1 0 0', 'Y': '0 1 0', 'Z': '0 0 1'}
-NOT_XML = re.compile('[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]')   # outside XML 1.0's Char
+# outside XML 1.0's Char
+NOT_XML = re.compile('[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]')
 
 
 def to_urdf_plus(urdf, closures):
-    """URDF+ XML (str) of a URDF (path or XML) and its closures (YAML path or text, or a mapping)."""
+    """URDF+ XML (str) of a URDF (path or XML) and its closures (YAML path or text, or a
+    mapping)."""
     spec = read_closures(closures)
     original = robot_element(urdf)
     root = copy.deepcopy(original)
@@ -56,14 +59,14 @@ def to_urdf_plus(urdf, closures):
         frames.update(added)
     for name in spec['actuated']:
         if name in split:
-            raise ModelError(f'closures: name_mot names joint {quote(name)}, which joint_type replaces by '
-                             f'{split[name]}; name {name}_a or {name}_b')
+            raise ModelError(f'closures: name_mot names joint {quote(name)}, which joint_type '
+                             f'replaces by {split[name]}; name {name}_a or {name}_b')
         if name not in joints:
             raise ModelError(f'closures: name_mot names unknown joint {quote(name)}; joints are '
                              f'{quote(sorted(joints))}')
         if joints[name].get('type') == 'fixed':
-            raise ModelError(f'closures: name_mot names joint {quote(name)}, which is fixed (or replaced by '
-                             'FIXED); an actuated joint must move')
+            raise ModelError(f'closures: name_mot names joint {quote(name)}, which is fixed (or '
+                             'replaced by FIXED); an actuated joint must move')
         joints[name].set('independent', 'true')
     for index, ((a, b), kind) in enumerate(zip(spec['pairs'], spec['types'])):
         loop = etree.SubElement(root, 'loop', name=f'closed_loop:{a}:{b}', type=kind)
@@ -82,21 +85,23 @@ def read_closures(source):
         raise ModelError(f'closures: unknown key {quote(unknown[0])}; expected keys {list(KEYS)}')
     pairs = []
     for i, pair in enumerate(_entries(data, 'closed_loop')):
-        if not (isinstance(pair, (list, tuple)) and len(pair) == 2 and all(isinstance(x, str) for x in pair)):
-            raise ModelError(f'closures: closed_loop entry {i} is {quote(pair)}; expected a pair [A, B] '
-                             'of frame names')
+        if not (isinstance(pair, (list, tuple)) and len(pair) == 2
+                and all(isinstance(x, str) for x in pair)):
+            raise ModelError(f'closures: closed_loop entry {i} is {quote(pair)}; expected a pair '
+                             '[A, B] of frame names')
         pairs.append(tuple(pair))
     types = _entries(data, 'type', '3D or 6D') if 'type' in data else ['6D'] * len(pairs)
     if len(types) != len(pairs):
-        raise ModelError(f'closures: type has {len(types)} entries for {len(pairs)} closed_loop pairs; '
-                         'give one per pair (or none: 6D)')
+        raise ModelError(f'closures: type has {len(types)} entries for {len(pairs)} closed_loop '
+                         'pairs; give one per pair (or none: 6D)')
     for i, kind in enumerate(types):
         if kind.upper() not in CLOSURE_LOOP_TYPES:
             raise ModelError(f'closures: type entry {i} is {quote(kind)}; expected 3D or 6D')
-    names, kinds = _entries(data, 'joint_name', 'a joint name'), _entries(data, 'joint_type', 'a joint type')
+    names, kinds = (_entries(data, 'joint_name', 'a joint name'),
+                    _entries(data, 'joint_type', 'a joint type'))
     if len(names) != len(kinds):
-        raise ModelError(f'closures: joint_name has {len(names)} entries but joint_type has {len(kinds)}; '
-                         'give one type per joint')
+        raise ModelError(f'closures: joint_name has {len(names)} entries but joint_type has '
+                         f'{len(kinds)}; give one type per joint')
     twice = first_repeated(names)
     if twice is not None:
         raise ModelError(f'closures: joint_name lists joint {quote(twice)} twice')
@@ -111,7 +116,8 @@ def _load_yaml(source):
         return source
     text = os.fspath(source) if isinstance(source, os.PathLike) else source
     if not isinstance(text, str):
-        raise ModelError(f'closures: expected a YAML path or YAML text, got {type(source).__name__}')
+        raise ModelError('closures: expected a YAML path or YAML text, got '
+                         f'{type(source).__name__}')
     if os.path.isfile(text):
         text = _read_text(text)
     elif '\n' not in text and ':' not in text:
@@ -140,54 +146,60 @@ def _read_text(path):
         reason = error.strerror if isinstance(error, OSError) else 'not UTF-8 text'
         raise ModelError(f'closures file {quote(path)} cannot be read: {reason}') from None
     if text is None or len(text) > bounds.CLOSURES_TEXT:
-        raise ModelError(f'closures file {quote(path)} has {size} bytes; expected at most {bounds.CLOSURES_TEXT}')
+        raise ModelError(f'closures file {quote(path)} has {size} bytes; expected at most '
+                         f'{bounds.CLOSURES_TEXT}')
     return text
 
 
 def _check_depth(text):
-    """Refuse collections nested deeper than bounds.CLOSURES_DEPTH, from the parser's events (which keep no
-    stack of their own), before the document is composed (recursively)."""
+    """Refuse collections nested deeper than bounds.CLOSURES_DEPTH, from the parser's events (which
+    keep no stack of their own), before the document is composed (recursively)."""
     depth = 0
     for event in yaml.parse(text, Loader=_NamesLoader):
         if isinstance(event, (yaml.SequenceStartEvent, yaml.MappingStartEvent)):
             depth += 1
             if depth > bounds.CLOSURES_DEPTH:
-                raise ModelError(f'closures: collections nested {depth} deep on line {event.start_mark.line + 1}; '
-                                 f'expected at most {bounds.CLOSURES_DEPTH} (a mapping of lists of pairs)')
+                raise ModelError(f'closures: collections nested {depth} deep on line '
+                                 f'{event.start_mark.line + 1}; expected at most '
+                                 f'{bounds.CLOSURES_DEPTH} (a mapping of lists of pairs)')
         elif isinstance(event, (yaml.SequenceEndEvent, yaml.MappingEndEvent)):
             depth -= 1
 
 
 class _NamesLoader(getattr(yaml, 'CSafeLoader', yaml.SafeLoader)):
-    """YAML of names: a plain scalar is text unless it is null; a tag other than !!str, !!seq, !!map and
-    !!null is refused (nothing is converted to a date or a number, which could fail)."""
+    """YAML of names: a plain scalar is text unless it is null; a tag other than !!str, !!seq,
+    !!map and !!null is refused (nothing is converted to a date or a number, which could fail)."""
 
     def construct_undefined(self, node):
         tag = node.tag.replace('tag:yaml.org,2002:', '!!')
-        raise ModelError(f'closures: the tag {quote(tag)} on line {node.start_mark.line + 1} is not accepted; the '
-                         'entries are names (text), lists and pairs of names')
+        raise ModelError(f'closures: the tag {quote(tag)} on line {node.start_mark.line + 1} is '
+                         'not accepted; the entries are names (text), lists and pairs of names')
 
-    yaml_implicit_resolvers = {first: [('tag:yaml.org,2002:null', re.compile(r'^(?:~|null|Null|NULL|)$'))]
+    yaml_implicit_resolvers = {first: [('tag:yaml.org,2002:null',
+                                        re.compile(r'^(?:~|null|Null|NULL|)$'))]
                                for first in ('~', 'n', 'N', '')}
     yaml_constructors = {**{tag: yaml.SafeLoader.yaml_constructors[tag] for tag in (
-        'tag:yaml.org,2002:null', 'tag:yaml.org,2002:str', 'tag:yaml.org,2002:seq', 'tag:yaml.org,2002:map')},
+        'tag:yaml.org,2002:null', 'tag:yaml.org,2002:str', 'tag:yaml.org,2002:seq',
+        'tag:yaml.org,2002:map')},
         None: construct_undefined}
 
 
 def _entries(data, key, expected=None):
-    """The list under key ([] when absent, [x] for a scalar) of at most bounds.CLOSURES_ENTRIES entries;
-    with expected (its description), every entry must be a string."""
+    """The list under key ([] when absent, [x] for a scalar) of at most bounds.CLOSURES_ENTRIES
+    entries; with expected (its description), every entry must be a string."""
     value = data.get(key)
     entries = [] if value is None else list(value) if isinstance(value, (list, tuple)) else [value]
     if len(entries) > bounds.CLOSURES_ENTRIES:
-        raise ModelError(f'closures: {key} has {len(entries)} entries; expected at most {bounds.CLOSURES_ENTRIES}')
+        raise ModelError(f'closures: {key} has {len(entries)} entries; expected at most '
+                         f'{bounds.CLOSURES_ENTRIES}')
     for i, entry in enumerate(entries):
         if expected is not None and not isinstance(entry, str):
             raise ModelError(f'closures: {key} entry {i} is {quote(entry)}; expected {expected}')
         for name in entry if isinstance(entry, (list, tuple)) else (entry,):
             if isinstance(name, str) and NOT_XML.search(name):
-                raise ModelError(f'closures: {key} entry {i} holds {quote(NOT_XML.search(name).group())} in '
-                                 f'{quote(name)}; names are XML text (no control characters)')
+                raise ModelError(f'closures: {key} entry {i} holds '
+                                 f'{quote(NOT_XML.search(name).group())} in {quote(name)}; names '
+                                 'are XML text (no control characters)')
     return entries
 
 
@@ -203,15 +215,17 @@ def _replace(root, joints, links, name, kind):
         return {}
     axes = upper[len('UJOINT_'):] if upper.startswith('UJOINT_') else ''
     if not (len(axes) == 2 and axes[0] in AXES and axes[1] in AXES and axes[0] != axes[1]):
-        raise ModelError(f'closures: joint_type {quote(kind)} of joint {quote(name)}: expected SPHERICAL, '
-                         'FIXED or UJOINT_ab with a, b two different axes among X, Y, Z')
+        raise ModelError(f'closures: joint_type {quote(kind)} of joint {quote(name)}: '
+                         'expected SPHERICAL, FIXED or UJOINT_ab with a, b two different axes '
+                         'among X, Y, Z')
     a, b = axes
     first, second, cross = f'{name}_a', f'{name}_b', f'{name}_cross'
     for new, existing in ((first, joints), (second, joints), (cross, links)):
         if new in existing:
-            raise ModelError(f'closures: UJOINT of joint {quote(name)} needs the name {quote(new)}, which the '
-                             'URDF already uses')
-    # <joint>_a keeps the placement and parent; <joint>_b turns the child about b in the cross's frame.
+            raise ModelError(f'closures: UJOINT of joint {quote(name)} needs the name '
+                             f'{quote(new)}, which the URDF already uses')
+    # <joint>_a keeps the placement and parent; <joint>_b turns the child about b in the cross's
+    # frame.
     child = _child(joint)
     joint.set('name', first)
     joint.set('type', 'continuous')
@@ -241,5 +255,5 @@ def _frame_link(frame, links, frames, index):
         return frame
     if frame in frames:
         return frames[frame]
-    raise ModelError(f'closures: closed_loop entry {index} names unknown frame {quote(frame)}; expected '
-                     'a link or joint name')
+    raise ModelError(f'closures: closed_loop entry {index} names unknown frame {quote(frame)}; '
+                     'expected a link or joint name')

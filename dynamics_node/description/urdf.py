@@ -1,8 +1,9 @@
-"""URDF+ reader (Chignoli, Slotine et al. 2024): plain URDF plus ``<loop>``, ``<coupling>`` and ``independent=``.
+"""URDF+ reader (Chignoli, Slotine et al. 2024): plain URDF plus ``<loop>``, ``<coupling>`` and
+``independent=``.
 
 This module turns XML into plain description records and checks everything that can be checked
-element by element (names, numbers, types). Whole-graph checks (roots, loops, ranks) happen when the
-model is built (``topology.py``, ``clusters.py``).
+element by element (names, numbers, types). Whole-graph checks (roots, loops, ranks) happen when
+the model is built (``topology.py``, ``clusters.py``).
 """
 
 from dataclasses import dataclass
@@ -21,8 +22,8 @@ JOINT_TYPES = tuple(TYPES)
 LOOP_TYPES = tuple(name for name, t in TYPES.items() if t.loop_rows is not None)
 # A universal joint's or loop's two axes must be perpendicular to within this |cos|.
 PERPENDICULAR_TOLERANCE = 1e-6
-# Tolerance on principal moments, relative to the largest and absolute: -tol counts as zero (round-off of
-# CAD exports; a 1 g, 1 mm part has moments of 1e-9 kg m^2).
+# Tolerance on principal moments, relative to the largest and absolute: -tol counts as zero
+# (round-off of CAD exports; a 1 g, 1 mm part has moments of 1e-9 kg m^2).
 INERTIA_TOLERANCE = 1e-9
 INERTIA_FLOOR = 1e-12          # kg m^2
 
@@ -73,7 +74,8 @@ class JointSpec:
     independent: object        # True, False, or None when the attribute is absent
     mimic: object              # MimicSpec or None
     axis2: object = None       # universal: second unit axis, joint frame at zero position
-    effort: float = 0.0        # <limit effort>, N or N m; 0 where absent (CAD exports write 0 for unknown)
+    effort: float = 0.0        # <limit effort>, N or N m; 0 where absent (CAD exports write 0 for
+    #                            unknown)
 
 
 @dataclass(frozen=True)
@@ -107,8 +109,8 @@ class RobotSpec:
 
 
 def read_urdf(source, strict=False):
-    """Parse a URDF+ file path, XML string or parsed element into a RobotSpec; ModelError names the bad
-    element.
+    """Parse a URDF+ file path, XML string or parsed element into a RobotSpec; ModelError names the
+    bad element.
     With strict, the warnings (e.g. an inertia breaking the triangle inequality) are errors."""
     root = robot_element(source)
     read = [_read_link(e) for e in root.findall('link')]
@@ -154,10 +156,11 @@ def _parse_xml(source):
     except etree.XMLSyntaxError as err:
         raise ModelError(f'malformed XML: {cut(err)}') from None
     except UnicodeEncodeError as err:       # a lone surrogate: not Unicode text, so not XML
-        raise ModelError(f'the description holds {quote(err.object[err.start:err.end])} at character '
-                         f'{err.start}, which is not Unicode text') from None
+        raise ModelError(f'the description holds {quote(err.object[err.start:err.end])} at '
+                         f'character {err.start}, which is not Unicode text') from None
     except OSError as err:
-        raise ModelError(f'cannot read robot description file {quote(text)}: {cut(err.strerror)}') from None
+        raise ModelError(f'cannot read robot description file {quote(text)}: '
+                         f'{cut(err.strerror)}') from None
 
 
 def _unique(kind, names):
@@ -169,7 +172,8 @@ def _unique(kind, names):
 def _name(element, what):
     name = element.get('name')
     if not name:
-        raise ModelError(f'<{element.tag}> on line {element.sourceline} has no name attribute ({what})')
+        raise ModelError(f'<{element.tag}> on line {element.sourceline} has no name attribute '
+                         f'({what})')
     return name
 
 
@@ -187,7 +191,8 @@ def _numbers(element, attribute, count, where, bound, default=None):
     if len(values) != count or not all(map(math.isfinite, values)):
         raise ModelError(f'{where}: {attribute}="{cut(text)}" must be {count} finite numbers')
     if max(map(abs, values)) > bound:
-        raise ModelError(f'{where}: {attribute}="{cut(text)}" exceeds the bound {bound:g} in magnitude')
+        raise ModelError(f'{where}: {attribute}="{cut(text)}" exceeds the bound {bound:g} in '
+                         'magnitude')
     return np.array(values)
 
 
@@ -212,8 +217,8 @@ def _axis(element, where, tag='axis', default=(1.0, 0.0, 0.0)):
 
 
 def _second_axis(element, where, kind, first):
-    """<axis2 xyz> of a universal joint or loop (default 0 1 0); for a joint it must be perpendicular
-    to the first axis (both in the joint frame at the zero position)."""
+    """<axis2 xyz> of a universal joint or loop (default 0 1 0); for a joint it must be
+    perpendicular to the first axis (both in the joint frame at the zero position)."""
     if kind != 'universal':
         if element.find('axis2') is not None:
             raise ModelError(f'{where}: <axis2> is only used by type="universal", not "{kind}"')
@@ -252,10 +257,11 @@ def _read_link(element):
 
 
 def _inertia_warning(where, mass, I):
-    """Inertia policy: CAD inertias with a negative principal moment (round-off, or a link merged into a
-    heavier body), that break the triangle inequality a little, or have zero moments (planar and point-mass
-    links) are physically odd but loadable, so they give a warning (None when fine); whether the rigid
-    bodies built from the links are physical is checked on the merged bodies (topology.check_inertias)."""
+    """Inertia policy: CAD inertias with a negative principal moment (round-off, or a link merged
+    into a heavier body), that break the triangle inequality a little, or have zero moments (planar
+    and point-mass links) are physically odd but loadable, so they give a warning (None when fine);
+    whether the rigid bodies built from the links are physical is checked on the merged bodies
+    (topology.check_inertias)."""
     principal = np.linalg.eigvalsh(I)
     tol = inertia_tolerance(principal)
     moments = [float(f'{m:.6g}') for m in principal]
@@ -275,13 +281,14 @@ def _inertia_warning(where, mass, I):
 
 
 def inertia_tolerance(principal):
-    """Principal moments within this of zero count as zero: INERTIA_TOLERANCE relative to the largest, and
-    at least INERTIA_FLOOR (round-off of exports in SI units)."""
+    """Principal moments within this of zero count as zero: INERTIA_TOLERANCE relative to the
+    largest, and at least INERTIA_FLOOR (round-off of exports in SI units)."""
     return max(INERTIA_FLOOR, INERTIA_TOLERANCE * max(abs(principal[0]), abs(principal[-1])))
 
 
 def _link_reference(element, where):
-    """A predecessor/successor/parent/child element names its link by link= (or name=, Chignoli, Slotine et al. 2024)."""
+    """A predecessor/successor/parent/child element names its link by link= (or name=, Chignoli,
+    Slotine et al. 2024)."""
     if element is None:
         raise ModelError(f'{where} is missing')
     link = element.get('link') or element.get('name')
@@ -306,7 +313,8 @@ def _read_joint(element):
     where = f'joint {quote(name)}'
     kind = element.get('type')
     if kind not in JOINT_TYPES:
-        raise ModelError(f'{where}: type="{cut(kind)}" is not supported; expected one of {", ".join(JOINT_TYPES)}')
+        raise ModelError(f'{where}: type="{cut(kind)}" is not supported; expected one of '
+                         f'{", ".join(JOINT_TYPES)}')
     parent = _link_reference(element.find('parent'), f'{where} <parent>')
     child = _link_reference(element.find('child'), f'{where} <child>')
     mimic = None
@@ -316,17 +324,21 @@ def _read_joint(element):
         if not leader:
             raise ModelError(f'{where}: <mimic> has no joint attribute')
         multiplier = _ratio(mimic_element, 'multiplier', f'{where} <mimic>', default=(1.0,))
-        offset = float(_numbers(mimic_element, 'offset', 1, f'{where} <mimic>', bounds.POSITION, default=(0.0,))[0])
+        offset = float(_numbers(mimic_element, 'offset', 1, f'{where} <mimic>', bounds.POSITION,
+                                default=(0.0,))[0])
         mimic = MimicSpec(leader, multiplier, offset)
         if kind == 'universal':
             raise ModelError(f'{where}: a universal joint cannot <mimic>; only 1-DoF joints can')
-    # joints without an axis ignore <axis>, as urdfdom does (CAD exports write xyz="0 0 0" on fixed joints)
+    # joints without an axis ignore <axis>, as urdfdom does (CAD exports write xyz="0 0 0" on fixed
+    # joints)
     axis = _axis(element, where) if TYPES[kind].axis else np.array([1.0, 0.0, 0.0])
-    effort = float(_numbers(element.find('limit'), 'effort', 1, f'{where} <limit>', bounds.FORCE, default=(0.0,))[0])
+    effort = float(_numbers(element.find('limit'), 'effort', 1, f'{where} <limit>', bounds.FORCE,
+                            default=(0.0,))[0])
     if effort < 0.0:
         raise ModelError(f'{where}: <limit effort> is {effort:g}; expected a non-negative effort')
     return JointSpec(name, kind, parent, child, _origin(element, where), axis,
-                     _independent(element, where), mimic, _second_axis(element, where, kind, axis), effort)
+                     _independent(element, where), mimic, _second_axis(element, where, kind, axis),
+                     effort)
 
 
 def _read_loop(element):
@@ -334,14 +346,17 @@ def _read_loop(element):
     where = f'loop {quote(name)}'
     kind = element.get('type')
     if kind not in LOOP_TYPES:
-        raise ModelError(f'{where}: type="{cut(kind)}" is not supported; expected one of {", ".join(LOOP_TYPES)}')
+        raise ModelError(f'{where}: type="{cut(kind)}" is not supported; expected one of '
+                         f'{", ".join(LOOP_TYPES)}')
     pred = element.find('predecessor')
     succ = element.find('successor')
     axis = _axis(element, where)
     return LoopSpec(name, kind,
-                    _link_reference(pred, f'{where} <predecessor>'), _origin(pred, f'{where} <predecessor>'),
-                    _link_reference(succ, f'{where} <successor>'), _origin(succ, f'{where} <successor>'),
-                    axis, _second_axis(element, where, kind, axis))
+                    _link_reference(pred, f'{where} <predecessor>'),
+                    _origin(pred, f'{where} <predecessor>'),
+                    _link_reference(succ, f'{where} <successor>'),
+                    _origin(succ, f'{where} <successor>'), axis,
+                    _second_axis(element, where, kind, axis))
 
 
 def _read_coupling(element):
@@ -351,15 +366,16 @@ def _read_coupling(element):
     if ratio_element is None:
         raise ModelError(f'{where}: <ratio value> is missing')
     ratio = _ratio(ratio_element, 'value', f'{where} <ratio>')
-    return CouplingSpec(name, _link_reference(element.find('predecessor'), f'{where} <predecessor>'),
+    return CouplingSpec(name,
+                        _link_reference(element.find('predecessor'), f'{where} <predecessor>'),
                         _link_reference(element.find('successor'), f'{where} <successor>'), ratio)
 
 
 def _ratio(element, attribute, where, default=None):
-    """A gear ratio or mimic multiplier: 1/RATIO <= |ratio| <= RATIO (its inverse is a ratio too: the
-    dependent joint may be either end)."""
+    """A gear ratio or mimic multiplier: 1/RATIO <= |ratio| <= RATIO (its inverse is a ratio too:
+    the dependent joint may be either end)."""
     ratio = float(_numbers(element, attribute, 1, where, bounds.RATIO, default)[0])
     if abs(ratio) < 1.0 / bounds.RATIO:
-        raise ModelError(f'{where}: {attribute}="{cut(element.get(attribute))}" is below {1.0 / bounds.RATIO:g} in '
-                         'magnitude; a ratio relates two moving joints')
+        raise ModelError(f'{where}: {attribute}="{cut(element.get(attribute))}" is below '
+                         f'{1.0 / bounds.RATIO:g} in magnitude; a ratio relates two moving joints')
     return ratio

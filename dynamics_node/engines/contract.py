@@ -3,15 +3,17 @@
 Model runs every public call as one sequence:
 
 1. the fused call, ``fused_<call>(inputs as given)``: the whole public call (its input checks, the
-   algorithm and the finiteness check of its result) in one step. It returns the result, or None for
-   anything it does not accept, and never raises;
-2. else Model's checked path: the validation functions (validation.py) turn the inputs into checked arrays
-   or raise ModelError naming the fault, the engine's algorithm runs on them (``forward_dynamics``,
-   ``inverse_dynamics``, ...), and check_finite refuses a non-finite result by name.
+   algorithm and the finiteness check of its result) in one step. It returns the result, or None
+   for anything it does not accept, and never raises;
+2. else Model's checked path: the validation functions (validation.py) turn the inputs into checked
+   arrays or raise ModelError naming the fault, the engine's algorithm runs on them
+   (``forward_dynamics``, ``inverse_dynamics``, ...), and check_finite refuses a non-finite result
+   by name.
 
-The NumPy engine (numpy_engine.py) inherits the fused calls below, which accept nothing: every call takes
-the checked path. The numba engine (numba_engine.py) fuses them into one compiled entry point each, so
-that the common call crosses one Python frame (its fused_<call> method) between Model and compiled code.
+The NumPy engine (numpy_engine.py) inherits the fused calls below, which accept nothing: every call
+takes the checked path. The numba engine (numba_engine.py) fuses them into one compiled entry point
+each, so that the common call crosses one Python frame (its fused_<call> method) between Model and
+compiled code.
 """
 
 
@@ -21,7 +23,8 @@ class Engine:
     # ---- 1. fused public calls: the result, or None where Model's checked path must run ----
 
     def fused_forward_dynamics(self, q, v, tau, settings=None):
-        """Model.forward_dynamics(q, v, tau): spanning qdd by the cluster ABA, or by LCABA with settings."""
+        """Model.forward_dynamics(q, v, tau): spanning qdd by the cluster ABA, or by LCABA with
+        settings."""
         return None
 
     def fused_inverse_dynamics(self, q, v, a):
@@ -33,17 +36,19 @@ class Engine:
         return None
 
     def fused_inverse_osim(self, q, frames):
-        """Model.inverse_osim(q, links) for the frame set of links this workspace checked (known_frame_set)."""
+        """Model.inverse_osim(q, links) for the frame set of links this workspace checked
+        (known_frame_set)."""
         return None
 
     def fused_completion(self, q_independent, previous, budget_ms):
-        """Model.complete_positions(q_independent) tracked from previous (None: from the reference)."""
+        """Model.complete_positions(q_independent) tracked from previous (None: from the
+        reference)."""
         return None
 
     def accept_positions(self, q, closure, tolerance, bound=float('inf')):
-        """True where q passes validation.positions' checks (|q_i| <= bound; with closure the loops and
-        couplings within tolerance too), its unit quaternions normalized in place; False lets the NumPy
-        checks name the fault."""
+        """True where q passes validation.positions' checks (|q_i| <= bound; with closure the loops
+        and couplings within tolerance too), its unit quaternions normalized in place; False lets
+        the NumPy checks name the fault."""
         return False
 
     def known_frame_set(self, links):
@@ -55,14 +60,17 @@ class Engine:
         return links
 
     def closed_positions(self, q):
-        """Positions complete_positions returned (closed, within bounds): an engine may skip their checks."""
+        """Positions complete_positions returned (closed, within bounds): an engine may skip their
+        checks."""
 
-    # ---- 2. algorithms on validated inputs (float64 vectors of the right lengths, spanning q with unit
-    #      quaternions and closed loops, f_ext (nb x 6) in body coordinates); results are new arrays ----
+    # ---- 2. algorithms on validated inputs (float64 vectors of the right lengths, spanning q with
+    #      unit quaternions and closed loops, f_ext (nb x 6) in body coordinates); results are new
+    #      arrays ----
 
     def forward_dynamics(self, q, yd, tau, f_ext=None, spanning=False):
-        """ydd (ny) from the cluster ABA, or qdd = G ydd + g (nv) with spanning=True; tau independent (ny)
-        or spanning (nv, projected with G^T). Raises SingularConfigurationError where the ABA cannot."""
+        """ydd (ny) from the cluster ABA, or qdd = G ydd + g (nv) with spanning=True; tau
+        independent (ny) or spanning (nv, projected with G^T). Raises SingularConfigurationError
+        where the ABA cannot."""
         raise NotImplementedError
 
     def inverse_dynamics(self, q, yd, ydd, f_ext=None):
@@ -74,7 +82,8 @@ class Engine:
         raise NotImplementedError
 
     def inverse_osim(self, q, links):
-        """Lambda^-1 (6k x 6k) from the cluster EFPA, blocks [linear; angular] in each link's frame."""
+        """Lambda^-1 (6k x 6k) from the cluster EFPA, blocks [linear; angular] in each link's
+        frame."""
         raise NotImplementedError
 
     def lcaba(self, q, qd, tau, f_ext, settings, multipliers=True):
@@ -86,6 +95,6 @@ class Engine:
         raise NotImplementedError
 
     def velocity_violation(self, v):
-        """(max |K v|, its cluster's name, max |v|) of spanning velocities at the positions of the last
-        accept_positions(q, closure=True) or validation.positions(check=True)."""
+        """(max |K v|, its cluster's name, max |v|) of spanning velocities at the positions of the
+        last accept_positions(q, closure=True) or validation.positions(check=True)."""
         raise NotImplementedError

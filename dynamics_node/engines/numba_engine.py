@@ -1,17 +1,18 @@
 """FastPath: the compiled cluster algorithms (the kernels) behind a small Python API.
 
 The fused_* methods are Model's public calls in one compiled call each (kernels/calls.py), as the
-engine contract (contract.py) asks: they check their inputs and return None where Model's checked path
-must name an error. The other methods
-assume inputs validated by that path: float64 NumPy vectors of the right lengths (any layout), spanning
-q with unit quaternions and closed loops, f_ext (nb x 6) in body coordinates (validation.external_forces).
-Results are copies of the workspace buffers, so that a later call does not change them.
+engine contract (contract.py) asks: they check their inputs and return None where Model's checked
+path must name an error. The other methods
+assume inputs validated by that path: float64 NumPy vectors of the right lengths (any layout),
+spanning q with unit quaternions and closed loops, f_ext (nb x 6) in body coordinates
+(validation.external_forces). Results are copies of the workspace buffers, so that a later call
+does not change them.
 
 ``warm_up()`` compiles every kernel once per process for float64 arrays of any layout (loaded from
-numba's on-disk cache after the first run) and forbids later compilation, so that no call can compile
-on the hot path; a FastPath used before warm_up() warms up at its first call. FastPath then calls the
-compiled entry points directly: numba's dispatcher would spend about a microsecond typing each
-structref argument at every call.
+numba's on-disk cache after the first run) and forbids later compilation, so that no call can
+compile on the hot path; a FastPath used before warm_up() warms up at its first call. FastPath then
+calls the compiled entry points directly: numba's dispatcher would spend about a microsecond typing
+each structref argument at every call.
 """
 
 import time
@@ -36,15 +37,16 @@ from .contract import Engine
 _INPUT = INPUT_VECTOR                  # a float64 vector, else NotAFloat64Vector (borrowed.py)
 _FORCES = types.Array(types.float64, 2, 'A', readonly=True)
 _DISPATCHERS = {kernel.__name__: kernel for kernel in
-                (aba.aba, rnea.rnea, crba.crba, efpa.efpa, aba.spanning, lcaba.lcaba, checks.accept_positions,
-                 checks.velocity_violation, compiled_completion.complete)}
+                (aba.aba, rnea.rnea, crba.crba, efpa.efpa, aba.spanning, lcaba.lcaba,
+                 checks.accept_positions, checks.velocity_violation, compiled_completion.complete)}
 _DISPATCHERS.update({'fused_' + kernel.__name__: kernel for kernel in
-                     (calls.forward_dynamics, calls.forward_dynamics_lcaba, calls.inverse_dynamics, calls.mass_matrix,
-                      calls.inverse_osim)})
+                     (calls.forward_dynamics, calls.forward_dynamics_lcaba, calls.inverse_dynamics,
+                      calls.mass_matrix, calls.inverse_osim)})
 _ENTRY_POINTS = {}              # name -> compiled entry point, filled by the first warm_up()
 FRAME_SETS = 64                 # link lists whose Lambda^-1 buffers are kept
-_FAILURES = {compiled_completion.START_SINGULAR: 'start', compiled_completion.TOO_MANY_STEPS: 'steps',
-             compiled_completion.SINGULAR: 'singular', compiled_completion.NOT_CLOSED: 'residual'}
+_FAILURES = {compiled_completion.START_SINGULAR: 'start',
+             compiled_completion.TOO_MANY_STEPS: 'steps', compiled_completion.SINGULAR: 'singular',
+             compiled_completion.NOT_CLOSED: 'residual'}
 
 
 class FastPath(Engine):
@@ -54,41 +56,48 @@ class FastPath(Engine):
     def __init__(self, model, flat=None, f_ext=None):
         self.model = model
         self.flat = FlatModel(model) if flat is None else flat
-        self.data = self.flat.create_data(f_ext)         # f_ext: the external forces of the checked calls
-        self.plan = lcaba_plan(model)                    # LCABA (Sathya & Carpentier 2025), shared by threads
+        self.data = self.flat.create_data(f_ext)  # f_ext: the external forces of the checked calls
+        self.plan = lcaba_plan(model)             # LCABA (Sathya & Carpentier 2025), shared by
+        #                                           threads
         self.lcaba_data = self.plan.create_data()
-        self.checks = check_plan(model)                  # the state checks' data (flat/checks.py)
+        self.checks = check_plan(model)           # the state checks' data (flat/checks.py)
         checks, self._check_scratch = self.checks.create_ref()
         self._m, self._d, self._p, self._w, self._c = (Borrowed(ref) for ref in (
             self.flat.ref, self.data.ref, self.plan.ref, self.lcaba_data.ref, checks))
-        self._x = Borrowed(call_context(self._m, self._d, self._c, self._p, self._w))  # the fused calls' argument
-        self._settings = None                            # the ProximalSettings in lcaba_data.settings
+        # the fused calls' argument
+        self._x = Borrowed(call_context(self._m, self._d, self._c, self._p, self._w))
+        self._settings = None                     # the ProximalSettings in lcaba_data.settings
         self._use_settings(DEFAULT_SETTINGS)
         self._frame_sets = {}
-        self._pending = None                             # a completion whose budget ran out (fused_completion)
+        self._pending = None                      # a completion whose budget ran out
+        #                                           (fused_completion)
         self._use(_ENTRY_POINTS or {name: self._warm_up_then(name) for name in _DISPATCHERS})
 
     def set_gravity(self, gravity):
-        """Gravity acceleration (3) in the root frame, shared by every FastPath of this flat model."""
+        """Gravity acceleration (3) in the root frame, shared by every FastPath of this flat
+        model."""
         self.flat.gravity[:] = gravity
 
     def forward_dynamics(self, q, yd, tau, f_ext=None, spanning=False):
         """ydd (ny) from the cluster ABA; qdd = G ydd + g (nv) instead with spanning=True.
         tau: independent (ny) or spanning (nv) generalized forces."""
-        status = self._aba(self._m, self._d, q, yd, tau, self.data.zero_f if f_ext is None else f_ext)
+        status = self._aba(self._m, self._d, q, yd, tau,
+                           self.data.zero_f if f_ext is None else f_ext)
         if status:
             self._raise(status)
         return (self.data.qdd if spanning else self.data.ydd).copy()
 
     def inverse_dynamics(self, q, yd, ydd, f_ext=None):
         """tau_y (ny) from the cluster RNEA."""
-        status = self._rnea(self._m, self._d, q, yd, ydd, self.data.zero_f if f_ext is None else f_ext)
+        status = self._rnea(self._m, self._d, q, yd, ydd,
+                            self.data.zero_f if f_ext is None else f_ext)
         if status:
             self._raise(status)
         return self.data.tau.copy()
 
     def bias(self, q, yd, f_ext=None):
-        """C_y (ny): gravity, Coriolis and centrifugal forces (minus external ones), RNEA at ydd = 0."""
+        """C_y (ny): gravity, Coriolis and centrifugal forces (minus external ones), RNEA at
+        ydd = 0."""
         return self.inverse_dynamics(q, yd, self.data.zero_y, f_ext)
 
     def gravity(self, q):
@@ -103,8 +112,8 @@ class FastPath(Engine):
         return self.data.H.copy()
 
     def inverse_osim(self, q, links):
-        """Lambda^-1 = J_y H_y^-1 J_y^T (6k x 6k) for k link names (validated by the caller); blocks
-        [linear; angular] in each link's frame, as Model.inverse_osim."""
+        """Lambda^-1 = J_y H_y^-1 J_y^T (6k x 6k) for k link names (validated by the caller);
+        blocks [linear; angular] in each link's frame, as Model.inverse_osim."""
         body, X, T, Omega, _ = self.frame_set((links,) if isinstance(links, str) else tuple(links))
         status = self._efpa(self._m, self._d, q, body, X, T, Omega)
         if status:
@@ -119,44 +128,49 @@ class FastPath(Engine):
         return self.data.qdd.copy()
 
     def accept_positions(self, q, closure, tolerance, bound=np.inf):
-        """True where q passes validation.positions' checks (|q_i| <= bound; closure: also couplings and
-        loops within tolerance); unit quaternions normalized in place. False: let the NumPy checks
-        name the error."""
+        """True where q passes validation.positions' checks (|q_i| <= bound; closure: also
+        couplings and loops within tolerance); unit quaternions normalized in place. False: let the
+        NumPy checks name the error."""
         return self._accept_positions(self._m, self._d, self._c, q, closure, tolerance, bound)
 
     def velocity_violation(self, v):
-        """(max |K v|, its cluster's name, max |v|) of spanning velocities at the positions of the last
-        accept_positions(q, closure=True)."""
+        """(max |K v|, its cluster's name, max |v|) of spanning velocities at the positions of the
+        last accept_positions(q, closure=True)."""
         self._velocity_violation(self._m, self._d, self._c, v)
         worst, cluster, scale = self._check_scratch['worst']
-        return float(worst), self.model.cluster_list[int(cluster)].name if cluster >= 0 else '', float(scale)
+        return (float(worst), self.model.cluster_list[int(cluster)].name if cluster >= 0 else '',
+                float(scale))
 
     def lcaba(self, q, qd, tau, f_ext, settings, multipliers=True):
-        """LcabaResult of the proximal LCABA (lcaba.lcaba): qd, tau spanning (nv), f_ext (nb x 6); its
-        multipliers are left empty with multipliers=False (naming them costs more than the solve)."""
+        """LcabaResult of the proximal LCABA (lcaba.lcaba): qd, tau spanning (nv), f_ext (nb x 6);
+        its multipliers are left empty with multipliers=False (naming them costs more than the
+        solve)."""
         w = self.lcaba_data
-        status = self._lcaba(self._m, self._d, self._p, self._w, q, qd, tau, f_ext, float(settings.mu),
-                             float(settings.tolerance), int(settings.max_iterations))
+        status = self._lcaba(self._m, self._d, self._p, self._w, q, qd, tau, f_ext,
+                             float(settings.mu), float(settings.tolerance),
+                             int(settings.max_iterations))
         if status:
             joint = self.model.joint_names[int(w.info[0]) - 1]
-            raise ModelError(f'joint {quote(joint)}: D = S^T H S is not positive definite; does its body have mass?')
+            raise ModelError(f'joint {quote(joint)}: D = S^T H S is not positive definite; does '
+                             'its body have mass?')
         iterations, residual, converged = w.result
         return LcabaResult(w.qdd.copy(), int(iterations), float(residual), bool(converged),
                            self.plan.multipliers(w.lam) if multipliers else {})
 
-    # ---- the public calls in one compiled call each (kernels/calls.py): the result, or None where the
-    # compiled checks refer to Model's Python path, which then names the error. Inputs of any other
-    # type than a float64 vector are referred as well: the kernels refuse them with NotAFloat64Vector
-    # (borrowed.INPUT_VECTOR).
+    # ---- the public calls in one compiled call each (kernels/calls.py): the result, or None where
+    # the compiled checks refer to Model's Python path, which then names the error. Inputs of any
+    # other type than a float64 vector are referred as well: the kernels refuse them with
+    # NotAFloat64Vector (borrowed.INPUT_VECTOR).
 
     def fused_forward_dynamics(self, q, v, tau, settings=None):
-        """Model.forward_dynamics(q, v, tau): spanning qdd by the cluster ABA, by LCABA with settings."""
+        """Model.forward_dynamics(q, v, tau): spanning qdd by the cluster ABA, by LCABA with
+        settings."""
         try:
             if settings is None:
                 if self._fused_forward_dynamics(self._x, q, v, tau) == OK:
                     return self.data.qdd.copy()
             else:
-                if settings is not self._settings:           # frozen: the same object, the same values
+                if settings is not self._settings:       # frozen: the same object, the same values
                     self._use_settings(settings)
                 if self._fused_forward_dynamics_lcaba(self._x, q, v, tau) == OK:
                     return self.lcaba_data.qdd.copy()
@@ -192,32 +206,35 @@ class FastPath(Engine):
         return None
 
     def closed_positions(self, q):
-        """Positions Model.complete_positions returns (checked, closed): equal positions then skip the position
-        checks of the fused calls (calls.positions)."""
+        """Positions Model.complete_positions returns (checked, closed): equal positions then skip
+        the position checks of the fused calls (calls.positions)."""
         self.data.q_closed[:] = q
 
     def fused_completion(self, q_independent, previous, budget_ms):
-        """Model.complete_positions (kernels/completion.py), tracked from previous (nq, None for none): spanning
-        q, closed, within bounds and with unit quaternions; None where completion.py must run; ModelError
-        where a loop cluster does not close on the reference branch or budget_ms ran out (checked every
-        completion.CHUNK_STEPS steps of a continuation from the reference; what it reached is finished first
-        by the next call on nearby positions, as completion.complete_positions does)."""
+        """Model.complete_positions (kernels/completion.py), tracked from previous (nq, None for
+        none): spanning q, closed, within bounds and with unit quaternions; None where
+        completion.py must run; ModelError where a loop cluster does not close on the reference
+        branch or budget_ms ran out (checked every completion.CHUNK_STEPS steps of a continuation
+        from the reference; what it reached is finished first by the next call on nearby positions,
+        as completion.complete_positions does)."""
         if not _ENTRY_POINTS:
-            self.warm_up()                      # compiling or loading the kernels is no completion's time
+            self.warm_up()               # compiling or loading the kernels is no completion's time
         deadline = time.perf_counter() + 1e-3 * budget_ms
         pending, self._pending = self._pending, None
         if pending is not None and len(q_independent) == len(pending[0]) and \
-                np.max(np.abs(q_independent - pending[0]), initial=0.0) <= completion.CONTINUATION_STEP:
-            self.data.q_checked[:], self._check_scratch['partial'][:], self._check_scratch['failure'][:] = \
-                pending[1:]
+                (np.max(np.abs(q_independent - pending[0]), initial=0.0)
+                 <= completion.CONTINUATION_STEP):
+            (self.data.q_checked[:], self._check_scratch['partial'][:],
+             self._check_scratch['failure'][:]) = pending[1:]
             previous = self._completion(pending[0], previous, deadline, True).copy()
         q = self._completion(q_independent, previous, deadline, False)
         return None if q is None else q.copy()
 
     def _completion(self, q_independent, previous, deadline, resume):
-        """The compiled completion in chunks until it ends or the deadline passes (fused_completion);
-        d.q_checked holds the result."""
-        tracked, out, scratch, done = previous is not None, self.data.q_checked, self._check_scratch, 0.0
+        """The compiled completion in chunks until it ends or the deadline passes
+        (fused_completion); d.q_checked holds the result."""
+        tracked, out, scratch, done = (previous is not None, self.data.q_checked,
+                                       self._check_scratch, 0.0)
         start = previous if tracked else self.checks.reference
         status = self._complete(self._x, q_independent, start, tracked, out, resume)
         for _ in range(completion.MAX_CONTINUATION_STEPS // completion.CHUNK_STEPS):
@@ -233,15 +250,15 @@ class FastPath(Engine):
         cluster = self.model.cluster_list[int(k)]
         if status == compiled_completion.PARTIAL:
             if time.perf_counter() > deadline:
-                self._pending = (np.array(q_independent, dtype=float), out.copy(), scratch['partial'].copy(),
-                                 scratch['failure'].copy())
+                self._pending = (np.array(q_independent, dtype=float), out.copy(),
+                                 scratch['partial'].copy(), scratch['failure'].copy())
                 reason, value = 'budget', 0.0
             else:
                 reason, value = 'steps', completion.MAX_CONTINUATION_STEPS
         else:
             reason = _FAILURES[int(reason)]
-        raise ModelError(completion.failure_message(self.model, cluster, reason, 1.0 - (1.0 - done) * (1.0 - t),
-                                                    value))
+        raise ModelError(completion.failure_message(self.model, cluster, reason,
+                                                    1.0 - (1.0 - done) * (1.0 - t), value))
 
     def warm_up(self):
         """Compiles (or loads from the cache) every kernel, runs each once at a neutral state and
@@ -251,7 +268,7 @@ class FastPath(Engine):
         self._use(_compile_kernels(self._m, self._d, self._p, self._w, self._c, self._x, frames))
         q = self.model.q_neutral
         y, f = self.data.zero_y, self.data.zero_f
-        self._aba(self._m, self._d, q, y, y, f)                      # statuses ignored: q may be singular
+        self._aba(self._m, self._d, q, y, y, f)               # statuses ignored: q may be singular
         self._rnea(self._m, self._d, q, y, y, f)
         self._crba(self._m, self._d, q)
         self._efpa(self._m, self._d, q, *frames[:4])
@@ -261,7 +278,8 @@ class FastPath(Engine):
         self._accept_positions(self._m, self._d, self._c, q.copy(), True, 1e-6, np.inf)
         self._velocity_violation(self._m, self._d, self._c, v)
         self.fused_forward_dynamics(q, y, y)
-        self._fused_forward_dynamics_lcaba(self._x, q, y, y)     # at the workspace's settings, left as they are
+        self._fused_forward_dynamics_lcaba(self._x, q, y, y)     # at the workspace's settings,
+        #                                                          left as they are
         self.fused_inverse_dynamics(q, y, y)
         self.fused_mass_matrix(q)
         self.fused_inverse_osim(q, frames)
@@ -285,9 +303,9 @@ class FastPath(Engine):
             setattr(self, '_' + name, kernel)
 
     def frame_set(self, links):
-        """Frame bodies, ^frameX_body, the T buffer, the output and the kernels' FrameSet of a tuple of checked
-        links (cached; the FRAME_SETS most recently built, so that requests for ever new link lists cannot
-        exhaust memory)."""
+        """Frame bodies, ^frameX_body, the T buffer, the output and the kernels' FrameSet of a
+        tuple of checked links (cached; the FRAME_SETS most recently built, so that requests for
+        ever new link lists cannot exhaust memory)."""
         frames = self._frame_sets.get(links)
         if frames is None:
             if len(self._frame_sets) == FRAME_SETS:
@@ -300,9 +318,9 @@ class FastPath(Engine):
         return frames
 
     def known_frame_set(self, links):
-        """The frame set of links (a link name, or a list or tuple of them) if this workspace built it, so
-        that they were checked then; else None. Only strings count: an object equal to a link name (a
-        UserString) is not one, as Model._link says."""
+        """The frame set of links (a link name, or a list or tuple of them) if this workspace built
+        it, so that they were checked then; else None. Only strings count: an object equal to a
+        link name (a UserString) is not one, as Model._link says."""
         if isinstance(links, str):
             return self._frame_sets.get((links,))
         if not isinstance(links, (list, tuple)):
@@ -313,22 +331,24 @@ class FastPath(Engine):
         return self._frame_sets.get(tuple(links))
 
     def _raise(self, status):
-        """The reference's SingularConfigurationError for a kernel's status (d.info: cluster, conditioning)."""
+        """The reference's SingularConfigurationError for a kernel's status (d.info: cluster,
+        conditioning)."""
         cluster = self.model.cluster_list[int(self.data.info[0])]
         if status == kinematics.SINGULAR_SPLIT:
             raise SingularConfigurationError(
                 f'cluster {quote(cluster.name)} is at a singular configuration: its constraints '
-                f'{quote([con.name for con in cluster.constraints])} do not determine the dependent joints '
-                f'(conditioning {self.data.info[1]:.1e}); use method="lcaba"')
+                f'{quote([con.name for con in cluster.constraints])} do not determine the '
+                f'dependent joints (conditioning {self.data.info[1]:.1e}); use method="lcaba"')
         if status == kinematics.AMPLIFIED:
-            raise SingularConfigurationError(amplification_message(self.model, cluster, self.data.info[1]))
+            raise SingularConfigurationError(
+                amplification_message(self.model, cluster, self.data.info[1]))
         if status == kinematics.D_NOT_POSITIVE:
             raise SingularConfigurationError(
-                f'cluster {quote(cluster.name)}: its articulated inertia D = S^T I^A S is not positive definite '
-                '(singular configuration); use method="lcaba"')
+                f'cluster {quote(cluster.name)}: its articulated inertia D = S^T I^A S is not '
+                'positive definite (singular configuration); use method="lcaba"')
         raise SingularConfigurationError(
-            f'cluster {quote(cluster.name)}: D = S^T I^A S is ill-conditioned (singular configuration); '
-            'use method="lcaba"')
+            f'cluster {quote(cluster.name)}: D = S^T I^A S is ill-conditioned (singular '
+            'configuration); use method="lcaba"')
 
 
 def _compile_kernels(m, d, p, w, c, x, frames):
@@ -342,20 +362,23 @@ def _compile_kernels(m, d, p, w, c, x, frames):
             'crba': (model, data, _INPUT),
             'efpa': (model, data, _INPUT) + tuple(typeof(a) for a in frames[:4]),
             'spanning': (model, data, _INPUT, _INPUT, _INPUT),
-            'lcaba': (model, data, typeof(p), typeof(w), _INPUT, _INPUT, _INPUT, _FORCES, types.float64,
-                      types.float64, types.int64),
-            'accept_positions': (model, data, checks, types.Array(types.float64, 1, 'C'), types.boolean,
-                                 types.float64, types.float64),
+            'lcaba': (model, data, typeof(p), typeof(w), _INPUT, _INPUT, _INPUT, _FORCES,
+                      types.float64, types.float64, types.int64),
+            'accept_positions': (model, data, checks, types.Array(types.float64, 1, 'C'),
+                                 types.boolean, types.float64, types.float64),
             'velocity_violation': (model, data, checks, _INPUT),
             'fused_forward_dynamics': (context, _INPUT, _INPUT, _INPUT),
             'fused_forward_dynamics_lcaba': (context, _INPUT, _INPUT, _INPUT),
             'fused_inverse_dynamics': (context, _INPUT, _INPUT, _INPUT),
             'fused_mass_matrix': (context, _INPUT),
-            'complete': (context, _INPUT, _INPUT, types.boolean, types.Array(types.float64, 1, 'C'), types.boolean),
+            'complete': (context, _INPUT, _INPUT, types.boolean,
+                         types.Array(types.float64, 1, 'C'), types.boolean),
             'fused_inverse_osim': (context, _INPUT, typeof(frames[4])),
         }
-        for name, signature in signatures.items():      # a fused call may compile other types of a kernel
-            _DISPATCHERS[name].compile(signature)            # (the algorithms at the transforms of its check)
+        # a fused call may compile other types of a kernel (the algorithms at the transforms of its
+        # check)
+        for name, signature in signatures.items():
+            _DISPATCHERS[name].compile(signature)
         for name, signature in signatures.items():
             _DISPATCHERS[name].disable_compile()
             _ENTRY_POINTS[name] = _DISPATCHERS[name].get_overload(signature)

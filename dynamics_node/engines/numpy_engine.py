@@ -1,7 +1,8 @@
-"""The readable NumPy cluster algorithms behind the engine contract (contract.py), without fused calls.
+"""The readable NumPy cluster algorithms behind the engine contract (contract.py), without fused
+calls.
 
-This is the reference the compiled kernels are tested against (test_engines/numba_engine.py), and the engine of
-a model loaded with ``compiled=False`` or where numba is not installed.
+This is the reference the compiled kernels are tested against (test/test_fast_path.py), and
+the engine of a model loaded with ``compiled=False`` or where numba is not installed.
 """
 
 import numpy as np
@@ -24,13 +25,14 @@ class ReferencePath(Engine):
         self.model, self.data = model, data
 
     def forward_dynamics(self, q, yd, tau, f_ext=None, spanning=False):
-        """ydd (ny) from the cluster ABA, or qdd = G ydd + g (nv) with spanning=True; tau independent
-        (ny) or spanning (nv, projected with G^T)."""
+        """ydd (ny) from the cluster ABA, or qdd = G ydd + g (nv) with spanning=True; tau
+        independent (ny) or spanning (nv, projected with G^T)."""
         model, data = self.model, self.data
         self._external_forces(f_ext)
         forward_pass(model, data, q, yd)
         if tau.size != model.ny:
-            tau = np.concatenate([data.G[k].T @ tau[v0:v1] for k, (v0, v1) in enumerate(model.v_range)])
+            tau = np.concatenate([data.G[k].T @ tau[v0:v1]
+                                  for k, (v0, v1) in enumerate(model.v_range)])
         ydd = aba(model, data, q, yd, tau)
         return self._spanning(ydd) if spanning else ydd
 
@@ -50,8 +52,9 @@ class ReferencePath(Engine):
         return P @ efpa(self.model, self.data, q, frames) @ P
 
     def velocity_violation(self, v):
-        """(max |K v|, its cluster's name, max |v|) of spanning velocities over the couplings and the loop
-        clusters' active rows, at the loop clusters' transforms of the last validation.positions(check=True)."""
+        """(max |K v|, its cluster's name, max |v|) of spanning velocities over the couplings and
+        the loop clusters' active rows, at the loop clusters' transforms of the last
+        validation.positions(check=True)."""
         model = self.model
         violation, _, cluster = model.couplings.worst_velocity_violation(v)
         for c, (v0, v1) in zip(model.cluster_list, model.v_range):
@@ -63,9 +66,10 @@ class ReferencePath(Engine):
         return violation, cluster, float(np.max(np.abs(v), initial=0.0))
 
     def lcaba(self, q, qd, tau, f_ext, settings, multipliers=True):
-        """LcabaResult of the proximal LCABA: qd, tau spanning (nv), f_ext (nb x 6); the multipliers
-        are always named here (multipliers is for the FastPath interface). An overflow is left to the
-        caller's finiteness check (validation.check_finite), as the compiled kernel leaves it."""
+        """LcabaResult of the proximal LCABA: qd, tau spanning (nv), f_ext (nb x 6); the
+        multipliers are always named here (multipliers is for the FastPath interface). An overflow
+        is left to the caller's finiteness check (validation.check_finite), as the compiled kernel
+        leaves it."""
         self._external_forces(f_ext)
         with np.errstate(over='ignore', invalid='ignore'):
             return lcaba(self.model, self.data, q, qd, tau, settings)

@@ -1,27 +1,31 @@
-"""Cluster ABA kernels (algorithms/aba.py; Chignoli et al. 2023 Alg. 1): with V_k = L_k^-1 (^kX_o^T U_k)^T the parent
-gets the rank-m_k update ^kX_o^T U D^-1 U^T ^kX_o = V_k^T V_k (eqs. 55-56); held coordinates (roles) keep
-D's identity rows and zero acceleration."""
+"""Cluster ABA kernels (algorithms/aba.py; Chignoli et al. 2023 Alg. 1): with
+V_k = L_k^-1 (^kX_o^T U_k)^T the parent gets the rank-m_k update
+^kX_o^T U D^-1 U^T ^kX_o = V_k^T V_k (eqs. 55-56); held coordinates (roles) keep D's identity rows
+and zero acceleration."""
 
 import math
 
 from numba import njit
 
 from .cache import key_on_helpers
-from .kinematics import D_ILL_CONDITIONED, D_NOT_POSITIVE, explicit_constraints, kinematics, OK, update_transforms
+from .kinematics import (D_ILL_CONDITIONED, D_NOT_POSITIVE, explicit_constraints, kinematics, OK,
+                         update_transforms)
 from .linalg import backward_solve, cholesky, forward_solve, forward_solve_rows
 from .rnea import bias_acceleration, bias_force, set_base_acceleration
-from .spatial import add_rigid_matrix, congruence_add, dot6, mat6_vec, rigid_congruence, rigid_force, transform_force
+from .spatial import (add_rigid_matrix, congruence_add, dot6, mat6_vec, rigid_congruence,
+                      rigid_force, transform_force)
 
 key_on_helpers(__file__)
 
 
 @njit(error_model='numpy')
 def articulated_inertias(m, d):
-    """I^A of every body, tips to base, from I^A = I: for each cluster k U_k = I^A_k S_k (zero on its held
-    coordinates, whose rows and columns of D_k are those of the identity: they stay still, aba.py),
-    D_k = S_k^T U_k = L_k L_k^T, V_k = L_k^-1 (^kX_o^T U_k)^T and
-    I^A_o += sum_i ^iX_o^T I^A_i ^iX_o - V_k^T V_k (I^a of eqs. 55-56 carried to the output body). A leaf's
-    I^A is its I, used as 10 parameters (rigid_force, rigid_congruence); d.IA holds the others'."""
+    """I^A of every body, tips to base, from I^A = I: for each cluster k U_k = I^A_k S_k (zero on
+    its held coordinates, whose rows and columns of D_k are those of the identity: they stay still,
+    aba.py), D_k = S_k^T U_k = L_k L_k^T, V_k = L_k^-1 (^kX_o^T U_k)^T and
+    I^A_o += sum_i ^iX_o^T I^A_i ^iX_o - V_k^T V_k (I^a of eqs. 55-56 carried to the output body).
+    A leaf's I^A is its I, used as 10 parameters (rigid_force, rigid_congruence); d.IA holds the
+    others'."""
     inertia, rigid, leaf, output, body_range, y_range, free = \
         m.inertia, m.rigid_inertia, m.leaf, m.output, m.body_range, m.y_range, m.free_y
     Xo_E, Xo_r, S, U, IA, L, V = d.Xo_E, d.Xo_r, d.S, d.U, d.IA, d.L, d.V
@@ -32,7 +36,8 @@ def articulated_inertias(m, d):
                 for c in range(6):
                     IA[i, r, c] = inertia[i, r, c]
     for k in range(len(output) - 1, -1, -1):
-        b0, b1, mk, Lk, Vk = body_range[k, 0], body_range[k, 1], y_range[k, 1] - y_range[k, 0], L[k], V[k]
+        b0, b1, mk, Lk, Vk = (body_range[k, 0], body_range[k, 1],
+                              y_range[k, 1] - y_range[k, 0], L[k], V[k])
         for i in range(b0, b1):
             for j in range(mk):
                 if leaf[i]:
@@ -43,7 +48,7 @@ def articulated_inertias(m, d):
                     mat6_vec(IA[i], S[i, j], U[i, j])
                     for e in range(6):
                         U[i, j, e] *= free[y_range[k, 0] + j]
-        for r in range(mk):                    # a held coordinate's row and column: those of the identity
+        for r in range(mk):             # a held coordinate's row and column: those of the identity
             for c in range(r + 1):
                 Lk[r, c] = 0.0
                 for i in range(b0, b1):
@@ -53,7 +58,7 @@ def articulated_inertias(m, d):
         if not cholesky(Lk, mk):
             d.info[0] = k
             return D_NOT_POSITIVE
-        smallest, largest = math.inf, 0.0          # of the reciprocals 1/L_jj: their ratio is the same
+        smallest, largest = math.inf, 0.0      # of the reciprocals 1/L_jj: their ratio is the same
         for j in range(mk):
             smallest, largest = min(smallest, Lk[j, j]), max(largest, Lk[j, j])
         if smallest * smallest <= limit * largest * largest:
@@ -69,7 +74,7 @@ def articulated_inertias(m, d):
                 transform_force(Xo_E[i], Xo_r[i], U[i, j], Vk[j], True)
         forward_solve_rows(Lk, mk, Vk)
         for i in range(b0, b1):
-            if leaf[i]:                                              # I^A_i = I_i: the cheap congruence
+            if leaf[i]:                                         # I^A_i = I_i: the cheap congruence
                 add_rigid_matrix(rigid_congruence(Xo_E[i], Xo_r[i], rigid[i]), IA[o])
             else:
                 congruence_add(Xo_E[i], Xo_r[i], IA[i], IA[o])
@@ -83,10 +88,11 @@ def articulated_inertias(m, d):
 
 @njit(error_model='numpy')
 def articulated_biases(m, d, tau):
-    """Tips to base, for each cluster k: u_k = tau_k - S_k^T p^A_k (tau_k = G_k^T tau for spanning forces)
-    and p^A_o += sum_i ^iX_o^T (p^A_i + I^A_i c_i) + V_k^T L_k^-1 (u_k - U_k^T c_k) (p^a of Alg. 1)."""
-    rigid, leaf, output, body_range, v_range, y_range = m.rigid_inertia, m.leaf, m.output, m.body_range, \
-        m.v_range, m.y_range
+    """Tips to base, for each cluster k: u_k = tau_k - S_k^T p^A_k (tau_k = G_k^T tau for spanning
+    forces) and p^A_o += sum_i ^iX_o^T (p^A_i + I^A_i c_i) + V_k^T L_k^-1 (u_k - U_k^T c_k) (p^a of
+    Alg. 1)."""
+    rigid, leaf, output, body_range, v_range, y_range = m.rigid_inertia, m.leaf, m.output, \
+        m.body_range, m.v_range, m.y_range
     Xo_E, Xo_r, S, U, IA, c, pA, u, z, w = d.Xo_E, d.Xo_r, d.S, d.U, d.IA, d.c, d.f, d.u, d.z, d.w6
     G, L, V = d.G, d.L, d.V
     spanning, free = tau.shape[0] != m.ny, m.free_y
@@ -102,7 +108,7 @@ def articulated_biases(m, d, tau):
                 t = tau[y0 + j]
             for i in range(b0, b1):
                 t -= dot6(S[i, j], pA[i])
-            u[y0 + j] = t * free[y0 + j]                             # a held coordinate's force is ignored
+            u[y0 + j] = t * free[y0 + j]                     # a held coordinate's force is ignored
         o = output[k]
         if o == 0:
             continue
@@ -128,8 +134,8 @@ def articulated_biases(m, d, tau):
 
 @njit(error_model='numpy')
 def aba_accelerations(m, d):
-    """Base to tips, for each cluster k: ydd_k = D_k^-1 (u_k - U_k^T a'), a' = ^kX_o a_o + c_k, then
-    a_k = a' + S_k ydd_k."""
+    """Base to tips, for each cluster k: ydd_k = D_k^-1 (u_k - U_k^T a'), a' = ^kX_o a_o + c_k,
+    then a_k = a' + S_k ydd_k."""
     output, body_range, y_range = m.output, m.body_range, m.y_range
     Xo_E, Xo_r, S, U, a, c, z, u, L, ydd = d.Xo_E, d.Xo_r, d.S, d.U, d.a, d.c, d.z, d.u, d.L, d.ydd
     for k in range(len(output)):

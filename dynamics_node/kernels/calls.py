@@ -1,32 +1,33 @@
-"""The public calls of Model as single compiled entry points, on a FlatModel ``m``, its FlatData ``d`` and a
-CheckPlan ``c``, passed as one CallContext ``x`` (flat/checks.py), and for LCABA an LcabaPlan ``p`` with its
-LcabaData ``w``.
+"""The public calls of Model as single compiled entry points, on a FlatModel ``m``, its FlatData
+``d`` and a CheckPlan ``c``, passed as one CallContext ``x`` (flat/checks.py), and for LCABA an
+LcabaPlan ``p`` with its LcabaData ``w``.
 
-Each entry point checks its inputs as validation.py does (lengths, finite entries within the bounds of
-bounds.py, unit quaternions, closed loops and couplings, consistent spanning velocities and
-accelerations; kernels/checks.py), runs its algorithm (the kernels, kernels/lcaba.py) and checks that
-the results are finite: one call from Python instead of one per check, whose Python glue would cost
-as much as a whole tree ABA. Inputs are float64 vectors
-(model.py makes sure of it). An entry point returns OK, or REFER for anything it does not accept: an
-input a check refuses, a singular configuration or a non-finite result. Model then takes its Python
-path, which names the error (or falls back to LCABA): the compiled path only ever accepts.
+Each entry point checks its inputs as validation.py does (lengths, finite entries within the bounds
+of bounds.py, unit quaternions, closed loops and couplings, consistent spanning velocities and
+accelerations; kernels/checks.py), runs its algorithm (the kernels, kernels/lcaba.py) and checks
+that the results are finite: one call from Python instead of one per check, whose Python glue would
+cost as much as a whole tree ABA. Inputs are float64 vectors
+(model.py makes sure of it). An entry point returns OK, or REFER for anything it does not accept:
+an input a check refuses, a singular configuration or a non-finite result. Model then takes its
+Python path, which names the error (or falls back to LCABA): the compiled path only ever accepts.
 
 Checks and algorithm share their work: the position check leaves d.Xup at q, where the algorithms
-start (q None); the loops are checked after the algorithm, at the transforms to each loop's ends its
-constraint rows computed (closed); the cluster ABA and RNEA check spanning velocities after they
-ran, against the K their kinematics built (constraint_violation; the same rows and criterion as
-velocity_violation), LCABA against the constraint rows it built (kernels.lcaba.coupling_rows and
+start (q None); the loops are checked after the algorithm, at the transforms to each loop's ends
+its constraint rows computed (closed); the cluster ABA and RNEA check spanning velocities after
+they ran, against the K their kinematics built (constraint_violation; the same rows and criterion
+as velocity_violation), LCABA against the constraint rows it built (kernels.lcaba.coupling_rows and
 loop_rows).
 
 Positions equal to those complete_positions returned last (d.q_closed, kept by the workspace:
-FastPath.closed_positions) were closed to completion's tolerance, within bounds, with unit quaternions:
-they skip the position checks, the re-validation a state the model produced can do without (a caller
-who changed q changed its values, which then get every check).
+FastPath.closed_positions) were closed to completion's tolerance, within bounds, with unit
+quaternions: they skip the position checks, the re-validation a state the model produced can do
+without (a caller who changed q changed its values, which then get every check).
 
-Checked inputs are kept in d (q_checked: q with its quaternions normalized; yd_checked, ydd_checked:
-independent velocities and accelerations; qd and tau_spanning: LCABA's spanning inputs). The external
-forces are the workspace's d.f_ext (validation.external_forces), not an argument: one array fewer to unbox. The
-input vectors are borrowed.INPUT_VECTOR: the caller holds them, and the kernels pass them on uncounted.
+Checked inputs are kept in d (q_checked: q with its quaternions normalized; yd_checked,
+ydd_checked: independent velocities and accelerations; qd and tau_spanning: LCABA's spanning
+inputs). The external forces are the workspace's d.f_ext (validation.external_forces), not an
+argument: one array fewer to unbox. The input vectors are borrowed.INPUT_VECTOR: the caller holds
+them, and the kernels pass them on uncounted.
 """
 
 import math
@@ -35,9 +36,9 @@ from numba import njit
 
 from .aba import aba, spanning_accelerations
 from .cache import key_on_helpers
-from .checks import (ACCELERATION_BOUND, accept_positions, all_within, constraint_violation, couplings_closed,
-                     FORCE_BOUND, loops_closed, POSITION_BOUND, POSITION_TOLERANCE, REFER, VELOCITY_BOUND,
-                     VELOCITY_TOLERANCE)
+from .checks import (ACCELERATION_BOUND, accept_positions, all_within, constraint_violation,
+                     couplings_closed, FORCE_BOUND, loops_closed, POSITION_BOUND,
+                     POSITION_TOLERANCE, REFER, VELOCITY_BOUND, VELOCITY_TOLERANCE)
 from .crba import crba
 from .efpa import efpa
 from .kinematics import explicit_constraints, OK, update_transforms
@@ -47,8 +48,9 @@ from .rnea import rnea
 
 key_on_helpers(__file__)
 
-ROWS_IN_K = -1.0                # consistent(): the loop clusters' rows are in d.K, no LCABA measure
-REFUSED, UNCLOSED, CLOSED = 0, 1, 2          # positions(): refused; checked but for the loops; known closed
+ROWS_IN_K = -1.0               # consistent(): the loop clusters' rows are in d.K, no LCABA measure
+# positions(): refused; checked but for the loops; known closed
+REFUSED, UNCLOSED, CLOSED = 0, 1, 2
 
 
 @njit(inline='always', error_model='numpy')
@@ -62,10 +64,11 @@ def finite(x):
 
 @njit(error_model='numpy')
 def positions(m, d, c, q):
-    """validation.positions(check=True): q into d.q_checked, quaternions normalized, couplings closed, d.Xup left
-    at q, where the algorithms take it (their q None). Returns REFUSED; UNCLOSED, the loops to be checked
-    after the algorithm (closed); or CLOSED where q equals the positions complete_positions returned last
-    (d.q_closed, NaN before: closed to completion's tolerance, within bounds, unit quaternions)."""
+    """validation.positions(check=True): q into d.q_checked, quaternions normalized, couplings
+    closed, d.Xup left at q, where the algorithms take it (their q None). Returns REFUSED;
+    UNCLOSED, the loops to be checked after the algorithm (closed); or CLOSED where q equals the
+    positions complete_positions returned last (d.q_closed, NaN before: closed to completion's
+    tolerance, within bounds, unit quaternions)."""
     if len(q) != len(d.q_checked):
         return REFUSED
     same = True
@@ -89,8 +92,8 @@ def closed(m, d, c, known):
 
 @njit(error_model='numpy')
 def motion(m, x, bound, out):
-    """validation.vector of a velocity-like x (nv spanning or ny independent): its independent entries into out
-    (consistent() checks spanning x)."""
+    """validation.vector of a velocity-like x (nv spanning or ny independent): its independent
+    entries into out (consistent() checks spanning x)."""
     n = len(x)
     if not ((n == m.nv or n == m.ny) and all_within(x, bound)):
         return False
@@ -102,14 +105,16 @@ def motion(m, x, bound, out):
 
 @njit(error_model='numpy')
 def consistent(m, d, c, x, lcaba_violation):
-    """validation.independent_velocities of a velocity-like x accepted by motion(): independent, or spanning with
-    K x = 0 within tolerance at the checked q: max |K x| over the coupling rows and the loop clusters' active
-    rows in d.K (the algorithm's kinematics built them; constraint_violation), or LCABA's measure over the
-    rows it keeps, the same rows (flat.lcaba._kept_rows; ROWS_IN_K for the former)."""
+    """validation.independent_velocities of a velocity-like x accepted by motion(): independent, or
+    spanning with K x = 0 within tolerance at the checked q: max |K x| over the coupling rows and
+    the loop clusters' active rows in d.K (the algorithm's kinematics built them;
+    constraint_violation), or LCABA's measure over the rows it keeps, the same rows
+    (flat.lcaba._kept_rows; ROWS_IN_K for the former)."""
     if len(x) == m.ny and m.ny != m.nv:
         return True
     constraint_violation(m, d, c, x, lcaba_violation == ROWS_IN_K)
-    return not max(c.worst[0], lcaba_violation) > c.limits[VELOCITY_TOLERANCE] * max(1.0, c.worst[2])
+    return not (max(c.worst[0], lcaba_violation)
+                > c.limits[VELOCITY_TOLERANCE] * max(1.0, c.worst[2]))
 
 
 @njit(inline='always', error_model='numpy')
@@ -167,20 +172,21 @@ def mass_matrix(x, q):
 
 @njit(cache=True, nogil=True, error_model='numpy')
 def inverse_osim(x, q, f):
-    """Model.inverse_osim of the links of the FrameSet f (checked by the caller): Lambda^-1 into f.Omega."""
+    """Model.inverse_osim of the links of the FrameSet f (checked by the caller): Lambda^-1 into
+    f.Omega."""
     m, d, c = x.m, x.d, x.c
     known = positions(m, d, c, q)
-    if known == REFUSED or efpa(m, d, None, f.body, f.X, f.T, f.Omega) != OK or not closed(m, d, c, known) \
-            or not finite(f.Omega):
+    if known == REFUSED or efpa(m, d, None, f.body, f.X, f.T, f.Omega) != OK \
+            or not closed(m, d, c, known) or not finite(f.Omega):
         return REFER
     return OK
 
 
 @njit(cache=True, nogil=True, error_model='numpy')
 def forward_dynamics_lcaba(x, q, v, tau):
-    """Model.forward_dynamics with LCABA at the settings in w.settings: spanning accelerations into w.qdd.
-    Independent velocities are lifted to G yd (refused at a singular configuration), independent forces
-    act on their joints."""
+    """Model.forward_dynamics with LCABA at the settings in w.settings: spanning accelerations into
+    w.qdd. Independent velocities are lifted to G yd (refused at a singular configuration),
+    independent forces act on their joints."""
     m, d, c, p, w = x.m, x.d, x.c, x.p, x.w
     known = positions(m, d, c, q)
     if not (known != REFUSED and generalized(m, tau, c.limits[FORCE_BOUND])
@@ -199,6 +205,7 @@ def forward_dynamics_lcaba(x, q, v, tau):
             tau_spanning[m.independent_v[j]] = tau[j]
     mu, tolerance, max_iterations = w.settings[0], w.settings[1], int(w.settings[2])
     if lcaba(m, d, p, w, None, qd, tau_spanning, d.f_ext, mu, tolerance, max_iterations) != OK \
-            or not closed(m, d, c, known) or not consistent(m, d, c, v, w.violation[0]) or not finite(w.qdd):
+            or not closed(m, d, c, known) or not consistent(m, d, c, v, w.violation[0]) \
+            or not finite(w.qdd):
         return REFER
     return OK

@@ -12,13 +12,14 @@ key_on_helpers(__file__)
 
 @njit(cache=True, nogil=True, error_model='numpy')
 def crba(m, d, q):
-    """H_y = G^T H G into d.H: composite rigid-body inertias Ic_o += ^iX_o^T Ic_i ^iX_o (as 10 parameters),
-    then each block column F = sum_i ^iX_o^T Ic_i S_i (Featherstone & Orin 2000, eq. 10) walked up the ancestors:
-    H_jk = S_j^T F, F <- ^bX_o^T F."""
+    """H_y = G^T H G into d.H: composite rigid-body inertias Ic_o += ^iX_o^T Ic_i ^iX_o (as 10
+    parameters), then each block column F = sum_i ^iX_o^T Ic_i S_i
+    (Featherstone & Orin 2000, eq. 10) walked up the ancestors: H_jk = S_j^T F, F <- ^bX_o^T F."""
     status = kinematics(m, d, q, d.zero_y, False)
     if status != OK:
         return status
-    rigid, output, cluster, body_range, y_range = m.rigid_inertia, m.output, m.cluster, m.body_range, m.y_range
+    rigid, output, cluster, body_range, y_range = (
+        m.rigid_inertia, m.output, m.cluster, m.body_range, m.y_range)
     Xo_E, Xo_r, S, U, Ic, F, H = d.Xo_E, d.Xo_r, d.S, d.U, d.Ic, d.F, d.H
     nc = len(output)
     for i in range(1, len(rigid)):
@@ -28,12 +29,14 @@ def crba(m, d, q):
         o = output[k]
         if o > 0:
             for i in range(body_range[k, 0], body_range[k, 1]):
-                add_rigid(rigid_congruence(Xo_E[i], Xo_r[i], Ic[i]), Ic[o])     # Featherstone & Orin 2000, eq. 9
+                # Featherstone & Orin 2000, eq. 9
+                add_rigid(rigid_congruence(Xo_E[i], Xo_r[i], Ic[i]), Ic[o])
     for r in range(H.shape[0]):
         for c in range(H.shape[1]):
             H[r, c] = 0.0
     for k in range(nc):
-        b0, b1, y0, mk = body_range[k, 0], body_range[k, 1], y_range[k, 0], y_range[k, 1] - y_range[k, 0]
+        b0, b1, y0, mk = (body_range[k, 0], body_range[k, 1], y_range[k, 0],
+                          y_range[k, 1] - y_range[k, 0])
         body = output[k]
         for j in range(mk):
             for e in range(6):

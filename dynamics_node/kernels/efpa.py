@@ -1,6 +1,6 @@
-"""Cluster EFPA kernels (algorithms/efpa.py; Chignoli et al. 2023 Sec. VIII): Lambda^-1 = T T^T (eqs. 63-67), each
-frame's T packed on the clusters supporting it (flat.model's y_support), so that two frames share the
-leading rows of their common ancestors."""
+"""Cluster EFPA kernels (algorithms/efpa.py; Chignoli et al. 2023 Sec. VIII): Lambda^-1 = T T^T
+(eqs. 63-67), each frame's T packed on the clusters supporting it (flat.model's y_support), so that
+two frames share the leading rows of their common ancestors."""
 
 from numba import njit
 
@@ -15,12 +15,13 @@ key_on_helpers(__file__)
 
 @njit(error_model='numpy')
 def frame_propagators(m, d, frame_body, frame_X, T):
-    """T[e] (ny x 6) of each frame e: T_k^T, T_k = Chi S_k L_k^-T, on each cluster k supporting the frame, at
-    the rows [y_support[k] - m_k, y_support[k]) (root first), with the propagator Chi (a single 6x6 block, at
-    one body, held by columns; rows in the public [linear; angular] order) moved up by
-    Chi <- Chi ^bX_o - T_k V_k, which is eq. (62) with L_k = 1 - S_k D_k^-1 U_k^T. Then Lambda^-1 = T T^T
-    (eqs. 63-67 unrolled)."""
-    cluster, output, y_range, y_support, free = m.cluster, m.output, m.y_range, m.y_support, m.free_y
+    """T[e] (ny x 6) of each frame e: T_k^T, T_k = Chi S_k L_k^-T, on each cluster k supporting the
+    frame, at the rows [y_support[k] - m_k, y_support[k]) (root first), with the propagator Chi (a
+    single 6x6 block, at one body, held by columns; rows in the public [linear; angular] order)
+    moved up by Chi <- Chi ^bX_o - T_k V_k, which is eq. (62) with L_k = 1 - S_k D_k^-1 U_k^T. Then
+    Lambda^-1 = T T^T (eqs. 63-67 unrolled)."""
+    cluster, output, y_range, y_support, free = (
+        m.cluster, m.output, m.y_range, m.y_support, m.free_y)
     Xo_E, Xo_r, S, V, L, SL = d.Xo_E, d.Xo_r, d.S, d.V, d.L, d.SL
     for e in range(len(frame_body)):
         body, Te, X = frame_body[e], T[e], frame_X[e]
@@ -49,15 +50,16 @@ def frame_propagators(m, d, frame_body, frame_X, T):
             chi = right_transform(chi, Xo_E[body], Xo_r[body])
             for j in range(mk):
                 t, v = Te[t0 + j], V[k, j]
-                chi = (add_scaled(chi[0], -v[0], t), add_scaled(chi[1], -v[1], t), add_scaled(chi[2], -v[2], t),
-                       add_scaled(chi[3], -v[3], t), add_scaled(chi[4], -v[4], t), add_scaled(chi[5], -v[5], t))
+                chi = (add_scaled(chi[0], -v[0], t), add_scaled(chi[1], -v[1], t),
+                       add_scaled(chi[2], -v[2], t), add_scaled(chi[3], -v[3], t),
+                       add_scaled(chi[4], -v[4], t), add_scaled(chi[5], -v[5], t))
             body = output[k]
 
 
 @njit(inline='always', error_model='numpy')
 def common_support(output, cluster, y_support, body1, body2):
-    """The number of independent velocities of the clusters supporting both bodies: y_support of their
-    nearest common cluster (a parent precedes its children), 0 if none."""
+    """The number of independent velocities of the clusters supporting both bodies: y_support of
+    their nearest common cluster (a parent precedes its children), 0 if none."""
     k1, k2 = cluster[body1], cluster[body2]
     while k1 != k2:
         if k1 > k2:
@@ -82,7 +84,7 @@ def efpa(m, d, q, frame_body, frame_X, T, Omega):
         for e2 in range(e1, nf):
             n = common_support(output, cluster, y_support, frame_body[e1], frame_body[e2])
             T1, T2 = T[e1], T[e2]
-            for r in range(0, 6, 2):                                 # two rows at a time: independent sums
+            for r in range(0, 6, 2):                         # two rows at a time: independent sums
                 a = b = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
                 for y in range(n):
                     a, b = add_scaled(a, T1[y, r], T2[y]), add_scaled(b, T1[y, r + 1], T2[y])

@@ -1,5 +1,5 @@
-"""Joints in the kernels (multibody/joints.py's twin, jcalc of Featherstone & Orin 2000): the motion subspace S as
-columns, the joint transform X_J(q), by the codes of the joint-type table."""
+"""Joints in the kernels (multibody/joints.py's twin, jcalc of Featherstone & Orin 2000): the
+motion subspace S as columns, the joint transform X_J(q), by the codes of the joint-type table."""
 
 import math
 
@@ -18,8 +18,9 @@ def joint_nv(code):
 
 @njit(inline='always', error_model='numpy')
 def joint_motion(code, axes, x, ix):
-    """S_i x[ix:ix + nv] as a 6-tuple; axes = rows (e1, e2, axis) of the joint's axis frame (a floating
-    joint's velocity is [linear; angular]; a planar one's e1, e2 linear and axis angular)."""
+    """S_i x[ix:ix + nv] as a 6-tuple; axes = rows (e1, e2, axis) of the joint's axis frame (a
+    floating joint's velocity is [linear; angular]; a planar one's e1, e2 linear and axis
+    angular)."""
     if code == FLOATING:
         return x[ix + 3], x[ix + 4], x[ix + 5], x[ix], x[ix + 1], x[ix + 2]
     if code == SPHERICAL:
@@ -27,8 +28,8 @@ def joint_motion(code, axes, x, ix):
     e1, e2, axis = axes[0], axes[1], axes[2]
     if code == PLANAR:
         u, w, t = x[ix], x[ix + 1], x[ix + 2]
-        return (axis[0] * t, axis[1] * t, axis[2] * t, e1[0] * u + e2[0] * w, e1[1] * u + e2[1] * w,
-                e1[2] * u + e2[2] * w)
+        return (axis[0] * t, axis[1] * t, axis[2] * t,
+                e1[0] * u + e2[0] * w, e1[1] * u + e2[1] * w, e1[2] * u + e2[2] * w)
     s = x[ix]
     if code == PRISMATIC:
         return 0.0, 0.0, 0.0, axis[0] * s, axis[1] * s, axis[2] * s
@@ -38,7 +39,8 @@ def joint_motion(code, axes, x, ix):
 @njit(inline='always', error_model='numpy')
 def joint_column(code, axes, j):
     """Column j of S_i as a 6-tuple."""
-    if code == FLOATING or code == SPHERICAL:  # [linear; angular] (floating) -> [angular; linear] motion
+    # [linear; angular] (floating) -> [angular; linear] motion
+    if code == FLOATING or code == SPHERICAL:
         e = (1.0 if j % 3 == 0 else 0.0, 1.0 if j % 3 == 1 else 0.0, 1.0 if j % 3 == 2 else 0.0)
         angular = j >= 3 if code == FLOATING else True
         return (e[0], e[1], e[2], 0.0, 0.0, 0.0) if angular else (0.0, 0.0, 0.0, e[0], e[1], e[2])
@@ -74,9 +76,12 @@ def axis_rotation(axis, angle, EJ):
 def quaternion_rotation(q, at, EJ):
     """EJ = R(q[at:at + 4])^T for a unit quaternion qx qy qz qw."""
     qx, qy, qz, qw = q[at], q[at + 1], q[at + 2], q[at + 3]
-    EJ[0, 0], EJ[1, 0], EJ[2, 0] = 1 - 2 * (qy * qy + qz * qz), 2 * (qx * qy - qz * qw), 2 * (qx * qz + qy * qw)
-    EJ[0, 1], EJ[1, 1], EJ[2, 1] = 2 * (qx * qy + qz * qw), 1 - 2 * (qx * qx + qz * qz), 2 * (qy * qz - qx * qw)
-    EJ[0, 2], EJ[1, 2], EJ[2, 2] = 2 * (qx * qz - qy * qw), 2 * (qy * qz + qx * qw), 1 - 2 * (qx * qx + qy * qy)
+    EJ[0, 0], EJ[1, 0], EJ[2, 0] = (1 - 2 * (qy * qy + qz * qz), 2 * (qx * qy - qz * qw),
+                                    2 * (qx * qz + qy * qw))
+    EJ[0, 1], EJ[1, 1], EJ[2, 1] = (2 * (qx * qy + qz * qw), 1 - 2 * (qx * qx + qz * qz),
+                                    2 * (qy * qz - qx * qw))
+    EJ[0, 2], EJ[1, 2], EJ[2, 2] = (2 * (qx * qz - qy * qw), 2 * (qy * qz + qx * qw),
+                                    1 - 2 * (qx * qx + qy * qy))
 
 
 @njit(inline='always', error_model='numpy')
@@ -93,7 +98,8 @@ def joint_transform(code, axes, q, iq, EJ):
     if code == PLANAR:
         axis_rotation(axes[2], q[iq + 2], EJ)
         x, y = q[iq], q[iq + 1]
-        return x * axes[0, 0] + y * axes[1, 0], x * axes[0, 1] + y * axes[1, 1], x * axes[0, 2] + y * axes[1, 2]
+        return (x * axes[0, 0] + y * axes[1, 0], x * axes[0, 1] + y * axes[1, 1],
+                x * axes[0, 2] + y * axes[1, 2])
     if code == SPHERICAL:
         quaternion_rotation(q, iq, EJ)
         return 0.0, 0.0, 0.0
@@ -103,8 +109,8 @@ def joint_transform(code, axes, q, iq, EJ):
 
 @njit(inline='always', error_model='numpy')
 def retract(code, q, start, j, step, column, scale):
-    """q[j:] = start[j:] (+) scale step[column:] (joints.retract): a spherical joint's quaternion times
-    exp(scale step / 2), its child-frame rotation; a 1-DoF joint adds scale step."""
+    """q[j:] = start[j:] (+) scale step[column:] (joints.retract): a spherical joint's quaternion
+    times exp(scale step / 2), its child-frame rotation; a 1-DoF joint adds scale step."""
     if code != SPHERICAL:
         q[j] = start[j] + scale * step[column]
         return

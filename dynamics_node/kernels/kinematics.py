@@ -1,8 +1,8 @@
-"""Cluster kinematics kernels (algorithms/kinematics.py; Chignoli et al. 2023, Alg. 1 lines 1-19): body transforms,
-each cluster's output transforms, the loop constraints' rows K and bias k in the cluster's output frame,
-the explicit constraint G_k, g_k from the sparse QR of K_d (with its conditioning and amplification checks),
-and the forward pass (S_k, v, c). The fused public calls pass q = None: their position check left d.Xup
-at q."""
+"""Cluster kinematics kernels (algorithms/kinematics.py; Chignoli et al. 2023, Alg. 1 lines 1-19):
+body transforms, each cluster's output transforms, the loop constraints' rows K and bias k in the
+cluster's output frame, the explicit constraint G_k, g_k from the sparse QR of K_d (with its
+conditioning and amplification checks), and the forward pass (S_k, v, c). The fused public calls
+pass q = None: their position check left d.Xup at q."""
 
 import math
 
@@ -11,12 +11,12 @@ from numba import njit
 from .cache import key_on_helpers
 from .joints import joint_column, joint_motion, joint_nv, joint_transform
 from .linalg import dependent_least_squares, qr_solve
-from .spatial import (add_scaled, compose, cross_motion, dot6, IDENTITY, inverse_motion, product, rotated_back,
-                      transform_at, transformed_motion, transposed_force, ZERO6)
+from .spatial import (add_scaled, compose, cross_motion, dot6, IDENTITY, inverse_motion, product,
+                      rotated_back, transform_at, transformed_motion, transposed_force, ZERO6)
 
 key_on_helpers(__file__)
 
-SINGLE, COUPLED, LOOP = 0, 1, 2                  # cluster kinds: one body (G = 1); constant G, g = 0; G(q)
+SINGLE, COUPLED, LOOP = 0, 1, 2          # cluster kinds: one body (G = 1); constant G, g = 0; G(q)
 OK, SINGULAR_SPLIT, D_NOT_POSITIVE, D_ILL_CONDITIONED, AMPLIFIED = 0, 1, 2, 3, 4
 
 
@@ -28,11 +28,12 @@ def update_transforms(m, d, q):
 
 @njit(error_model='numpy')
 def body_transforms(m, d, q, b0, b1):
-    """Xup[i] = X_J(q_i) X_tree(i) of bodies b0..b1-1: E = E_J E_T, r = r_T + E_T^T r_J (kinematics.py). A
-    revolute joint about +-e_a turns by the angle t = +-q; E_J = R(e_a, t)^T then only mixes the rows b, c
-    (a, b, c cyclic): E[b] = cos t E_T[b] + sin t E_T[c], E[c] = cos t E_T[c] - sin t E_T[b], r = r_T."""
-    joint, axes, coordinate_axis, idx_q, tree_E, tree_r = m.joint, m.axes, m.coordinate_axis, m.idx_q, m.tree_E, \
-        m.tree_r
+    """Xup[i] = X_J(q_i) X_tree(i) of bodies b0..b1-1: E = E_J E_T, r = r_T + E_T^T r_J
+    (kinematics.py). A revolute joint about +-e_a turns by the angle t = +-q; E_J = R(e_a, t)^T
+    then only mixes the rows b, c (a, b, c cyclic): E[b] = cos t E_T[b] + sin t E_T[c],
+    E[c] = cos t E_T[c] - sin t E_T[b], r = r_T."""
+    joint, axes, coordinate_axis, idx_q, tree_E, tree_r = m.joint, m.axes, m.coordinate_axis, \
+        m.idx_q, m.tree_E, m.tree_r
     Xup_E, Xup_r, EJ = d.Xup_E, d.Xup_r, d.E3
     for i in range(b0, b1):
         a = coordinate_axis[i]
@@ -54,8 +55,8 @@ def body_transforms(m, d, q, b0, b1):
 
 @njit(inline='always', error_model='numpy')
 def set_output_transform(parent, cluster, body_range, Xo_E, Xo_r, i, E, r):
-    """Xo[i] = ^iX_output(i) from Xup[i] = (E, r): Xup[i] Xo[parent(i)] where the parent is in the cluster,
-    else Xup[i] (kinematics.py cluster_motion; parents first)."""
+    """Xo[i] = ^iX_output(i) from Xup[i] = (E, r): Xup[i] Xo[parent(i)] where the parent is in the
+    cluster, else Xup[i] (kinematics.py cluster_motion; parents first)."""
     p = parent[i]
     if p >= body_range[cluster[i], 0]:
         E_o, r_o = transform_at(Xo_E, Xo_r, p)
@@ -69,8 +70,8 @@ def set_output_transform(parent, cluster, body_range, Xo_E, Xo_r, i, E, r):
 @njit(error_model='numpy')
 def output_transforms(m, d, b0, b1):
     """Xo of the bodies b0..b1-1 (whole clusters)."""
-    parent, cluster, body_range, Xup_E, Xup_r, Xo_E, Xo_r = m.parent, m.cluster, m.body_range, d.Xup_E, d.Xup_r, \
-        d.Xo_E, d.Xo_r
+    parent, cluster, body_range, Xup_E, Xup_r, Xo_E, Xo_r = m.parent, m.cluster, m.body_range, \
+        d.Xup_E, d.Xup_r, d.Xo_E, d.Xo_r
     for i in range(b0, b1):
         E, r = transform_at(Xup_E, Xup_r, i)
         set_output_transform(parent, cluster, body_range, Xo_E, Xo_r, i, E, r)
@@ -78,7 +79,8 @@ def output_transforms(m, d, b0, b1):
 
 @njit(error_model='numpy')
 def loop_output_transforms(m, d):
-    """Xo of the bodies of every LOOP cluster, which their constraint rows and closure checks read."""
+    """Xo of the bodies of every LOOP cluster, which their constraint rows and closure checks
+    read."""
     for k in range(len(m.kind)):
         if m.kind[k] == LOOP:
             output_transforms(m, d, m.body_range[k, 0], m.body_range[k, 1])
@@ -92,8 +94,8 @@ def output_frame(m, d, k, body):
 
 @njit(inline='always', error_model='numpy')
 def set_loop_ends(d, lp, E_A, r_A, E_B, r_B):
-    """The transforms to the predecessor (A) and successor (B) bodies of loop lp from one frame fixed to both
-    (d.end_E, d.end_r), which the closure check reads (checks.loop_residuals)."""
+    """The transforms to the predecessor (A) and successor (B) bodies of loop lp from one frame
+    fixed to both (d.end_E, d.end_r), which the closure check reads (checks.loop_residuals)."""
     end_E, end_r = d.end_E[lp], d.end_r[lp]
     for a in range(3):
         for b in range(3):
@@ -113,18 +115,18 @@ def loop_ends_at_outputs(m, d, l0, l1):
 
 @njit(error_model='numpy')
 def constraint_rows(m, d, k):
-    """K_k of the LOOP cluster k over its active rows into d.K[k], at the transforms Xo of its bodies
-    (output_transforms): its constant coupling rows and, for each loop, Psi^T (J_S - J_P) (constraints.py
-    LoopConstraint.evaluate) in the cluster's output frame o, where every loop finds its joint columns
-    (d.joint_o, one transform per body for all the loops) and its Psi (d.Psi_o), which constraint_bias
-    reads too. LoopConstraint works in NCA coordinates; a change of coordinates at the instant leaves
-    Psi^T J and k as they are (Psi maps as a force, the columns as motions). A universal loop's first
-    row n = a1 x a2 turns with both bodies: a1 fixed in the predecessor, a2 in the successor (into
-    d.loop_a; LoopConstraint.directions)."""
-    joint, axes, col, loop_path, loop_path_len, loop_active = m.joint, m.axes, m.col, m.loop_path, m.loop_path_len, \
-        m.loop_active
-    loop_E, loop_r, loop_Psi, universal, loop_axes, loop_ends = m.loop_E, m.loop_r, m.loop_Psi, m.loop_universal, \
-        m.loop_axes, m.loop_ends
+    """K_k of the LOOP cluster k over its active rows into d.K[k], at the transforms Xo of its
+    bodies (output_transforms): its constant coupling rows and, for each loop, Psi^T (J_S - J_P)
+    (constraints.py LoopConstraint.evaluate) in the cluster's output frame o, where every loop
+    finds its joint columns (d.joint_o, one transform per body for all the loops) and its Psi
+    (d.Psi_o), which constraint_bias reads too. LoopConstraint works in NCA coordinates; a change
+    of coordinates at the instant leaves Psi^T J and k as they are (Psi maps as a force, the
+    columns as motions). A universal loop's first row n = a1 x a2 turns with both bodies: a1 fixed
+    in the predecessor, a2 in the successor (into d.loop_a; LoopConstraint.directions)."""
+    joint, axes, col, loop_path, loop_path_len, loop_active = m.joint, m.axes, m.col, \
+        m.loop_path, m.loop_path_len, m.loop_active
+    loop_E, loop_r, loop_Psi, universal, loop_axes, loop_ends = m.loop_E, m.loop_r, m.loop_Psi, \
+        m.loop_universal, m.loop_axes, m.loop_ends
     Xo_E, Xo_r, joint_o, Psi_o, loop_a = d.Xo_E, d.Xo_r, d.joint_o, d.Psi_o, d.loop_a
     K, K_const, columns = d.K[k], m.K_const[k], m.v_range[k, 1] - m.v_range[k, 0]
     for a in range(m.n_active[k]):
@@ -140,20 +142,22 @@ def constraint_rows(m, d, k):
     for lp in range(m.loop_range[k, 0], m.loop_range[k, 1]):
         path, length, a0, rows = loop_path[lp], loop_path_len[lp], loop_active[lp, 0], \
             loop_active[lp, 1] - loop_active[lp, 0]
-        E_A, r_A = output_frame(m, d, k, loop_ends[lp, 0])                   # ^predX_o
-        E_B, r_B = output_frame(m, d, k, loop_ends[lp, 1])                   # ^succX_o
+        E_A, r_A = output_frame(m, d, k, loop_ends[lp, 0])              # ^predX_o
+        E_B, r_B = output_frame(m, d, k, loop_ends[lp, 1])              # ^succX_o
         set_loop_ends(d, lp, E_A, r_A, E_B, r_B)
         E, r = transform_at(loop_E, loop_r, lp)
-        E, r = product(E, r, E_A, r_A)                                       # ^PX_o = ^PX_pred ^predX_o
+        E, r = product(E, r, E_A, r_A)                                  # ^PX_o = ^PX_pred ^predX_o
         for row in range(universal[lp], rows):
-            psi = transposed_force(E, r, loop_Psi[lp, row])                  # force-like: ^PX_o^T Psi
+            psi = transposed_force(E, r, loop_Psi[lp, row])             # force-like: ^PX_o^T Psi
             for e in range(6):
                 Psi_o[lp, row, e] = psi[e]
         if universal[lp]:
             a1, a2 = rotated_back(E_A, loop_axes[lp, 0]), rotated_back(E_B, loop_axes[lp, 1])
-            n = (a1[1] * a2[2] - a1[2] * a2[1], a1[2] * a2[0] - a1[0] * a2[2], a1[0] * a2[1] - a1[1] * a2[0])
+            n = (a1[1] * a2[2] - a1[2] * a2[1], a1[2] * a2[0] - a1[0] * a2[2],
+                 a1[0] * a2[1] - a1[1] * a2[0])
             for e in range(3):
-                loop_a[lp, 0, e], loop_a[lp, 1, e], Psi_o[lp, 0, e], Psi_o[lp, 0, 3 + e] = a1[e], a2[e], n[e], 0.0
+                loop_a[lp, 0, e], loop_a[lp, 1, e], Psi_o[lp, 0, e], Psi_o[lp, 0, 3 + e] = (
+                    a1[e], a2[e], n[e], 0.0)
         for side in range(2):
             sign = -1.0 if side == 0 else 1.0
             for p in range(length[side]):
@@ -166,9 +170,9 @@ def constraint_rows(m, d, k):
 
 @njit(inline='always', error_model='numpy')
 def branch_motion(joint, col, path, length, joint_o, qd):
-    """Velocity v relative to the NCA and bias acceleration a (qdd = 0) at the end of one path of a loop, in
-    the columns' frame: v = sum s qd and a = sum v x (s qd) down the path (d/dt (s qd) = v x (s qd), s fixed
-    in the body)."""
+    """Velocity v relative to the NCA and bias acceleration a (qdd = 0) at the end of one path of a
+    loop, in the columns' frame: v = sum s qd and a = sum v x (s qd) down the path
+    (d/dt (s qd) = v x (s qd), s fixed in the body)."""
     v = a = ZERO6
     for p in range(length):
         body = path[p]
@@ -182,12 +186,13 @@ def branch_motion(joint, col, path, length, joint_o, qd):
 
 @njit(error_model='numpy')
 def constraint_bias(m, d, k, qd, bias):
-    """k_k of the LOOP cluster k over its active rows into bias, at its spanning velocities qd: zero on the
-    coupling rows and, on the rows of each loop, Psi^T (v_P x v_S - (a_S - a_P)) with the paths' velocities
-    and bias accelerations (branch_motion), from the columns and Psi of constraint_rows; a universal loop's
-    first row adds (a1.w_r)(a2.w_r) - (a1.a2)|w_r|^2, w_r = w_S - w_P (constraints.py)."""
-    joint, col, loop_path, loop_path_len, loop_active, universal = m.joint, m.col, m.loop_path, m.loop_path_len, \
-        m.loop_active, m.loop_universal
+    """k_k of the LOOP cluster k over its active rows into bias, at its spanning velocities qd:
+    zero on the coupling rows and, on the rows of each loop, Psi^T (v_P x v_S - (a_S - a_P)) with
+    the paths' velocities and bias accelerations (branch_motion), from the columns and Psi of
+    constraint_rows; a universal loop's first row adds (a1.w_r)(a2.w_r) - (a1.a2)|w_r|^2,
+    w_r = w_S - w_P (constraints.py)."""
+    joint, col, loop_path, loop_path_len, loop_active, universal = m.joint, m.col, m.loop_path, \
+        m.loop_path_len, m.loop_active, m.loop_universal
     joint_o, Psi_o, loop_a = d.joint_o, d.Psi_o, d.loop_a
     for a in range(m.n_active[k]):
         bias[a] = 0.0
@@ -196,23 +201,25 @@ def constraint_bias(m, d, k, qd, bias):
         vP, aP = branch_motion(joint, col, path[0], length[0], joint_o, qd)
         vS, aS = branch_motion(joint, col, path[1], length[1], joint_o, qd)
         x = cross_motion(vP, vS)
-        w = (x[0] - aS[0] + aP[0], x[1] - aS[1] + aP[1], x[2] - aS[2] + aP[2], x[3] - aS[3] + aP[3],
-             x[4] - aS[4] + aP[4], x[5] - aS[5] + aP[5])
+        w = (x[0] - aS[0] + aP[0], x[1] - aS[1] + aP[1], x[2] - aS[2] + aP[2],
+             x[3] - aS[3] + aP[3], x[4] - aS[4] + aP[4], x[5] - aS[5] + aP[5])
         a0 = loop_active[lp, 0]
         for row in range(loop_active[lp, 1] - a0):
             bias[a0 + row] = dot6(Psi[row], w)
         if universal[lp]:
             a1, a2 = loop_a[lp, 0], loop_a[lp, 1]
             w0, w1, w2 = vS[0] - vP[0], vS[1] - vP[1], vS[2] - vP[2]
-            bias[a0] += (a1[0] * w0 + a1[1] * w1 + a1[2] * w2) * (a2[0] * w0 + a2[1] * w1 + a2[2] * w2) \
-                - (a1[0] * a2[0] + a1[1] * a2[1] + a1[2] * a2[2]) * (w0 * w0 + w1 * w1 + w2 * w2)
+            bias[a0] += ((a1[0] * w0 + a1[1] * w1 + a1[2] * w2)
+                         * (a2[0] * w0 + a2[1] * w1 + a2[2] * w2)
+                         - (a1[0] * a2[0] + a1[1] * a2[1] + a1[2] * a2[2])
+                         * (w0 * w0 + w1 * w1 + w2 * w2))
 
 
 @njit(error_model='numpy')
 def loop_constraint(m, d, k, yd, velocities):
-    """G_k = P [1; -K_d^+ K_i] and, with velocities, g_k = P [0; K_d^+ k] and qd_k = G_k yd_k from the sparse
-    QR of the dependent columns of K_k that carries its independent ones, then k in its last column
-    (kinematics.py explicit_constraint, Chignoli et al. 2024 Sec. 1.1)."""
+    """G_k = P [1; -K_d^+ K_i] and, with velocities, g_k = P [0; K_d^+ k] and qd_k = G_k yd_k from
+    the sparse QR of the dependent columns of K_k that carries its independent ones, then k in its
+    last column (kinematics.py explicit_constraint, Chignoli et al. 2024 Sec. 1.1)."""
     v0, v1, y0, y1 = m.v_range[k, 0], m.v_range[k, 1], m.y_range[k, 0], m.y_range[k, 1]
     n, mk, na = v1 - v0, y1 - y0, m.n_active[k]
     nd = n - mk
@@ -224,7 +231,8 @@ def loop_constraint(m, d, k, yd, velocities):
             A[r, j] = K[r, dependent[j]]
         for j in range(mk):
             A[r, nd + j] = K[r, independent[j]]
-    conditioning = dependent_least_squares(m, k, A, nd, n, beta, m.singularity_threshold)     # K_d^+ K_i
+    # K_d^+ K_i
+    conditioning = dependent_least_squares(m, k, A, nd, n, beta, m.singularity_threshold)
     if conditioning >= 0.0:
         d.info[0], d.info[1] = k, conditioning
         return SINGULAR_SPLIT
@@ -234,7 +242,7 @@ def loop_constraint(m, d, k, yd, velocities):
         G[j, independent[j]] = 1.0
         for p in range(nd):
             G[j, dependent[p]] = -A[pivot[p], nd + j]
-    amplification = 1.0                       # the largest row sum of |G_k| (kinematics.check_amplification)
+    amplification = 1.0             # the largest row sum of |G_k| (kinematics.check_amplification)
     for p in range(nd):
         t = 0.0
         for j in range(mk):
@@ -259,8 +267,8 @@ def loop_constraint(m, d, k, yd, velocities):
 
 @njit(error_model='numpy')
 def explicit_constraints(m, d, yd, velocities=True):
-    """G_k and, with velocities, g_k and qd_k = G_k yd_k of every cluster (G constant and g = 0 unless LOOP;
-    a LOOP cluster's Xo first, which its constraint rows take)."""
+    """G_k and, with velocities, g_k and qd_k = G_k yd_k of every cluster (G constant and g = 0
+    unless LOOP; a LOOP cluster's Xo first, which its constraint rows take)."""
     kind, v_range, y_range, G, qd = m.kind, m.v_range, m.y_range, d.G, d.qd
     for k in range(len(kind)):
         if kind[k] == LOOP:
@@ -284,12 +292,13 @@ def explicit_constraints(m, d, yd, velocities=True):
 
 @njit(error_model='numpy')
 def kinematics(m, d, q, yd, velocities=True):
-    """Transforms (q None: d.Xup is at the positions already, computed by the position check of a fused
-    call, kernels/calls.py) and constraints, then base to tips for each body i of each cluster k: Xo (of a
-    LOOP cluster's bodies already with its constraints), its rows of S_k = Omega blkdiag(S_i) G_k (eq. 24)
-    and, with velocities (CRBA and EFPA do without: yd = 0), v (eq. 33) and its rows of
-    c_k = Omega (blkdiag(S_i) g_k + stack(v_i x S_i qd_i)) (digest 1.8); Omega is applied recursively along
-    the in-cluster parents. Bodies are numbered cluster by cluster."""
+    """Transforms (q None: d.Xup is at the positions already, computed by the position check of a
+    fused call, kernels/calls.py) and constraints, then base to tips for each body i of each
+    cluster k: Xo (of a LOOP cluster's bodies already with its constraints), its rows of
+    S_k = Omega blkdiag(S_i) G_k (eq. 24) and, with velocities (CRBA and EFPA do without: yd = 0),
+    v (eq. 33) and its rows of c_k = Omega (blkdiag(S_i) g_k + stack(v_i x S_i qd_i)) (digest 1.8);
+    Omega is applied recursively along the in-cluster parents. Bodies are numbered cluster by
+    cluster."""
     if q is not None:
         update_transforms(m, d, q)
     status = explicit_constraints(m, d, yd, velocities)
@@ -303,11 +312,12 @@ def kinematics(m, d, q, yd, velocities=True):
         k, p = cluster[i], parent[i]
         v0, mk, single = v_range[k, 0], y_range[k, 1] - y_range[k, 0], kind[k] == SINGLE
         inside = p >= body_range[k, 0]
-        E, r = transform_at(Xup_E, Xup_r, i)                         # in registers (header)
-        if kind[k] != LOOP:                                          # a LOOP cluster's with its constraints
+        E, r = transform_at(Xup_E, Xup_r, i)                # in registers (header)
+        if kind[k] != LOOP:                                 # a LOOP cluster's with its constraints
             set_output_transform(parent, cluster, body_range, Xo_E, Xo_r, i, E, r)
-        for j in range(mk):                                          # S_i G_k, G_k = 1 for one body
-            x = joint_column(joint[i], axes[i], j) if single else joint_motion(joint[i], axes[i], G[k, j], col[i])
+        for j in range(mk):                                 # S_i G_k, G_k = 1 for one body
+            x = (joint_column(joint[i], axes[i], j) if single
+                 else joint_motion(joint[i], axes[i], G[k, j], col[i]))
             y = transformed_motion(E, r, S[p, j]) if inside else ZERO6
             for e in range(6):
                 S[i, j, e] = x[e] + y[e] if inside else x[e]

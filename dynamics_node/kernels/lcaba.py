@@ -1,28 +1,29 @@
-"""Numba kernel of the proximal LCABA (Sathya & Carpentier 2025, Algs. 1-3) on a FlatModel ``m``, FlatData ``d`` and an
-LcabaPlan ``p`` with its LcabaData ``w`` (flat/lcaba.py).
+"""Numba kernel of the proximal LCABA (Sathya & Carpentier 2025, Algs. 1-3) on a FlatModel ``m``,
+FlatData ``d`` and an LcabaPlan ``p`` with its LcabaData ``w`` (flat/lcaba.py).
 
 Same algorithm, same order of operations per body as lcaba.py, which stays the readable reference;
 what differs:
 - H is one 6x6 block per coupled pair of bodies, stored as H[min, max] (flat/lcaba.py);
-- D_i^-1 enters through its Cholesky factor L_i: with Z_i = L_i^-1 U_i^T, Y_ij = L_i^-1 (H_ij^T S_i)^T
-  and ubar_i = L_i^-1 u_i, the eliminations of eqs. 30a-30e are H_pp += X^T (H_ii - Z^T Z) X,
-  H_jk -= Y_j^T Y_k, ..., and the rollout is qdd_i = L_i^-T (ubar_i - Z_i a'_i - sum_j Y_ij a_j) (L_i is
-  stored with 1/L_jj on its diagonal, so that the solves multiply);
-- a loop keeps its rows that are not identically zero (flat.lcaba._kept_rows: K = 0 and k = 0 on the
-  others at every state), lcaba.py all of them;
+- D_i^-1 enters through its Cholesky factor L_i: with Z_i = L_i^-1 U_i^T,
+  Y_ij = L_i^-1 (H_ij^T S_i)^T and ubar_i = L_i^-1 u_i, the eliminations of eqs. 30a-30e are
+  H_pp += X^T (H_ii - Z^T Z) X, H_jk -= Y_j^T Y_k, ..., and the rollout is
+  qdd_i = L_i^-T (ubar_i - Z_i a'_i - sum_j Y_ij a_j) (L_i is stored with 1/L_jj on its diagonal,
+  so that the solves multiply);
+- a loop keeps its rows that are not identically zero (flat.lcaba._kept_rows: K = 0 and k = 0 on
+  the others at every state), lcaba.py all of them;
 - transforms are (E, r) pairs (the kernels).
 The sweeps hold 6-vectors, transforms and 3x3 blocks of H as tuples, read from and written to the
-buffers with full indices. A tuple stays in registers, where an array element would be reloaded after
-every store into H (the compiler cannot rule out aliasing). Each kernel reads the fields it uses into
-locals first: numba emits no alias information, so a field read after a store into any buffer would be
-loaded again through the struct (the fields are BorrowedArrays, borrowed.py: nothing is reference
-counted). The sweeps call no other kernel (but constraint_penalties its three row kernels) and divide
-without checks (error_model='numpy': inf or nan, never an exception). fastmath={'contract'} fuses
-a * b + c into one rounding (FMA).
+buffers with full indices. A tuple stays in registers, where an array element would be reloaded
+after every store into H (the compiler cannot rule out aliasing). Each kernel reads the fields it
+uses into locals first: numba emits no alias information, so a field read after a store into any
+buffer would be loaded again through the struct (the fields are BorrowedArrays, borrowed.py:
+nothing is reference counted). The sweeps call no other kernel (but constraint_penalties its three
+row kernels) and divide without checks (error_model='numpy': inf or nan, never an exception).
+fastmath={'contract'} fuses a * b + c into one rounding (FMA).
 No kernel allocates. ``lcaba`` returns OK or NOT_POSITIVE (w.info: the body) instead of raising.
 
-The kernels reuse the kernels's helpers, so numba's cache of this file is keyed on every kernel module
-(kernels/cache.py): a change of the kernels recompiles these kernels too.
+The kernels reuse the kernels's helpers, so numba's cache of this file is keyed on every kernel
+module (kernels/cache.py): a change of the kernels recompiles these kernels too.
 """
 
 import math
@@ -32,8 +33,8 @@ from numba import njit
 from .cache import key_on_helpers
 from .joints import joint_nv
 from .kinematics import set_loop_ends, update_transforms
-from .spatial import (cross_force, cross_motion, dot6, path_transform, relative, rigid_force, rotated_back,
-                      transform_at, transformed_motion, transposed_force)
+from .spatial import (cross_force, cross_motion, dot6, path_transform, relative, rigid_force,
+                      rotated_back, transform_at, transformed_motion, transposed_force)
 
 OK, NOT_POSITIVE = 0, 1
 
@@ -88,7 +89,8 @@ def sub6(a, b):
 @njit(inline='always')
 def add_scaled6(a, s, b):
     """a + s b."""
-    return a[0] + s * b[0], a[1] + s * b[1], a[2] + s * b[2], a[3] + s * b[3], a[4] + s * b[4], a[5] + s * b[5]
+    return (a[0] + s * b[0], a[1] + s * b[1], a[2] + s * b[2],
+            a[3] + s * b[3], a[4] + s * b[4], a[5] + s * b[5])
 
 
 @njit(inline='always')
@@ -101,16 +103,17 @@ def scale6(s, a):
 @njit(inline='always')
 def block3(M, i, r0, c0):
     """M[i, r0:r0 + 3, c0:c0 + 3] of a 3-d buffer."""
-    return (M[i, r0, c0], M[i, r0, c0 + 1], M[i, r0, c0 + 2], M[i, r0 + 1, c0], M[i, r0 + 1, c0 + 1],
-            M[i, r0 + 1, c0 + 2], M[i, r0 + 2, c0], M[i, r0 + 2, c0 + 1], M[i, r0 + 2, c0 + 2])
+    return (M[i, r0, c0], M[i, r0, c0 + 1], M[i, r0, c0 + 2],
+            M[i, r0 + 1, c0], M[i, r0 + 1, c0 + 1], M[i, r0 + 1, c0 + 2],
+            M[i, r0 + 2, c0], M[i, r0 + 2, c0 + 1], M[i, r0 + 2, c0 + 2])
 
 
 @njit(inline='always')
 def blocks(M, i, transposed):
     """The blocks of M[i] (or of M[i]^T)."""
     if transposed:
-        return (transpose3(block3(M, i, 0, 0)), transpose3(block3(M, i, 3, 0)), transpose3(block3(M, i, 0, 3)),
-                transpose3(block3(M, i, 3, 3)))
+        return (transpose3(block3(M, i, 0, 0)), transpose3(block3(M, i, 3, 0)),
+                transpose3(block3(M, i, 0, 3)), transpose3(block3(M, i, 3, 3)))
     return block3(M, i, 0, 0), block3(M, i, 0, 3), block3(M, i, 3, 0), block3(M, i, 3, 3)
 
 
@@ -138,21 +141,24 @@ def transpose3(A):
 
 @njit(inline='always')
 def add3(A, B):
-    return (A[0] + B[0], A[1] + B[1], A[2] + B[2], A[3] + B[3], A[4] + B[4], A[5] + B[5], A[6] + B[6], A[7] + B[7],
-            A[8] + B[8])
+    return (A[0] + B[0], A[1] + B[1], A[2] + B[2],
+            A[3] + B[3], A[4] + B[4], A[5] + B[5],
+            A[6] + B[6], A[7] + B[7], A[8] + B[8])
 
 
 @njit(inline='always')
 def sub3(A, B):
-    return (A[0] - B[0], A[1] - B[1], A[2] - B[2], A[3] - B[3], A[4] - B[4], A[5] - B[5], A[6] - B[6], A[7] - B[7],
-            A[8] - B[8])
+    return (A[0] - B[0], A[1] - B[1], A[2] - B[2],
+            A[3] - B[3], A[4] - B[4], A[5] - B[5],
+            A[6] - B[6], A[7] - B[7], A[8] - B[8])
 
 
 @njit(inline='always')
 def sub_outer3(A, u, v):
     """A - u v^T."""
-    return (A[0] - u[0] * v[0], A[1] - u[0] * v[1], A[2] - u[0] * v[2], A[3] - u[1] * v[0], A[4] - u[1] * v[1],
-            A[5] - u[1] * v[2], A[6] - u[2] * v[0], A[7] - u[2] * v[1], A[8] - u[2] * v[2])
+    return (A[0] - u[0] * v[0], A[1] - u[0] * v[1], A[2] - u[0] * v[2],
+            A[3] - u[1] * v[0], A[4] - u[1] * v[1], A[5] - u[1] * v[2],
+            A[6] - u[2] * v[0], A[7] - u[2] * v[1], A[8] - u[2] * v[2])
 
 
 @njit(inline='always')
@@ -218,9 +224,9 @@ def tmul_blocks(M, x):
 
 @njit(inline='always')
 def congruence_blocks(E, r, A, B, C):
-    """X^T M X of a symmetric M = [A B; B^T C] as blocks [11, 12, 22]: X = diag(E, E) [1 0; -rx 1] turns M
-    into [A' B'; B'^T C'] = [E^T A E, E^T B E; ., E^T C E], then with F = rx C', G = rx B'^T into
-    [A' + G + G^T - F rx, B' + F; ., C']."""
+    """X^T M X of a symmetric M = [A B; B^T C] as blocks [11, 12, 22]: X = diag(E, E) [1 0; -rx 1]
+    turns M into [A' B'; B'^T C'] = [E^T A E, E^T B E; ., E^T C E], then with F = rx C',
+    G = rx B'^T into [A' + G + G^T - F rx, B' + F; ., C']."""
     A, B, C = tmul3(E, mul3(A, E)), tmul3(E, mul3(B, E)), tmul3(E, mul3(C, E))
     F, G = cross3(r, C), cross3(r, transpose3(B))
     return add3(add3(A, G), sub3(transpose3(G), mul_cross3(F, r))), add3(B, F), C
@@ -228,15 +234,16 @@ def congruence_blocks(E, r, A, B, C):
 
 @njit(inline='always')
 def force_blocks(E, r, P, Q, R, S):
-    """X^T [P Q; R S] = [E^T P + rx E^T R, E^T Q + rx E^T S; E^T R, E^T S] (force on every column)."""
+    """X^T [P Q; R S] = [E^T P + rx E^T R, E^T Q + rx E^T S; E^T R, E^T S] (force on every
+    column)."""
     R, S = tmul3(E, R), tmul3(E, S)
     return add3(tmul3(E, P), cross3(r, R)), add3(tmul3(E, Q), cross3(r, S)), R, S
 
 
 @njit(inline='always')
 def rows_of_product(X, i1, j1, i2, j2, rows, c):
-    """Rows c and c + 1 of X[i1, j1:j1 + rows]^T X[i2, j2:j2 + rows] (6-vector rows of a 3-d buffer),
-    accumulated in registers: twelve independent sums."""
+    """Rows c and c + 1 of X[i1, j1:j1 + rows]^T X[i2, j2:j2 + rows] (6-vector rows of a 3-d
+    buffer), accumulated in registers: twelve independent sums."""
     t = u = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
     for row in range(rows):
         x = row6_of(X, i2, j2 + row)
@@ -244,14 +251,15 @@ def rows_of_product(X, i1, j1, i2, j2, rows, c):
     return t, u
 
 
-# ---- Cholesky factor L_i = L[i] of D_i and its triangular solves (the kernels's cholesky, forward_solve,
-# forward_solve_rows, backward_solve on full indices) ----
+# ---- Cholesky factor L_i = L[i] of D_i and its triangular solves (the kernels's cholesky,
+# forward_solve, forward_solve_rows, backward_solve on full indices) ----
 
 @njit(inline='always')
 def cholesky_of(L, i, n):
-    """L[i, :n, :n] <- its lower Cholesky factor with the reciprocals of its diagonal on the diagonal (lower
-    triangle read): the solves multiply, as a division on their chain of dependent operations costs
-    3-4 multiplications' latency. False if not positive definite (then factored on, into nan)."""
+    """L[i, :n, :n] <- its lower Cholesky factor with the reciprocals of its diagonal on the
+    diagonal (lower triangle read): the solves multiply, as a division on their chain of dependent
+    operations costs 3-4 multiplications' latency. False if not positive definite (then factored
+    on, into nan)."""
     positive = True
     for j in range(n):
         s = L[i, j, j]
@@ -302,11 +310,13 @@ def solve_transposed(L, i, n, x):
 
 @njit(error_model='numpy', fastmath={'contract'})
 def first_forward_sweep(m, d, p, w, qd, f_ext):
-    """v_i, c_i = v_i x S_i qd_i, H_ii = I_i, f_i = f_ext - v_i x* I_i v_i (Sathya & Carpentier 2025 Sec. IV-C1)."""
-    joint, parent, inertia, rigid, Xup_E, Xup_r, v = m.joint, m.parent, m.inertia, m.rigid_inertia, d.Xup_E, d.Xup_r, \
-        d.v
-    S, slot, idx_v, H, c, f, f_tree, nb = p.S, p.slot, p.idx_v, w.H, w.c, w.f, w.f_tree, len(parent)
-    for jk in range(nb - 1, H.shape[0]):                  # the couplings H[j, k], j < k, start at zero
+    """v_i, c_i = v_i x S_i qd_i, H_ii = I_i, f_i = f_ext - v_i x* I_i v_i
+    (Sathya & Carpentier 2025 Sec. IV-C1)."""
+    joint, parent, inertia, rigid, Xup_E, Xup_r, v = m.joint, m.parent, m.inertia, \
+        m.rigid_inertia, d.Xup_E, d.Xup_r, d.v
+    S, slot, idx_v, H, c, f, f_tree, nb = (
+        p.S, p.slot, p.idx_v, w.H, w.c, w.f, w.f_tree, len(parent))
+    for jk in range(nb - 1, H.shape[0]):              # the couplings H[j, k], j < k, start at zero
         for row in range(6):
             for col in range(6):
                 H[jk, row, col] = 0.0
@@ -330,8 +340,8 @@ def first_forward_sweep(m, d, p, w, qd, f_ext):
 
 @njit(error_model='numpy', fastmath={'contract'})
 def constraint_penalties(d, p, w, mu, a0):
-    """Cut rows K, k of every constraint (lcaba.cut_rows; the kept ones, p.con_rows) and their penalty in H and f
-    (eqs. 20, 25, 35); the velocity violation max |K qd| into w.violation."""
+    """Cut rows K, k of every constraint (lcaba.cut_rows; the kept ones, p.con_rows) and their
+    penalty in H and f (eqs. 20, 25, 35); the velocity violation max |K qd| into w.violation."""
     w.violation[0] = 0.0
     for con in range(len(p.con_rows)):
         if p.con_loop[con] < 0:
@@ -344,8 +354,8 @@ def constraint_penalties(d, p, w, mu, a0):
 @njit(error_model='numpy', fastmath={'contract'})
 def coupling_rows(d, p, w, con):
     """Entries K (rows on each body's acceleration) and k of coupling con (lcaba.cut_rows):
-    sum_j c_j (S_j^T a_j - S_j^T Xup_j a_parent) = 0 (Sathya & Carpentier 2025 Remark 1); its |K qd| (the same rows on the
-    velocities) into w.violation."""
+    sum_j c_j (S_j^T a_j - S_j^T Xup_j a_parent) = 0 (Sathya & Carpentier 2025 Remark 1); its
+    |K qd| (the same rows on the velocities) into w.violation."""
     K, k, Xup_E, Xup_r, S, v, entry_body = w.K, w.k, d.Xup_E, d.Xup_r, p.S, d.v, p.entry_body
     term_body, term_coefficient, term_entry = p.term_body, p.term_coefficient, p.term_entry
     for e in range(p.con_entries[con, 0], p.con_entries[con, 1]):
@@ -353,7 +363,8 @@ def coupling_rows(d, p, w, con):
     k[con, 0] = 0.0
     violation = 0.0
     for t in range(p.con_terms[con, 0], p.con_terms[con, 1]):
-        j, coefficient, e_j, e_parent = term_body[t], term_coefficient[t], term_entry[t, 0], term_entry[t, 1]
+        j, coefficient, e_j, e_parent = (
+            term_body[t], term_coefficient[t], term_entry[t, 0], term_entry[t, 1])
         E, r = transform_at(Xup_E, Xup_r, j)
         s = row6_of(S, j, 0)
         x = transposed_force(E, r, s)
@@ -366,13 +377,14 @@ def coupling_rows(d, p, w, con):
 
 @njit(error_model='numpy', fastmath={'contract'})
 def loop_rows(d, p, w, con):
-    """Entries K (rows on each body's acceleration) and k of loop constraint con (lcaba.cut_rows); the
-    largest |K qd| = |Psi^T (v_B - v_A)| of its rows into w.violation."""
+    """Entries K (rows on each body's acceleration) and k of loop constraint con (lcaba.cut_rows);
+    the largest |K qd| = |Psi^T (v_B - v_A)| of its rows into w.violation."""
     rows, e0, lp, K, k = p.con_rows[con], p.con_entries[con, 0], p.con_loop[con], w.K, w.k
     Xup_E, Xup_r, loop_PsiT, universal = d.Xup_E, d.Xup_r, p.loop_PsiT, p.loop_universal[lp]
     EA, rA = path_transform(Xup_E, Xup_r, p.loop_path[lp, 0], p.loop_path_len[lp, 0])
     EB, rB = path_transform(Xup_E, Xup_r, p.loop_path[lp, 1], p.loop_path_len[lp, 1])
-    set_loop_ends(d, lp, EA, rA, EB, rB)        # for the closure check (loops in the order of flat/model.py's)
+    # for the closure check (loops in the order of flat/model.py's)
+    set_loop_ends(d, lp, EA, rA, EB, rB)
     E, r = relative(EA, rA, EB, rB)           # X_A_B = X_A_nca X_B_nca^-1
     A, B = p.entry_body[e0], p.entry_body[e0 + 1]
     vA, vB = row6(d.v, A), transformed_motion(E, r, row6(d.v, B))
@@ -389,25 +401,29 @@ def loop_rows(d, p, w, con):
 
 @njit(inline='always')
 def universal_row(p, lp, E_AB, vA, vB):
-    """A universal loop's first row, which turns with both frames (LoopConstraint.directions, turning_bias),
-    and its bias: with a2 = R_rel axis2 (R_rel = E_P X_A_B's rotation E_S^T, in P), ^PX_A^T [a1 x a2; 0] =
-    [E_P^T (a1 x a2); 0] (a pure moment: the offset of P does not enter) and (a1 . w_r)(a2 . w_r) -
-    (a1 . a2)|w_r|^2, w_r = E_P (w_B - w_A) in P (vB: v_B in A)."""
+    """A universal loop's first row, which turns with both frames (LoopConstraint.directions,
+    turning_bias), and its bias: with a2 = R_rel axis2 (R_rel = E_P X_A_B's rotation E_S^T, in P),
+    ^PX_A^T [a1 x a2; 0] = [E_P^T (a1 x a2); 0] (a pure moment: the offset of P does not enter) and
+    (a1 . w_r)(a2 . w_r) - (a1 . a2)|w_r|^2, w_r = E_P (w_B - w_A) in P (vB: v_B in A)."""
     EP, a1 = block3(p.loop_pred_E, lp, 0, 0), row3(p.loop_a1, lp)
-    a2 = mul_vector3(EP, mul_vector3(E_AB, rotated_back(block3(p.loop_succ_E, lp, 0, 0), row3(p.loop_a2, lp))))
+    a2 = mul_vector3(EP, mul_vector3(E_AB, rotated_back(block3(p.loop_succ_E, lp, 0, 0),
+                                                        row3(p.loop_a2, lp))))
     wr = mul_vector3(EP, (vB[0] - vA[0], vB[1] - vA[1], vB[2] - vA[2]))
-    n = rotated_back(EP, (a1[1] * a2[2] - a1[2] * a2[1], a1[2] * a2[0] - a1[0] * a2[2], a1[0] * a2[1] - a1[1] * a2[0]))
+    n = rotated_back(EP, (a1[1] * a2[2] - a1[2] * a2[1], a1[2] * a2[0] - a1[0] * a2[2],
+                          a1[0] * a2[1] - a1[1] * a2[0]))
     a1w = a1[0] * wr[0] + a1[1] * wr[1] + a1[2] * wr[2]
     a2w = a2[0] * wr[0] + a2[1] * wr[1] + a2[2] * wr[2]
-    bias = a1w * a2w - (a1[0] * a2[0] + a1[1] * a2[1] + a1[2] * a2[2]) * (wr[0] * wr[0] + wr[1] * wr[1] + wr[2] * wr[2])
+    bias = (a1w * a2w - (a1[0] * a2[0] + a1[1] * a2[1] + a1[2] * a2[2])
+            * (wr[0] * wr[0] + wr[1] * wr[1] + wr[2] * wr[2]))
     return (n[0], n[1], n[2], 0.0, 0.0, 0.0), bias
 
 
 @njit(error_model='numpy', fastmath={'contract'})
 def add_penalty(p, w, con, mu, a0):
-    """Ground entries folded into k (eq. 35), then (mu/2) |sum_l K^l a_l - k|^2 (eqs. 20, 25): f_b += mu K_b^T k
-    and H[b, b2] += mu K_b^T K_b2 for every pair of entries."""
-    rows, e0, e1, entry_body = p.con_rows[con], p.con_entries[con, 0], p.con_entries[con, 1], p.entry_body
+    """Ground entries folded into k (eq. 35), then (mu/2) |sum_l K^l a_l - k|^2 (eqs. 20, 25):
+    f_b += mu K_b^T k and H[b, b2] += mu K_b^T K_b2 for every pair of entries."""
+    rows, e0, e1, entry_body = (
+        p.con_rows[con], p.con_entries[con, 0], p.con_entries[con, 1], p.entry_body)
     K, k, f, H, slot = w.K, w.k, w.f, w.H, p.slot
     for e in range(e0, e1):
         if entry_body[e] == 0:
@@ -421,7 +437,7 @@ def add_penalty(p, w, con, mu, a0):
         for row in range(rows):
             Kk = add_scaled6(Kk, k[con, row], row6_of(K, e, row))
         add_row6(f, b, scale6(mu, Kk))
-        for e2 in range(e, e1):                          # the entries of a constraint are distinct bodies
+        for e2 in range(e, e1):                   # the entries of a constraint are distinct bodies
             b2 = entry_body[e2]
             if b2 == 0:
                 continue
@@ -438,30 +454,37 @@ def add_penalty(p, w, con, mu, a0):
 
 @njit(error_model='numpy', fastmath={'contract'})
 def backward_sweep(m, d, p, w, tau, a0):
-    """Eliminate the bodies in S^E (Sathya & Carpentier 2025 Alg. 1 lines 11-23, eqs. 29-30, 34-35): Z_i, Y_ij, ubar_i stored.
-    NOT_POSITIVE with the first body whose D_i is not positive definite in w.info."""
-    parent, Xup_E, Xup_r, S, slot, neighbours = m.parent, d.Xup_E, d.Xup_r, p.S, p.slot, p.neighbours
+    """Eliminate the bodies in S^E (Sathya & Carpentier 2025 Alg. 1 lines 11-23, eqs. 29-30,
+    34-35): Z_i, Y_ij, ubar_i stored. NOT_POSITIVE with the first body whose D_i is not positive
+    definite in w.info."""
+    parent, Xup_E, Xup_r, S, slot, neighbours = (
+        m.parent, d.Xup_E, d.Xup_r, p.S, p.slot, p.neighbours)
     joint, order, n_neighbours, idx_v, free = m.joint, p.order, p.n_neighbours, p.idx_v, p.free
     H, f, c, L, Z, Y, ubar, info, status = w.H, w.f, w.c, w.L, w.Z, w.Y, w.ubar, w.info, OK
     for s in range(len(order)):
         i = order[s]
-        n, pa, nN, E, r = joint_nv(joint[i]), parent[i], n_neighbours[i], block3(Xup_E, i, 0, 0), row3(Xup_r, i)
+        n, pa, nN, E, r = (joint_nv(joint[i]), parent[i], n_neighbours[i],
+                           block3(Xup_E, i, 0, 0), row3(Xup_r, i))
         Hii = blocks(H, slot[i, i], False)
-        for a in range(n):                                   # Z rows: U^T = S^T H_ii; D = S^T U; u = tau_i + S^T f_i
-            s_a = scale6(free[i, a], row6_of(S, i, a))       # a locked column: D's row of the identity, u = 0
+        # Z rows: U^T = S^T H_ii; D = S^T U; u = tau_i + S^T f_i
+        for a in range(n):
+            # a locked column: D's row of the identity, u = 0
+            s_a = scale6(free[i, a], row6_of(S, i, a))
             set_row6_of(Z, i, a, tmul_blocks(Hii, s_a))
             for b in range(a + 1):
                 L[i, a, b] = dot6(row6_of(Z, i, b), s_a)
             L[i, a, a] += 1.0 - free[i, a]
             ubar[i, a] = (tau[idx_v[i] + a] + dot6(s_a, row6(f, i))) * free[i, a]
-        if not cholesky_of(L, i, n) and status == OK:     # the first such body; the sweep goes on, into nan
+        # the first such body; the sweep goes on, into nan
+        if not cholesky_of(L, i, n) and status == OK:
             status, info[0] = NOT_POSITIVE, i
         solve_rows(L, i, n, Z, 0)
         solve(L, i, n, ubar)
         for q in range(nN):                                  # Y_j rows: L^-1 S^T H_ij
             Hij = blocks(H, slot[i, neighbours[i, q]], i > neighbours[i, q])
             for a in range(n):
-                set_row6_of(Y, i, 6 * q + a, tmul_blocks(Hij, scale6(free[i, a], row6_of(S, i, a))))
+                set_row6_of(Y, i, 6 * q + a,
+                            tmul_blocks(Hij, scale6(free[i, a], row6_of(S, i, a))))
             solve_rows(L, i, n, Y, 6 * q)
         c_i, ub = row6(c, i), row6(ubar, i)
         if pa > 0:
@@ -469,11 +492,13 @@ def backward_sweep(m, d, p, w, tau, a0):
             for a in range(n):
                 z = row6_of(Z, i, a)
                 zt, zb = (z[0], z[1], z[2]), (z[3], z[4], z[5])
-                Ha11, Ha12, Ha22 = sub_outer3(Ha11, zt, zt), sub_outer3(Ha12, zt, zb), sub_outer3(Ha22, zb, zb)
+                Ha11, Ha12, Ha22 = (sub_outer3(Ha11, zt, zt), sub_outer3(Ha12, zt, zb),
+                                    sub_outer3(Ha22, zb, zb))
             N11, N12, N22 = congruence_blocks(E, r, Ha11, Ha12, Ha22)
             add_blocks(H, slot[pa, pa], N11, N12, transpose3(N12), N22, False)      # eq. 30a
-            x = sub6(row6(f, i), mul_blocks((Ha11, Ha12, transpose3(Ha12), Ha22), c_i))   # eq. 30b:
-            for a in range(n):                                                          # f_i - Ha c_i - U D^-1 u
+            # eq. 30b: f_i - Ha c_i - U D^-1 u
+            x = sub6(row6(f, i), mul_blocks((Ha11, Ha12, transpose3(Ha12), Ha22), c_i))
+            for a in range(n):
                 x = add_scaled6(x, -ub[a], row6_of(Z, i, a))
             add_row6(f, pa, transposed_force(E, r, x))
         for q in range(nN):
@@ -481,7 +506,8 @@ def backward_sweep(m, d, p, w, tau, a0):
             C11, C12, C21, C22 = blocks(H, slot[i, j], i > j)    # C = P_i H_ij = H_ij - Z^T Y_j
             for a in range(n):
                 z, y = row6_of(Z, i, a), row6_of(Y, i, 6 * q + a)
-                zt, zb, yt, yb = (z[0], z[1], z[2]), (z[3], z[4], z[5]), (y[0], y[1], y[2]), (y[3], y[4], y[5])
+                zt, zb, yt, yb = ((z[0], z[1], z[2]), (z[3], z[4], z[5]),
+                                  (y[0], y[1], y[2]), (y[3], y[4], y[5]))
                 C11, C12 = sub_outer3(C11, zt, yt), sub_outer3(C12, zt, yb)
                 C21, C22 = sub_outer3(C21, zb, yt), sub_outer3(C22, zb, yb)
             if pa > 0:                                       # eq. 30c; with j = parent eq. 34
@@ -490,7 +516,8 @@ def backward_sweep(m, d, p, w, tau, a0):
                 if j == pa:
                     add_blocks(H, slot[pa, j], N11, N12, N21, N22, True)
                 x = c_i                                      # eq. 30e: f_j -= Y_j^T ubar + C^T c_i
-            else:                                            # eqs. 30e and 35: f_j -= Y_j^T ubar + C^T (c_i + X a_0)
+            else:
+                # eqs. 30e and 35: f_j -= Y_j^T ubar + C^T (c_i + X a_0)
                 x = add6(c_i, transformed_motion(E, r, a0))
             x = tmul_blocks((C11, C12, C21, C22), x)
             for a in range(n):
@@ -512,15 +539,18 @@ def backward_sweep(m, d, p, w, tau, a0):
 
 @njit(error_model='numpy', fastmath={'contract'})
 def rollout(m, d, p, w, a0, reduced):
-    """Accelerations in reverse elimination order (Alg. 1 lines 24-26): qdd_i = L_i^-T (ubar_i - Z_i a'_i
-    - sum_j Y_ij a_j), a'_i = Xup_i a_parent + c_i and a_i = a'_i + S_i qdd_i from a_0, into w.qdd and w.a;
-    reduced (Alg. 2): their changes dqdd, da from Delta a_0 = a0 with c = 0 (into w.da), added to w.qdd and
-    w.a as they come (Alg. 3 line 12). Returns ||dqdd||_inf (reduced), else 0."""
+    """Accelerations in reverse elimination order (Alg. 1 lines 24-26):
+    qdd_i = L_i^-T (ubar_i - Z_i a'_i - sum_j Y_ij a_j), a'_i = Xup_i a_parent + c_i and
+    a_i = a'_i + S_i qdd_i from a_0, into w.qdd and w.a; reduced (Alg. 2): their changes dqdd, da
+    from Delta a_0 = a0 with c = 0 (into w.da), added to w.qdd and w.a as they come (Alg. 3 line
+    12). Returns ||dqdd||_inf (reduced), else 0."""
     c, a = (w.zero_c, w.da) if reduced else (w.c, w.a)
     qdd, a_total, step = w.qdd, w.a, 0.0
     set_row6(a, 0, a0)
-    joint, parent, Xup_E, Xup_r, S, order, idx_v = m.joint, m.parent, d.Xup_E, d.Xup_r, p.S, p.order, p.idx_v
-    n_neighbours, neighbours, Z, Y, L, ubar, z = p.n_neighbours, p.neighbours, w.Z, w.Y, w.L, w.ubar, w.z
+    joint, parent, Xup_E, Xup_r, S, order, idx_v = (
+        m.joint, m.parent, d.Xup_E, d.Xup_r, p.S, p.order, p.idx_v)
+    n_neighbours, neighbours, Z, Y, L, ubar, z = (
+        p.n_neighbours, p.neighbours, w.Z, w.Y, w.L, w.ubar, w.z)
     for s in range(len(order) - 1, -1, -1):
         i = order[s]
         n = joint_nv(joint[i])
@@ -547,10 +577,13 @@ def rollout(m, d, p, w, a0, reduced):
 
 @njit(error_model='numpy', fastmath={'contract'})
 def reduced_backward_sweep(m, d, p, w, dtau):
-    """ubar_i of the body forces df = d.f and joint forces dtau, reusing the elimination (Sathya & Carpentier 2025 Alg. 2:
-    H does not depend on lambda); the reduced rollout then gives the changes of qdd and of a."""
-    joint, parent, Xup_E, Xup_r, df, S, order, idx_v = m.joint, m.parent, d.Xup_E, d.Xup_r, d.f, p.S, p.order, p.idx_v
-    n_neighbours, neighbours, Z, Y, L, ubar, free = p.n_neighbours, p.neighbours, w.Z, w.Y, w.L, w.ubar, p.free
+    """ubar_i of the body forces df = d.f and joint forces dtau, reusing the elimination
+    (Sathya & Carpentier 2025 Alg. 2: H does not depend on lambda); the reduced rollout then gives
+    the changes of qdd and of a."""
+    joint, parent, Xup_E, Xup_r, df, S, order, idx_v = (
+        m.joint, m.parent, d.Xup_E, d.Xup_r, d.f, p.S, p.order, p.idx_v)
+    n_neighbours, neighbours, Z, Y, L, ubar, free = (
+        p.n_neighbours, p.neighbours, w.Z, w.Y, w.L, w.ubar, p.free)
     for s in range(len(order)):
         i = order[s]
         n, pa, df_i = joint_nv(joint[i]), parent[i], row6(df, i)
@@ -572,9 +605,10 @@ def reduced_backward_sweep(m, d, p, w, dtau):
 
 @njit(error_model='numpy', fastmath={'contract'})
 def update_multipliers(p, w, mu, first):
-    """r_c = sum_l K^l a_l - k on every constraint and lambda += mu r (eq. 33; lambda^0 = 0 with first);
-    returns ||r||_inf."""
-    con_rows, con_row0, con_entries, entry_body = p.con_rows, p.con_row0, p.con_entries, p.entry_body
+    """r_c = sum_l K^l a_l - k on every constraint and lambda += mu r (eq. 33; lambda^0 = 0 with
+    first); returns ||r||_inf."""
+    con_rows, con_row0, con_entries, entry_body = (
+        p.con_rows, p.con_row0, p.con_entries, p.entry_body)
     K, k, a, r, lam, worst = w.K, w.k, w.a, w.r, w.lam, 0.0
     for con in range(len(con_rows)):
         e0, e1 = con_entries[con, 0], con_entries[con, 1]
@@ -592,10 +626,11 @@ def update_multipliers(p, w, mu, first):
 
 @njit(error_model='numpy', fastmath={'contract'})
 def gradient_forces(m, d, p, w, mu):
-    """df = f_tree - I a - sum K^T (lambda + mu r) into d.f: the body forces of the augmented Lagrangian's
-    gradient at the current accelerations (lcaba._gradient_forces)."""
+    """df = f_tree - I a - sum K^T (lambda + mu r) into d.f: the body forces of the augmented
+    Lagrangian's gradient at the current accelerations (lcaba._gradient_forces)."""
     rigid, df, f_tree, a, K, r, lam = m.rigid_inertia, d.f, w.f_tree, w.a, w.K, w.r, w.lam
-    con_rows, con_row0, con_entries, entry_body = p.con_rows, p.con_row0, p.con_entries, p.entry_body
+    con_rows, con_row0, con_entries, entry_body = (
+        p.con_rows, p.con_row0, p.con_entries, p.entry_body)
     for i in range(1, len(a)):
         set_row6(df, i, sub6(row6(f_tree, i), rigid_force(rigid[i], row6(a, i))))
     for con in range(len(con_rows)):
@@ -605,15 +640,17 @@ def gradient_forces(m, d, p, w, mu):
                 continue
             x = row6(df, b)
             for row in range(con_rows[con]):
-                x = add_scaled6(x, -(lam[con_row0[con] + row] + mu * r[con, row]), row6_of(K, e, row))
+                x = add_scaled6(x, -(lam[con_row0[con] + row] + mu * r[con, row]),
+                                row6_of(K, e, row))
             set_row6(df, b, x)
 
 
 @njit(cache=True, nogil=True, error_model='numpy', fastmath={'contract'})
 def lcaba(m, d, p, w, q, qd, tau, f_ext, mu, tolerance, max_iterations):
-    """Spanning accelerations of the closed-loop system into w.qdd by the proximal LCABA (Sathya & Carpentier 2025,
-    Alg. 3; lcaba.lcaba); multipliers into w.lam, [iterations, residual, converged] into w.result.
-    qd, tau spanning (nv); f_ext (nb x 6) in body coordinates; q None: d.Xup is at the positions already."""
+    """Spanning accelerations of the closed-loop system into w.qdd by the proximal LCABA
+    (Sathya & Carpentier 2025, Alg. 3; lcaba.lcaba); multipliers into w.lam,
+    [iterations, residual, converged] into w.result. qd, tau spanning (nv); f_ext (nb x 6) in body
+    coordinates; q None: d.Xup is at the positions already."""
     if q is not None:
         update_transforms(m, d, q)
     first_forward_sweep(m, d, p, w, qd, f_ext)

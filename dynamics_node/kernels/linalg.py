@@ -1,6 +1,7 @@
-"""Small linear algebra of the kernels: the Cholesky factor of D_k (m_k <= 6) and its triangular solves,
-and the sparse Householder QR of a LOOP cluster's K_d on its elimination plan (multibody/elimination.py:
-each step reflects only the rows that hold its column), which carries K_i and k along."""
+"""Small linear algebra of the kernels: the Cholesky factor of D_k (m_k <= 6) and its triangular
+solves, and the sparse Householder QR of a LOOP cluster's K_d on its elimination plan
+(multibody/elimination.py: each step reflects only the rows that hold its column), which carries
+K_i and k along."""
 
 import math
 
@@ -13,9 +14,9 @@ key_on_helpers(__file__)
 
 @njit(error_model='numpy')
 def cholesky(A, n):
-    """In-place lower Cholesky factor of the SPD A[:n, :n] (lower triangle read), with the reciprocals of
-    its diagonal on the diagonal: the solves multiply, as a division on their chain of dependent operations
-    costs 3-4 multiplications' latency. False if not PD."""
+    """In-place lower Cholesky factor of the SPD A[:n, :n] (lower triangle read), with the
+    reciprocals of its diagonal on the diagonal: the solves multiply, as a division on their chain
+    of dependent operations costs 3-4 multiplications' latency. False if not PD."""
     for j in range(n):
         s = A[j, j]
         for p in range(j):
@@ -63,8 +64,8 @@ def backward_solve(L, n, x):
 
 @njit(inline='always', error_model='numpy')
 def reflect(A, step, n, p, b, c):
-    """A[step, c] <- (1 - b w w^T) A[step, c]: the reflection of step p of the sparse QR on column c, its rows
-    step[:n] (pivot first), w = (1, A[step[1:n], p])."""
+    """A[step, c] <- (1 - b w w^T) A[step, c]: the reflection of step p of the sparse QR on column
+    c, its rows step[:n] (pivot first), w = (1, A[step[1:n], p])."""
     s = A[step[0], c]
     for t in range(1, n):
         s += A[step[t], p] * A[step[t], c]
@@ -76,13 +77,14 @@ def reflect(A, step, n, p, b, c):
 
 @njit(error_model='numpy')
 def sparse_qr(m, k, A, nd, width, beta):
-    """In-place Householder QR of K_d = A[:, :nd] (rows: the active rows of LOOP cluster k; columns: its
-    dependent joints in elimination order) on the cluster's elimination plan (elimination.py; flat/model.py qr_*),
-    Q^T applied to the columns nd..width-1 too: step p reflects only its rows qr_rows[k, p] of its column,
-    of the later columns qr_cols[k, p] and of those. R lands in the pivot rows (the first of each step), the
-    reflectors below their implicit leading 1 in the others, scaled by a reciprocal (a division per entry
-    made delta's dense QR twice as slow); a step of one row reflects nothing (beta 0). Returns
-    min |R_pp| and max |R_pp|."""
+    """In-place Householder QR of K_d = A[:, :nd] (rows: the active rows of LOOP cluster k;
+    columns: its dependent joints in elimination order) on the cluster's elimination plan
+    (elimination.py; flat/model.py qr_*), Q^T applied to the columns nd..width-1 too: step p
+    reflects only its rows qr_rows[k, p] of its column, of the later columns qr_cols[k, p] and of
+    those. R lands in the pivot rows (the first of each step), the reflectors below their implicit
+    leading 1 in the others, scaled by a reciprocal (a division per entry made delta's dense QR
+    twice as slow); a step of one row reflects nothing (beta 0). Returns min |R_pp| and
+    max |R_pp|."""
     rows, n_rows, cols, n_cols = m.qr_rows[k], m.qr_n_rows[k], m.qr_cols[k], m.qr_n_cols[k]
     smallest, largest = math.inf, 0.0
     for p in range(nd):
@@ -110,8 +112,8 @@ def sparse_qr(m, k, A, nd, width, beta):
 
 @njit(error_model='numpy')
 def back_substitute(m, k, A, nd, c0, c1):
-    """A[pivot_p, c0:c1] <- the solutions of R x = A[pivots, c0:c1] after sparse_qr, each in the pivot row of
-    its column p (row p of R holds the later columns qr_cols[k, p] only)."""
+    """A[pivot_p, c0:c1] <- the solutions of R x = A[pivots, c0:c1] after sparse_qr, each in the
+    pivot row of its column p (row p of R holds the later columns qr_cols[k, p] only)."""
     rows, cols, n_cols = m.qr_rows[k], m.qr_cols[k], m.qr_n_cols[k]
     for p in range(nd - 1, -1, -1):
         pivot = rows[p, 0]
@@ -126,9 +128,9 @@ def back_substitute(m, k, A, nd, c0, c1):
 
 @njit(error_model='numpy')
 def dependent_least_squares(m, k, A, nd, width, beta, threshold):
-    """K_d^+ A[:, nd:width] (the sparse_qr layout) into the pivot rows of the columns of K_d; returns -1, or
-    min |R_pp| / max |R_pp| where K_d is singular: min |R_pp| <= threshold max(max |R_pp|, 1)
-    (kinematics.SINGULARITY_THRESHOLD)."""
+    """K_d^+ A[:, nd:width] (the sparse_qr layout) into the pivot rows of the columns of K_d;
+    returns -1, or min |R_pp| / max |R_pp| where K_d is singular:
+    min |R_pp| <= threshold max(max |R_pp|, 1) (kinematics.SINGULARITY_THRESHOLD)."""
     smallest, largest = sparse_qr(m, k, A, nd, width, beta)
     if smallest <= threshold * max(largest, 1.0):
         return smallest / largest if largest > 0.0 else 0.0

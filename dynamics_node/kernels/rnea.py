@@ -39,10 +39,11 @@ def rnea(m, d, q, yd, ydd, f_ext):
     status = kinematics(m, d, q, yd)
     if status != OK:
         return status
-    rigid, cluster, output, body_range, y_range = m.rigid_inertia, m.cluster, m.output, m.body_range, m.y_range
+    rigid, cluster, output, body_range, y_range = (
+        m.rigid_inertia, m.cluster, m.output, m.body_range, m.y_range)
     Xo_E, Xo_r, S, v, a, c, f, tau = d.Xo_E, d.Xo_r, d.S, d.v, d.a, d.c, d.f, d.tau
     set_base_acceleration(m, d)
-    for i in range(1, len(rigid)):                                   # forward pass, cluster by cluster
+    for i in range(1, len(rigid)):                               # forward pass, cluster by cluster
         k = cluster[i]
         y0 = y_range[k, 0]
         bias_acceleration(Xo_E, Xo_r, a, c, i, output[k])

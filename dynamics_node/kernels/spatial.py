@@ -1,6 +1,7 @@
-"""Spatial algebra of the kernels (multibody/spatial.py's twin): transforms as (E, r) pairs,
-X = [[E, 0], [-E r x, E]] (Featherstone & Orin 2000), held as tuples (E a row-major 9-tuple, r a 3-tuple) in registers;
-6-vectors as tuples or rows of buffers; rigid-body inertias as 10 parameters (m, h = m c, Ibar)."""
+"""Spatial algebra of the kernels (the twin of dynamics_node/spatial.py): transforms as (E, r)
+pairs, X = [[E, 0], [-E r x, E]] (Featherstone & Orin 2000), held as tuples (E a row-major 9-tuple,
+r a 3-tuple) in registers; 6-vectors as tuples or rows of buffers; rigid-body inertias as 10
+parameters (m, h = m c, Ibar)."""
 
 from numba import njit
 
@@ -22,14 +23,16 @@ def transform_force(E, r, f, out, add):
     """out = X^T f (transposed_force) (add=False) or out += X^T f; out may alias f."""
     n0, n1, n2, g0, g1, g2 = transposed_force(rotation_tuple(E), (r[0], r[1], r[2]), f)
     if add:
-        n0, n1, n2, g0, g1, g2 = n0 + out[0], n1 + out[1], n2 + out[2], g0 + out[3], g1 + out[4], g2 + out[5]
+        n0, n1, n2, g0, g1, g2 = (n0 + out[0], n1 + out[1], n2 + out[2],
+                                  g0 + out[3], g1 + out[4], g2 + out[5])
     out[0], out[1], out[2], out[3], out[4], out[5] = n0, n1, n2, g0, g1, g2
 
 
 @njit(inline='always', error_model='numpy')
 def compose(E1, r1, E2, r2, E, r):
     """X = X1 X2 (product) into E, r, which must not alias the inputs."""
-    E12, r12 = product(rotation_tuple(E1), (r1[0], r1[1], r1[2]), rotation_tuple(E2), (r2[0], r2[1], r2[2]))
+    E12, r12 = product(rotation_tuple(E1), (r1[0], r1[1], r1[2]),
+                       rotation_tuple(E2), (r2[0], r2[1], r2[2]))
     for a in range(3):
         for b in range(3):
             E[a, b] = E12[3 * a + b]
@@ -51,17 +54,21 @@ def rotation_tuple(E):
 @njit(inline='always', error_model='numpy')
 def transform_at(E, r, i):
     """Transform i of a stack (E[i], r[i]) as tuples."""
-    return ((E[i, 0, 0], E[i, 0, 1], E[i, 0, 2], E[i, 1, 0], E[i, 1, 1], E[i, 1, 2], E[i, 2, 0], E[i, 2, 1],
-             E[i, 2, 2]), (r[i, 0], r[i, 1], r[i, 2]))
+    return ((E[i, 0, 0], E[i, 0, 1], E[i, 0, 2], E[i, 1, 0], E[i, 1, 1], E[i, 1, 2],
+             E[i, 2, 0], E[i, 2, 1], E[i, 2, 2]), (r[i, 0], r[i, 1], r[i, 2]))
 
 
 @njit(inline='always', error_model='numpy')
 def product(E1, r1, E2, r2):
     """X1 X2 as tuples: E = E1 E2, r = r2 + E2^T r1."""
-    return ((E1[0] * E2[0] + E1[1] * E2[3] + E1[2] * E2[6], E1[0] * E2[1] + E1[1] * E2[4] + E1[2] * E2[7],
-             E1[0] * E2[2] + E1[1] * E2[5] + E1[2] * E2[8], E1[3] * E2[0] + E1[4] * E2[3] + E1[5] * E2[6],
-             E1[3] * E2[1] + E1[4] * E2[4] + E1[5] * E2[7], E1[3] * E2[2] + E1[4] * E2[5] + E1[5] * E2[8],
-             E1[6] * E2[0] + E1[7] * E2[3] + E1[8] * E2[6], E1[6] * E2[1] + E1[7] * E2[4] + E1[8] * E2[7],
+    return ((E1[0] * E2[0] + E1[1] * E2[3] + E1[2] * E2[6],
+             E1[0] * E2[1] + E1[1] * E2[4] + E1[2] * E2[7],
+             E1[0] * E2[2] + E1[1] * E2[5] + E1[2] * E2[8],
+             E1[3] * E2[0] + E1[4] * E2[3] + E1[5] * E2[6],
+             E1[3] * E2[1] + E1[4] * E2[4] + E1[5] * E2[7],
+             E1[3] * E2[2] + E1[4] * E2[5] + E1[5] * E2[8],
+             E1[6] * E2[0] + E1[7] * E2[3] + E1[8] * E2[6],
+             E1[6] * E2[1] + E1[7] * E2[4] + E1[8] * E2[7],
              E1[6] * E2[2] + E1[7] * E2[5] + E1[8] * E2[8]),
             (r2[0] + E2[0] * r1[0] + E2[3] * r1[1] + E2[6] * r1[2],
              r2[1] + E2[1] * r1[0] + E2[4] * r1[1] + E2[7] * r1[2],
@@ -72,12 +79,17 @@ def product(E1, r1, E2, r2):
 def relative(E1, r1, E2, r2):
     """X1 X2^-1 as tuples, of two transforms from one frame: E = E1 E2^T, r = E2 (r1 - r2)."""
     u = (r1[0] - r2[0], r1[1] - r2[1], r1[2] - r2[2])
-    return ((E1[0] * E2[0] + E1[1] * E2[1] + E1[2] * E2[2], E1[0] * E2[3] + E1[1] * E2[4] + E1[2] * E2[5],
-             E1[0] * E2[6] + E1[1] * E2[7] + E1[2] * E2[8], E1[3] * E2[0] + E1[4] * E2[1] + E1[5] * E2[2],
-             E1[3] * E2[3] + E1[4] * E2[4] + E1[5] * E2[5], E1[3] * E2[6] + E1[4] * E2[7] + E1[5] * E2[8],
-             E1[6] * E2[0] + E1[7] * E2[1] + E1[8] * E2[2], E1[6] * E2[3] + E1[7] * E2[4] + E1[8] * E2[5],
+    return ((E1[0] * E2[0] + E1[1] * E2[1] + E1[2] * E2[2],
+             E1[0] * E2[3] + E1[1] * E2[4] + E1[2] * E2[5],
+             E1[0] * E2[6] + E1[1] * E2[7] + E1[2] * E2[8],
+             E1[3] * E2[0] + E1[4] * E2[1] + E1[5] * E2[2],
+             E1[3] * E2[3] + E1[4] * E2[4] + E1[5] * E2[5],
+             E1[3] * E2[6] + E1[4] * E2[7] + E1[5] * E2[8],
+             E1[6] * E2[0] + E1[7] * E2[1] + E1[8] * E2[2],
+             E1[6] * E2[3] + E1[7] * E2[4] + E1[8] * E2[5],
              E1[6] * E2[6] + E1[7] * E2[7] + E1[8] * E2[8]),
-            (E2[0] * u[0] + E2[1] * u[1] + E2[2] * u[2], E2[3] * u[0] + E2[4] * u[1] + E2[5] * u[2],
+            (E2[0] * u[0] + E2[1] * u[1] + E2[2] * u[2],
+             E2[3] * u[0] + E2[4] * u[1] + E2[5] * u[2],
              E2[6] * u[0] + E2[7] * u[1] + E2[8] * u[2]))
 
 
@@ -95,8 +107,12 @@ def transformed_motion(E, r, m):
     t0 = m[3] - r[1] * w2 + r[2] * w1
     t1 = m[4] - r[2] * w0 + r[0] * w2
     t2 = m[5] - r[0] * w1 + r[1] * w0
-    return (E[0] * w0 + E[1] * w1 + E[2] * w2, E[3] * w0 + E[4] * w1 + E[5] * w2, E[6] * w0 + E[7] * w1 + E[8] * w2,
-            E[0] * t0 + E[1] * t1 + E[2] * t2, E[3] * t0 + E[4] * t1 + E[5] * t2, E[6] * t0 + E[7] * t1 + E[8] * t2)
+    return (E[0] * w0 + E[1] * w1 + E[2] * w2,
+            E[3] * w0 + E[4] * w1 + E[5] * w2,
+            E[6] * w0 + E[7] * w1 + E[8] * w2,
+            E[0] * t0 + E[1] * t1 + E[2] * t2,
+            E[3] * t0 + E[4] * t1 + E[5] * t2,
+            E[6] * t0 + E[7] * t1 + E[8] * t2)
 
 
 @njit(inline='always', error_model='numpy')
@@ -104,7 +120,8 @@ def inverse_motion(E, r, m):
     """X^-1 m = [E^T w; E^T v + r x E^T w] as a 6-tuple."""
     w0, w1, w2 = rotated_back(E, (m[0], m[1], m[2]))
     t0, t1, t2 = rotated_back(E, (m[3], m[4], m[5]))
-    return w0, w1, w2, t0 + r[1] * w2 - r[2] * w1, t1 + r[2] * w0 - r[0] * w2, t2 + r[0] * w1 - r[1] * w0
+    return (w0, w1, w2,
+            t0 + r[1] * w2 - r[2] * w1, t1 + r[2] * w0 - r[0] * w2, t2 + r[0] * w1 - r[1] * w0)
 
 
 @njit(inline='always', error_model='numpy')
@@ -112,12 +129,14 @@ def transposed_force(E, r, f):
     """X^T f = [E^T n + r x E^T f0; E^T f0] as a 6-tuple."""
     g0, g1, g2 = rotated_back(E, (f[3], f[4], f[5]))
     n0, n1, n2 = rotated_back(E, (f[0], f[1], f[2]))
-    return n0 + r[1] * g2 - r[2] * g1, n1 + r[2] * g0 - r[0] * g2, n2 + r[0] * g1 - r[1] * g0, g0, g1, g2
+    return (n0 + r[1] * g2 - r[2] * g1, n1 + r[2] * g0 - r[0] * g2, n2 + r[0] * g1 - r[1] * g0,
+            g0, g1, g2)
 
 
 @njit(inline='always', error_model='numpy')
 def path_transform(Xup_E, Xup_r, path, n):
-    """^bodyX_top of the last of the n bodies of path below top as tuples (constraints.chain_transform)."""
+    """^bodyX_top of the last of the n bodies of path below top as tuples
+    (constraints.chain_transform)."""
     E, r = IDENTITY
     for p in range(n):
         E_body, r_body = transform_at(Xup_E, Xup_r, path[p])
@@ -143,29 +162,39 @@ def right_transform(M, E, r):
 @njit(inline='always', error_model='numpy')
 def rotated(M, E):
     """E^T M E of a 3x3 M, both row-major 9-tuples, E a 3x3 array: W = M E, then E^T W."""
-    w = (M[0] * E[0, 0] + M[1] * E[1, 0] + M[2] * E[2, 0], M[0] * E[0, 1] + M[1] * E[1, 1] + M[2] * E[2, 1],
-         M[0] * E[0, 2] + M[1] * E[1, 2] + M[2] * E[2, 2], M[3] * E[0, 0] + M[4] * E[1, 0] + M[5] * E[2, 0],
-         M[3] * E[0, 1] + M[4] * E[1, 1] + M[5] * E[2, 1], M[3] * E[0, 2] + M[4] * E[1, 2] + M[5] * E[2, 2],
-         M[6] * E[0, 0] + M[7] * E[1, 0] + M[8] * E[2, 0], M[6] * E[0, 1] + M[7] * E[1, 1] + M[8] * E[2, 1],
+    w = (M[0] * E[0, 0] + M[1] * E[1, 0] + M[2] * E[2, 0],
+         M[0] * E[0, 1] + M[1] * E[1, 1] + M[2] * E[2, 1],
+         M[0] * E[0, 2] + M[1] * E[1, 2] + M[2] * E[2, 2],
+         M[3] * E[0, 0] + M[4] * E[1, 0] + M[5] * E[2, 0],
+         M[3] * E[0, 1] + M[4] * E[1, 1] + M[5] * E[2, 1],
+         M[3] * E[0, 2] + M[4] * E[1, 2] + M[5] * E[2, 2],
+         M[6] * E[0, 0] + M[7] * E[1, 0] + M[8] * E[2, 0],
+         M[6] * E[0, 1] + M[7] * E[1, 1] + M[8] * E[2, 1],
          M[6] * E[0, 2] + M[7] * E[1, 2] + M[8] * E[2, 2])
-    return (E[0, 0] * w[0] + E[1, 0] * w[3] + E[2, 0] * w[6], E[0, 0] * w[1] + E[1, 0] * w[4] + E[2, 0] * w[7],
-            E[0, 0] * w[2] + E[1, 0] * w[5] + E[2, 0] * w[8], E[0, 1] * w[0] + E[1, 1] * w[3] + E[2, 1] * w[6],
-            E[0, 1] * w[1] + E[1, 1] * w[4] + E[2, 1] * w[7], E[0, 1] * w[2] + E[1, 1] * w[5] + E[2, 1] * w[8],
-            E[0, 2] * w[0] + E[1, 2] * w[3] + E[2, 2] * w[6], E[0, 2] * w[1] + E[1, 2] * w[4] + E[2, 2] * w[7],
+    return (E[0, 0] * w[0] + E[1, 0] * w[3] + E[2, 0] * w[6],
+            E[0, 0] * w[1] + E[1, 0] * w[4] + E[2, 0] * w[7],
+            E[0, 0] * w[2] + E[1, 0] * w[5] + E[2, 0] * w[8],
+            E[0, 1] * w[0] + E[1, 1] * w[3] + E[2, 1] * w[6],
+            E[0, 1] * w[1] + E[1, 1] * w[4] + E[2, 1] * w[7],
+            E[0, 1] * w[2] + E[1, 1] * w[5] + E[2, 1] * w[8],
+            E[0, 2] * w[0] + E[1, 2] * w[3] + E[2, 2] * w[6],
+            E[0, 2] * w[1] + E[1, 2] * w[4] + E[2, 2] * w[7],
             E[0, 2] * w[2] + E[1, 2] * w[5] + E[2, 2] * w[8])
 
 
 @njit(inline='always', error_model='numpy')
 def rotated_block(M, r0, c0, E):
     """E^T M[r0:r0 + 3, c0:c0 + 3] E as a row-major 9-tuple."""
-    return rotated((M[r0, c0], M[r0, c0 + 1], M[r0, c0 + 2], M[r0 + 1, c0], M[r0 + 1, c0 + 1], M[r0 + 1, c0 + 2],
+    return rotated((M[r0, c0], M[r0, c0 + 1], M[r0, c0 + 2],
+                    M[r0 + 1, c0], M[r0 + 1, c0 + 1], M[r0 + 1, c0 + 2],
                     M[r0 + 2, c0], M[r0 + 2, c0 + 1], M[r0 + 2, c0 + 2]), E)
 
 
 @njit(inline='always', error_model='numpy')
 def congruence_add(E, r, M, out):
-    """out += X^T M X for a symmetric M (Chignoli et al. 2023, eq. 55). X = blkdiag(E, E) [[1, 0], [-r x, 1]]: with the
-    rotated blocks A, B, C (E^T A E, ...) of M = [[A, B], [B^T, C]] and P = B + r x C,
+    """out += X^T M X for a symmetric M (Chignoli et al. 2023, eq. 55).
+    X = blkdiag(E, E) [[1, 0], [-r x, 1]]: with the rotated blocks A, B, C (E^T A E, ...) of
+    M = [[A, B], [B^T, C]] and P = B + r x C,
     X^T M X = [[A - B r x + r x P^T, P], [P^T, C]], whose upper-left block is symmetric."""
     A, B, C = rotated_block(M, 0, 0, E), rotated_block(M, 0, 3, E), rotated_block(M, 3, 3, E)
     r0, r1, r2 = r[0], r[1], r[2]
@@ -179,19 +208,22 @@ def congruence_add(E, r, M, out):
             out[3 + a, 3 + b] += C[3 * a + b]
     for a in range(3):
         Ba0, Ba1, Ba2 = B[3 * a], B[3 * a + 1], B[3 * a + 2]
-        Brx = (Ba1 * r2 - Ba2 * r1, Ba2 * r0 - Ba0 * r2, Ba0 * r1 - Ba1 * r0)            # row a of B r x
+        # row a of B r x
+        Brx = (Ba1 * r2 - Ba2 * r1, Ba2 * r0 - Ba0 * r2, Ba0 * r1 - Ba1 * r0)
         for b in range(a, 3):
             Pb0, Pb1, Pb2 = P[3 * b], P[3 * b + 1], P[3 * b + 2]
-            rxP = (r1 * Pb2 - r2 * Pb1, r2 * Pb0 - r0 * Pb2, r0 * Pb1 - r1 * Pb0)        # column b of r x P^T
+            # column b of r x P^T
+            rxP = (r1 * Pb2 - r2 * Pb1, r2 * Pb0 - r0 * Pb2, r0 * Pb1 - r1 * Pb0)
             x = A[3 * a + b] - Brx[b] + rxP[a]
             out[a, b] += x
             if b != a:
                 out[b, a] += x
 
 
-# ---- rigid-body inertias as 10 parameters (rigid_inertia in flat/model.py): mass m, first moment h = m c and the
-#      rotational inertia Ibar about the origin (upper triangle xx xy xz yy yz zz), the spatial inertia being
-#      I = [[Ibar, h x], [-h x, m 1]] (Chignoli et al. 2023 Sec. III-D: Ibar = I_C + m c x c x^T, h x = m c x) ----
+# ---- rigid-body inertias as 10 parameters (rigid_inertia in flat/model.py): mass m, first moment
+#      h = m c and the rotational inertia Ibar about the origin (upper triangle xx xy xz yy yz zz),
+#      the spatial inertia being I = [[Ibar, h x], [-h x, m 1]]
+#      (Chignoli et al. 2023 Sec. III-D: Ibar = I_C + m c x c x^T, h x = m c x) ----
 
 @njit(inline='always', error_model='numpy')
 def rigid_force(I, x):
@@ -206,9 +238,11 @@ def rigid_force(I, x):
 
 @njit(inline='always', error_model='numpy')
 def rigid_congruence(E, r, I):
-    """The parameters of X^T I X as a 10-tuple: I moved from the body frame to the frame in which the body
-    origin sits at r, body axes E^T. With g = E^T h (parallel-axis theorem): m, h' = g + m r and
-    Ibar' = E^T Ibar E - r x g x - (g + m r) x r x = E^T Ibar E - (r u^T + u r^T) + 2 (r . u) 1, u = g + m r / 2."""
+    """The parameters of X^T I X as a 10-tuple: I moved from the body frame to the frame in which
+    the body origin sits at r, body axes E^T. With g = E^T h (parallel-axis theorem):
+    m, h' = g + m r and
+    Ibar' = E^T Ibar E - r x g x - (g + m r) x r x = E^T Ibar E - (r u^T + u r^T) + 2 (r . u) 1,
+    u = g + m r / 2."""
     m, h0, h1, h2 = I[0], I[1], I[2], I[3]
     xx, xy, xz, yy, yz, zz = I[4], I[5], I[6], I[7], I[8], I[9]
     R = rotated((xx, xy, xz, xy, yy, yz, xz, yz, zz), E)            # E^T Ibar E
@@ -245,7 +279,7 @@ def add_rigid_matrix(p, M):
     M[2, 1] += p[8]
     for a in range(3, 6):
         M[a, a] += m
-    M[1, 3] += h2                                 # h x = [[0, -h2, h1], [h2, 0, -h0], [-h1, h0, 0]]
+    M[1, 3] += h2                                # h x = [[0, -h2, h1], [h2, 0, -h0], [-h1, h0, 0]]
     M[3, 1] += h2
     M[2, 3] -= h1
     M[3, 2] -= h1
@@ -279,8 +313,8 @@ def cross_force(v, f):
 
 @njit(inline='always', error_model='numpy')
 def mat6_vec(M, x, out):
-    """out = M x for a symmetric M (every caller's: inertias), summed as x_0 M[0] + ... + x_5 M[5], which
-    vectorizes over the rows."""
+    """out = M x for a symmetric M (every caller's: inertias), summed as x_0 M[0] + ... + x_5 M[5],
+    which vectorizes over the rows."""
     y = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
     for c in range(6):
         y = add_scaled(y, x[c], M[c])
@@ -296,12 +330,13 @@ def dot6(x, y):
 @njit(inline='always', error_model='numpy')
 def add_scaled(acc, a, x):
     """acc + a x for a 6-tuple acc and a 6-vector x."""
-    return (acc[0] + a * x[0], acc[1] + a * x[1], acc[2] + a * x[2], acc[3] + a * x[3], acc[4] + a * x[4],
-            acc[5] + a * x[5])
+    return (acc[0] + a * x[0], acc[1] + a * x[1], acc[2] + a * x[2],
+            acc[3] + a * x[3], acc[4] + a * x[4], acc[5] + a * x[5])
 
 
 @njit(inline='always', error_model='numpy')
 def combination(a, x, b, y, c, z):
     """a x + b y + c z for 6-vectors x, y, z, as a 6-tuple."""
-    return (a * x[0] + b * y[0] + c * z[0], a * x[1] + b * y[1] + c * z[1], a * x[2] + b * y[2] + c * z[2],
-            a * x[3] + b * y[3] + c * z[3], a * x[4] + b * y[4] + c * z[4], a * x[5] + b * y[5] + c * z[5])
+    return (a * x[0] + b * y[0] + c * z[0], a * x[1] + b * y[1] + c * z[1],
+            a * x[2] + b * y[2] + c * z[2], a * x[3] + b * y[3] + c * z[3],
+            a * x[4] + b * y[4] + c * z[4], a * x[5] + b * y[5] + c * z[5])

@@ -1,12 +1,13 @@
 """Closed configurations of a loop cluster: Gauss-Newton projection onto phi(q) = 0.
 
-A loop cluster's structure (the rank of its constraints, which joints they determine, the pattern of
-its explicit Jacobian G) is measured where the mechanism is assembled, never at open configurations:
-there the two coaxial joints of a closure body look independent, at every closed state they are not.
-Chignoli, Slotine et al. 2024 (Sec. III-C) chooses the split by rank; the rank that counts is the one on the constraint
-manifold. ``project`` moves every coordinate of a cluster by minimum-norm Gauss-Newton steps,
-dq = -K^+ phi, from a start to a closed configuration near it; the load takes its rank samples from
-random starts and the reference pose from the zero position (clusters.py).
+A loop cluster's structure (the rank of its constraints, which joints they determine, the pattern
+of its explicit Jacobian G) is measured where the mechanism is assembled, never at open
+configurations: there the two coaxial joints of a closure body look independent, at every closed
+state they are not. Chignoli, Slotine et al. 2024 (Sec. III-C) chooses the split by rank; the rank
+that counts is the one on the constraint manifold. ``project`` moves every coordinate of a cluster
+by minimum-norm Gauss-Newton steps, dq = -K^+ phi, from a start to a closed configuration near it;
+the load takes its rank samples from random starts and the reference pose from the zero position
+(clusters.py).
 """
 
 import numpy as np
@@ -32,7 +33,8 @@ class ClusterPose:
 
     def residual(self, rows):
         """phi at the active rows of the cluster's constraints."""
-        phi = np.concatenate([c.residual(self.Xup, lambda b: self.q[b][0]) for c in self.cluster.constraints])
+        phi = np.concatenate([c.residual(self.Xup, lambda b: self.q[b][0])
+                              for c in self.cluster.constraints])
         return phi[rows]
 
     def move(self, dv, scale):
@@ -40,7 +42,8 @@ class ClusterPose:
         for b in self.cluster.bodies:
             joint = self.tree.bodies[b].joint
             c = self.cluster.col[b]
-            self.q[b] = retract(joint.type, joint.axis, self.q[b], -scale * dv[c:c + NV[joint.type]])
+            self.q[b] = retract(joint.type, joint.axis, self.q[b],
+                                -scale * dv[c:c + NV[joint.type]])
         self._update()
 
     def restore(self, q):
@@ -50,13 +53,14 @@ class ClusterPose:
     def _update(self):
         for b in self.cluster.bodies:
             joint = self.tree.bodies[b].joint
-            self.Xup[b] = joint_transform(joint.type, joint.axis, self.q[b]) @ self.tree.bodies[b].X_tree
+            self.Xup[b] = (joint_transform(joint.type, joint.axis, self.q[b])
+                           @ self.tree.bodies[b].X_tree)
 
 
 def project(pose, jacobian, rows):
-    """Move pose to a closed configuration by damped minimum-norm Gauss-Newton steps over all of the
-    cluster's coordinates (jacobian(Xup): K over them); returns the final max |phi| (at most TOLERANCE
-    where it closed)."""
+    """Move pose to a closed configuration by damped minimum-norm Gauss-Newton steps over all of
+    the cluster's coordinates (jacobian(Xup): K over them); returns the final max |phi| (at most
+    TOLERANCE where it closed)."""
     phi = pose.residual(rows)
     slow = 0
     for _ in range(MAX_STEPS):
@@ -80,6 +84,6 @@ def project(pose, jacobian, rows):
 
 
 def random_start(cluster, tree, rng, span=np.pi):
-    """Random positions of a cluster's joints (joints.random_position: angles within span, displacements
-    within 0.3 m, uniform quaternions)."""
+    """Random positions of a cluster's joints (joints.random_position: angles within span,
+    displacements within 0.3 m, uniform quaternions)."""
     return {b: random_position(tree.bodies[b].joint.type, rng, span) for b in cluster.bodies}

@@ -1,9 +1,11 @@
-"""Clusters: strongly connected components of the constraint dependency digraph (Chignoli, Slotine et al. 2024, Alg. 1-3).
+"""Clusters: strongly connected components of the constraint dependency digraph (Chignoli, Slotine
+et al. 2024, Alg. 1-3).
 
-Every loop or coupling adds two edges to the tree's parent->child edges: predecessor -> first body of
-the NCA->successor path and successor -> first body of the NCA->predecessor path, so the bodies whose
-motions must be solved together form one SCC. Each cluster then gets its constraint Jacobian rows and
-its split into independent and dependent joints (Chignoli, Slotine et al. 2024, Sec. III-C).
+Every loop or coupling adds two edges to the tree's parent->child edges: predecessor -> first body
+of the NCA->successor path and successor -> first body of the NCA->predecessor path, so the bodies
+whose motions must be solved together form one SCC. Each cluster then gets its constraint Jacobian
+rows and its split into independent and dependent joints (Chignoli, Slotine et al. 2024,
+Sec. III-C).
 """
 
 from dataclasses import dataclass
@@ -23,11 +25,11 @@ RANK_SAMPLES = 4               # closed configurations at which structural ranks
 CLOSURE_STARTS = 16            # random starts from which they are sought
 START_SPANS = (0.3, 1.0, np.pi)  # rad: the starts' joint angles, uniform in [-span, span] by turns
 # Default of Model.amplification_limit: a configuration counts as singular where a loop cluster's
-# amplification (the largest row sum of |G_k|: the speed of its fastest joint when every independent
-# coordinate moves at unit speed) exceeds this multiple of its amplification at the reference
-# configuration. Over the working range of the bundled and published linkages the amplification varies
-# by a factor of 2 to 6; it grows as 1/sqrt(distance) towards a dead point, which a four-bar driven by its
-# rocker reaches 1e-5 to 5e-4 rad away.
+# amplification (the largest row sum of |G_k|: the speed of its fastest joint when every
+# independent coordinate moves at unit speed) exceeds this multiple of its amplification at the
+# reference configuration. Over the working range of the bundled and published linkages the
+# amplification varies by a factor of 2 to 6; it grows as 1/sqrt(distance) towards a dead point,
+# which a four-bar driven by its rocker reaches 1e-5 to 5e-4 rad away.
 AMPLIFICATION_LIMIT = 20.0
 # Smallest min |R_ii| / max |R_ii| of the QR of K_d at a reference configuration (well away from a
 # singularity, so that the amplification there is a fair yardstick).
@@ -35,8 +37,10 @@ REFERENCE_CONDITIONING = 1e-6
 # Turns (rad) of the zero position from which the reference configuration is sought where the zero
 # position is singular (a four-bar with all bars aligned).
 REFERENCE_TURNS = (0.1, 0.1, 0.3, 0.3)
-REFERENCE_MARGIN = 2.0         # a reference's amplification is at most this multiple of the smallest found
-# min |R_ii| / max |R_ii| of the QR of K_d below which a cluster's dependent joints are undetermined.
+REFERENCE_MARGIN = 2.0         # a reference's amplification is at most this multiple of the
+#                                smallest found
+# min |R_ii| / max |R_ii| of the QR of K_d below which a cluster's dependent joints are
+# undetermined.
 SINGULARITY_THRESHOLD = 1e-9
 
 
@@ -51,11 +55,14 @@ class Cluster:
     col: dict                  # body -> first column in the cluster's spanning velocities
     n: int                     # spanning velocity dimension of the cluster joint
     independent: np.ndarray    # local columns of the independent coordinates (y_k)
-    dependent: np.ndarray      # local columns of the dependent coordinates (loops: in elimination order)
+    dependent: np.ndarray      # local columns of the dependent coordinates (loops: in elimination
+    #                            order)
     active_rows: np.ndarray    # constraint rows that are not identically zero
     linear: bool               # only couplings: G constant, g = 0, positions solved directly
-    elimination: EliminationPlan = None   # loop clusters: the sparse QR of K_d (active_rows, dependent)
-    moves: np.ndarray = None   # moves[c, j]: independent coordinate j moves local column c (G's pattern)
+    elimination: EliminationPlan = None   # loop clusters: the sparse QR of K_d (active_rows,
+    #                                       dependent)
+    moves: np.ndarray = None   # moves[c, j]: independent coordinate j moves local column c (G's
+    #                            pattern)
     closed: list = None        # loop clusters: closed configurations (body -> q) found at load
     reference: dict = None     # loop clusters: the reference (assembly) configuration, body -> q
 
@@ -69,18 +76,20 @@ class Cluster:
         return [(int(row), con) for row, con in zip(starts, self.constraints)]
 
     def loop_rows(self):
-        """(first row in K, loop, positions of its rows among active_rows (consecutive), its active rows
-        counted from its first) of each loop, in the order of the constraints."""
+        """(first row in K, loop, positions of its rows among active_rows (consecutive), its active
+        rows counted from its first) of each loop, in the order of the constraints."""
         loops = []
         for row, con in self.first_rows():
             if isinstance(con, LoopConstraint):
-                mine = np.flatnonzero((self.active_rows >= row) & (self.active_rows < row + con.rows))
+                mine = np.flatnonzero((self.active_rows >= row)
+                                      & (self.active_rows < row + con.rows))
                 loops.append((row, con, mine, self.active_rows[mine] - row))
         return loops
 
 
 def build_constraints(spec, tree):
-    """Loop and coupling constraints with the two digraph edges each one adds (Chignoli, Slotine et al. 2024, Alg. 3)."""
+    """Loop and coupling constraints with the two digraph edges each one adds (Chignoli, Slotine
+    et al. 2024, Alg. 3)."""
     constraints = []
     for loop in spec.loops:
         where = f'loop {quote(loop.name)}'
@@ -89,17 +98,19 @@ def build_constraints(spec, tree):
         nca = tree.nearest_common_ancestor(A, B)
         pred_path, succ_path = tree.path_from(nca, A), tree.path_from(nca, B)
         if not pred_path and not succ_path:
-            raise ModelError(f'{where} joins links {quote(loop.predecessor)} and {quote(loop.successor)}, which are '
-                             'rigidly connected: it constrains no joint')
-        barred = [tree.bodies[b].joint for b in pred_path + succ_path if not TYPES[tree.bodies[b].joint.type].in_loops]
+            raise ModelError(f'{where} joins links {quote(loop.predecessor)} and '
+                             f'{quote(loop.successor)}, which are rigidly connected: it '
+                             'constrains no joint')
+        barred = [tree.bodies[b].joint for b in pred_path + succ_path
+                  if not TYPES[tree.bodies[b].joint.type].in_loops]
         if barred:
-            raise ModelError(f'{where} closes through {barred[0].type} joint {quote(barred[0].name)}; only 1-DoF '
-                             'joints can be part of a loop')
+            raise ModelError(f'{where} closes through {barred[0].type} joint '
+                             f'{quote(barred[0].name)}; only 1-DoF joints can be part of a loop')
         pose_A = tree.link_frame[loop.predecessor][1] * loop.predecessor_origin
         pose_B = tree.link_frame[loop.successor][1] * loop.successor_origin
         constraint = LoopConstraint(loop.name, loop.type, loop.axis, nca, pred_path, succ_path,
-                                    pose_transform(pose_A.R, pose_A.p), pose_transform(pose_B.R, pose_B.p),
-                                    loop.axis2)
+                                    pose_transform(pose_A.R, pose_A.p),
+                                    pose_transform(pose_B.R, pose_B.p), loop.axis2)
         constraints.append((constraint, _edges(A, B, pred_path, succ_path)))
     for coupling in spec.couplings:
         where = f'coupling {quote(coupling.name)}'
@@ -107,12 +118,13 @@ def build_constraints(spec, tree):
         B = tree.body_of(coupling.successor, f'{where} <successor>')
         nca = tree.nearest_common_ancestor(A, B)
         if nca in (A, B):
-            raise ModelError(f'{where}: links {quote(coupling.predecessor)} and {quote(coupling.successor)} lie on one '
-                             'branch; a coupling relates the joints of two branches below their nearest '
-                             'common ancestor')
+            raise ModelError(f'{where}: links {quote(coupling.predecessor)} and '
+                             f'{quote(coupling.successor)} lie on one branch; a coupling relates '
+                             'the joints of two branches below their nearest common ancestor')
         pred_path, succ_path = tree.path_from(nca, A), tree.path_from(nca, B)
-        # Sum over the successor path = ratio * sum over the predecessor path (the published robot files'
-        # direction, not Chignoli, Slotine et al. 2024 eq. (8)): rotor successor, ratio N, spins N times its link.
+        # Sum over the successor path = ratio * sum over the predecessor path (the published robot
+        # files' direction, not Chignoli, Slotine et al. 2024 eq. (8)): rotor successor, ratio N,
+        # spins N times its link.
         coefficients = {b: coupling.ratio for b in pred_path}
         coefficients.update({b: -1.0 for b in succ_path})
         _same_kind(where, tree, coefficients)
@@ -126,43 +138,46 @@ def build_constraints(spec, tree):
         coefficients = {J: joint.mimic.multiplier, K: -1.0}
         _same_kind(where, tree, coefficients)
         top = tree.nearest_common_ancestor(tree.parent[J], tree.parent[K])
-        constraints.append((CouplingConstraint(f'mimic:{joint.name}', coefficients, joint.mimic.offset),
+        constraints.append((CouplingConstraint(f'mimic:{joint.name}', coefficients,
+                                               joint.mimic.offset),
                             _edges(J, K, tree.path_from(top, J), tree.path_from(top, K))))
     return constraints
 
 
 def mimicking(spec, joint_body):
-    """The joints whose <mimic> is a constraint: a <mimic> on or of a fixed joint is ignored (mimic_warnings);
-    one naming a joint that does not exist is refused."""
+    """The joints whose <mimic> is a constraint: a <mimic> on or of a fixed joint is ignored
+    (mimic_warnings); one naming a joint that does not exist is refused."""
     fixed = {j.name for j in spec.joints if j.type == 'fixed'}
     joints = []
     for joint in spec.joints:
         if joint.mimic is None or joint.name in fixed or joint.mimic.joint in fixed:
             continue
         if joint.mimic.joint not in joint_body:
-            raise ModelError(f'joint {quote(joint.name)} <mimic> names unknown joint {quote(joint.mimic.joint)}')
+            raise ModelError(f'joint {quote(joint.name)} <mimic> names unknown joint '
+                             f'{quote(joint.mimic.joint)}')
         joints.append(joint)
     return joints
 
 
 def mimic_roles(spec, tree):
-    """(followers, leaders): the names of the joints whose <mimic> is a constraint, and of the joints they
-    follow that follow no other (a chain's first leader)."""
+    """(followers, leaders): the names of the joints whose <mimic> is a constraint, and of the
+    joints they follow that follow no other (a chain's first leader)."""
     joints = mimicking(spec, {tree.bodies[b].joint.name: b for b in range(1, len(tree.bodies))})
     followers = {j.name for j in joints}
     return followers, {j.mimic.joint for j in joints} - followers
 
 
 def mimic_warnings(spec):
-    """Warnings for the <mimic> elements the model ignores (on or of a fixed joint) and for mimic followers
-    marked independent="true" (the mimic decides: they follow their leader)."""
+    """Warnings for the <mimic> elements the model ignores (on or of a fixed joint) and for mimic
+    followers marked independent="true" (the mimic decides: they follow their leader)."""
     fixed = {j.name for j in spec.joints if j.type == 'fixed'}
     warnings = []
     for joint in spec.joints:
         if joint.mimic is None:
             continue
         if joint.name in fixed or joint.mimic.joint in fixed:
-            which = 'is fixed' if joint.name in fixed else f'mimics fixed joint {quote(joint.mimic.joint)}'
+            which = ('is fixed' if joint.name in fixed
+                     else f'mimics fixed joint {quote(joint.mimic.joint)}')
             warnings.append(f'joint {quote(joint.name)} {which}: its <mimic> is ignored')
         elif joint.independent is True:
             warnings.append(f'joint {quote(joint.name)} is marked independent but mimics joint '
@@ -183,13 +198,13 @@ def _same_kind(where, tree, coefficients):
     for body in coefficients:
         joint = tree.bodies[body].joint
         if not TYPES[joint.type].kind:
-            raise ModelError(f'{where} involves {joint.type} joint {quote(joint.name)}; only 1-DoF joints can be '
-                             'coupled')
+            raise ModelError(f'{where} involves {joint.type} joint {quote(joint.name)}; only '
+                             '1-DoF joints can be coupled')
         kinds.setdefault(TYPES[joint.type].kind, []).append(joint.name)
     if len(kinds) > 1:
         detail = '; '.join(f'{kind}: {quote(names)}' for kind, names in kinds.items())
-        raise ModelError(f'{where} couples joints of different kinds ({detail}); a coupling relates '
-                         'joints of one kind')
+        raise ModelError(f'{where} couples joints of different kinds ({detail}); a coupling '
+                         'relates joints of one kind')
 
 
 def strongly_connected_components(n, edges):
@@ -237,9 +252,9 @@ def strongly_connected_components(n, edges):
 
 
 def build_clusters(spec, tree, split=True):
-    """Clusters in regular order (a parent cluster before its children), with their constraints and, with
-    split, their independent/dependent split and reference configuration; raises ModelError on
-    inconsistent URDF+."""
+    """Clusters in regular order (a parent cluster before its children), with their constraints
+    and, with split, their independent/dependent split and reference configuration; raises
+    ModelError on inconsistent URDF+."""
     constraints = build_constraints(spec, tree)
     followers, leaders = mimic_roles(spec, tree)
     nb = len(tree.bodies)
@@ -266,15 +281,17 @@ def build_clusters(spec, tree, split=True):
             output[b] = o
         parents = {int(cluster_of[o]) for o in output.values()}
         if len(parents) != 1:
-            raise ModelError(f'the cluster of links {quote([tree.bodies[b].link for b in bodies])} hangs from '
-                             'bodies of several clusters; merge its constraints into one mechanism')
+            raise ModelError('the cluster of links '
+                             f'{quote([tree.bodies[b].link for b in bodies])} hangs from bodies '
+                             'of several clusters; merge its constraints into one mechanism')
         col, n = {}, 0
         for b in bodies:
             col[b] = n
             n += TYPES[tree.bodies[b].joint.type].nv
         cluster = Cluster(k, tree.bodies[bodies[0]].link, tuple(bodies), parents.pop(), output,
                           tuple(owned[k]), col, n, np.arange(n), np.arange(0), np.arange(0),
-                          all(isinstance(c, CouplingConstraint) for c in owned[k]), moves=np.eye(n, dtype=bool))
+                          all(isinstance(c, CouplingConstraint) for c in owned[k]),
+                          moves=np.eye(n, dtype=bool))
         if owned[k] and split:
             _split_coordinates(cluster, tree, rng, followers, leaders)
         clusters.append(cluster)
@@ -283,7 +300,8 @@ def build_clusters(spec, tree, split=True):
 
 def _check_dependent_flags(tree, components, owned):
     """A joint marked independent="false" must belong to a constrained cluster."""
-    unconstrained = [tree.bodies[b].joint.name for bodies, cons in zip(components, owned) if not cons
+    unconstrained = [tree.bodies[b].joint.name
+                     for bodies, cons in zip(components, owned) if not cons
                      for b in bodies if tree.bodies[b].joint.independent is False]
     if unconstrained:
         raise ModelError(f'joints {unconstrained} are marked independent="false" but no <loop> or '
@@ -298,11 +316,11 @@ def constraint_jacobian(cluster, Xup, S, qd=None):
 
 
 def _split_coordinates(cluster, tree, rng, followers, leaders):
-    """Rank-revealing choice of the dependent joints (Chignoli, Slotine et al. 2024, Sec. III-C) on closed configurations
-    (assembly.py): the number of dependent joints equals rank K there, and their columns K_d have full rank
-    there. Joints marked independent="false" are dependent; joints marked "true" and the leaders of <mimic>
-    joints stay independent; of the others, mimic followers are taken first, then the joints farthest from
-    the cluster's root."""
+    """Rank-revealing choice of the dependent joints (Chignoli, Slotine et al. 2024, Sec. III-C) on
+    closed configurations (assembly.py): the number of dependent joints equals rank K there, and
+    their columns K_d have full rank there. Joints marked independent="false" are dependent; joints
+    marked "true" and the leaders of <mimic> joints stay independent; of the others, mimic
+    followers are taken first, then the joints farthest from the cluster's root."""
     bodies = cluster.bodies
     S = {b: motion_subspace(tree.bodies[b].joint.type, tree.bodies[b].joint.axis) for b in bodies}
 
@@ -312,7 +330,8 @@ def _split_coordinates(cluster, tree, rng, followers, leaders):
     open_samples = [jacobian(ClusterPose(cluster, tree, random_start(cluster, tree, rng)).Xup)
                     for _ in range(RANK_SAMPLES)]
     scale = max(1.0, max(np.abs(K).max() for K in open_samples))
-    active = np.flatnonzero(np.max([np.abs(K).max(axis=1) for K in open_samples], axis=0) > RANK_TOLERANCE * scale)
+    active = np.flatnonzero(np.max([np.abs(K).max(axis=1) for K in open_samples], axis=0)
+                            > RANK_TOLERANCE * scale)
     joints = [tree.bodies[b].joint for b in bodies]
     names = [j.name for j in joints]
     describe = (f'cluster {quote(cluster.name)} (joints {quote(names)}, constraints '
@@ -321,10 +340,11 @@ def _split_coordinates(cluster, tree, rng, followers, leaders):
         closed, samples = [], [K[active] for K in open_samples]        # constant K
     else:
         closed, samples = _closed_samples(cluster, tree, jacobian, active, rng, describe)
-    # a multi-DoF joint (spherical, planar) is dependent as a whole where the rank allows, else in the
-    # directions the loops fix (a rod with ball joints at both ends keeps its idle spin independent);
-    # column_name[c] names the joint of local column c
-    columns = [list(range(cluster.col[b], cluster.col[b] + TYPES[j.type].nv)) for b, j in zip(bodies, joints)]
+    # a multi-DoF joint (spherical, planar) is dependent as a whole where the rank allows, else in
+    # the directions the loops fix (a rod with ball joints at both ends keeps its idle spin
+    # independent); column_name[c] names the joint of local column c
+    columns = [list(range(cluster.col[b], cluster.col[b] + TYPES[j.type].nv))
+               for b, j in zip(bodies, joints)]
     column_name = [j.name for j in joints for _ in range(TYPES[j.type].nv)]
     marked = [c for j, cols in zip(joints, columns) if j.independent is False for c in cols]
     free = [(j, cols) for j, cols in zip(reversed(joints), reversed(columns))
@@ -332,7 +352,8 @@ def _split_coordinates(cluster, tree, rng, followers, leaders):
     candidates = [cols for j, cols in free if j.name in followers] + \
         [cols for j, cols in free if j.name not in followers]
     # the samples where K, and the columns that may be dependent, have their largest rank: a closed
-    # configuration can also be a singular one (folded rods, aligned axes), which says nothing of the split
+    # configuration can also be a singular one (folded rods, aligned axes), which says nothing of
+    # the split
     pool = marked or [c for cols in candidates for c in cols]
     ranks = [(_rank(K), _rank(K[:, pool])) for K in samples]
     rank = max(ranks)[0]
@@ -340,28 +361,31 @@ def _split_coordinates(cluster, tree, rng, followers, leaders):
     closed = [sample for sample, r in zip(closed, ranks) if r == max(ranks)]
     if marked:
         dependent = marked
-        if len(marked) > rank:       # marked ball joints of rods that spin idly: the directions the loops fix
-            dependent = _choose(samples, rank, [cols for j, cols in zip(reversed(joints), reversed(columns))
-                                                if j.independent is False])
+        # marked ball joints of rods that spin idly: the directions the loops fix
+        if len(marked) > rank:
+            dependent = _choose(samples, rank,
+                                [cols for j, cols in zip(reversed(joints), reversed(columns))
+                                 if j.independent is False])
             if {column_name[c] for c in dependent} != {column_name[c] for c in marked}:
                 dependent = marked   # a marked joint the loops do not determine at all
         if len(dependent) != rank:
-            raise ModelError(f'{describe} has constraint rank {rank}, so it needs {rank} dependent joints, '
-                             f'but {len(marked)} are marked independent="false": '
-                             f'{_joint_list(column_name, marked)}')
+            raise ModelError(f'{describe} has constraint rank {rank}, so it needs {rank} '
+                             f'dependent joints, but {len(marked)} are marked '
+                             f'independent="false": {_joint_list(column_name, marked)}')
     else:
         dependent = _choose(samples, rank, candidates)
         if len(dependent) != rank:
-            raise ModelError(f'{describe} has constraint rank {rank} but only {len(dependent)} coordinates of '
-                             'joints neither marked independent="true" nor leading a <mimic> can be solved '
-                             'from it')
+            raise ModelError(f'{describe} has constraint rank {rank} but only {len(dependent)} '
+                             'coordinates of joints neither marked independent="true" nor leading '
+                             'a <mimic> can be solved from it')
     if min(_rank(K[:, dependent]) for K in samples) < rank:
-        raise ModelError(f'{describe}: the dependent joints {_joint_list(column_name, dependent)} cannot be '
-                         'solved from the constraints (their Jacobian columns are rank deficient); '
-                         'mark other joints independent="false"')
+        raise ModelError(f'{describe}: the dependent joints {_joint_list(column_name, dependent)} '
+                         'cannot be solved from the constraints (their Jacobian columns are rank '
+                         'deficient); mark other joints independent="false"')
     cluster.dependent = np.array(dependent, dtype=int)
-    if not cluster.linear:                              # the couplings alone: G constant, no QR at run time
-        pattern = np.any([K[:, dependent] != 0.0 for K in samples + [K[active] for K in open_samples]], axis=0)
+    if not cluster.linear:                     # the couplings alone: G constant, no QR at run time
+        pattern = np.any([K[:, dependent] != 0.0
+                          for K in samples + [K[active] for K in open_samples]], axis=0)
         cluster.elimination = elimination_plan(pattern)
         cluster.dependent = cluster.dependent[list(cluster.elimination.order)]
     cluster.independent = np.array([c for c in range(cluster.n) if c not in dependent], dtype=int)
@@ -373,12 +397,13 @@ def _split_coordinates(cluster, tree, rng, followers, leaders):
 
 
 def _reference(cluster, tree, jacobian, closed, describe):
-    """The reference (assembly) configuration of a loop cluster, body -> q: its zero position where the loops
-    close there; else the closed configurations minimum-norm Gauss-Newton steps reach from the zero position
-    and from it turned by REFERENCE_TURNS (seeded, one random unit direction each), with the closed samples:
-    of all these, the nearest to the zero position among those whose amplification is within
-    REFERENCE_MARGIN of the smallest (well away from a singularity, so that Model.amplification_limit,
-    relative to the reference, means what it says). A closed zero position is kept on the same terms."""
+    """The reference (assembly) configuration of a loop cluster, body -> q: its zero position where
+    the loops close there; else the closed configurations minimum-norm Gauss-Newton steps reach
+    from the zero position and from it turned by REFERENCE_TURNS (seeded, one random unit direction
+    each), with the closed samples: of all these, the nearest to the zero position among those
+    whose amplification is within REFERENCE_MARGIN of the smallest (well away from a singularity,
+    so that Model.amplification_limit, relative to the reference, means what it says). A closed
+    zero position is kept on the same terms."""
     zero = {b: neutral_position(tree.bodies[b].joint.type) for b in cluster.bodies}
     rng = np.random.default_rng(cluster.index)
     found = list(closed)
@@ -387,32 +412,36 @@ def _reference(cluster, tree, jacobian, closed, describe):
         if turn:
             for b in cluster.bodies:
                 kind = tree.bodies[b].joint.type
-                start[b] = retract(kind, tree.bodies[b].joint.axis, start[b], turn * rng.uniform(-1, 1, TYPES[kind].nv))
+                start[b] = retract(kind, tree.bodies[b].joint.axis, start[b],
+                                   turn * rng.uniform(-1, 1, TYPES[kind].nv))
         pose = ClusterPose(cluster, tree, start)
         if project(pose, jacobian, cluster.active_rows) <= CLOSURE_TOLERANCE:
             found.append((pose.q, jacobian(pose.Xup)[cluster.active_rows]))
-    gains = [amplification(K, cluster.dependent, cluster.independent) if regular(cluster, K) else np.inf
+    gains = [amplification(K, cluster.dependent, cluster.independent)
+             if regular(cluster, K) else np.inf
              for _, K in found]
     if min(gains) == np.inf:
-        raise ModelError(f'{describe}: every closed configuration found at load is (nearly) singular; its joint '
-                         'axes may be misaligned')
+        raise ModelError(f'{describe}: every closed configuration found at load is (nearly) '
+                         'singular; its joint axes may be misaligned')
     fair = [q for (q, _), gain in zip(found, gains) if gain <= REFERENCE_MARGIN * min(gains)]
     return min(fair, key=lambda q: sum(np.sum((q[b] - zero[b]) ** 2) for b in cluster.bodies))
 
 
 def regular(cluster, K):
-    """Whether the dependent columns of K (active rows, at a closed configuration) determine the dependent
-    joints well enough for a reference configuration (REFERENCE_CONDITIONING)."""
+    """Whether the dependent columns of K (active rows, at a closed configuration) determine the
+    dependent joints well enough for a reference configuration (REFERENCE_CONDITIONING)."""
     diagonal = np.abs(np.diag(np.linalg.qr(K[:, cluster.dependent], mode='r')))
     return not diagonal.size or diagonal.min() > REFERENCE_CONDITIONING * max(diagonal.max(), 1.0)
 
 
 def _closed_samples(cluster, tree, jacobian, active, rng, describe):
-    """(q per body, K at the active rows) at up to RANK_SAMPLES closed configurations of a loop cluster,
-    projected from random starts near the zero position and farther (START_SPANS; assembly.project)."""
+    """(q per body, K at the active rows) at up to RANK_SAMPLES closed configurations of a loop
+    cluster, projected from random starts near the zero position and farther (START_SPANS;
+    assembly.project)."""
     closed, best = [], np.inf
     for start in range(CLOSURE_STARTS):
-        pose = ClusterPose(cluster, tree, random_start(cluster, tree, rng, START_SPANS[start % len(START_SPANS)]))
+        pose = ClusterPose(cluster, tree,
+                           random_start(cluster, tree, rng, START_SPANS[start % len(START_SPANS)]))
         residual = project(pose, jacobian, active)
         best = min(best, residual)
         if residual <= CLOSURE_TOLERANCE:
@@ -420,36 +449,41 @@ def _closed_samples(cluster, tree, jacobian, active, rng, describe):
             if len(closed) == RANK_SAMPLES:
                 break
     if not closed:
-        raise ModelError(f'{describe}: its loops close at none of {CLOSURE_STARTS} random configurations '
-                         f'(smallest residual {best:.3g}); check the loop frames and joint axes')
+        raise ModelError(f'{describe}: its loops close at none of {CLOSURE_STARTS} random '
+                         f'configurations (smallest residual {best:.3g}); check the loop frames '
+                         'and joint axes')
     return closed, [K for _, K in closed]
 
 
 def _motion_pattern(cluster, samples):
-    """moves[c, j]: whether independent coordinate j moves local column c (G_k's pattern on the samples)."""
+    """moves[c, j]: whether independent coordinate j moves local column c (G_k's pattern on the
+    samples)."""
     moves = np.zeros((cluster.n, cluster.m), dtype=bool)
     moves[cluster.independent, np.arange(cluster.m)] = True
     for K in samples:
         G = explicit_jacobian(K, cluster.dependent, cluster.independent)
-        moves[cluster.dependent] |= np.abs(G) > RANK_TOLERANCE * max(1.0, np.abs(G).max(initial=0.0))
+        moves[cluster.dependent] |= (np.abs(G)
+                                     > RANK_TOLERANCE * max(1.0, np.abs(G).max(initial=0.0)))
     return moves
 
 
 def explicit_jacobian(K, dependent, independent):
-    """The dependent rows -K_d^+ K_i of G (Chignoli et al. 2023, eq. 3) from K at a closed configuration."""
+    """The dependent rows -K_d^+ K_i of G (Chignoli et al. 2023, eq. 3) from K at a closed
+    configuration."""
     return -np.linalg.lstsq(K[:, dependent], K[:, independent], rcond=None)[0]
 
 
 def amplification(K, dependent, independent):
-    """The largest speed of a joint when every independent coordinate moves at unit speed: the largest
-    row sum of |G| (1 on the independent rows)."""
-    return max(1.0, float(np.abs(explicit_jacobian(K, dependent, independent)).sum(axis=1).max(initial=0.0)))
+    """The largest speed of a joint when every independent coordinate moves at unit speed: the
+    largest row sum of |G| (1 on the independent rows)."""
+    return max(1.0, float(
+        np.abs(explicit_jacobian(K, dependent, independent)).sum(axis=1).max(initial=0.0)))
 
 
 def _choose(samples, rank, candidates):
-    """Greedy rank-revealing choice of at most rank dependent columns among the candidate joints' (in
-    order): each joint whole where K_d keeps full rank at every sample, else the directions the loops fix
-    (a split joint: an idle spin stays independent)."""
+    """Greedy rank-revealing choice of at most rank dependent columns among the candidate joints'
+    (in order): each joint whole where K_d keeps full rank at every sample, else the directions the
+    loops fix (a split joint: an idle spin stays independent)."""
     dependent = []
     for cols in candidates:
         if len(dependent) + len(cols) <= rank and \
@@ -463,17 +497,19 @@ def _choose(samples, rank, candidates):
 
 
 def _fixed_directions(samples, dependent, cols, rank):
-    """The columns of a multi-DoF joint that the loops fix, by column pivoting: the column farthest from
-    the span of the chosen ones first, while it adds rank. The free direction (a rod's spin about its own
-    line) is then the column most aligned with it, so K_d stays well conditioned also for a rod lying
-    nearly, not exactly, along a frame axis (in order, its almost idle column would be taken)."""
+    """The columns of a multi-DoF joint that the loops fix, by column pivoting: the column farthest
+    from the span of the chosen ones first, while it adds rank. The free direction (a rod's spin
+    about its own line) is then the column most aligned with it, so K_d stays well conditioned also
+    for a rod lying nearly, not exactly, along a frame axis (in order, its almost idle column would
+    be taken)."""
     K = samples[0]
     chosen, left = [], list(cols)
     while left and len(dependent) + len(chosen) < rank:
         Q = np.linalg.qr(K[:, dependent + chosen])[0]
         residual = np.linalg.norm(K[:, left] - Q @ (Q.T @ K[:, left]), axis=0)
         c = left.pop(int(np.argmax(residual)))
-        if min(_rank(K[:, dependent + chosen + [c]]) for K in samples) == len(dependent) + len(chosen) + 1:
+        if (min(_rank(K[:, dependent + chosen + [c]]) for K in samples)
+                == len(dependent) + len(chosen) + 1):
             chosen.append(c)
     return chosen
 

@@ -1,12 +1,13 @@
 """Loop and coupling constraints of a cluster: residual phi(q), Jacobian K and bias k (K qdd = k).
 
-Implicit form (Chignoli et al. 2023, eq. 2): phi(q) = 0, K qd = 0, K qdd = k with k = -Kdot qd. Everything is
-computed relative to the constraint's nearest common ancestor (NCA), which is exact because a loop
-only restricts the relative motion of its two branches.
+Implicit form (Chignoli et al. 2023, eq. 2): phi(q) = 0, K qd = 0, K qdd = k with k = -Kdot qd.
+Everything is computed relative to the constraint's nearest common ancestor (NCA), which is exact
+because a loop only restricts the relative motion of its two branches.
 
-Loop rows (Chignoli, Slotine et al. 2024, eq. 6, with Psi the constrained directions of the loop joint in the predecessor
-loop frame P): K = Psi^T (J_S - J_P) and, differentiating Psi (which moves with P),
-k = Psi^T (v_P x v_S - (a_S - a_P)) where a are the bias accelerations (qdd = 0) of both branches.
+Loop rows (Chignoli, Slotine et al. 2024, eq. 6, with Psi the constrained directions of the loop
+joint in the predecessor loop frame P): K = Psi^T (J_S - J_P) and, differentiating Psi (which moves
+with P), k = Psi^T (v_P x v_S - (a_S - a_P)) where a are the bias accelerations (qdd = 0) of both
+branches.
 
 A universal loop keeps the origins together (3 rows) and its axis a1 (fixed in P) perpendicular to
 its axis2 a2 (fixed in S): phi = -a1 . a2, K row n^T (w_S - w_P) with n = a1 x a2. As n also turns
@@ -20,9 +21,10 @@ from ..spatial import cross_motion, inverse_transform, rotation_log
 from ..joint_types import TYPES
 from .joints import plane_frame
 
-# A loop type's constrained directions in the predecessor loop frame P (axis frame (e1, e2, axis)) are its
-# loop_rows in the joint-type table: rotation rows 'all', 'e1 e2' (perpendicular to the axis), 'a1 x a2' (one
-# row, which turns with both frames: a universal loop) or none; position rows 'all', 'e1 e2' or 'axis'.
+# A loop type's constrained directions in the predecessor loop frame P (axis frame (e1, e2, axis))
+# are its loop_rows in the joint-type table: rotation rows 'all', 'e1 e2' (perpendicular to the
+# axis), 'a1 x a2' (one row, which turns with both frames: a universal loop) or none; position rows
+# 'all', 'e1 e2' or 'axis'.
 TURNING = 'a1 x a2'
 
 
@@ -45,17 +47,19 @@ def chain_transform(path, Xup):
 
 
 class LoopConstraint:
-    """A <loop> closing a revolute, continuous, prismatic, fixed, spherical, planar or universal joint
-    between two links of a cluster.
+    """A <loop> closing a revolute, continuous, prismatic, fixed, spherical, planar or universal
+    joint between two links of a cluster.
 
     Psi (constrained directions in the predecessor loop frame P, the type's loop_rows):
-    revolute keeps the 3 position rows and the 2 rotation rows perpendicular to the axis; prismatic the
-    2 position rows perpendicular to the axis and the 3 rotation rows; fixed all 6; spherical the 3
-    position rows; planar the position row along the axis and the 2 rotation rows perpendicular to it;
-    universal the 3 position rows and one rotation row along a1 x a2 (set at each evaluation).
+    revolute keeps the 3 position rows and the 2 rotation rows perpendicular to the axis; prismatic
+    the 2 position rows perpendicular to the axis and the 3 rotation rows; fixed all 6; spherical
+    the 3 position rows; planar the position row along the axis and the 2 rotation rows
+    perpendicular to it; universal the 3 position rows and one rotation row along a1 x a2 (set at
+    each evaluation).
     """
 
-    def __init__(self, name, kind, axis, nca, pred_path, succ_path, X_P_pred, X_S_succ, axis2=None):
+    def __init__(self, name, kind, axis, nca, pred_path, succ_path, X_P_pred, X_S_succ,
+                 axis2=None):
         self.name = name
         self.kind = kind
         self.nca = nca                  # body index of the nearest common ancestor
@@ -71,7 +75,8 @@ class LoopConstraint:
         self.rot_dirs = directions[self.rotation_rows]
         self.pos_dirs = directions[position_rows]
         nr, npos = self.rot_dirs.shape[1], self.pos_dirs.shape[1]
-        self.Psi = np.zeros((6, nr + npos))       # a universal loop's first column is set by directions()
+        self.Psi = np.zeros((6, nr + npos))       # a universal loop's first column is set by
+        #                                           directions()
         self.Psi[:3, :nr] = self.rot_dirs
         self.Psi[3:, nr:] = self.pos_dirs
         self.rows = nr + npos
@@ -90,8 +95,9 @@ class LoopConstraint:
         return Psi
 
     def turning_bias(self, R_rel, w_r):
-        """The universal row's extra bias -(a1 x (w_r x a2)) . w_r (module docstring), w_r = w_S - w_P in
-        P coordinates; zeros for the other loop types, whose Psi is fixed in P."""
+        """The universal row's extra bias -(a1 x (w_r x a2)) . w_r (module docstring),
+        w_r = w_S - w_P in P coordinates; zeros for the other loop types, whose Psi is
+        fixed in P."""
         k = np.zeros(self.rows)
         if self.rotation_rows == TURNING:
             a1, a2 = self.frame[:, 2], R_rel @ self.axis2
@@ -101,8 +107,8 @@ class LoopConstraint:
     @staticmethod
     def _branch(path, Xup, S, col, qd):
         """Walk one branch down from the NCA: the body transform, each joint's columns in NCA
-        coordinates, and (unless qd is None) the branch velocity and bias acceleration (qdd = 0) in NCA
-        coordinates."""
+        coordinates, and (unless qd is None) the branch velocity and bias acceleration (qdd = 0) in
+        NCA coordinates."""
         X = IDENTITY
         v = np.zeros(6)
         a = np.zeros(6)
@@ -124,7 +130,8 @@ class LoopConstraint:
         XB, cols_s, vB, aB = self._branch(self.succ_path, Xup, S, col, qd)
         X_P_nca = self.X_P_pred @ XA
         R_rel = self.relative_rotation(XA, XB)
-        Psi = X_P_nca.T @ self.directions(R_rel)    # force-like, so it maps with X^T to NCA coordinates
+        Psi = X_P_nca.T @ self.directions(R_rel)    # force-like, so it maps with X^T to NCA
+        #                                             coordinates
         K = np.zeros((self.rows, n))
         for sign, columns in ((-1.0, cols_p), (1.0, cols_s)):
             for c, s in columns:
@@ -135,8 +142,8 @@ class LoopConstraint:
         return K, k + self.turning_bias(R_rel, X_P_nca[:3, :3] @ (vB[:3] - vA[:3]))
 
     def residual(self, Xup, q_of_body):
-        """phi: rotation error and the position of S's origin in P, along the constrained directions.
-        Their first-order change is K dq at a closed configuration."""
+        """phi: rotation error and the position of S's origin in P, along the constrained
+        directions. Their first-order change is K dq at a closed configuration."""
         XA = chain_transform(self.pred_path, Xup)
         XB = chain_transform(self.succ_path, Xup)
         X_S_P = (self.X_S_succ @ XB) @ inverse_transform(self.X_P_pred @ XA)

@@ -1,8 +1,8 @@
 """The couplings of every coupling-only cluster as one linear relation A q + b = 0.
 
 Couplings relate 1-DoF joints linearly, so their position residual, their velocity rows (the same A
-on v), the dependent positions (explicit form q_d = D q + d, Chignoli et al. 2023 eq. 3) and each cluster's
-constant G_k are computed once: no transforms and no Newton iterations on the hot path.
+on v), the dependent positions (explicit form q_d = D q + d, Chignoli et al. 2023 eq. 3) and each
+cluster's constant G_k are computed once: no transforms and no Newton iterations on the hot path.
 """
 
 import numpy as np
@@ -11,7 +11,8 @@ import numpy as np
 class LinearConstraints:
 
     def __init__(self, model):
-        rows = [(con, cluster) for cluster in model.cluster_list if cluster.linear for con in cluster.constraints]
+        rows = [(con, cluster) for cluster in model.cluster_list if cluster.linear
+                for con in cluster.constraints]
         self.names = tuple(con.name for con, _ in rows)
         self.clusters = tuple(cluster.name for _, cluster in rows)
         self.A_q = np.zeros((len(rows), model.nq))       # A over positions
@@ -24,12 +25,14 @@ class LinearConstraints:
             self.b[r] = con.offset
         dependent, D, d, G = [], [], [], []
         for cluster, (v0, v1) in zip(model.cluster_list, model.v_range):
-            G.append(_explicit_G(cluster, self.A_v[[r for r, (_, c) in enumerate(rows) if c is cluster], v0:v1])
+            G.append(_explicit_G(cluster, self.A_v[[r for r, (_, c) in enumerate(rows)
+                                                    if c is cluster], v0:v1])
                      if cluster.linear else None)
             if not cluster.linear or not cluster.constraints:
                 continue
             mine = [r for r, (_, c) in enumerate(rows) if c is cluster]
-            columns = [model.idx_q[b] for b in cluster.bodies if cluster.col[b] in set(cluster.dependent)]
+            columns = [model.idx_q[b] for b in cluster.bodies
+                       if cluster.col[b] in set(cluster.dependent)]
             A = self.A_q[mine]
             pinv = np.linalg.pinv(A[:, columns])
             free = A.copy()
@@ -40,8 +43,10 @@ class LinearConstraints:
         self.dependent = np.array(dependent, dtype=int)  # position indices solved by D q + d
         self.D = np.vstack(D) if D else np.zeros((0, model.nq))
         self.d = np.concatenate(d) if d else np.zeros(0)
-        self.G = tuple(G)                                # per cluster: constant G_k, None for loop clusters
-        for array in (self.A_q, self.A_v, self.b, self.D, self.d) + tuple(g for g in G if g is not None):
+        self.G = tuple(G)                                # per cluster: constant G_k, None for loop
+        #                                                  clusters
+        for array in ((self.A_q, self.A_v, self.b, self.D, self.d)
+                      + tuple(g for g in G if g is not None)):
             array.setflags(write=False)
 
     def complete(self, q):

@@ -1,13 +1,15 @@
 """What the independent coordinates are to a robot's drivers and to forward dynamics.
 
-- Actuated or passive. A file names the coordinates its drivers move: URDF+ ``independent="true"``, an
-  Extended URDF's ``name_mot``, the leader a ``<mimic>`` names. In a constrained cluster that names some,
-  the other independent coordinates are passive: no driver publishes them (the spin of a closure body
-  between two coaxial joints, a rod's spin about its own line). So is the free direction of a split joint
-  everywhere. A passive coordinate takes its reference position and zero velocity in the node.
-- Held. A coordinate whose motion moves only bodies without inertia (links and everything below them),
-  and that no constraint determines (the joints of a massless hand), has no dynamics: forward dynamics
-  holds it still (zero acceleration, its force ignored), and the load names it in ``model.warnings``.
+- Actuated or passive. A file names the coordinates its drivers move: URDF+ ``independent="true"``,
+  an Extended URDF's ``name_mot``, the leader a ``<mimic>`` names. In a constrained cluster that
+  names some, the other independent coordinates are passive: no driver publishes them (the spin of
+  a closure body between two coaxial joints, a rod's spin about its own line). So is the free
+  direction of a split joint everywhere. A passive coordinate takes its reference position and zero
+  velocity in the node.
+- Held. A coordinate whose motion moves only bodies without inertia (links and everything below
+  them), and that no constraint determines (the joints of a massless hand), has no dynamics:
+  forward dynamics holds it still (zero acceleration, its force ignored), and the load names it in
+  ``model.warnings``.
 """
 
 import numpy as np
@@ -20,10 +22,12 @@ def passive_joints(tree, clusters, roles, leaders):
         if not cluster.constraints:
             continue
         joints = [tree.bodies[b].joint for b in cluster.bodies]
-        named = any(j.independent is True or j.name in leaders for j, b in zip(joints, cluster.bodies)
+        named = any(j.independent is True or j.name in leaders
+                    for j, b in zip(joints, cluster.bodies)
                     if roles[b] == 'independent')
         for joint, b in zip(joints, cluster.bodies):
-            if roles[b] == 'split' or (roles[b] == 'independent' and named and joint.independent is not True
+            if roles[b] == 'split' or (roles[b] == 'independent' and named
+                                       and joint.independent is not True
                                        and joint.name not in leaders):
                 passive.append(joint.name)
     return passive
@@ -40,13 +44,13 @@ def inertia_free_bodies(parent, inertia):
 
 
 def held_coordinates(model, clusters):
-    """(independent coordinates held still, spanning velocity entries locked with them): y_j is held where
-    every body it moves (G's pattern, in-cluster descendants included) is inertia-free; a spanning entry is
-    locked where only held coordinates move it."""
+    """(independent coordinates held still, spanning velocity entries locked with them): y_j is
+    held where every body it moves (G's pattern, in-cluster descendants included) is inertia-free;
+    a spanning entry is locked where only held coordinates move it."""
     free = inertia_free_bodies(model.parent, model.inertia)
     held, locked = [], []
     for cluster, (y0, _), (v0, _) in zip(clusters, model.y_range, model.v_range):
-        moved_by = {}              # body -> coordinates moving it (through it or its in-cluster ancestors)
+        moved_by = {}      # body -> coordinates moving it (through it or its in-cluster ancestors)
         for b in cluster.bodies:
             own = np.any(cluster.moves[cluster.col[b]:cluster.col[b] + model.nv_body[b]], axis=0)
             p = model.parent[b]

@@ -1,5 +1,6 @@
-"""Robots shipped with the package (see each file's opening comment for its parameters): URDF+ files,
-and in extended_urdf/ robots in the Extended URDF format (a URDF plus a YAML file of closures)."""
+"""Robots shipped with the package (see each file's opening comment for its parameters): URDF+
+files, and in extended_urdf/ robots in the Extended URDF format (a URDF plus a YAML file of
+closures)."""
 
 from pathlib import Path
 
@@ -12,13 +13,14 @@ EXTENDED_URDF = DIRECTORY / 'extended_urdf'
 
 def bundled_models():
     """Names of the bundled robots."""
-    return sorted(p.stem for directory in (DIRECTORY, EXTENDED_URDF) for p in directory.glob('*.urdf'))
+    return sorted(p.stem for directory in (DIRECTORY, EXTENDED_URDF)
+                  for p in directory.glob('*.urdf'))
 
 
 def bundled_model(name):
-    """The URDF+ description of a bundled robot (e.g. 'quadruped_rotors'), for load_model: the path of
-    its file, or for a robot bundled in the Extended URDF format its URDF+ XML converted from the pair
-    that bundled_extended_urdf(name) gives."""
+    """The URDF+ description of a bundled robot (e.g. 'quadruped_rotors'), for load_model: the path
+    of its file, or for a robot bundled in the Extended URDF format its URDF+ XML converted from
+    the pair that bundled_extended_urdf(name) gives."""
     path = DIRECTORY / f'{name}.urdf'
     if path.is_file():
         return str(path)

@@ -36,9 +36,9 @@ from . import conversions as conv
 Accelerations = namedtuple('Accelerations', 'names acceleration base_acceleration method_used')
 Efforts = namedtuple('Efforts', 'names effort base_wrench')
 _instances = itertools.count()
-# An unanswered request is sent again after this many seconds: DDS can lose a response while discovery
-# between a new client and the node completes (ros2/rmw_fastrtps#392); the services compute without side
-# effects, so a repeat is harmless.
+# An unanswered request is sent again after this many seconds: DDS can lose a response while
+# discovery between a new client and the node completes (ros2/rmw_fastrtps#392); the services
+# compute without side effects, so a repeat is harmless.
 RESEND_S = 1.0
 
 
@@ -114,7 +114,7 @@ class DynamicsClient:
                              'on this ROS_DOMAIN_ID?)')
         end, sent = time.monotonic() + self.timeout, []
         while not any(future.done() for future in sent) and time.monotonic() < end:
-            sent.append(client.call_async(request))          # again after RESEND_S without an answer
+            sent.append(client.call_async(request))        # again after RESEND_S without an answer
             resend = min(time.monotonic() + RESEND_S, end)
             while not any(future.done() for future in sent) and time.monotonic() < resend:
                 self._executor.spin_once(timeout_sec=0.01)

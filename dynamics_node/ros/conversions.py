@@ -71,12 +71,14 @@ def normalized_pose(pose, field='pose'):
 
 def twist_to_array(twist, field='base_twist'):
     """geometry_msgs/Twist -> [linear; angular] (6)."""
-    return np.array(_vector3(twist.linear, field, 'linear') + _vector3(twist.angular, field, 'angular'), dtype=float)
+    return np.array(_vector3(twist.linear, field, 'linear')
+                    + _vector3(twist.angular, field, 'angular'), dtype=float)
 
 
 def accel_to_array(accel, field='base_acceleration'):
     """geometry_msgs/Accel -> [linear; angular] (6)."""
-    return np.array(_vector3(accel.linear, field, 'linear') + _vector3(accel.angular, field, 'angular'), dtype=float)
+    return np.array(_vector3(accel.linear, field, 'linear')
+                    + _vector3(accel.angular, field, 'angular'), dtype=float)
 
 
 def _fill_vector3(vector, values):
@@ -110,7 +112,8 @@ def link_wrenches_to_dict(link_wrenches, field='external_wrenches'):
     wrenches = {}
     for i, item in enumerate(link_wrenches):
         force = np.array(_vector3(item.wrench.force, f'{field}[{i}].wrench', 'force'), dtype=float)
-        torque = np.array(_vector3(item.wrench.torque, f'{field}[{i}].wrench', 'torque'), dtype=float)
+        torque = np.array(_vector3(item.wrench.torque, f'{field}[{i}].wrench', 'torque'),
+                          dtype=float)
         if item.link in wrenches:
             previous = wrenches[item.link]
             force, torque = previous[0] + force, previous[1] + torque
@@ -133,7 +136,8 @@ class Selection:
     Attributes:
         independent: the names are the independent joints (y layouts), else all spanning joints.
         positioned: per name, whether its position is read (not a split joint's: it is completed).
-        position_index: per read position, its entry in q (spanning) or in the independent positions.
+        position_index: per read position, its entry in q (spanning) or in the independent
+            positions.
         velocity_index: per name, its entry in v (spanning) or in y (independent).
     """
 
@@ -159,24 +163,28 @@ class JointLayout:
             raise ModelError(f'the model has {len(floating)} floating joints {floating}; the node '
                              'supports one floating base')
         self.base_joint = floating[0] if floating else None
-        # joints a JointState cannot carry (several values, one per name: spherical, planar; the joint-type
-        # table's carried) are taken only as dependent joints of loops, which the node completes, or as split
-        # joints with one free column (a rod's idle spin: its rate is the joint's independent velocity, its
-        # position completed)
+        # joints a JointState cannot carry (several values, one per name: spherical, planar; the
+        # joint-type table's carried) are taken only as dependent joints of loops, which the node
+        # completes, or as split joints with one free column (a rod's idle spin: its rate is the
+        # joint's independent velocity, its position completed)
         completed = [n for n in model.joint_names
                      if n != self.base_joint and not TYPES[model.joint_type[body[n]]].carried]
         y_of = {int(v): y for y, v in enumerate(model.independent_v)}
-        y_columns = {n: [y_of[v] for v in range(model.idx_v[body[n]], model.idx_v[body[n]] + model.nv_body[body[n]])
-                         if v in y_of] for n in model.independent_joint_names}     # y entries of each joint
+        # y entries of each joint
+        y_columns = {n: [y_of[v] for v in range(model.idx_v[body[n]],
+                                                model.idx_v[body[n]] + model.nv_body[body[n]])
+                         if v in y_of] for n in model.independent_joint_names}
         free = [n for n in completed if y_columns.get(n) and (n not in model.split_joint_names
                                                               or len(y_columns[n]) > 1)]
         if free:
-            raise ModelError(f'{model.joint_type[body[free[0]]]} joint {free[0]!r} has independent coordinates: '
-                             'a JointState carries one value per joint, so the node takes spherical and planar '
-                             'joints only as dependent joints of loops or split with one free direction (it has '
+            raise ModelError(f'{model.joint_type[body[free[0]]]} joint {free[0]!r} has '
+                             'independent coordinates: a JointState carries one value per joint, '
+                             'so the node takes spherical and planar joints only as dependent '
+                             'joints of loops or split with one free direction (it has '
                              f'{len(y_columns[free[0]])})')
         self.completed = tuple(completed)
-        self.joint_names = tuple(n for n in model.joint_names if n != self.base_joint and n not in completed)
+        self.joint_names = tuple(n for n in model.joint_names
+                                 if n != self.base_joint and n not in completed)
         self.independent_names = tuple(n for n in model.independent_joint_names
                                        if n != self.base_joint)
         self.q_index = {n: int(model.idx_q[body[n]]) for n in model.joint_names}
@@ -214,7 +222,8 @@ class JointLayout:
         hint = (f'the joints are {list(self.joint_names)}' +
                 (f' (the floating joint {self.base_joint!r} is given by the base fields)'
                  if self.floating else ''))
-        _check_names(list(names), set(self.joint_names) | set(self.independent_names), 'state.name', hint)
+        _check_names(list(names), set(self.joint_names) | set(self.independent_names),
+                     'state.name', hint)
         if set(names) == set(self.joint_names):
             return Selection(False, [True] * len(names), [self.q_index[n] for n in names],
                              [self.v_index[n] for n in names])
@@ -246,8 +255,9 @@ class JointLayout:
             out[selection.position_index] = x[selection.positioned]
         if selection.independent:
             return self.model.complete_positions(out)
-        if self.completed:          # the spherical and planar joints from the loops; the library then
-            q = self.model.complete_positions(out[self.model.independent_q])     # checks the given ones
+        # the spherical and planar joints from the loops; the library then checks the given ones
+        if self.completed:
+            q = self.model.complete_positions(out[self.model.independent_q])
             q[selection.position_index] = x
             return q
         return out
@@ -256,9 +266,9 @@ class JointLayout:
         """v (nv) or y (ny) from a velocity, acceleration or effort array of the selection.
 
         Empty values mean zero for the joints; base (6) fills the floating joint (zero if None).
-        With completed (spherical, planar) joints, spanning velocities and accelerations are taken by
-        their independent entries (the others follow from the loops); spanning efforts stay spanning,
-        zero on the completed joints.
+        With completed (spherical, planar) joints, spanning velocities and accelerations are taken
+        by their independent entries (the others follow from the loops); spanning efforts stay
+        spanning, zero on the completed joints.
         """
         x = _entries(values, field, names, required=False)
         out = np.zeros(self.model.ny if selection.independent else self.model.nv)
@@ -339,7 +349,8 @@ class StreamInput:
         self.positions = model.reference_positions[model.independent_q]   # 7 for a floating base
         self.velocities = np.zeros(model.ny)          # independent velocities y
         layout.set_base_pose(self.positions, layout.qi_index)
-        self.required = frozenset(n for n in layout.independent_names if n not in model.passive_joint_names)
+        self.required = frozenset(n for n in layout.independent_names
+                                  if n not in model.passive_joint_names)
         self.received = self._staged_received = frozenset()    # independent joints named so far
         self._staged = (self.positions.copy(), self.velocities.copy())
         self._maps = {}
@@ -363,22 +374,23 @@ class StreamInput:
         if not self.required <= self.received:
             self._staged_received = self.received.union(mapping.used)
         if len(positions):
-            qi[mapping.position_index] = _used_entries(positions, 'position', names, mapping.position_source,
-                                                       mapping.positioned)
+            qi[mapping.position_index] = _used_entries(positions, 'position', names,
+                                                       mapping.position_source, mapping.positioned)
         if len(velocities):
-            y[mapping.velocity_index] = _used_entries(velocities, 'velocity', names, mapping.velocity_source,
-                                                      mapping.used)
+            y[mapping.velocity_index] = _used_entries(velocities, 'velocity', names,
+                                                      mapping.velocity_source, mapping.used)
         if base is not None:
             self.layout.set_base_pose(qi, self.layout.qi_index, base[0])
             self.layout.set_base_motion(y, self.layout.y_index, base[1])
         return qi, y
 
     def missing(self):
-        """The required joints that no message up to the staged one has named (class docstring), in the
-        model's order."""
+        """The required joints that no message up to the staged one has named (class docstring), in
+        the model's order."""
         if self.required <= self._staged_received:
             return ()
-        return tuple(n for n in self.layout.independent_names if n in self.required - self._staged_received)
+        return tuple(n for n in self.layout.independent_names
+                     if n in self.required - self._staged_received)
 
     def commit(self):
         """Keep the last staged state (swaps the buffers, no copy)."""
@@ -397,17 +409,20 @@ class StreamInput:
         return mapping
 
     def _mapping(self, names):
-        """Where a message's entries go: those of the independent joints into y, those of the joints
-        with independent positions (all but the split joints) into the independent positions."""
+        """Where a message's entries go: those of the independent joints into y, those of the
+        joints with independent positions (all but the split joints) into the independent
+        positions."""
         layout = self.layout
         known = [n for n in names if n in layout.q_index]
         if len(set(known)) != len(known):
             raise ModelError(f'name lists {repeated(known)} more than once')
         used = [(i, n) for i, n in enumerate(names) if n in layout.y_index]
-        positioned = [(i, n) for i, n in enumerate(names) if n in layout.qi_index]      # not the split joints
+        # not the split joints
+        positioned = [(i, n) for i, n in enumerate(names) if n in layout.qi_index]
         return _Mapping(used=[n for _, n in used], velocity_source=_ints([i for i, _ in used]),
                         velocity_index=_ints([layout.y_index[n] for _, n in used]),
-                        positioned=[n for _, n in positioned], position_source=_ints([i for i, _ in positioned]),
+                        positioned=[n for _, n in positioned],
+                        position_source=_ints([i for i, _ in positioned]),
                         position_index=_ints([layout.qi_index[n] for _, n in positioned]))
 
 

@@ -1,11 +1,11 @@
 """The robot description and the model served from it.
 
-The description comes from the ``robot_description`` parameter if it is non-empty, else from the last
-message on the description topic, else from ``robot_description_file`` (a path or a bundled robot);
-``closures_file`` (Extended URDF) applies to the parameter and the file. A new description is loaded
-into a new Loaded record that replaces the served one only if it loads; a changed parameter of a source
-that another one overrides is rejected (precedence). The first description loads on a thread of its
-own, so that the node answers signals while numba compiles.
+The description comes from the ``robot_description`` parameter if it is non-empty, else from the
+last message on the description topic, else from ``robot_description_file`` (a path or a bundled
+robot); ``closures_file`` (Extended URDF) applies to the parameter and the file. A new description
+is loaded into a new Loaded record that replaces the served one only if it loads; a changed
+parameter of a source that another one overrides is rejected (precedence). The first description
+loads on a thread of its own, so that the node answers signals while numba compiles.
 """
 
 from dataclasses import dataclass
@@ -25,7 +25,8 @@ from .guard import clip, Guard
 
 DESCRIPTION_QOS = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
                              durability=DurabilityPolicy.TRANSIENT_LOCAL)
-DESCRIPTION_PARAMETERS = ('robot_description', 'robot_description_file', 'closures_file', 'reference_positions')
+DESCRIPTION_PARAMETERS = ('robot_description', 'robot_description_file', 'closures_file',
+                          'reference_positions')
 # Parameters that change the description served from each source (first word of its label).
 SERVED_FROM = {'parameter': {'robot_description', 'closures_file', 'reference_positions'},
                'topic': {'robot_description', 'reference_positions'},
@@ -78,9 +79,9 @@ def output_order(layout, names):
 
 
 def select(settings, topic_description):
-    """(source label, XML or path, closures path or None) in effect for settings and the last description
-    received on the topic ('' if none), or None if there is none. closures_file applies to the parameter
-    and the file, not to the topic."""
+    """(source label, XML or path, closures path or None) in effect for settings and the last
+    description received on the topic ('' if none), or None if there is none. closures_file applies
+    to the parameter and the file, not to the topic."""
     if settings['robot_description'].strip():
         label, source = 'parameter robot_description', description_xml(
             settings['robot_description'], 'robot_description')
@@ -99,11 +100,12 @@ def select(settings, topic_description):
 
 def load(label, source, closures, settings, logger):
     """Parse a description (with Extended URDF closures, if any) into a Loaded model, its compiled
-    algorithms ready (numba compiles them on a process's first model unless its on-disk cache has them);
-    raises ModelError."""
+    algorithms ready (numba compiles them on a process's first model unless its on-disk cache has
+    them); raises ModelError."""
     logger.info(f'loading the robot description from {label}')
     reference = settings['reference_positions']
-    model = load_model(source, closures=closures, amplification_limit=settings['amplification_limit'],
+    model = load_model(source, closures=closures,
+                       amplification_limit=settings['amplification_limit'],
                        reference_positions=list(reference) or None)
     model.gravity = settings['gravity']
     notice = threading.Timer(COMPILE_NOTICE_AFTER, logger.warning, (
@@ -130,8 +132,8 @@ def with_outputs(loaded, names):
 
 
 class ServedModel:
-    """The Loaded model the node serves (swapped as a whole: a callback takes a local reference) and the
-    description sources. Rejected descriptions are counted in stats."""
+    """The Loaded model the node serves (swapped as a whole: a callback takes a local reference)
+    and the description sources. Rejected descriptions are counted in stats."""
 
     def __init__(self, settings, stats, logger):
         self.settings, self.stats, self.logger = settings, stats, logger
@@ -202,19 +204,20 @@ class ServedModel:
             xml = description_xml(msg.data, f'the description on topic {topic!r}')
             if self.settings['robot_description'].strip():
                 self.topic_description = xml
-                self.logger.info('description received on the topic; the robot_description parameter '
-                                 'takes precedence')
+                self.logger.info('description received on the topic; the robot_description '
+                                 'parameter takes precedence')
                 return
             loaded = load(f'topic {topic}', xml, None, self.settings, self.logger)
             self.topic_description = xml
             self.swap(loaded)
         if outcome.failed:
             self.stats.reject(outcome.reason)
-            self.logger.error(f'description on the topic rejected, keeping the served model: {outcome.reason}')
+            self.logger.error('description on the topic rejected, keeping the served model: '
+                              f'{outcome.reason}')
 
     def apply(self, changes, settings):
-        """Apply checked parameter changes (settings: all of them with the changes) to the served model: a
-        changed description is loaded and served, else stream.output_joints, gravity and
+        """Apply checked parameter changes (settings: all of them with the changes) to the served
+        model: a changed description is loaded and served, else stream.output_joints, gravity and
         amplification_limit change the served one. Returns a note for the log ('' if none); raises
         ModelError, changing nothing, when the description does not load or another source takes
         precedence (rejected rather than stored: rclpy passes on the reason of a failure only)."""
@@ -227,7 +230,8 @@ class ServedModel:
                 if not changed & SERVED_FROM[label.split()[0]]:
                     raise ModelError(f'{", ".join(sorted(changed))} not applied: {label} takes '
                                      'precedence (robot_description, then the topic, then '
-                                     'robot_description_file; closures_file does not apply to the topic)')
+                                     'robot_description_file; closures_file does not apply to the '
+                                     'topic)')
                 self.swap(load(*selected, settings, self.logger))
                 return ''
             note = 'every description source is empty: keeping the served model'

@@ -1,5 +1,6 @@
-"""The node's status on ``/diagnostics``: the served model and the stream's rates, losses, compute times and
-errors, every ``diagnostics_period`` on the steady clock (so also under use_sim_time without /clock)."""
+"""The node's status on ``/diagnostics``: the served model and the stream's rates, losses, compute
+times and errors, every ``diagnostics_period`` on the steady clock (so also under use_sim_time
+without /clock)."""
 
 import time
 
@@ -10,16 +11,18 @@ from .guard import clip, Guard
 
 
 class Diagnostics:
-    """The /diagnostics publisher and timer on node, reporting served, settings and stats. lost_reported:
-    whether the RMW reports the message-lost events of joint_states."""
+    """The /diagnostics publisher and timer on node, reporting served, settings and stats.
+    lost_reported: whether the RMW reports the message-lost events of joint_states."""
 
     def __init__(self, node, served, settings, stats, lost_reported):
-        self.served, self.settings, self.stats, self.lost_reported = served, settings, stats, lost_reported
+        self.served, self.settings, self.stats, self.lost_reported = (served, settings, stats,
+                                                                      lost_reported)
         self.name = f'{node.get_fully_qualified_name()}: dynamics'
         self.clock, self.logger = node.get_clock(), node.get_logger()
         self.publisher = node.create_publisher(DiagnosticArray, '/diagnostics', 10)
         self.last_report = (time.monotonic(), 0, 0, 0)   # time, received, published, problems
-        node.create_timer(settings['diagnostics_period'], self.publish, clock=Clock(clock_type=ClockType.STEADY_TIME))
+        node.create_timer(settings['diagnostics_period'], self.publish,
+                          clock=Clock(clock_type=ClockType.STEADY_TIME))
 
     def publish(self):
         with Guard('diagnostics', self.logger, bad_input=()):

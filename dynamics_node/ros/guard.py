@@ -3,11 +3,12 @@
     with Guard('joint_states', logger) as outcome:
         ...                                   # the callback's work
     if outcome.failed:
-        ...                                   # its documented outcome: success=false, a counted drop, ...
+        ...                                   # its documented outcome: success=false, a counted
+                                              # drop, ...
 
-A ModelError (a bad input) ends the body with its reason; any other exception (a bug) with the reason
-'internal error: ...', its traceback logged. Either way outcome.reason says why, and the code after the
-block gives the callback's documented answer.
+A ModelError (a bad input) ends the body with its reason; any other exception (a bug) with the
+reason 'internal error: ...', its traceback logged. Either way outcome.reason says why, and the
+code after the block gives the callback's documented answer.
 """
 
 import traceback
@@ -24,10 +25,10 @@ def clip(text, limit=MESSAGE_LIMIT):
 
 
 class Guard:
-    """Context manager ending its body at an Exception: outcome.failed, outcome.reason (clipped) and
-    outcome.error tell what happened. bad_input: the exceptions that mean a bad input (their message is
-    the reason); every other one is an internal error, logged with its traceback on logger. Exceptions
-    that are not Exceptions (KeyboardInterrupt, SystemExit) pass."""
+    """Context manager ending its body at an Exception: outcome.failed, outcome.reason (clipped)
+    and outcome.error tell what happened. bad_input: the exceptions that mean a bad input (their
+    message is the reason); every other one is an internal error, logged with its traceback on
+    logger. Exceptions that are not Exceptions (KeyboardInterrupt, SystemExit) pass."""
 
     __slots__ = ('where', 'logger', 'bad_input', 'error', 'reason')
 
@@ -50,5 +51,6 @@ class Guard:
             self.reason = clip(error)
         else:
             self.reason = clip(f'internal error: {error!r}')
-            self.logger.error(f'internal error in {self.where}:\n' + ''.join(traceback.format_exception(error)))
+            self.logger.error(f'internal error in {self.where}:\n'
+                              + ''.join(traceback.format_exception(error)))
         return True

@@ -1,13 +1,13 @@
 """The cluster_dynamics ROS 2 node: a thin adapter between ROS messages and the dynamics library.
 
 DynamicsNode wires the parts together, each in a module of its own that is given the node (or the
-logger and clock) it needs: parameters.py (specs, checks, the set-parameters callback), description.py
-(the description sources and the served model), services.py (the services' handlers, plain functions
-of the served model, request and response), stream.py (joint_states -> torques) and diagnostics.py
-(``/diagnostics``). Every callback runs in guard.Guard: a bad input gets its documented outcome
-(success=false with the reason, a counted drop, a rejected parameter), any other exception is an
-internal error logged with its traceback; nothing raises into the executor. The parameters are listed
-in parameters.PARAMETERS (and documented in config/dynamics_node.yaml).
+logger and clock) it needs: parameters.py (specs, checks, the set-parameters callback),
+description.py (the description sources and the served model), services.py (the services' handlers,
+plain functions of the served model, request and response), stream.py (joint_states -> torques) and
+diagnostics.py (``/diagnostics``). Every callback runs in guard.Guard: a bad input gets its
+documented outcome (success=false with the reason, a counted drop, a rejected parameter), any other
+exception is an internal error logged with its traceback; nothing raises into the executor. The
+parameters are listed in parameters.PARAMETERS (and documented in config/dynamics_node.yaml).
 
 Threads: services, parameters, the description topic and diagnostics run on the main thread's
 executor; the stream runs on an executor thread of its own, with a second node
@@ -22,9 +22,10 @@ thread of its own, so that the node answers signals while numba compiles.
 rclpy APIs used (all present in Humble's rclpy 3.3, Jazzy's 7.1 and Kilted's 9.1): rclpy.init (with
 SignalHandlerOptions.NO: SIGINT and SIGTERM are handled here, see main), rclpy.try_shutdown, Node
 (cli_args, start_parameter_services), declare_parameter with a ParameterDescriptor (dynamic_typing,
-ranges), add_on_set_parameters_callback, create_timer with a steady Clock, ROSClock.ros_time_is_active,
-Executor.spin_once, ExternalShutdownException, and the message-lost QoS event (rclpy.event_handler,
-rclpy.qos_event before Iron); rclpy.experimental.EventsExecutor only where it exists.
+ranges), add_on_set_parameters_callback, create_timer with a steady Clock,
+ROSClock.ros_time_is_active, Executor.spin_once, ExternalShutdownException, and the message-lost
+QoS event (rclpy.event_handler, rclpy.qos_event before Iron); rclpy.experimental.EventsExecutor
+only where it exists.
 """
 
 from contextlib import suppress
@@ -50,8 +51,10 @@ from .services import create_services
 from .stream import Stream, StreamStats
 
 STREAM_GIL_SWITCH = 5e-5     # s, interpreter switch interval (Python's default is 5 ms)
-EXIT_DEADLINE = 0.7          # s from SIGINT/SIGTERM (or an external shutdown) to the end of the process
-_ENDING, _ENDING_LOCK = threading.Event(), threading.Lock()   # set once the process is ending (_end_within)
+EXIT_DEADLINE = 0.7          # s from SIGINT/SIGTERM (or an external shutdown) to the end of the
+#                              process
+_ENDING, _ENDING_LOCK = threading.Event(), threading.Lock()   # set once the process is ending
+#                                                               (_end_within)
 
 
 class DynamicsNode(Node):
@@ -69,11 +72,12 @@ class DynamicsNode(Node):
         self.served = ServedModel(self.settings, self.stats, logger)
         create_services(self, self.served, self.settings, self.stats)
         self.stream_node = _stream_node(self)
-        self.stream = Stream(self.stream_node, self.get_fully_qualified_name(), self.served, self.settings,
-                             self.stats, self.get_clock(), logger)
-        self.diagnostics = Diagnostics(self, self.served, self.settings, self.stats, self.stream.lost_reported)
-        self.create_subscription(String, self.settings['robot_description_topic'], self.served.on_description,
-                                 DESCRIPTION_QOS)
+        self.stream = Stream(self.stream_node, self.get_fully_qualified_name(), self.served,
+                             self.settings, self.stats, self.get_clock(), logger)
+        self.diagnostics = Diagnostics(self, self.served, self.settings, self.stats,
+                                       self.stream.lost_reported)
+        self.create_subscription(String, self.settings['robot_description_topic'],
+                                 self.served.on_description, DESCRIPTION_QOS)
         self.add_on_set_parameters_callback(
             parameters.on_set_parameters(self.settings, self.served, self.stats, logger))
 
@@ -84,8 +88,8 @@ class DynamicsNode(Node):
 
 
 def _stream_node(node):
-    """The node of the stream's entities: ``<name>_stream`` in node's namespace (the local __node remap
-    wins over a global one)."""
+    """The node of the stream's entities: ``<name>_stream`` in node's namespace (the local __node
+    remap wins over a global one)."""
     return Node(f'{node.get_name()}_stream', context=node.context,
                 cli_args=['--ros-args', '-r', f'__node:={node.get_name()}_stream'],
                 start_parameter_services=False)
@@ -113,31 +117,35 @@ def spin(executor, logger):
 
 
 def _end_within(seconds):
-    """From now on the process ends within seconds, whatever DDS does: faulthandler's watchdog is a C
-    thread, which needs no GIL, and calls _exit(1) unless the clean exit of main comes first. That clean
-    exit destroys the nodes, so that their peers see them leave at once, but DDS can hold it up for
-    seconds (seen: 0.5-3 s, and once a crash, in a node whose client processes had ended without leaving
-    the graph). True if this call armed the deadline (later calls keep the first one)."""
+    """From now on the process ends within seconds, whatever DDS does: faulthandler's watchdog is a
+    C thread, which needs no GIL, and calls _exit(1) unless the clean exit of main comes first.
+    That clean exit destroys the nodes, so that their peers see them leave at once, but DDS can
+    hold it up for seconds (seen: 0.5-3 s, and once a crash, in a node whose client processes had
+    ended without leaving the graph). True if this call armed the deadline (later calls keep the
+    first one)."""
     with _ENDING_LOCK:
         if _ENDING.is_set():
             return False
         _ENDING.set()
-    faulthandler.dump_traceback_later(seconds, exit=True, file=open(os.devnull, 'w'))   # no traceback
+    # no traceback
+    faulthandler.dump_traceback_later(seconds, exit=True, file=open(os.devnull, 'w'))
     return True
 
 
 def _on_signal(signum, frame):
-    """SIGINT or SIGTERM, in the main thread: leave the spin loop unless the signal watcher ended it."""
+    """SIGINT or SIGTERM, in the main thread: leave the spin loop unless the signal watcher ended
+    it."""
     if _end_within(EXIT_DEADLINE):
         raise KeyboardInterrupt
 
 
 def _watch_signals():
-    """Start the deadline at a SIGINT or SIGTERM and shut the context down (the spin loops end), also while
-    the main thread, the only one to run Python's signal handlers, is held up in a C call that releases the
-    GIL (a compiled kernel). The interpreter's C-level handler writes the signal number to a pipe at once; a
-    thread of its own reads it. A C call that keeps the GIL still delays both: rclpy's Service.send_response
-    to clients killed in the middle of their requests was seen waiting in DDS 0.3 s after the signal."""
+    """Start the deadline at a SIGINT or SIGTERM and shut the context down (the spin loops end),
+    also while the main thread, the only one to run Python's signal handlers, is held up in a C
+    call that releases the GIL (a compiled kernel). The interpreter's C-level handler writes the
+    signal number to a pipe at once; a thread of its own reads it. A C call that keeps the GIL
+    still delays both: rclpy's Service.send_response to clients killed in the middle of their
+    requests was seen waiting in DDS 0.3 s after the signal."""
     read, write = os.pipe()
     os.set_blocking(write, False)
     for signum in (signal.SIGINT, signal.SIGTERM):
@@ -160,7 +168,8 @@ def main(args=None):
     code = 0
     try:
         node = DynamicsNode()
-        stream = threading.Thread(target=spin, args=(executor_of(node.stream_node), node.get_logger()),
+        stream = threading.Thread(target=spin,
+                                  args=(executor_of(node.stream_node), node.get_logger()),
                                   name='stream', daemon=True)
         stream.start()
         node.served.start_loading()
@@ -173,7 +182,7 @@ def main(args=None):
         _end_within(EXIT_DEADLINE)
         rclpy.try_shutdown()
         if stream is not None:
-            stream.join()             # its spin loop ends with the context: no entity is in use below
+            stream.join()          # its spin loop ends with the context: no entity is in use below
         if node is not None:
             node.destroy_node()
     # The interpreter's own finalization (numba, llvmlite) takes ~0.7 s, and would wait for a

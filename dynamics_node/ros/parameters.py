@@ -1,8 +1,8 @@
-"""The node's parameters: their specs (PARAMETERS, documented in config/dynamics_node.yaml), the check of a
-value, its declaration, and the callback that applies a change at run time.
+"""The node's parameters: their specs (PARAMETERS, documented in config/dynamics_node.yaml), the
+check of a value, its declaration, and the callback that applies a change at run time.
 
-The node keeps the checked values in one dict, its settings ({name: setting(name, value)}), shared by the
-parts that read them on each use; only the set-parameters callback writes it.
+The node keeps the checked values in one dict, its settings ({name: setting(name, value)}), shared
+by the parts that read them on each use; only the set-parameters callback writes it.
 """
 
 from dataclasses import dataclass
@@ -22,9 +22,10 @@ EFFORT_LIMIT_POLICIES = ('reject', 'clamp')
 
 
 def _range(low, high):
-    """Descriptor extras of a double parameter in [low, high] that also takes integers (-p name:=1, YAML
-    name: 1), which rclpy would refuse for a double; check_parameter then checks the range."""
-    return (('floating_point_range', [FloatingPointRange(from_value=low, to_value=high, step=0.0)]),
+    """Descriptor extras of a double parameter in [low, high] that also takes integers (-p name:=1,
+    YAML name: 1), which rclpy would refuse for a double; check_parameter then checks the range."""
+    return (('floating_point_range',
+             [FloatingPointRange(from_value=low, to_value=high, step=0.0)]),
             ('dynamic_typing', True))
 
 
@@ -45,20 +46,28 @@ PARAMETERS = {
     'robot_description_file': Spec(
         '', 'URDF+ file path, or the name of a bundled robot (e.g. quadruped_rotors); used when '
         'robot_description is empty and nothing arrived on robot_description_topic.',
-        extras=(('additional_constraints', 'a file path or one of ' + ', '.join(bundled_models())),)),
+        extras=(('additional_constraints',
+                 'a file path or one of ' + ', '.join(bundled_models())),)),
     'closures_file': Spec(
-        '', 'Extended URDF closures (YAML file: closed_loop, type, name_mot, joint_name, joint_type) '
-        'applied to robot_description and robot_description_file (not to the topic); empty: none.'),
+        '',
+        'Extended URDF closures (YAML file: closed_loop, type, name_mot, joint_name, '
+        'joint_type) applied to robot_description and robot_description_file (not to the '
+        'topic); empty: none.'),
     'robot_description_topic': Spec(
         'robot_description', 'std_msgs/String topic with the URDF+ XML (reliable, transient '
         'local, depth 1); each message reloads the model unless robot_description is set.', True),
     'reference_positions': Spec(
-        [], 'Reference (assembly) configuration, spanning q of the model (Model.reference_positions): a '
-        'closed, regular configuration that fixes the assembly branch; empty: the one found at load.',
-        extras=(('dynamic_typing', True), ('additional_constraints', 'nq finite numbers, or none'))),
+        [],
+        'Reference (assembly) configuration, spanning q of the model (Model.reference_positions): '
+        'a closed, regular configuration that fixes the assembly branch; empty: the one found at '
+        'load.',
+        extras=(('dynamic_typing', True),
+                ('additional_constraints', 'nq finite numbers, or none'))),
     'amplification_limit': Spec(
-        20.0, "Ratio (Model.amplification_limit): beyond this multiple of a loop cluster's amplification at "
-        'the reference configuration a state counts as singular: services refuse it, the stream drops it.',
+        20.0,
+        "Ratio (Model.amplification_limit): beyond this multiple of a loop cluster's "
+        "amplification at the reference configuration a state counts as singular: services refuse "
+        "it, the stream drops it.",
         extras=_range(1.0, 1e8)),
     'gravity': Spec(
         [0.0, 0.0, -9.81], 'Gravity acceleration in the root link frame, m/s^2 (x, y, z); '
@@ -71,8 +80,10 @@ PARAMETERS = {
     'stream.enabled': Spec(
         True, 'Answer every joint_states message on the output topics.'),
     'stream.max_age': Spec(
-        0.1, 'Inputs whose header stamp is older than this (s, by the node clock), or as far in the '
-        'future, are dropped and counted as stale; 0 disables the check; a zero stamp is never stale.',
+        0.1,
+        'Inputs whose header stamp is older than this (s, by the node clock), or as far in the '
+        'future, are dropped and counted as stale; 0 disables the check; a zero stamp is never '
+        'stale.',
         extras=_range(0.0, 3600.0)),
     'stream.expected_rate': Spec(
         0.0, 'Rate of joint_states the robot publishes, Hz (0: unknown). /diagnostics warns when '
@@ -83,12 +94,16 @@ PARAMETERS = {
         "model's order).", extras=(('dynamic_typing', True),
                                    ('additional_constraints', 'independent joints of the model'))),
     'stream.effort_limits': Spec(
-        'reject', "An effort beyond its joint's URDF <limit effort> (a limit of 0 or none: no limit): 'reject' "
-        "drops the message (nothing published, counted), 'clamp' publishes the limit instead (counted).",
+        'reject',
+        "An effort beyond its joint's URDF <limit effort> (a limit of 0 or none: no limit): "
+        "'reject' drops the message (nothing published, counted), 'clamp' publishes the limit "
+        "instead (counted).",
         extras=(('additional_constraints', 'one of ' + ', '.join(EFFORT_LIMIT_POLICIES)),)),
     'stream.completion_budget': Spec(
-        1.0, 'Time a message may spend completing the dependent positions, ms; past it the message is '
-        'dropped (a continuation from the reference configuration: after a jump, or the first message).',
+        1.0,
+        'Time a message may spend completing the dependent positions, ms; past it the message is '
+        'dropped (a continuation from the reference configuration: after a jump, or the first '
+        'message).',
         extras=_range(0.01, 10000.0)),
     'odometry_topic': Spec(
         '', 'nav_msgs/Odometry topic with the floating-base pose (world frame) and twist (base '
@@ -107,7 +122,8 @@ DOUBLES = {name: (limits.from_value, limits.to_value) for name, spec in PARAMETE
 
 
 def setting(name, value):
-    """A checked parameter value as the node uses it: doubles as float (an integer given for one)."""
+    """A checked parameter value as the node uses it: doubles as float (an integer given for
+    one)."""
     return float(value) if name in DOUBLES else value
 
 
@@ -119,11 +135,14 @@ def check_parameter(name, value):
         raise ModelError(f'stream.mode {quote(value)} is unknown; expected one of '
                          f'{list(STREAM_MODES)}')
     elif name == 'reference_positions':
-        if not isinstance(value, (list, tuple)) or any(isinstance(x, bool) or not isinstance(x, (int, float))
+        if not isinstance(value, (list, tuple)) or any(isinstance(x, bool)
+                                                       or not isinstance(x, (int, float))
                                                        for x in value):
-            raise ModelError(f'reference_positions must be a list of numbers (spanning q), got {quote(value)}')
+            raise ModelError('reference_positions must be a list of numbers (spanning q), got '
+                             f'{quote(value)}')
         if value:
-            vector(value, 'reference_positions', {len(value): 'spanning positions'}, bounds.POSITION)
+            vector(value, 'reference_positions', {len(value): 'spanning positions'},
+                   bounds.POSITION)
     elif name == 'stream.effort_limits' and value not in EFFORT_LIMIT_POLICIES:
         raise ModelError(f'stream.effort_limits {quote(value)} is unknown; expected one of '
                          f'{list(EFFORT_LIMIT_POLICIES)}')
@@ -132,12 +151,14 @@ def check_parameter(name, value):
             raise ModelError(f'stream.output_joints must be a list of joint names, got '
                              f'{quote(value)}')
         if first_repeated(value) is not None:
-            raise ModelError(f'stream.output_joints names {quote(first_repeated(value))} twice; name '
-                             'each joint once')
+            raise ModelError(f'stream.output_joints names {quote(first_repeated(value))} twice; '
+                             'name each joint once')
     elif name in DOUBLES:
         low, high = DOUBLES[name]
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not low <= value <= high:
-            raise ModelError(f'{name} must be a number from {low:g} to {high:g}, got {quote(value)}')
+        if (isinstance(value, bool) or not isinstance(value, (int, float))
+                or not low <= value <= high):
+            raise ModelError(f'{name} must be a number from {low:g} to {high:g}, got '
+                             f'{quote(value)}')
     elif name == 'forward_dynamics.method':
         check_method(value)
     elif name == 'closures_file' and value and not os.path.isfile(value):
@@ -145,8 +166,8 @@ def check_parameter(name, value):
 
 
 def declare(node):
-    """Declare PARAMETERS on node and return the settings of their initial values; raises ModelError
-    (or rclpy's ParameterException) with the reason one is unusable."""
+    """Declare PARAMETERS on node and return the settings of their initial values; raises
+    ModelError (or rclpy's ParameterException) with the reason one is unusable."""
     for name, spec in PARAMETERS.items():
         node.declare_parameter(name, spec.default, ParameterDescriptor(
             description=spec.description, read_only=spec.read_only, **dict(spec.extras)))
@@ -155,9 +176,9 @@ def declare(node):
 
 
 def on_set_parameters(settings, served, stats, logger):
-    """The set-parameters callback: check every changed value and apply the changes to the served model
-    (a changed description is loaded first), then to settings; all or none. A rejection answers
-    successful=false with the reason, counted as rejected."""
+    """The set-parameters callback: check every changed value and apply the changes to the served
+    model (a changed description is loaded first), then to settings; all or none. A rejection
+    answers successful=false with the reason, counted as rejected."""
     def callback(parameters):
         changes = {p.name: p.value for p in parameters}
         with Guard('parameters', logger) as outcome:

@@ -1,13 +1,14 @@
 """The services (private names): ``~/forward_dynamics``, ``~/inverse_dynamics``,
 ``~/inverse_operational_space_inertia``, ``~/describe_model``.
 
-Each handler is a plain function of (Loaded model, request, response) that fills the response or raises
-ModelError with the reason; service_callback makes one the callback of its service, answering
-success=true, or success=false with the reason.
+Each handler is a plain function of (Loaded model, request, response) that fills the response or
+raises ModelError with the reason; service_callback makes one the callback of its service,
+answering success=true, or success=false with the reason.
 """
 
 from cluster_dynamics.msg import ClusterInfo
-from cluster_dynamics.srv import DescribeModel, ForwardDynamics, InverseDynamics, InverseOperationalSpaceInertia
+from cluster_dynamics.srv import (DescribeModel, ForwardDynamics, InverseDynamics,
+                                  InverseOperationalSpaceInertia)
 
 from ..forward_dynamics import check_method
 from . import conversions as conv
@@ -60,7 +61,8 @@ def inverse_dynamics(loaded, request, response):
     a = layout.velocity_like(
         selection, request.acceleration, 'acceleration', request.state.name,
         conv.accel_to_array(request.base_acceleration) if layout.floating else None)
-    tau = loaded.model.inverse_dynamics(q, v, a, conv.link_wrenches_to_dict(request.external_wrenches))
+    tau = loaded.model.inverse_dynamics(q, v, a,
+                                        conv.link_wrenches_to_dict(request.external_wrenches))
     joints, base = layout.split_independent(tau)
     response.name = list(layout.independent_names)
     response.effort = conv.float64_array(joints)
@@ -94,8 +96,8 @@ def describe_model(loaded, request, response):
 
 def service_callback(name, handler, served, stats, logger, counted=True):
     """The callback of service name: handler(served.current(), request, response) answered with
-    success=true; a failure answers success=false with the reason, logged and, if counted, counted as a
-    rejected request in stats."""
+    success=true; a failure answers success=false with the reason, logged and, if counted, counted
+    as a rejected request in stats."""
     def callback(request, response):
         with Guard(name, logger) as outcome:
             handler(served.current(), request, response)
@@ -109,8 +111,8 @@ def service_callback(name, handler, served, stats, logger, counted=True):
 
 
 def create_services(node, served, settings, stats):
-    """Create the services on node, answered from served's model (forward_dynamics with the default method
-    of settings); describe_model, a question about the node, counts no rejected request."""
+    """Create the services on node, answered from served's model (forward_dynamics with the default
+    method of settings); describe_model, a question about the node, counts no rejected request."""
     def forward(loaded, request, response):
         forward_dynamics(loaded, request, response, settings['forward_dynamics.method'])
     for srv_type, name, handler, counted in (
@@ -120,4 +122,5 @@ def create_services(node, served, settings, stats):
              inverse_operational_space_inertia, True),
             (DescribeModel, 'describe_model', describe_model, False)):
         node.create_service(srv_type, f'~/{name}',
-                            service_callback(name, handler, served, stats, node.get_logger(), counted))
+                            service_callback(name, handler, served, stats, node.get_logger(),
+                                             counted))

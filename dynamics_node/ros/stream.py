@@ -1,18 +1,20 @@
 """The torque stream: ``joint_states`` (sensor_msgs/JointState, best effort, keep last 1) ->
-``computed_torques`` (JointState of the independent joints), ``effort_commands`` (Float64MultiArray in the
-order of ``stream.output_joints``) and ``completed_joint_states`` (every joint, dependent ones completed
-from the constraints), all with the input's stamp; a floating base from the odometry topic.
+``computed_torques`` (JointState of the independent joints), ``effort_commands`` (Float64MultiArray
+in the order of ``stream.output_joints``) and ``completed_joint_states`` (every joint, dependent
+ones completed from the constraints), all with the input's stamp; a floating base from the odometry
+topic.
 
-A message merges into the last state of every joint (StreamInput); until every independent joint has been
-named the stream waits. Stale, invalid, singular and over-limit inputs are dropped and counted in
-StreamStats, which /diagnostics reports.
+A message merges into the last state of every joint (StreamInput); until every independent joint
+has been named the stream waits. Stale, invalid, singular and over-limit inputs are dropped and
+counted in StreamStats, which /diagnostics reports.
 """
 
 import time
 
 import numpy as np
 from nav_msgs.msg import Odometry
-from rclpy.qos import DurabilityPolicy, HistoryPolicy, qos_profile_sensor_data, QoSProfile, ReliabilityPolicy
+from rclpy.qos import (DurabilityPolicy, HistoryPolicy, qos_profile_sensor_data, QoSProfile,
+                       ReliabilityPolicy)
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 
@@ -34,7 +36,8 @@ OUTPUT_QOS = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE)
 
 
 def stale_reason(age, max_age):
-    """Why an input stamped age seconds ago (negative: in the future) is stale, or '' if it is not."""
+    """Why an input stamped age seconds ago (negative: in the future) is stale, or '' if it is
+    not."""
     if max_age <= 0.0 or abs(age) <= max_age:
         return ''
     when = f'{age:.3f} s old' if age > 0.0 else f'stamped {-age:.3f} s in the future'
@@ -42,17 +45,18 @@ def stale_reason(age, max_age):
 
 
 class StreamStats:
-    """Counters of the stream, of rejected requests and descriptions, and the last error; the diagnostics
-    timer reads them and resets the compute-time window. Written by the stream thread, read by the main
-    one."""
+    """Counters of the stream, of rejected requests and descriptions, and the last error; the
+    diagnostics timer reads them and resets the compute-time window. Written by the stream thread,
+    read by the main one."""
 
     def __init__(self):
         self.received = self.published = self.dropped = self.rejected = 0
         self.stale = self.lost_events = self.gaps = 0
-        self.waiting = self.singular = self.over_limit = self.clamped = 0     # inputs held back, by cause
-        self.waiting_for = ()             # independent joints no message has named yet
-        self.last_stamp = None            # ns of the last stamped input
-        self.gap_reference = None         # ns of the last stamped input at the current expected rate
+        # inputs held back, by cause
+        self.waiting = self.singular = self.over_limit = self.clamped = 0
+        self.waiting_for = ()           # independent joints no message has named yet
+        self.last_stamp = None          # ns of the last stamped input
+        self.gap_reference = None       # ns of the last stamped input at the current expected rate
         self.last_error = ''
         self._count, self._total, self._max = 0, 0.0, 0.0
 
@@ -88,24 +92,27 @@ class StreamStats:
 
 
 class Stream:
-    """The stream's subscriptions and publishers on node, its outputs under private (the fully qualified
-    name of the serving node); the efforts of served's model with settings, counted in stats. clock: the
-    node clock that judges stamps; logger: where drops are logged."""
+    """The stream's subscriptions and publishers on node, its outputs under private (the fully
+    qualified name of the serving node); the efforts of served's model with settings, counted in
+    stats. clock: the node clock that judges stamps; logger: where drops are logged."""
 
     def __init__(self, node, private, served, settings, stats, clock, logger):
         self.served, self.settings, self.stats = served, settings, stats
         self.clock, self.logger = clock, logger
         self.base_state = None           # (pose[7], twist[6]) from odometry
         self.torques = node.create_publisher(JointState, f'{private}/computed_torques', OUTPUT_QOS)
-        self.efforts = node.create_publisher(Float64MultiArray, f'{private}/effort_commands', OUTPUT_QOS)
-        self.completed = node.create_publisher(JointState, f'{private}/completed_joint_states', OUTPUT_QOS)
+        self.efforts = node.create_publisher(Float64MultiArray, f'{private}/effort_commands',
+                                             OUTPUT_QOS)
+        self.completed = node.create_publisher(JointState, f'{private}/completed_joint_states',
+                                               OUTPUT_QOS)
         try:
             node.create_subscription(
                 JointState, 'joint_states', self.on_joint_state, JOINT_STATES_QOS,
                 event_callbacks=SubscriptionEventCallbacks(message_lost=self.on_message_lost))
             self.lost_reported = True
         except UnsupportedEventTypeError:
-            node.create_subscription(JointState, 'joint_states', self.on_joint_state, JOINT_STATES_QOS)
+            node.create_subscription(JointState, 'joint_states', self.on_joint_state,
+                                     JOINT_STATES_QOS)
             self.lost_reported = False
         if settings['odometry_topic']:
             node.create_subscription(Odometry, settings['odometry_topic'], self.on_odometry,
@@ -154,12 +161,14 @@ class Stream:
             stream.commit()
             self.stats.waiting += 1
             self.stats.waiting_for = missing
-            raise ModelError(f'waiting for joint_states of {quote(list(missing))}: no message has named '
-                             'them yet')
+            raise ModelError(f'waiting for joint_states of {quote(list(missing))}: no message has '
+                             'named them yet')
         self.stats.waiting_for = ()
         q = model.complete_positions(positions, budget_ms=settings['stream.completion_budget'])
-        tau = model.bias_forces(q, velocities) if settings['stream.mode'] == 'bias' else model.gravity_forces(q)
-        joints = self._limited(loaded, layout.split_independent(tau)[0], settings['stream.effort_limits'])
+        tau = (model.bias_forces(q, velocities) if settings['stream.mode'] == 'bias'
+               else model.gravity_forces(q))
+        joints = self._limited(loaded, layout.split_independent(tau)[0],
+                               settings['stream.effort_limits'])
         completed = None
         if self.completed.get_subscription_count() > 0:
             completed = JointState(header=msg.header)
@@ -174,8 +183,8 @@ class Stream:
             self.completed.publish(completed)
 
     def _limited(self, loaded, efforts, policy):
-        """efforts within their joints' <limit effort>: beyond one, ModelError (policy 'reject') or the
-        limit (policy 'clamp'), counted either way."""
+        """efforts within their joints' <limit effort>: beyond one, ModelError (policy 'reject') or
+        the limit (policy 'clamp'), counted either way."""
         over = np.abs(efforts) > loaded.limits
         if not over.any():
             return efforts
@@ -185,12 +194,12 @@ class Stream:
             self.stats.clamped += 1
             return np.clip(efforts, -loaded.limits, loaded.limits)
         self.stats.over_limit += 1
-        raise ModelError(f'effort {efforts[i]:.6g} of joint {quote(name)} exceeds its <limit effort> '
-                         f'{loaded.limits[i]:g} (stream.effort_limits: reject)')
+        raise ModelError(f'effort {efforts[i]:.6g} of joint {quote(name)} exceeds its '
+                         f'<limit effort> {loaded.limits[i]:g} (stream.effort_limits: reject)')
 
     def _now_ns(self):
-        """The node clock's time, ns: the system time unless sim time is active (a quarter of the cost of
-        Clock.now())."""
+        """The node clock's time, ns: the system time unless sim time is active (a quarter of the
+        cost of Clock.now())."""
         return self.clock.now().nanoseconds if self.clock.ros_time_is_active else time.time_ns()
 
     def _drop(self, reason, topic):

@@ -1,13 +1,15 @@
-"""The LCABA plan (Sathya & Carpentier 2025) compiled into flat arrays for the kernels of kernels/lcaba.py.
+"""The LCABA plan (Sathya & Carpentier 2025) compiled into flat arrays for the kernels of
+kernels/lcaba.py.
 
 ``LcabaPlan(model)`` flattens what lcaba.py keeps in Python objects: the minimum-degree elimination
-order and neighbour sets of ``elimination_plan``, the sparsity of the cost-to-go H (one 6x6 block per
-unordered pair of bodies that the constraints and the fill-in of eqs. 30c-30d, 34 ever couple, stored
-as H[min, max]), and the cut constraints as rows on bodies (entries): a loop has two entries, its
-predecessor-side end A and successor-side end B (lcaba.cut_rows); a coupling one per joint body and
-per parent body. Entries on the ground (body 0) are folded into k (eq. 35). A loop keeps its rows that
-are not identically zero, as the cluster ABA does (_kept_rows; lcaba.py keeps all). ``create_data()``
-preallocates every buffer the kernel writes, so that a call allocates nothing.
+order and neighbour sets of ``elimination_plan``, the sparsity of the cost-to-go H (one 6x6 block
+per unordered pair of bodies that the constraints and the fill-in of eqs. 30c-30d, 34 ever couple,
+stored as H[min, max]), and the cut constraints as rows on bodies (entries): a loop has two
+entries, its predecessor-side end A and successor-side end B (lcaba.cut_rows); a coupling one per
+joint body and per parent body. Entries on the ground (body 0) are folded into k (eq. 35). A loop
+keeps its rows that are not identically zero, as the cluster ABA does (_kept_rows; lcaba.py keeps
+all). ``create_data()`` preallocates every buffer the kernel writes, so that a call allocates
+nothing.
 """
 
 import weakref
@@ -24,14 +26,18 @@ from .model import _plucker_parts, _StructType
 
 key_on_helpers(__file__)                 # the field types come from borrowed.py
 
-PLAN_FIELDS = {    # name: meaning, shape (nb bodies, ncon constraints, ne entries, nl loops, nt terms)
+# name: meaning, shape (nb bodies, ncon constraints, ne entries, nl loops, nt terms)
+PLAN_FIELDS = {
     'order': 'bodies in elimination order S^E (nb - 1)',
     'n_neighbours': 'size of N_i at the elimination of body i (nb)',
     'neighbours': 'N_i, first n_neighbours[i] entries (nb, N)',
-    'slot': 'block of H[j, k] in data.H, -1 where H never couples j and k; H[i, i] is block i - 1 (nb, nb)',
+    'slot': 'block of H[j, k] in data.H, -1 where H never couples j and k; H[i, i] is block i - 1 '
+            '(nb, nb)',
     'idx_v': 'first spanning velocity of the joint of body i (nb)',
-    'S': 'S[i, j]: column j of the motion subspace S_i of the joint of body i, body coordinates (nb, 6, 6)',
-    'free': 'free[i, j]: 1.0, or 0.0 where column j of the joint of body i is locked (Model.locked_v) (nb, 6)',
+    'S': 'S[i, j]: column j of the motion subspace S_i of the joint of body i, body coordinates '
+         '(nb, 6, 6)',
+    'free': 'free[i, j]: 1.0, or 0.0 where column j of the joint of body i is locked '
+            '(Model.locked_v) (nb, 6)',
     'con_rows': 'rows of constraint c that LCABA keeps (_kept_rows; ncon)',
     'con_row0': 'first row of constraint c in the multipliers (ncon)',
     'con_entries': 'entries [e0, e1) of constraint c (ncon, 2)',
@@ -39,7 +45,8 @@ PLAN_FIELDS = {    # name: meaning, shape (nb bodies, ncon constraints, ne entri
     'con_terms': 'coupling terms [t0, t1) of constraint c (ncon, 2)',
     'entry_body': 'body of entry e (ne)',
     'loop_PsiT': 'kept rows Psi^T ^PX_pred of loop l, predecessor-body coordinates (nl, 6, 6)',
-    'loop_universal': '1 for a universal loop whose first row, turning with both frames, is kept (nl)',
+    'loop_universal': '1 for a universal loop whose first row, turning with both frames, is kept '
+                      '(nl)',
     'loop_pred_E': 'rotation of ^PX_pred (nl, 3, 3)',
     'loop_succ_E': 'rotation of ^SX_succ (nl, 3, 3)',
     'loop_a1': 'universal loop: its axis a1 in P (nl, 3)',
@@ -60,7 +67,8 @@ DATA_FIELDS = {    # name: meaning, shape
     'k': 'right-hand side of constraint c, ground entries folded in (ncon, 6)',
     'r': 'residual K a - k of constraint c (ncon, 6)',
     'lam': 'multipliers, the paper sign (rows)',
-    'L': 'Cholesky factor L_i of D_i = S_i^T H_ii S_i, stored with 1/L_jj on its diagonal (nb, 6, 6)',
+    'L': 'Cholesky factor L_i of D_i = S_i^T H_ii S_i, stored with 1/L_jj on its diagonal '
+         '(nb, 6, 6)',
     'Z': 'Z[i, j]: row j of L_i^-1 U_i^T, U_i = H_ii S_i (nb, 6, 6)',
     'Y': 'Y[i, 6 n + j]: row j of L_i^-1 (H_{i,N_n} S_i)^T, neighbour n (nb, 6 N, 6)',
     'ubar': 'L_i^-1 u_i (nb, 6)',
@@ -71,8 +79,10 @@ DATA_FIELDS = {    # name: meaning, shape
     'z': 'scratch of a rollout: L_i^T qdd_i, then qdd_i (6)',
     'result': 'iterations, residual ||K qdd - k||_inf, converged (3)',
     'info': 'body of a D_i that is not positive definite (1)',
-    'violation': 'max |K qd| over the kept rows at the call\'s qd, for the velocity check of a fused call (1)',
-    'settings': 'mu, tolerance and max_iterations of the fused call (3; FastPath writes them when they change)',
+    'violation': 'max |K qd| over the kept rows at the call\'s qd, for the velocity check of a '
+                 'fused call (1)',
+    'settings': 'mu, tolerance and max_iterations of the fused call (3; FastPath writes them when '
+                'they change)',
 }
 
 
@@ -126,12 +136,13 @@ class LcabaPlan:
         plan = elimination_plan(model)
         self.constraints, self.held = plan.constraints, plan.held
         self.kept_rows = _kept_rows(model, plan.constraints)
-        fields = {**_elimination_fields(model, plan), **_constraint_fields(model, plan.constraints, self.kept_rows)}
+        fields = {**_elimination_fields(model, plan),
+                  **_constraint_fields(model, plan.constraints, self.kept_rows)}
         fields['slot'] = _slots(model, plan, fields)
         for value in fields.values():
             value.setflags(write=False)
         self.__dict__.update(fields)
-        self.fields = fields                   # the owner of the arrays the ref borrows (borrowed.py)
+        self.fields = fields                # the owner of the arrays the ref borrows (borrowed.py)
         self.nb, self.nv, self.rows = model.nb, model.nv, int(self.con_rows.sum())
         self.n_slots = int(self.slot.max()) + 1
         self.ref = _new_plan_ref(*(fields[name] for name in PLAN_FIELDS))
@@ -141,8 +152,8 @@ class LcabaPlan:
         return LcabaData(self)
 
     def multipliers(self, lam):
-        """{constraint name: lambda} with H qdd + C - tau = sum K^T lambda (lcaba.LcabaResult); zero on the rows
-        LCABA does not keep."""
+        """{constraint name: lambda} with H qdd + C - tau = sum K^T lambda (lcaba.LcabaResult);
+        zero on the rows LCABA does not keep."""
         named = {}
         for con, r0, kept in zip(self.constraints, self.con_row0, self.kept_rows):
             named[con.name] = -lam[r0:r0 + len(kept)]
@@ -157,13 +168,14 @@ class LcabaData:
     """The buffers of DATA_FIELDS (attributes), and ``ref`` for the kernel."""
 
     def __init__(self, plan):
-        nb, ne, ncon, N = plan.nb, len(plan.entry_body), len(plan.con_rows), plan.neighbours.shape[1]
+        nb, ne, ncon, N = (
+            plan.nb, len(plan.entry_body), len(plan.con_rows), plan.neighbours.shape[1])
         shapes = {
-            'H': (plan.n_slots, 6, 6), 'f': (nb, 6), 'f_tree': (nb, 6), 'c': (nb, 6), 'K': (ne, 6, 6),
-            'k': (ncon, 6), 'r': (ncon, 6), 'lam': (plan.rows,), 'L': (nb, 6, 6), 'Z': (nb, 6, 6),
-            'Y': (nb, 6 * N, 6), 'ubar': (nb, 6), 'a': (nb, 6), 'da': (nb, 6), 'qdd': (plan.nv,),
-            'zero_c': (nb, 6), 'z': (6,), 'result': (3,), 'info': (1,), 'violation': (1,),
-            'settings': (3,),
+            'H': (plan.n_slots, 6, 6), 'f': (nb, 6), 'f_tree': (nb, 6), 'c': (nb, 6),
+            'K': (ne, 6, 6), 'k': (ncon, 6), 'r': (ncon, 6), 'lam': (plan.rows,), 'L': (nb, 6, 6),
+            'Z': (nb, 6, 6), 'Y': (nb, 6 * N, 6), 'ubar': (nb, 6), 'a': (nb, 6), 'da': (nb, 6),
+            'qdd': (plan.nv,), 'zero_c': (nb, 6), 'z': (6,), 'result': (3,), 'info': (1,),
+            'violation': (1,), 'settings': (3,),
         }
         fields = {name: np.zeros(shapes[name]) for name in DATA_FIELDS}
         self.__dict__.update(fields)
@@ -190,7 +202,8 @@ def _constraint_fields(model, constraints, kept_rows):
         e0, t0 = len(bodies), len(terms)
         if isinstance(con, CouplingConstraint):
             for j, coefficient in con.coefficients.items():
-                terms.append((j, coefficient, [_entry(bodies, e0, b) for b in (j, int(model.parent[j]))]))
+                terms.append((j, coefficient,
+                              [_entry(bodies, e0, b) for b in (j, int(model.parent[j]))]))
             loops.append(-1)
         else:
             bodies += [_end(con.pred_path, con.nca), _end(con.succ_path, con.nca)]
@@ -200,7 +213,8 @@ def _constraint_fields(model, constraints, kept_rows):
             paths.append((con.pred_path, con.succ_path))
             turning = con.rotation_rows == TURNING and len(kept) > 0 and kept[0] == 0
             universal.append((turning, _plucker_parts(con.X_P_pred)[0], con.X_S_succ[:3, :3],
-                              con.frame[:, 2], con.axis2 if con.rotation_rows == TURNING else np.zeros(3)))
+                              con.frame[:, 2],
+                              con.axis2 if con.rotation_rows == TURNING else np.zeros(3)))
         rows.append(len(kept))
         entries.append((e0, len(bodies), t0, len(terms)))
     P = max([1] + [len(path) for pair in paths for path in pair])
@@ -214,8 +228,9 @@ def _constraint_fields(model, constraints, kept_rows):
         'con_rows': _ints(rows), 'con_row0': _ints(np.cumsum([0] + rows[:-1])[:len(rows)]),
         'con_entries': _ints([e[:2] for e in entries]).reshape(-1, 2), 'con_loop': _ints(loops),
         'con_terms': _ints([e[2:] for e in entries]).reshape(-1, 2), 'entry_body': _ints(bodies),
-        'loop_PsiT': np.array(PsiT).reshape(-1, 6, 6), 'loop_path': loop_path, 'loop_path_len': loop_path_len,
-        'term_body': _ints([t[0] for t in terms]), 'term_coefficient': np.array([t[1] for t in terms], dtype=float),
+        'loop_PsiT': np.array(PsiT).reshape(-1, 6, 6), 'loop_path': loop_path,
+        'loop_path_len': loop_path_len, 'term_body': _ints([t[0] for t in terms]),
+        'term_coefficient': np.array([t[1] for t in terms], dtype=float),
         'term_entry': _ints([t[2] for t in terms]).reshape(-1, 2),
         'loop_universal': _ints([u[0] for u in universal]),
         'loop_pred_E': np.array([u[1] for u in universal]).reshape(-1, 3, 3),
@@ -226,10 +241,11 @@ def _constraint_fields(model, constraints, kept_rows):
 
 
 def _kept_rows(model, constraints):
-    """The rows of each constraint that LCABA keeps: a loop's active rows (clusters.Cluster.loop_rows), those
-    not identically zero; the others have K = 0 and k = 0 at every state (a planar revolute loop keeps 2 of
-    its 5). A coupling's one row."""
-    active = {id(con): rows for c in model.cluster_list if not c.linear for _, con, _, rows in c.loop_rows()}
+    """The rows of each constraint that LCABA keeps: a loop's active rows
+    (clusters.Cluster.loop_rows), those not identically zero; the others have K = 0 and k = 0 at
+    every state (a planar revolute loop keeps 2 of its 5). A coupling's one row."""
+    active = {id(con): rows for c in model.cluster_list if not c.linear
+              for _, con, _, rows in c.loop_rows()}
     return [active.get(id(con), np.arange(con.rows)) for con in constraints]
 
 
@@ -245,8 +261,9 @@ def _end(path, nca):
 
 
 def _slots(model, plan, fields):
-    """Block index of every pair of bodies H ever couples: the diagonal (first, in body order), the bodies of
-    one constraint (the penalty, eq. 25) and the fill-in of the elimination (eqs. 30c, 30d, 34)."""
+    """Block index of every pair of bodies H ever couples: the diagonal (first, in body order), the
+    bodies of one constraint (the penalty, eq. 25) and the fill-in of the elimination
+    (eqs. 30c, 30d, 34)."""
     pairs = {(i, i) for i in range(1, model.nb)}
     for e0, e1 in fields['con_entries']:
         moving = [b for b in fields['entry_body'][e0:e1] if b > 0]

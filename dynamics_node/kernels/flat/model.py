@@ -3,14 +3,16 @@
 ``FlatModel(model)`` turns the readable Model (Python tuples, dicts and constraint objects) into
 read-only NumPy arrays, once. ``FlatModel.create_data()`` preallocates every buffer the kernels
 write, so that a kernel call allocates nothing. The kernels receive both as numba structrefs
-(``.ref``): a structref crosses the Python/numba boundary as one pointer, whatever its number of fields.
+(``.ref``): a structref crosses the Python/numba boundary as one pointer, whatever its number of
+fields.
 
-Transforms are stored as pairs (E, r): X = [[E, 0], [-E rx, E]] (Featherstone & Orin 2000), the Plucker transform of
-spatial.py. Per-cluster quantities are padded to the largest cluster (N spanning, M independent
-velocities). Every cluster hangs from ONE output body (ModelError otherwise), so ^kX_parent (Chignoli et al. 2023,
-eq. 17) has a single block column: with clusters formed as strongly connected components (Chignoli, Slotine et al. 2024,
-Alg. 3) a constraint enters a cluster below its nearest common ancestor, and a second parent of the
-cluster's roots would lie on a cycle through the cluster.
+Transforms are stored as pairs (E, r): X = [[E, 0], [-E rx, E]] (Featherstone & Orin 2000), the
+Plucker transform of spatial.py. Per-cluster quantities are padded to the largest cluster (N
+spanning, M independent velocities). Every cluster hangs from ONE output body (ModelError
+otherwise), so ^kX_parent (Chignoli et al. 2023, eq. 17) has a single block column: with clusters
+formed as strongly connected components (Chignoli, Slotine et al. 2024, Alg. 3) a constraint enters
+a cluster below its nearest common ancestor, and a second parent of the cluster's roots would lie
+on a cycle through the cluster.
 """
 
 import numpy as np
@@ -37,60 +39,72 @@ MODEL_FIELDS = {   # name: meaning, shape (nb bodies with 0 the ground, nc clust
     'parent': 'parent body (nb)',
     'cluster': 'cluster of body i, -1 for the ground (nb)',
     'joint_nq': 'number of positions of the joint of body i, 0 for the ground (nb)',
-    'quaternion_at': 'position index of the unit quaternion of the joint of body i (its first entry), -1 for '
-                     'none (nb)',
+    'quaternion_at': 'position index of the unit quaternion of the joint of body i (its first '
+                     'entry), -1 for none (nb)',
     'idx_q': 'first position index of the joint of body i (nb)',
     'col': 'first column of the joint of body i within its cluster velocities (nb)',
-    'axes': 'rows e1, e2, axis of the joint axis frame (joints.plane_frame), body coordinates (nb, 3, 3)',
-    'coordinate_axis': 'a if the joint of body i is revolute about +-e_a (a = 0, 1, 2), else -1 (nb)',
+    'axes': 'rows e1, e2, axis of the joint axis frame (joints.plane_frame), body coordinates '
+            '(nb, 3, 3)',
+    'coordinate_axis': 'a if the joint of body i is revolute about +-e_a (a = 0, 1, 2), else -1 '
+                       '(nb)',
     'tree_E': 'rotation of X_tree, ^jointX_parent (nb, 3, 3)',
     'tree_r': 'translation of X_tree, parent coordinates (nb, 3)',
     'inertia': 'spatial inertia, body coordinates (nb, 6, 6)',
-    'rigid_inertia': 'inertia as 10 rigid-body parameters: mass m, first moment h = m c, rotational inertia '
-                     'about the body origin (upper triangle xx xy xz yy yz zz) (nb, 10)',
-    'leaf': '1 if no cluster hangs from body i, so that its articulated inertia is its rigid-body inertia (nb)',
+    'rigid_inertia': 'inertia as 10 rigid-body parameters: mass m, first moment h = m c, '
+                     'rotational inertia about the body origin (upper triangle xx xy xz yy yz zz) '
+                     '(nb, 10)',
+    'leaf': '1 if no cluster hangs from body i, so that its articulated inertia is its rigid-body '
+            'inertia (nb)',
     'kind': 'SINGLE, COUPLED or LOOP (nc)',
     'output': 'the output body of cluster k, 0 for the ground (nc)',
     'body_range': 'bodies [b0, b1) of cluster k (nc, 2)',
     'v_range': 'spanning velocities [v0, v1) of cluster k (nc, 2)',
     'y_range': 'independent velocities [y0, y1) of cluster k (nc, 2)',
-    'y_support': 'independent velocities of cluster k and its ancestors (nc); a frame\'s packed rows '
-                 '(efpa.frame_propagators) of cluster k are [y_support[k] - m_k, y_support[k])',
-    'G_const': 'G_const[k, j]: column j of G_k of SINGLE (identity) and COUPLED clusters, the initial '
-               'data.G (nc, M, N)',
-    'K_const': 'constant (coupling) rows of K_k among its active rows, zero on the rows of loops (nc, R, N)',
+    'y_support': 'independent velocities of cluster k and its ancestors (nc); a frame\'s packed '
+                 'rows (efpa.frame_propagators) of cluster k are '
+                 '[y_support[k] - m_k, y_support[k])',
+    'G_const': 'G_const[k, j]: column j of G_k of SINGLE (identity) and COUPLED clusters, the '
+               'initial data.G (nc, M, N)',
+    'K_const': 'constant (coupling) rows of K_k among its active rows, zero on the rows of loops '
+               '(nc, R, N)',
     'active': 'constraint rows that are not identically zero, first n_active[k] entries (nc, R)',
     'n_active': 'number of active rows of cluster k (nc)',
-    'dependent': 'local columns of the dependent joints in elimination order, first n - m entries (nc, N)',
-    'qr_rows': 'active rows reflected at step p of the sparse QR of K_d, pivot first (elimination.py; nc, N, R)',
+    'dependent': 'local columns of the dependent joints in elimination order, first n - m entries '
+                 '(nc, N)',
+    'qr_rows': 'active rows reflected at step p of the sparse QR of K_d, pivot first '
+               '(elimination.py; nc, N, R)',
     'qr_n_rows': 'their number (nc, N)',
     'qr_cols': 'the later steps whose columns step p changes (nc, N, N)',
     'qr_n_cols': 'their number (nc, N)',
     'independent': 'local columns of the independent joints, first m entries (nc, N)',
     'loop_range': 'loops [l0, l1) of cluster k (nc, 2)',
     'loop_row': 'first row of loop l among all the rows (phi) of its cluster (nl)',
-    'loop_active': 'rows [loop_active[l, 0], loop_active[l, 1]) of loop l among the active rows of its cluster '
-                   '(its rows of K) (nl, 2)',
-    'loop_Psi': 'loop_Psi[l, j]: constrained direction of the j-th active row of loop l, frame P (nl, 6, 6)',
+    'loop_active': 'rows [loop_active[l, 0], loop_active[l, 1]) of loop l among the active rows '
+                   'of its cluster (its rows of K) (nl, 2)',
+    'loop_Psi': 'loop_Psi[l, j]: constrained direction of the j-th active row of loop l, frame P '
+                '(nl, 6, 6)',
     'loop_E': 'rotation of ^PX_pred, the loop frame P on the predecessor body (nl, 3, 3)',
     'loop_r': 'translation of ^PX_pred (nl, 3)',
-    'loop_universal': '1 for a universal loop whose first row (along a1 x a2, turning with both frames) is active, '
-                      'else 0 (nl)',
-    'loop_axes': 'universal loop: axis a1 in predecessor-body [0] and axis2 a2 in successor-body coordinates [1] '
-                 '(nl, 2, 3)',
+    'loop_universal': '1 for a universal loop whose first row (along a1 x a2, turning with both '
+                      'frames) is active, else 0 (nl)',
+    'loop_axes': 'universal loop: axis a1 in predecessor-body [0] and axis2 a2 in successor-body '
+                 'coordinates [1] (nl, 2, 3)',
     'loop_path': 'bodies below the NCA to the predecessor [0] and successor [1] (nl, 2, P)',
     'loop_path_len': 'lengths of the two paths (nl, 2)',
-    'loop_ends': 'the predecessor [0] and successor [1] bodies (the NCA where a path is empty) (nl, 2)',
+    'loop_ends': 'the predecessor [0] and successor [1] bodies (the NCA where a path is empty) '
+                 '(nl, 2)',
     'loop_cluster': 'the cluster of loop l (nl)',
     'gravity': 'gravity acceleration in the root frame, m/s^2, writable (3)',
-    'amplification_bound': 'largest row sum of |G_k| of a regular configuration of LOOP cluster k, writable '
-                           '(Model.amplification_bound) (nc)',
-    'singularity_threshold': 'kinematics.SINGULARITY_THRESHOLD, relative |R_ii| of a singular split',
+    'amplification_bound': 'largest row sum of |G_k| of a regular configuration of LOOP cluster '
+                           'k, writable (Model.amplification_bound) (nc)',
+    'singularity_threshold': 'kinematics.SINGULARITY_THRESHOLD, relative |R_ii| of a singular '
+                             'split',
     'd_condition_limit': 'aba.D_CONDITION_LIMIT, reciprocal condition of an ill-conditioned D_k',
     'nv': 'spanning velocity dimension',
     'ny': 'independent velocity dimension',
     'independent_v': 'spanning velocity index of each independent velocity (ny)',
-    'free_y': '1.0 for each independent velocity, 0.0 for the held ones (Model.held_y), which stay still (ny)',
+    'free_y': '1.0 for each independent velocity, 0.0 for the held ones (Model.held_y), which '
+              'stay still (ny)',
 }
 
 DATA_FIELDS = {    # name: meaning, shape
@@ -99,20 +113,23 @@ DATA_FIELDS = {    # name: meaning, shape
     'Xo_E': 'rotation of ^iX_output(i), the block of ^kX_parent(k) (nb, 3, 3)',
     'Xo_r': 'translation of ^iX_output(i) (nb, 3)',
     'S': 'S[i, j]: rows of body i of column j of the cluster motion subspace S_k (nb, M, 6)',
-    'U': 'U[i, j]: rows of body i of column j of U_k = I^A_k S_k, or Ic_k S_k in the CRBA (nb, M, 6)',
+    'U': 'U[i, j]: rows of body i of column j of U_k = I^A_k S_k, or Ic_k S_k in the CRBA '
+         '(nb, M, 6)',
     'v': 'body velocities, body coordinates (nb, 6)',
     'a': 'body accelerations (nb, 6)',
     'f': 'body forces (RNEA) or articulated bias forces p^A (ABA) (nb, 6)',
     'c': 'rows of body i of the cluster bias c_k (nb, 6)',
-    'IA': 'articulated inertias (ABA, EFPA), block diagonal per cluster; a leaf\'s is read from rigid_inertia '
-          'instead (nb, 6, 6)',
+    'IA': 'articulated inertias (ABA, EFPA), block diagonal per cluster; a leaf\'s is read from '
+          'rigid_inertia instead (nb, 6, 6)',
     'Ic': 'composite rigid-body inertias (CRBA), as rigid_inertia (nb, 10)',
     'G': 'G[k, j]: column j of the explicit constraint Jacobian G_k (nc, M, N)',
     'g': 'explicit constraint bias g, spanning (nv)',
     'qd': 'spanning velocities G yd (nv)',
     'qdd': 'spanning accelerations G ydd + g (nv)',
-    'L': 'Cholesky factor L_k of D_k = S_k^T I^A_k S_k, stored with 1/L_jj on its diagonal (nc, M, M)',
-    'V': 'V[k, j]: column j of V_k = (^kX_parent^T U_k) L_k^-T, rows of the output body (nc, M, 6)',
+    'L': 'Cholesky factor L_k of D_k = S_k^T I^A_k S_k, stored with 1/L_jj on its diagonal '
+         '(nc, M, M)',
+    'V': 'V[k, j]: column j of V_k = (^kX_parent^T U_k) L_k^-T, rows of the output body '
+         '(nc, M, 6)',
     'u': 'u = tau_y - S^T p^A (ny)',
     'z': 'scratch vector of a cluster (M)',
     'F': 'scratch force columns at one body (M, 6)',
@@ -121,25 +138,31 @@ DATA_FIELDS = {    # name: meaning, shape
     'tau': 'independent forces (ny)',
     'ydd': 'independent accelerations (ny)',
     'H': 'mass matrix H_y (ny, ny)',
-    'K': 'K[k]: the active constraint rows of LOOP cluster k over its spanning velocities (nc, R, N)',
-    'QR': 'sparse QR of the dependent columns of the current LOOP cluster\'s K, carrying the others and then k '
-          '(R, N + 1)',
+    'K': 'K[k]: the active constraint rows of LOOP cluster k over its spanning velocities '
+         '(nc, R, N)',
+    'QR': 'sparse QR of the dependent columns of the current LOOP cluster\'s K, carrying the '
+          'others and then k (R, N + 1)',
     'beta': 'Householder coefficients (N)',
-    'joint_o': 'joint_o[i, j]: joint column j of body i of a LOOP cluster in its output frame, ^iX_output^-1 S_i '
-               '(nb, 6, 6)',
-    'Psi_o': 'Psi_o[l, j]: direction of the j-th active row of loop l in its cluster\'s output frame (nl, 6, 6)',
+    'joint_o': 'joint_o[i, j]: joint column j of body i of a LOOP cluster in its output frame, '
+               '^iX_output^-1 S_i (nb, 6, 6)',
+    'Psi_o': 'Psi_o[l, j]: direction of the j-th active row of loop l in its cluster\'s output '
+             'frame (nl, 6, 6)',
     'loop_a': 'universal loop l: a1 [0] and a2 [1] in its cluster\'s output frame (nl, 2, 3)',
-    'end_E': 'rotations of the transforms to the predecessor [0] and successor [1] bodies of loop l from one frame '
-             '(its cluster\'s output frame or its NCA\'s; kinematics.set_loop_ends) (nl, 2, 3, 3)',
+    'end_E': 'rotations of the transforms to the predecessor [0] and successor [1] bodies of loop '
+             'l from one frame (its cluster\'s output frame or its NCA\'s; '
+             'kinematics.set_loop_ends) (nl, 2, 3, 3)',
     'end_r': 'their translations (nl, 2, 3)',
     'w6': 'scratch spatial vector (6)',
     'info': 'details of the last non-zero status: cluster, conditioning (2)',
     'zero_y': 'zeros (ny), for calls without velocities or accelerations',
     'zero_f': 'zeros (nb, 6), for calls without external forces',
-    'f_ext': 'external forces of the public calls, body coordinates (nb, 6): the workspace\'s (model.Data.f_ext)',
-    'q_checked': 'positions of the current public call, checked, unit quaternions (nq; kernels/calls.py)',
-    'q_closed': 'the positions complete_positions returned last (closed to its tolerance, within bounds, unit '
-                'quaternions), NaN before (nq): equal positions skip the position checks (calls.positions)',
+    'f_ext': 'external forces of the public calls, body coordinates (nb, 6): the workspace\'s '
+             '(model.Data.f_ext)',
+    'q_checked': 'positions of the current public call, checked, unit quaternions (nq; '
+                 'kernels/calls.py)',
+    'q_closed': 'the positions complete_positions returned last (closed to its tolerance, within '
+                'bounds, unit quaternions), NaN before (nq): equal positions skip the position '
+                'checks (calls.positions)',
     'yd_checked': 'its independent velocities (ny)',
     'ydd_checked': 'its independent accelerations (ny)',
     'tau_spanning': 'spanning forces of an LCABA call (nv)',
@@ -148,7 +171,8 @@ DATA_FIELDS = {    # name: meaning, shape
 
 class _StructType(types.StructRef):
     def preprocess_fields(self, fields):
-        return tuple((name, types.unliteral(t)) for name, t in fields)      # ny as int64, not a literal
+        # ny as int64, not a literal
+        return tuple((name, types.unliteral(t)) for name, t in fields)
 
 
 @structref.register
@@ -194,16 +218,18 @@ class FlatModel:
             value.setflags(write=False)
         fields['gravity'] = np.array(model.gravity, dtype=float)
         fields['amplification_bound'] = np.array(model.amplification_bound, dtype=float)
-        fields['singularity_threshold'], fields['d_condition_limit'] = SINGULARITY_THRESHOLD, D_CONDITION_LIMIT
+        fields['singularity_threshold'], fields['d_condition_limit'] = (
+            SINGULARITY_THRESHOLD, D_CONDITION_LIMIT)
         fields['nv'], fields['ny'] = model.nv, model.ny
         self.__dict__.update(fields)
-        self.fields = fields                   # the owner of the arrays the ref borrows (borrowed.py)
+        self.fields = fields                # the owner of the arrays the ref borrows (borrowed.py)
         self.nb, self.nc, self.nq = len(self.parent), len(self.kind), model.nq
         self.M, self.N = self.G_const.shape[1:]
         self.ref = _new_model_ref(*(fields[name] for name in MODEL_FIELDS))
 
     def create_data(self, f_ext=None):
-        """A fresh workspace for the kernels (one per thread), with f_ext (nb x 6) as its external forces."""
+        """A fresh workspace for the kernels (one per thread), with f_ext (nb x 6) as its external
+        forces."""
         return FlatData(self, f_ext)
 
 
@@ -215,15 +241,15 @@ class FlatData:
         R = flat.K_const.shape[1]
         shapes = {
             'Xup_E': (nb, 3, 3), 'Xup_r': (nb, 3), 'Xo_E': (nb, 3, 3), 'Xo_r': (nb, 3),
-            'S': (nb, M, 6), 'U': (nb, M, 6), 'v': (nb, 6), 'a': (nb, 6), 'f': (nb, 6), 'c': (nb, 6),
-            'IA': (nb, 6, 6), 'Ic': (nb, 10), 'G': (nc, M, N), 'g': (flat.nv,), 'qd': (flat.nv,), 'qdd': (flat.nv,),
-            'L': (nc, M, M), 'V': (nc, M, 6), 'u': (flat.ny,), 'z': (M,), 'F': (M, 6), 'SL': (M, 6), 'E3': (3, 3),
-            'tau': (flat.ny,), 'ydd': (flat.ny,), 'H': (flat.ny, flat.ny), 'K': (nc, R, N),
-            'QR': (R, N + 1), 'beta': (N,), 'joint_o': (nb, 6, 6),
-            'Psi_o': (nl, 6, 6), 'loop_a': (nl, 2, 3), 'end_E': (nl, 2, 3, 3), 'end_r': (nl, 2, 3), 'w6': (6,),
-            'info': (2,), 'zero_y': (flat.ny,),
-            'zero_f': (nb, 6), 'f_ext': (nb, 6),
-            'q_checked': (flat.nq,), 'q_closed': (flat.nq,), 'yd_checked': (flat.ny,), 'ydd_checked': (flat.ny,),
+            'S': (nb, M, 6), 'U': (nb, M, 6), 'v': (nb, 6), 'a': (nb, 6), 'f': (nb, 6),
+            'c': (nb, 6), 'IA': (nb, 6, 6), 'Ic': (nb, 10), 'G': (nc, M, N), 'g': (flat.nv,),
+            'qd': (flat.nv,), 'qdd': (flat.nv,), 'L': (nc, M, M), 'V': (nc, M, 6), 'u': (flat.ny,),
+            'z': (M,), 'F': (M, 6), 'SL': (M, 6), 'E3': (3, 3), 'tau': (flat.ny,),
+            'ydd': (flat.ny,), 'H': (flat.ny, flat.ny), 'K': (nc, R, N), 'QR': (R, N + 1),
+            'beta': (N,), 'joint_o': (nb, 6, 6), 'Psi_o': (nl, 6, 6), 'loop_a': (nl, 2, 3),
+            'end_E': (nl, 2, 3, 3), 'end_r': (nl, 2, 3), 'w6': (6,), 'info': (2,),
+            'zero_y': (flat.ny,), 'zero_f': (nb, 6), 'f_ext': (nb, 6), 'q_checked': (flat.nq,),
+            'q_closed': (flat.nq,), 'yd_checked': (flat.ny,), 'ydd_checked': (flat.ny,),
             'tau_spanning': (flat.nv,),
         }
         fields = {name: np.zeros(shapes[name]) for name in DATA_FIELDS}
@@ -247,13 +273,16 @@ def _body_fields(model):
     inertia = np.array(model.inertia, dtype=float)
     axes = np.array([np.eye(3)] + [plane_frame(a).T for a in model.axis[1:]], dtype=float)
     size = np.abs(axes[:, 2])
-    aligned = (joint == REVOLUTE) & (np.count_nonzero(size, axis=1) == 1) & (size.max(axis=1) == 1.0)
+    aligned = ((joint == REVOLUTE) & (np.count_nonzero(size, axis=1) == 1)
+               & (size.max(axis=1) == 1.0))
     coordinate_axis = np.where(aligned, size.argmax(axis=1), -1)
     return {
-        'joint': joint.astype(np.int64), 'parent': _ints(model.parent), 'cluster': _ints(model.cluster_of),
-        'idx_q': _ints(model.idx_q), 'col': col, 'axes': axes, 'coordinate_axis': coordinate_axis.astype(np.int64),
+        'joint': joint.astype(np.int64), 'parent': _ints(model.parent),
+        'cluster': _ints(model.cluster_of), 'idx_q': _ints(model.idx_q), 'col': col, 'axes': axes,
+        'coordinate_axis': coordinate_axis.astype(np.int64),
         'joint_nq': _ints(model.nq_body),
-        'quaternion_at': _ints([-1] + [model.idx_q[i] + TYPES[t].quaternion_at if TYPES[t].quaternion_at >= 0 else -1
+        'quaternion_at': _ints([-1] + [model.idx_q[i] + TYPES[t].quaternion_at
+                                       if TYPES[t].quaternion_at >= 0 else -1
                                        for i, t in enumerate(model.joint_type[1:], 1)]),
         'tree_E': np.array([E for E, _ in tree]), 'tree_r': np.array([r for _, r in tree]),
         'inertia': inertia, 'rigid_inertia': _rigid_parameters(inertia),
@@ -261,8 +290,8 @@ def _body_fields(model):
 
 
 def _rigid_parameters(inertia):
-    """m, h, Ibar (upper triangle) of spatial inertias [[Ibar, h x], [-h x, m 1]] (spatial.spatial_inertia;
-    lumped fixed links add round-off, hence the averages)."""
+    """m, h, Ibar (upper triangle) of spatial inertias [[Ibar, h x], [-h x, m 1]]
+    (spatial.spatial_inertia; lumped fixed links add round-off, hence the averages)."""
     m = np.trace(inertia[:, 3:, 3:], axis1=1, axis2=2) / 3
     hx = (inertia[:, :3, 3:] - inertia[:, 3:, :3]) / 2
     h = np.stack((hx[:, 2, 1], hx[:, 0, 2], hx[:, 1, 0]), axis=1)
@@ -272,7 +301,8 @@ def _rigid_parameters(inertia):
     rebuilt[:, :3, 3:] = [skew(x) for x in h]
     rebuilt[:, 3:, :3] = -rebuilt[:, :3, 3:]
     rebuilt[:, 3:, 3:] = m[:, None, None] * np.eye(3)
-    assert np.allclose(rebuilt, inertia, rtol=0.0, atol=1e-12 * max(1.0, np.abs(inertia).max())), 'rigid bodies'
+    assert np.allclose(rebuilt, inertia, rtol=0.0,
+                       atol=1e-12 * max(1.0, np.abs(inertia).max())), 'rigid bodies'
     return np.column_stack((m, h, Ibar[:, [0, 0, 0, 1, 1, 2], [0, 1, 2, 1, 2, 2]]))
 
 
@@ -285,18 +315,22 @@ def _cluster_fields(model):
     fields = {
         'kind': np.zeros(nc, dtype=np.int64), 'output': np.zeros(nc, dtype=np.int64),
         'body_range': _ints(model.body_range), 'v_range': _ints(model.v_range),
-        'y_range': _ints(model.y_range), 'y_support': np.zeros(nc, dtype=np.int64), 'G_const': np.zeros((nc, M, N)),
-        'K_const': np.zeros((nc, R, N)),
+        'y_range': _ints(model.y_range), 'y_support': np.zeros(nc, dtype=np.int64),
+        'G_const': np.zeros((nc, M, N)), 'K_const': np.zeros((nc, R, N)),
         'active': np.zeros((nc, R), dtype=np.int64), 'n_active': np.zeros(nc, dtype=np.int64),
-        'dependent': np.zeros((nc, N), dtype=np.int64), 'independent': np.zeros((nc, N), dtype=np.int64),
-        'qr_rows': np.zeros((nc, N, R), dtype=np.int64), 'qr_n_rows': np.zeros((nc, N), dtype=np.int64),
-        'qr_cols': np.zeros((nc, N, N), dtype=np.int64), 'qr_n_cols': np.zeros((nc, N), dtype=np.int64),
+        'dependent': np.zeros((nc, N), dtype=np.int64),
+        'independent': np.zeros((nc, N), dtype=np.int64),
+        'qr_rows': np.zeros((nc, N, R), dtype=np.int64),
+        'qr_n_rows': np.zeros((nc, N), dtype=np.int64),
+        'qr_cols': np.zeros((nc, N, N), dtype=np.int64),
+        'qr_n_cols': np.zeros((nc, N), dtype=np.int64),
     }
     for k, c in enumerate(clusters):
         outputs = set(c.output.values())
         if len(outputs) != 1:
-            raise ModelError(f'cluster {quote(c.name)} hangs from several bodies {sorted(outputs)}; the compiled '
-                             'algorithms need one output body per cluster')
+            raise ModelError(f'cluster {quote(c.name)} hangs from several bodies '
+                             f'{sorted(outputs)}; the compiled algorithms need one output body '
+                             'per cluster')
         fields['output'][k] = outputs.pop()
         fields['kind'][k] = SINGLE if not c.constraints else COUPLED if c.linear else LOOP
         if c.linear:
@@ -306,12 +340,14 @@ def _cluster_fields(model):
         if fields['kind'][k] == LOOP:
             _coupling_rows(c, k, fields)
             _elimination(c.elimination, k, fields)
-    parent, ranges = np.array([model.cluster_of[o] for o in fields['output']]), fields['body_range']  # -1: ground
+    parent, ranges = (np.array([model.cluster_of[o] for o in fields['output']]),  # -1: ground
+                      fields['body_range'])
     assert np.all(parent < np.arange(nc)), 'a parent cluster precedes its children'
-    assert ranges[0, 0] == 1 and np.array_equal(ranges[1:, 0], ranges[:-1, 1]) and ranges[-1, 1] == model.nb, \
-        'bodies numbered cluster by cluster'
+    assert (ranges[0, 0] == 1 and np.array_equal(ranges[1:, 0], ranges[:-1, 1])
+            and ranges[-1, 1] == model.nb), 'bodies numbered cluster by cluster'
     for k in range(nc):
-        fields['y_support'][k] = (fields['y_support'][parent[k]] if parent[k] >= 0 else 0) + clusters[k].m
+        fields['y_support'][k] = ((fields['y_support'][parent[k]] if parent[k] >= 0 else 0)
+                                  + clusters[k].m)
     fields['leaf'] = np.ones(model.nb, dtype=np.int64)
     fields['leaf'][fields['output']] = 0
     return fields
@@ -348,11 +384,14 @@ def _loop_fields(model):
     nl = len(loops)
     P = max([1] + [max(len(con.pred_path), len(con.succ_path)) for _, con, _, _ in loops])
     fields = {
-        'loop_range': ranges, 'loop_row': np.zeros(nl, dtype=np.int64), 'loop_Psi': np.zeros((nl, 6, 6)),
-        'loop_active': np.zeros((nl, 2), dtype=np.int64), 'loop_E': np.zeros((nl, 3, 3)), 'loop_r': np.zeros((nl, 3)),
-        'loop_path': np.zeros((nl, 2, P), dtype=np.int64), 'loop_path_len': np.zeros((nl, 2), dtype=np.int64),
+        'loop_range': ranges, 'loop_row': np.zeros(nl, dtype=np.int64),
+        'loop_Psi': np.zeros((nl, 6, 6)), 'loop_active': np.zeros((nl, 2), dtype=np.int64),
+        'loop_E': np.zeros((nl, 3, 3)), 'loop_r': np.zeros((nl, 3)),
+        'loop_path': np.zeros((nl, 2, P), dtype=np.int64),
+        'loop_path_len': np.zeros((nl, 2), dtype=np.int64),
         'loop_ends': np.zeros((nl, 2), dtype=np.int64),
-        'loop_cluster': np.repeat(np.arange(len(ranges)), ranges[:, 1] - ranges[:, 0]).astype(np.int64),
+        'loop_cluster': np.repeat(np.arange(len(ranges)),
+                                  ranges[:, 1] - ranges[:, 0]).astype(np.int64),
         'loop_universal': np.zeros(nl, dtype=np.int64), 'loop_axes': np.zeros((nl, 2, 3)),
     }
     for index, (row, con, mine, rows) in enumerate(loops):
@@ -362,7 +401,8 @@ def _loop_fields(model):
         fields['loop_E'][index], fields['loop_r'][index] = _plucker_parts(con.X_P_pred)
         if con.rotation_rows == TURNING and rows.size and rows[0] == 0:
             fields['loop_universal'][index] = 1
-            fields['loop_axes'][index] = con.X_P_pred[:3, :3].T @ con.frame[:, 2], con.X_S_succ[:3, :3].T @ con.axis2
+            fields['loop_axes'][index] = (con.X_P_pred[:3, :3].T @ con.frame[:, 2],
+                                          con.X_S_succ[:3, :3].T @ con.axis2)
         for side, path in enumerate((con.pred_path, con.succ_path)):
             fields['loop_path'][index, side, :len(path)] = path
             fields['loop_path_len'][index, side] = len(path)
