@@ -169,7 +169,7 @@ def stream_latencies(node, executor, names, rate, seconds):
         QoSProfile(depth=1000, reliability=ReliabilityPolicy.RELIABLE))
     publisher = node.create_publisher(JointState, f'{NAMESPACE}/joint_states',
                                       qos_profile_sensor_data)
-    _prime(executor, publisher, arrivals)
+    _prime(executor, publisher, arrivals, names)
     node.destroy_publisher(publisher)
     sender = subprocess.Popen([sys.executable, __file__, '--sender', NAMESPACE, str(rate),
                                str(seconds)])
@@ -186,10 +186,11 @@ def stream_latencies(node, executor, names, rate, seconds):
     return np.array(latencies) * 1e-9, len(latencies), int(rate * seconds)
 
 
-def _prime(executor, publisher, arrivals):
-    """Publish JointStates naming no joint (zero stamp: never stale, before any send time) until
-    one is answered, so that the node's output is matched; the answers are then forgotten."""
-    msg = JointState()
+def _prime(executor, publisher, arrivals, names):
+    """Publish JointStates of the joints names at zero (zero stamp: never stale, before any send
+    time) until one is answered, so that the node's output is matched and every joint its stream
+    waits for has arrived; the answers are then forgotten."""
+    msg = JointState(name=list(names), position=[0.0] * len(names))
     end = time.monotonic() + 10.0
     while not arrivals and time.monotonic() < end:
         publisher.publish(msg)
