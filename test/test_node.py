@@ -19,6 +19,7 @@ response end at TIMEOUT, an ample bound that only a hang reaches.
 from contextlib import contextmanager
 import os
 from pathlib import Path
+import re
 import signal
 import subprocess
 import sys
@@ -278,26 +279,7 @@ def floating_state(rng):
     return q, rng.normal(size=model.ny), rng.normal(size=model.ny - 6)
 
 
-# ---- describe_model ----
-
-@pytest.mark.parametrize('ns, name', [('loop', 'linkage_leg'), ('floating', 'quadruped_rotors')])
-def test_describe_model(ros, nodes, ns, name):
-    model = robot(name)
-    response = ros.call(DescribeModel, service(nodes, ns, 'describe_model'))
-    assert response.success and response.message == 'ok'
-    assert response.description_source == f"robot_description_file '{name}'"
-    assert list(response.warnings) == model.warnings == []
-    assert response.robot_name == model.name
-    assert tuple(response.joint_names) == model.joint_names
-    assert tuple(response.independent_joint_names) == model.independent_joint_names
-    assert (response.nq, response.nv, response.ny) == (model.nq, model.nv, model.ny)
-    assert response.floating_base == model.floating_base
-    assert [(c.name, tuple(c.links), tuple(c.joints), tuple(c.independent_joints),
-             tuple(c.constraints)) for c in response.clusters] == [
-        (c.name, c.links, c.joints, c.independent_joints, c.constraints) for c in model.clusters]
-
-
-# ---- forward dynamics ----
+# ---- services ----
 
 def test_spherical_joint_is_completed_by_the_node(ros, nodes, rng):
     """parallel_ankle_leg: the rod's spherical joint is no JointState joint; a request of every
@@ -329,123 +311,6 @@ def test_spherical_joint_is_completed_by_the_node(ros, nodes, rng):
     answer = ros.call(InverseDynamics, service(nodes, 'ankle', 'inverse_dynamics'), request)
     assert answer.success, answer.message
     assert_close(answer.effort, model.inverse_dynamics(q, yd, ydd), 'tau_y', RTOL)
-
-
-def test_forward_dynamics_loop_spanning_state(ros, nodes, rng):
-    """All spanning joints, reordered, with a wrench; a fixed base ignores the base fields."""
-    model = robot('linkage_leg')
-    q, v, _, tau = loop_state(rng)
-    order = [3, 0, 4, 1, 2]
-    names = [model.joint_names[i] for i in order]
-    request = ForwardDynamics.Request(state=joint_state(names, q[order], v[order], tau[order]))
-    request.base_pose.position.x = float('nan')
-    request.external_wrenches = [link_wrench('foot', (1, 2, 3), (0.1, 0.2, 0.3))]
-    response = ros.call(ForwardDynamics, service(nodes, 'loop', 'forward_dynamics'), request)
-    assert response.success, response.message
-    expected = model.forward_dynamics(q, v, tau, {'foot': ((1, 2, 3), (0.1, 0.2, 0.3))})
-    assert tuple(response.name) == model.joint_names
-    assert_close(response.acceleration, expected, 'qdd', RTOL)
-    assert_close(vector6(response.base_acceleration, 'linear', 'angular'), np.zeros(6),
-                 'base acceleration of a fixed base')
-    assert response.method_used == 'aba'
-
-
-def test_forward_dynamics_loop_independent_state_lcaba(ros, nodes, rng):
-    """The independent joints only, completed by the node; method lcaba on request."""
-    model = robot('linkage_leg')
-    yd, tau_y = rng.normal(size=model.ny), rng.normal(size=model.ny)
-    q_independent = [0.8 + 0.2 * rng.uniform(-1, 1), rng.uniform(-0.5, 0.5)]
-    q = completed('linkage_leg', q_independent)
-    request = ForwardDynamics.Request(method='lcaba', state=joint_state(
-        model.independent_joint_names, q_independent, yd, tau_y))
-    response = ros.call(ForwardDynamics, service(nodes, 'loop', 'forward_dynamics'), request)
-    assert response.success, response.message
-    expected = model.forward_dynamics(q, yd, tau_y, method='lcaba', info=True)
-    assert response.method_used == 'lcaba'
-    assert response.iterations == expected.iterations
-    assert_close(response.acceleration, expected.acceleration, 'qdd', RTOL)
-    assert response.constraint_residual == pytest.approx(expected.constraint_residual, abs=1e-9)
-
-
-def test_forward_dynamics_floating_base(ros, nodes, rng):
-    model = robot('quadruped_rotors')
-    q, y, tau = floating_state(rng)
-    names = model.independent_joint_names[1:]
-    positions = [q[model.joint_names.index(n) + 6] for n in names]
-    request = ForwardDynamics.Request(state=joint_state(names, positions, y[6:], tau))
-    set_pose(request.base_pose, q[:7])
-    set_linear_angular(request.base_twist, y[:6])
-    request.external_wrenches = [link_wrench('FL_foot', (0, 0, 30), (0, 0, 0))]
-    response = ros.call(ForwardDynamics, service(nodes, 'floating', 'forward_dynamics'), request)
-    assert response.success, response.message
-    expected = model.forward_dynamics(q, y, np.concatenate((np.zeros(6), tau)),
-                                      {'FL_foot': ((0, 0, 30), (0, 0, 0))})
-    assert tuple(response.name) == model.joint_names[1:]
-    assert_close(response.acceleration, expected[6:], 'joint accelerations', RTOL)
-    assert_close(vector6(response.base_acceleration, 'linear', 'angular'), expected[:6],
-                 'base acceleration', RTOL)
-
-
-# ---- inverse dynamics ----
-
-def test_inverse_dynamics_loop_round_trip(ros, nodes, rng):
-    """ID of the node's FD accelerations (spanning selection) returns the applied efforts."""
-    model = robot('linkage_leg')
-    q, v, _, _ = loop_state(rng)
-    tau_y = rng.normal(size=model.ny)
-    names = list(model.joint_names)
-    qdd = model.forward_dynamics(q, v, tau_y)
-    request = InverseDynamics.Request(state=joint_state(names, q, v), acceleration=list(qdd))
-    response = ros.call(InverseDynamics, service(nodes, 'loop', 'inverse_dynamics'), request)
-    assert response.success, response.message
-    assert tuple(response.name) == model.independent_joint_names
-    assert_close(response.effort, model.inverse_dynamics(q, v, qdd), 'tau_y', RTOL)
-    assert_close(response.effort, tau_y, 'tau_y = applied efforts', 1e-8)
-
-
-def test_inverse_dynamics_floating_base(ros, nodes, rng):
-    model = robot('quadruped_rotors')
-    q, y, _ = floating_state(rng)
-    ydd = rng.normal(size=model.ny)
-    names = model.independent_joint_names[1:]
-    positions = [q[model.joint_names.index(n) + 6] for n in names]
-    request = InverseDynamics.Request(state=joint_state(names, positions, y[6:]),
-                                      acceleration=list(ydd[6:]))
-    set_pose(request.base_pose, q[:7])
-    set_linear_angular(request.base_twist, y[:6])
-    set_linear_angular(request.base_acceleration, ydd[:6])
-    request.external_wrenches = [link_wrench('trunk', (1, 0, 0), (0, 1, 0))]
-    response = ros.call(InverseDynamics, service(nodes, 'floating', 'inverse_dynamics'), request)
-    assert response.success, response.message
-    expected = model.inverse_dynamics(q, y, ydd, {'trunk': ((1, 0, 0), (0, 1, 0))})
-    assert tuple(response.name) == model.independent_joint_names[1:]
-    assert_close(response.effort, expected[6:], 'joint efforts', RTOL)
-    assert_close(vector6(response.base_wrench, 'force', 'torque'), expected[:6], 'base wrench',
-                 RTOL)
-
-
-# ---- inverse operational-space inertia ----
-
-@pytest.mark.parametrize('ns, name, links', [('loop', 'linkage_leg', ['foot', 'shank']),
-                                             ('floating', 'quadruped_rotors', ['FL_foot', 'trunk',
-                                                                               'HR_foot'])])
-def test_inverse_operational_space_inertia(ros, nodes, rng, ns, name, links):
-    model = robot(name)
-    if model.floating_base:
-        q = floating_state(rng)[0]
-    else:
-        q = loop_state(rng)[0]
-    names = [n for n in model.joint_names if n != 'floating_base']
-    request = InverseOperationalSpaceInertia.Request(
-        state=joint_state(names, [q[model.idx_q[model.joint_names.index(n) + 1]]
-                                  for n in names]), links=links)
-    set_pose(request.base_pose, q[:7] if model.floating_base else [0, 0, 0, 0, 0, 0, 1])
-    response = ros.call(InverseOperationalSpaceInertia,
-                        service(nodes, ns, 'inverse_operational_space_inertia'), request)
-    assert response.success, response.message
-    assert response.rows == 6 * len(links)
-    assert_close(np.reshape(response.matrix, (response.rows, response.rows)),
-                 model.inverse_osim(q, links), 'Lambda^-1', RTOL)
 
 
 # ---- bad requests: success=false with a precise message, and the node keeps serving ----
@@ -502,24 +367,197 @@ def test_bad_request(ros, nodes, srv_type, fields, message):
     assert good.success, good.message
 
 
-def test_bad_base_state(ros, nodes):
+# ---- service cases: a request and the check of its answer against the library, each answered
+# over DDS here (test_service_answers_as_the_library) and by the handler alone in
+# test_services.py ----
+
+SERVICE_NAMES = {DescribeModel: 'describe_model', ForwardDynamics: 'forward_dynamics',
+                 InverseDynamics: 'inverse_dynamics',
+                 InverseOperationalSpaceInertia: 'inverse_operational_space_inertia'}
+NODE_OF = {'linkage_leg': 'loop', 'quadruped_rotors': 'floating'}    # the test node serving it
+
+
+def describe_case(name):
+    def case(rng):
+        model = robot(name)
+
+        def check(response):
+            assert response.message == 'ok'
+            assert response.description_source == f"robot_description_file '{name}'"
+            assert list(response.warnings) == model.warnings == []
+            assert response.robot_name == model.name
+            assert tuple(response.joint_names) == model.joint_names
+            assert tuple(response.independent_joint_names) == model.independent_joint_names
+            assert (response.nq, response.nv, response.ny) == (model.nq, model.nv, model.ny)
+            assert response.floating_base == model.floating_base
+            assert [(c.name, tuple(c.links), tuple(c.joints), tuple(c.independent_joints),
+                     tuple(c.constraints)) for c in response.clusters] == [
+                (c.name, c.links, c.joints, c.independent_joints, c.constraints)
+                for c in model.clusters]
+        return DescribeModel, name, DescribeModel.Request(), check
+    return case
+
+
+def forward_dynamics_loop_spanning_state(rng):
+    """All spanning joints, reordered, with a wrench; a fixed base ignores the base fields."""
+    model = robot('linkage_leg')
+    q, v, _, tau = loop_state(rng)
+    order = [3, 0, 4, 1, 2]
+    names = [model.joint_names[i] for i in order]
+    request = ForwardDynamics.Request(state=joint_state(names, q[order], v[order], tau[order]))
+    request.base_pose.position.x = float('nan')
+    request.external_wrenches = [link_wrench('foot', (1, 2, 3), (0.1, 0.2, 0.3))]
+    expected = model.forward_dynamics(q, v, tau, {'foot': ((1, 2, 3), (0.1, 0.2, 0.3))})
+
+    def check(response):
+        assert tuple(response.name) == model.joint_names
+        assert_close(response.acceleration, expected, 'qdd', RTOL)
+        assert_close(vector6(response.base_acceleration, 'linear', 'angular'), np.zeros(6),
+                     'base acceleration of a fixed base')
+        assert response.method_used == 'aba' and response.message == ''
+    return ForwardDynamics, 'linkage_leg', request, check
+
+
+def forward_dynamics_loop_independent_state_lcaba(rng):
+    """The independent joints only, completed from the reference configuration; method lcaba on
+    request."""
+    model = robot('linkage_leg')
+    yd, tau_y = rng.normal(size=model.ny), rng.normal(size=model.ny)
+    q_independent = [0.8 + 0.2 * rng.uniform(-1, 1), rng.uniform(-0.5, 0.5)]
+    request = ForwardDynamics.Request(method='lcaba', state=joint_state(
+        model.independent_joint_names, q_independent, yd, tau_y))
+    expected = model.forward_dynamics(completed('linkage_leg', q_independent), yd, tau_y,
+                                      method='lcaba', info=True)
+
+    def check(response):
+        assert response.method_used == 'lcaba'
+        assert response.iterations == expected.iterations
+        assert_close(response.acceleration, expected.acceleration, 'qdd', RTOL)
+        assert response.constraint_residual == pytest.approx(expected.constraint_residual,
+                                                             abs=1e-9)
+    return ForwardDynamics, 'linkage_leg', request, check
+
+
+def forward_dynamics_floating_base(rng):
     model = robot('quadruped_rotors')
+    q, y, tau = floating_state(rng)
     names = model.independent_joint_names[1:]
-    request = ForwardDynamics.Request(state=joint_state(names, np.zeros(len(names))))
-    request.base_twist.angular.y = float('inf')
-    response = ros.call(ForwardDynamics, service(nodes, 'floating', 'forward_dynamics'), request)
-    assert not response.success
-    assert response.message == 'base_twist.angular[y] is inf; expected finite numbers'
-    request.base_twist.angular.y = 0.0
-    request.base_pose.orientation.w = 2.0
-    response = ros.call(ForwardDynamics, service(nodes, 'floating', 'forward_dynamics'), request)
-    assert not response.success
-    assert "quaternion (qx qy qz qw) has norm 2" in response.message
-    request.base_pose.orientation.w = 1.0
-    request.state.name[0] = 'floating_base'
-    response = ros.call(ForwardDynamics, service(nodes, 'floating', 'forward_dynamics'), request)
-    assert not response.success
-    assert response.message.startswith("unknown joint(s) ['floating_base'] in state.name")
+    positions = [q[model.joint_names.index(n) + 6] for n in names]
+    request = ForwardDynamics.Request(state=joint_state(names, positions, y[6:], tau))
+    set_pose(request.base_pose, q[:7])
+    set_linear_angular(request.base_twist, y[:6])
+    request.external_wrenches = [link_wrench('FL_foot', (0, 0, 30), (0, 0, 0))]
+    expected = model.forward_dynamics(q, y, np.concatenate((np.zeros(6), tau)),
+                                      {'FL_foot': ((0, 0, 30), (0, 0, 0))})
+
+    def check(response):
+        assert tuple(response.name) == model.joint_names[1:]
+        assert_close(response.acceleration, expected[6:], 'joint accelerations', RTOL)
+        assert_close(vector6(response.base_acceleration, 'linear', 'angular'), expected[:6],
+                     'base acceleration', RTOL)
+    return ForwardDynamics, 'quadruped_rotors', request, check
+
+
+def inverse_dynamics_loop_round_trip(rng):
+    """ID of FD accelerations (spanning selection) returns the applied efforts."""
+    model = robot('linkage_leg')
+    q, v, _, _ = loop_state(rng)
+    tau_y = rng.normal(size=model.ny)
+    qdd = model.forward_dynamics(q, v, tau_y)
+    request = InverseDynamics.Request(state=joint_state(model.joint_names, q, v),
+                                      acceleration=list(qdd))
+
+    def check(response):
+        assert tuple(response.name) == model.independent_joint_names
+        assert_close(response.effort, model.inverse_dynamics(q, v, qdd), 'tau_y', RTOL)
+        assert_close(response.effort, tau_y, 'tau_y = applied efforts', 1e-8)
+    return InverseDynamics, 'linkage_leg', request, check
+
+
+def inverse_dynamics_floating_base(rng):
+    model = robot('quadruped_rotors')
+    q, y, _ = floating_state(rng)
+    ydd = rng.normal(size=model.ny)
+    names = model.independent_joint_names[1:]
+    positions = [q[model.joint_names.index(n) + 6] for n in names]
+    request = InverseDynamics.Request(state=joint_state(names, positions, y[6:]),
+                                      acceleration=list(ydd[6:]))
+    set_pose(request.base_pose, q[:7])
+    set_linear_angular(request.base_twist, y[:6])
+    set_linear_angular(request.base_acceleration, ydd[:6])
+    request.external_wrenches = [link_wrench('trunk', (1, 0, 0), (0, 1, 0))]
+    expected = model.inverse_dynamics(q, y, ydd, {'trunk': ((1, 0, 0), (0, 1, 0))})
+
+    def check(response):
+        assert tuple(response.name) == model.independent_joint_names[1:]
+        assert_close(response.effort, expected[6:], 'joint efforts', RTOL)
+        assert_close(vector6(response.base_wrench, 'force', 'torque'), expected[:6],
+                     'base wrench', RTOL)
+    return InverseDynamics, 'quadruped_rotors', request, check
+
+
+def inverse_osim_case(name, links):
+    def case(rng):
+        model = robot(name)
+        q = floating_state(rng)[0] if model.floating_base else loop_state(rng)[0]
+        names = [n for n in model.joint_names if n != 'floating_base']
+        request = InverseOperationalSpaceInertia.Request(
+            state=joint_state(names, [q[model.idx_q[model.joint_names.index(n) + 1]]
+                                      for n in names]), links=links)
+        set_pose(request.base_pose, q[:7] if model.floating_base else [0, 0, 0, 0, 0, 0, 1])
+
+        def check(response):
+            assert response.rows == 6 * len(links)
+            assert_close(np.reshape(response.matrix, (response.rows, response.rows)),
+                         model.inverse_osim(q, links), 'Lambda^-1', RTOL)
+        return InverseOperationalSpaceInertia, name, request, check
+    return case
+
+
+SERVICE_CASES = {
+    'describe_model linkage_leg': describe_case('linkage_leg'),
+    'describe_model quadruped_rotors': describe_case('quadruped_rotors'),
+    'forward_dynamics loop spanning state': forward_dynamics_loop_spanning_state,
+    'forward_dynamics loop independent state lcaba': forward_dynamics_loop_independent_state_lcaba,
+    'forward_dynamics floating base': forward_dynamics_floating_base,
+    'inverse_dynamics loop round trip': inverse_dynamics_loop_round_trip,
+    'inverse_dynamics floating base': inverse_dynamics_floating_base,
+    'inverse_osim linkage_leg': inverse_osim_case('linkage_leg', ['foot', 'shank']),
+    'inverse_osim quadruped_rotors': inverse_osim_case('quadruped_rotors',
+                                                       ['FL_foot', 'trunk', 'HR_foot']),
+}
+
+
+@pytest.mark.parametrize('case', SERVICE_CASES.values(), ids=list(SERVICE_CASES))
+def test_service_answers_as_the_library(ros, nodes, rng, case):
+    srv_type, name, request, check = case(rng)
+    response = ros.call(srv_type, service(nodes, NODE_OF[name], SERVICE_NAMES[srv_type]), request)
+    assert response.success, response.message
+    check(response)
+
+
+def bad_base_states():
+    """[(a ForwardDynamics request of the quadruped with a bad base state, a pattern of the
+    message that refuses it)]."""
+    names = robot('quadruped_rotors').independent_joint_names[1:]
+
+    def request():
+        return ForwardDynamics.Request(state=joint_state(names, np.zeros(len(names))))
+    infinite, unnormalized, named = request(), request(), request()
+    infinite.base_twist.angular.y = float('inf')
+    unnormalized.base_pose.orientation.w = 2.0
+    named.state.name[0] = 'floating_base'
+    return [(infinite, r'^base_twist\.angular\[y\] is inf; expected finite numbers$'),
+            (unnormalized, r'quaternion \(qx qy qz qw\) has norm 2'),
+            (named, r"^unknown joint\(s\) \['floating_base'\] in state\.name")]
+
+
+def test_bad_base_state(ros, nodes):
+    for request, pattern in bad_base_states():
+        response = ros.call(ForwardDynamics, service(nodes, 'floating', 'forward_dynamics'),
+                            request)
+        assert not response.success
+        assert re.search(pattern, response.message), response.message
 
 
 @pytest.mark.parametrize('values, reason', [

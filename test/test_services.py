@@ -3,13 +3,11 @@ bundled robot built in this process as the node builds it, requests filled as a 
 answers compared with the library; bad requests answer success=false with the reason, and a bug in
 a handler answers an internal error with its traceback logged."""
 
-import numpy as np
 import pytest
 from cluster_dynamics.srv import (DescribeModel, ForwardDynamics, InverseDynamics,
                                   InverseOperationalSpaceInertia)
 from rclpy.parameter import Parameter
 
-from conftest import assert_close, robot
 from dynamics_node import bundled_model, load_model, ModelError
 from dynamics_node.ros.description import load, ServedModel
 from dynamics_node.ros.guard import clip, Guard, MESSAGE_LIMIT
@@ -17,9 +15,8 @@ from dynamics_node.ros.parameters import on_set_parameters, PARAMETERS, setting
 from dynamics_node.ros.services import (describe_model, forward_dynamics, inverse_dynamics,
                                         inverse_operational_space_inertia, service_callback)
 from dynamics_node.ros.stream import StreamStats
-from test_node import (_loop_request, BAD_REQUESTS, BAD_URDF, completed, floating_state,
-                       joint_state, link_wrench, loop_state, RTOL, set_linear_angular, set_pose,
-                       text, vector6)
+from test_node import (_loop_request, bad_base_states, BAD_REQUESTS, BAD_URDF,
+                       forward_dynamics_loop_independent_state_lcaba, SERVICE_CASES, text)
 
 HANDLERS = {ForwardDynamics: forward_dynamics, InverseDynamics: inverse_dynamics,
             InverseOperationalSpaceInertia: inverse_operational_space_inertia,
@@ -76,134 +73,21 @@ def quadruped():
     return loaded('quadruped_rotors')
 
 
-# ---- describe_model ----
+# ---- answers: the cases test_node.py sends over DDS, answered by the handlers alone ----
 
-@pytest.mark.parametrize('name', ['linkage_leg', 'quadruped_rotors'])
-def test_describe_model(name):
-    model = robot(name)
-    response = call(DescribeModel, loaded(name))
-    assert response.message == 'ok'
-    assert response.description_source == f"robot_description_file '{name}'"
-    assert list(response.warnings) == model.warnings == []
-    assert response.robot_name == model.name
-    assert tuple(response.joint_names) == model.joint_names
-    assert tuple(response.independent_joint_names) == model.independent_joint_names
-    assert (response.nq, response.nv, response.ny) == (model.nq, model.nv, model.ny)
-    assert response.floating_base == model.floating_base
-    assert [(c.name, tuple(c.links), tuple(c.joints), tuple(c.independent_joints),
-             tuple(c.constraints)) for c in response.clusters] == [
-        (c.name, c.links, c.joints, c.independent_joints, c.constraints) for c in model.clusters]
+@pytest.mark.parametrize('case', SERVICE_CASES.values(), ids=list(SERVICE_CASES))
+def test_handler_answers_as_the_library(rng, case):
+    srv_type, name, request, check = case(rng)
+    check(call(srv_type, loaded(name), request))
 
 
-# ---- forward dynamics ----
-
-def test_forward_dynamics_loop_spanning_state(loop, rng):
-    """All spanning joints, reordered, with a wrench; a fixed base ignores the base fields."""
-    model = robot('linkage_leg')
-    q, v, _, tau = loop_state(rng)
-    order = [3, 0, 4, 1, 2]
-    names = [model.joint_names[i] for i in order]
-    request = ForwardDynamics.Request(state=joint_state(names, q[order], v[order], tau[order]))
-    request.base_pose.position.x = float('nan')
-    request.external_wrenches = [link_wrench('foot', (1, 2, 3), (0.1, 0.2, 0.3))]
-    response = call(ForwardDynamics, loop, request)
-    expected = model.forward_dynamics(q, v, tau, {'foot': ((1, 2, 3), (0.1, 0.2, 0.3))})
-    assert tuple(response.name) == model.joint_names
-    assert_close(response.acceleration, expected, 'qdd', RTOL)
-    assert_close(vector6(response.base_acceleration, 'linear', 'angular'), np.zeros(6),
-                 'base acceleration of a fixed base')
-    assert response.method_used == 'aba' and response.message == ''
-
-
-@pytest.mark.parametrize('method, default', [('lcaba', 'auto'), ('', 'lcaba')])
-def test_forward_dynamics_loop_independent_state_lcaba(rng, method, default):
-    """The independent joints only, completed from the reference configuration; lcaba on request,
-    or as the default method (forward_dynamics.method) when the request leaves it empty."""
-    model = robot('linkage_leg')
-    yd, tau_y = rng.normal(size=model.ny), rng.normal(size=model.ny)
-    q_independent = [0.8 + 0.2 * rng.uniform(-1, 1), rng.uniform(-0.5, 0.5)]
-    request = ForwardDynamics.Request(method=method, state=joint_state(
-        model.independent_joint_names, q_independent, yd, tau_y))
+def test_forward_dynamics_default_method(rng):
+    """A request that leaves the method empty gets forward_dynamics.method (here lcaba)."""
+    srv_type, name, request, check = forward_dynamics_loop_independent_state_lcaba(rng)
+    request.method = ''
     response = ForwardDynamics.Response()
-    forward_dynamics(loaded('linkage_leg'), request, response, default)
-    expected = model.forward_dynamics(completed('linkage_leg', q_independent), yd, tau_y,
-                                      method='lcaba', info=True)
-    assert response.method_used == 'lcaba'
-    assert response.iterations == expected.iterations
-    assert_close(response.acceleration, expected.acceleration, 'qdd', RTOL)
-    assert response.constraint_residual == pytest.approx(expected.constraint_residual, abs=1e-9)
-
-
-def test_forward_dynamics_floating_base(quadruped, rng):
-    model = robot('quadruped_rotors')
-    q, y, tau = floating_state(rng)
-    names = model.independent_joint_names[1:]
-    positions = [q[model.joint_names.index(n) + 6] for n in names]
-    request = ForwardDynamics.Request(state=joint_state(names, positions, y[6:], tau))
-    set_pose(request.base_pose, q[:7])
-    set_linear_angular(request.base_twist, y[:6])
-    request.external_wrenches = [link_wrench('FL_foot', (0, 0, 30), (0, 0, 0))]
-    response = call(ForwardDynamics, quadruped, request)
-    expected = model.forward_dynamics(q, y, np.concatenate((np.zeros(6), tau)),
-                                      {'FL_foot': ((0, 0, 30), (0, 0, 0))})
-    assert tuple(response.name) == model.joint_names[1:]
-    assert_close(response.acceleration, expected[6:], 'joint accelerations', RTOL)
-    assert_close(vector6(response.base_acceleration, 'linear', 'angular'), expected[:6],
-                 'base acceleration', RTOL)
-
-
-# ---- inverse dynamics ----
-
-def test_inverse_dynamics_loop_round_trip(loop, rng):
-    """ID of FD accelerations (spanning selection) returns the applied efforts."""
-    model = robot('linkage_leg')
-    q, v, _, _ = loop_state(rng)
-    tau_y = rng.normal(size=model.ny)
-    qdd = model.forward_dynamics(q, v, tau_y)
-    request = InverseDynamics.Request(state=joint_state(model.joint_names, q, v),
-                                      acceleration=list(qdd))
-    response = call(InverseDynamics, loop, request)
-    assert tuple(response.name) == model.independent_joint_names
-    assert_close(response.effort, model.inverse_dynamics(q, v, qdd), 'tau_y', RTOL)
-    assert_close(response.effort, tau_y, 'tau_y = applied efforts', 1e-8)
-
-
-def test_inverse_dynamics_floating_base(quadruped, rng):
-    model = robot('quadruped_rotors')
-    q, y, _ = floating_state(rng)
-    ydd = rng.normal(size=model.ny)
-    names = model.independent_joint_names[1:]
-    positions = [q[model.joint_names.index(n) + 6] for n in names]
-    request = InverseDynamics.Request(state=joint_state(names, positions, y[6:]),
-                                      acceleration=list(ydd[6:]))
-    set_pose(request.base_pose, q[:7])
-    set_linear_angular(request.base_twist, y[:6])
-    set_linear_angular(request.base_acceleration, ydd[:6])
-    request.external_wrenches = [link_wrench('trunk', (1, 0, 0), (0, 1, 0))]
-    response = call(InverseDynamics, quadruped, request)
-    expected = model.inverse_dynamics(q, y, ydd, {'trunk': ((1, 0, 0), (0, 1, 0))})
-    assert tuple(response.name) == model.independent_joint_names[1:]
-    assert_close(response.effort, expected[6:], 'joint efforts', RTOL)
-    assert_close(vector6(response.base_wrench, 'force', 'torque'), expected[:6], 'base wrench',
-                 RTOL)
-
-
-# ---- inverse operational-space inertia ----
-
-@pytest.mark.parametrize('name, links', [('linkage_leg', ['foot', 'shank']),
-                                         ('quadruped_rotors', ['FL_foot', 'trunk', 'HR_foot'])])
-def test_inverse_operational_space_inertia(rng, name, links):
-    model = robot(name)
-    q = floating_state(rng)[0] if model.floating_base else loop_state(rng)[0]
-    names = [n for n in model.joint_names if n != 'floating_base']
-    request = InverseOperationalSpaceInertia.Request(
-        state=joint_state(names, [q[model.idx_q[model.joint_names.index(n) + 1]] for n in names]),
-        links=links)
-    set_pose(request.base_pose, q[:7] if model.floating_base else [0, 0, 0, 0, 0, 0, 1])
-    response = call(InverseOperationalSpaceInertia, loaded(name), request)
-    assert response.rows == 6 * len(links)
-    assert_close(np.reshape(response.matrix, (response.rows, response.rows)),
-                 model.inverse_osim(q, links), 'Lambda^-1', RTOL)
+    forward_dynamics(loaded(name), request, response, 'lcaba')
+    check(response)
 
 
 # ---- bad requests: ModelError from the handler, success=false with its reason from the
@@ -228,20 +112,9 @@ def test_bad_request(srv_type, fields, message):
 
 
 def test_bad_base_state(quadruped):
-    names = robot('quadruped_rotors').independent_joint_names[1:]
-    request = ForwardDynamics.Request(state=joint_state(names, np.zeros(len(names))))
-    request.base_twist.angular.y = float('inf')
-    with pytest.raises(ModelError,
-                       match=r'^base_twist.angular\[y\] is inf; expected finite numbers$'):
-        call(ForwardDynamics, quadruped, request)
-    request.base_twist.angular.y = 0.0
-    request.base_pose.orientation.w = 2.0
-    with pytest.raises(ModelError, match=r'quaternion \(qx qy qz qw\) has norm 2'):
-        call(ForwardDynamics, quadruped, request)
-    request.base_pose.orientation.w = 1.0
-    request.state.name[0] = 'floating_base'
-    with pytest.raises(ModelError, match=r"^unknown joint\(s\) \['floating_base'\] in state.name"):
-        call(ForwardDynamics, quadruped, request)
+    for request, pattern in bad_base_states():
+        with pytest.raises(ModelError, match=pattern):
+            call(ForwardDynamics, quadruped, request)
 
 
 def test_services_before_a_model_say_so():
