@@ -7,8 +7,10 @@ import pytest
 from cluster_dynamics.srv import (DescribeModel, ForwardDynamics, InverseDynamics,
                                   InverseOperationalSpaceInertia)
 from rclpy.parameter import Parameter
+from std_msgs.msg import String
 
-from dynamics_node import bundled_model, load_model, ModelError
+from dynamics_node import bundled_extended_urdf, bundled_model, load_model, ModelError
+from dynamics_node.errors import quote
 from dynamics_node.ros.description import load, ServedModel
 from dynamics_node.ros.guard import clip, Guard, MESSAGE_LIMIT
 from dynamics_node.ros.parameters import on_set_parameters, PARAMETERS, setting
@@ -226,3 +228,23 @@ def test_a_description_parameter_reloads_unless_another_source_rules():
     result = set_parameters(served, robot_description=BAD_URDF)
     assert (result.successful, result.reason) == (False, str(parse_error.value))
     assert served.loaded.model.name == 'four_bar'
+
+
+def test_closures_file_applies_to_the_description_on_the_topic():
+    """A plain URDF on the topic (as robot_state_publisher sends it) with closures_file serves the
+    Extended URDF robot, its loops closed, as the parameter and the file do; closures_file set
+    while the topic serves reloads from the topic."""
+    urdf, closures = bundled_extended_urdf('rod_knee_leg')
+    closed, open_tree = load_model(urdf, closures=closures), load_model(urdf)
+    assert closed.ny < open_tree.ny
+    served = ServedModel(settings(closures_file=closures), StreamStats(), Log())
+    served.on_description(String(data=text(urdf)))
+    assert served.loaded.source == f'topic robot_description with closures_file {quote(closures)}'
+    assert served.loaded.model.independent_joint_names == closed.independent_joint_names
+    served = ServedModel(settings(), StreamStats(), Log())
+    served.on_description(String(data=text(urdf)))
+    assert served.loaded.model.independent_joint_names == open_tree.independent_joint_names
+    result = set_parameters(served, closures_file=closures)
+    assert result.successful, result.reason
+    assert served.loaded.model.independent_joint_names == closed.independent_joint_names
+    assert served.loaded.source.startswith('topic robot_description with closures_file')

@@ -2,10 +2,10 @@
 
 The description comes from the ``robot_description`` parameter if it is non-empty, else from the
 last message on the description topic, else from ``robot_description_file`` (a path or a bundled
-robot); ``closures_file`` (Extended URDF) applies to the parameter and the file. A new description
-is loaded into a new Loaded record that replaces the served one only if it loads; a changed
-parameter of a source that another one overrides is rejected (precedence). The first description
-loads on a thread of its own, so that the node answers signals while numba compiles.
+robot); ``closures_file`` (Extended URDF) applies to the description from any of them. A new
+description is loaded into a new Loaded record that replaces the served one only if it loads; a
+changed parameter of a source that another one overrides is rejected (precedence). The first
+description loads on a thread of its own, so that the node answers signals while numba compiles.
 """
 
 from dataclasses import dataclass
@@ -29,7 +29,7 @@ DESCRIPTION_PARAMETERS = ('robot_description', 'robot_description_file', 'closur
                           'reference_positions')
 # Parameters that change the description served from each source (first word of its label).
 SERVED_FROM = {'parameter': {'robot_description', 'closures_file', 'reference_positions'},
-               'topic': {'robot_description', 'reference_positions'},
+               'topic': {'robot_description', 'closures_file', 'reference_positions'},
                'robot_description_file': set(DESCRIPTION_PARAMETERS)}
 COMPILE_NOTICE_AFTER = 1.0   # s of loading after which the node says numba is compiling
 
@@ -81,12 +81,12 @@ def output_order(layout, names):
 def select(settings, topic_description):
     """(source label, XML or path, closures path or None) in effect for settings and the last
     description received on the topic ('' if none), or None if there is none. closures_file applies
-    to the parameter and the file, not to the topic."""
+    to whichever source is in effect."""
     if settings['robot_description'].strip():
         label, source = 'parameter robot_description', description_xml(
             settings['robot_description'], 'robot_description')
     elif topic_description:
-        return f"topic {settings['robot_description_topic']}", topic_description, None
+        label, source = f"topic {settings['robot_description_topic']}", topic_description
     elif settings['robot_description_file']:
         value = settings['robot_description_file']
         label, source = f'robot_description_file {quote(value)}', description_file(value)
@@ -207,7 +207,7 @@ class ServedModel:
                 self.logger.info('description received on the topic; the robot_description '
                                  'parameter takes precedence')
                 return
-            loaded = load(f'topic {topic}', xml, None, self.settings, self.logger)
+            loaded = load(*select(self.settings, xml), self.settings, self.logger)
             self.topic_description = xml
             self.swap(loaded)
         if outcome.failed:
@@ -230,8 +230,7 @@ class ServedModel:
                 if not changed & SERVED_FROM[label.split()[0]]:
                     raise ModelError(f'{", ".join(sorted(changed))} not applied: {label} takes '
                                      'precedence (robot_description, then the topic, then '
-                                     'robot_description_file; closures_file does not apply to the '
-                                     'topic)')
+                                     'robot_description_file)')
                 self.swap(load(*selected, settings, self.logger))
                 return ''
             note = 'every description source is empty: keeping the served model'

@@ -51,8 +51,8 @@ PARAMETERS = {
     'closures_file': Spec(
         '',
         'Extended URDF closures (YAML file: closed_loop, type, name_mot, joint_name, '
-        'joint_type) applied to robot_description and robot_description_file (not to the '
-        'topic); empty: none.'),
+        'joint_type) applied to the description from any source (parameter, topic or '
+        'robot_description_file); empty: none.'),
     'robot_description_topic': Spec(
         'robot_description', 'std_msgs/String topic with the URDF+ XML (reliable, transient '
         'local, depth 1); each message reloads the model unless robot_description is set.', True),
