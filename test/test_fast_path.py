@@ -369,6 +369,24 @@ def test_quaternions_are_normalized_or_referred(rng):
     assert not fast.accept_positions(scaled, False, 1e-6), 'norm 1.1 referred to the NumPy check'
 
 
+def test_kernels_cached_says_whether_warm_up_compiles(tmp_path):
+    """Model.kernels_cached (the node's notice that numba compiles): True in a fresh process whose
+    numba cache holds the kernels (the suite's, filled by the set-up), False in one with an empty
+    cache, True once warmed up."""
+    script = ("from dynamics_node import bundled_model, load_model\n"
+              "model = load_model(bundled_model('four_bar'))\n"
+              "print(model.kernels_cached)")
+    root = os.path.join(os.path.dirname(__file__), '..')
+    warm = subprocess.run([sys.executable, '-c', script], capture_output=True, text=True,
+                          timeout=300, cwd=root)
+    cold = subprocess.run([sys.executable, '-c', script], capture_output=True, text=True,
+                          timeout=600, cwd=root,
+                          env={**os.environ, 'NUMBA_CACHE_DIR': str(tmp_path)})
+    assert (warm.stdout.split(), cold.stdout.split()) == (['True'], ['False']), (warm, cold)
+    model, _ = model_and_fast_path('four_bar')
+    assert model.kernels_cached
+
+
 def test_kernel_caches_are_keyed_on_every_kernel_module():
     """Kernels inline the kernels of other modules and, like call_context, unbox and read Borrowed
     handles (borrowed.py): their numba cache must go stale with any module of kernels/ and with the

@@ -15,6 +15,7 @@ calls the compiled entry points directly: numba's dispatcher would spend about a
 each structref argument at every call.
 """
 
+import pickle
 import time
 
 import numpy as np
@@ -260,6 +261,12 @@ class FastPath(Engine):
         raise ModelError(completion.failure_message(self.model, cluster, reason,
                                                     1.0 - (1.0 - done) * (1.0 - t), value))
 
+    @staticmethod
+    def kernels_cached():
+        """True unless warm_up() compiles: the kernels were warmed up in this process, or numba's
+        on-disk cache holds every one, current with its sources."""
+        return bool(_ENTRY_POINTS) or _on_disk(_DISPATCHERS.values())
+
     def warm_up(self):
         """Compiles (or loads from the cache) every kernel, runs each once at a neutral state and
         forbids later compilation. Returns the seconds it took."""
@@ -349,6 +356,16 @@ class FastPath(Engine):
         raise SingularConfigurationError(
             f'cluster {quote(cluster.name)}: D = S^T I^A S is ill-conditioned (singular '
             'configuration); use method="lcaba"')
+
+
+def _on_disk(dispatchers):
+    """True where numba's on-disk cache holds every one of dispatchers, current with its sources
+    (kernels/cache.py's key): loading them compiles nothing. False where one is missing, stale or
+    unreadable (numba 0.68's cache index)."""
+    try:
+        return all(dispatcher._cache._cache_file._load_index() for dispatcher in dispatchers)
+    except (AttributeError, OSError, EOFError, pickle.UnpicklingError):
+        return False
 
 
 def _compile_kernels(m, d, p, w, c, x, frames):

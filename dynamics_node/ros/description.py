@@ -31,7 +31,6 @@ DESCRIPTION_PARAMETERS = ('robot_description', 'robot_description_file', 'closur
 SERVED_FROM = {'parameter': {'robot_description', 'closures_file', 'reference_positions'},
                'topic': {'robot_description', 'closures_file', 'reference_positions'},
                'robot_description_file': set(DESCRIPTION_PARAMETERS)}
-COMPILE_NOTICE_AFTER = 1.0   # s of loading after which the node says numba is compiling
 
 
 @dataclass(frozen=True)
@@ -108,16 +107,11 @@ def load(label, source, closures, settings, logger):
                        amplification_limit=settings['amplification_limit'],
                        reference_positions=list(reference) or None)
     model.gravity = settings['gravity']
-    notice = threading.Timer(COMPILE_NOTICE_AFTER, logger.warning, (
-        f'loading takes over {COMPILE_NOTICE_AFTER:g} s: numba is compiling the dynamics '
-        'kernels unless its on-disk cache has them (once after an install or a change of '
-        'the kernels, 30 s to 2 min; `make setup` or the colcon install fills the cache)',))
-    notice.daemon = True
-    notice.start()
-    try:
-        model.warm_up()
-    finally:
-        notice.cancel()
+    if not model.kernels_cached:
+        logger.warning('numba is compiling the dynamics kernels, which its on-disk cache '
+                       'lacks (once after an install or a change of the kernels, 4 to 9 min on '
+                       '2 cores; `make setup` or the colcon install fills the cache)')
+    model.warm_up()
     layout = conv.JointLayout(model)
     return Loaded(model, layout, conv.StreamInput(layout),
                   output_order(layout, settings['stream.output_joints']), label,
