@@ -3,15 +3,19 @@ bundled robot built in this process as the node builds it, requests filled as a 
 answers compared with the library; bad requests answer success=false with the reason, and a bug in
 a handler answers an internal error with its traceback logged."""
 
+import numpy as np
 import pytest
 from cluster_dynamics.srv import (DescribeModel, ForwardDynamics, InverseDynamics,
                                   InverseOperationalSpaceInertia)
+from diagnostic_msgs.msg import DiagnosticStatus
+from rclpy.clock import Clock
 from rclpy.parameter import Parameter
 from std_msgs.msg import String
 
 from dynamics_node import bundled_extended_urdf, bundled_model, load_model, ModelError
 from dynamics_node.errors import quote
 from dynamics_node.ros.description import load, ServedModel
+from dynamics_node.ros.diagnostics import Diagnostics
 from dynamics_node.ros.guard import clip, Guard, MESSAGE_LIMIT
 from dynamics_node.ros.parameters import on_set_parameters, PARAMETERS, setting
 from dynamics_node.ros.services import (describe_model, forward_dynamics, inverse_dynamics,
@@ -248,3 +252,47 @@ def test_closures_file_applies_to_the_description_on_the_topic():
     assert result.successful, result.reason
     assert served.loaded.model.independent_joint_names == closed.independent_joint_names
     assert served.loaded.source.startswith('topic robot_description with closures_file')
+
+
+# ---- diagnostics: output latency ----
+
+class FakeNode:
+    """What Diagnostics asks of its node, without DDS."""
+
+    def get_fully_qualified_name(self):
+        return '/dynamics_node'
+
+    def get_clock(self):
+        return Clock()
+
+    def get_logger(self):
+        return Log()
+
+    def create_publisher(self, *args):
+        return None
+
+    def create_timer(self, *args, **options):
+        return None
+
+
+def test_diagnostics_report_the_output_latency_of_the_period():
+    """p50, p99 and max of the period's stamped outputs (unstamped ones have none), WARN when the
+    p99 exceeds stream.latency_warn, and a new window every period."""
+    served = serving('linkage_leg')
+    diagnostics = Diagnostics(FakeNode(), served, served.settings, served.stats, True)
+    latencies = np.arange(1, 101) * 1e-3                      # 1 .. 100 ms
+    for latency in latencies:
+        served.stats.publish(1e-4, latency)
+    served.stats.publish(1e-4)                                # unstamped
+    status = diagnostics.status()
+    values = {v.key: v.value for v in status.values}
+    assert [float(values[f'output_latency_{k}_ms']) for k in ('p50', 'p99', 'max')] == \
+        pytest.approx([np.percentile(latencies, 50) * 1e3, np.percentile(latencies, 99) * 1e3,
+                       100.0], abs=1e-3)
+    assert status.level == DiagnosticStatus.WARN
+    assert 'output latency p99 99.0 ms above stream.latency_warn 5 ms' in status.message
+    served.stats.publish(1e-4, 1e-3)
+    status = diagnostics.status()
+    values = {v.key: v.value for v in status.values}
+    assert (values['output_latency_max_ms'], status.level) == ('1.000', DiagnosticStatus.OK)
+    assert {v.key: v.value for v in diagnostics.status().values}['output_latency_p99_ms'] == ''

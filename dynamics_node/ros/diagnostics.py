@@ -33,7 +33,7 @@ class Diagnostics:
     def status(self):
         """DiagnosticStatus with the model, stream rates and losses, compute times and errors."""
         stats = self.stats
-        received, published, dropped, mean, peak = stats.take()
+        received, published, dropped, mean, peak, latency = stats.take()
         now = time.monotonic()
         then, received_before, published_before, problems_before = self.last_report
         problems = dropped + stats.stale + stats.gaps + stats.lost_events
@@ -54,6 +54,8 @@ class Diagnostics:
             'stamp_gaps': str(stats.gaps) if expected_rate else 'unchecked',
             'compute_time_mean_ms': f'{mean * 1e3:.3f}',
             'compute_time_max_ms': f'{peak * 1e3:.3f}',
+            **{f'output_latency_{name}_ms': f'{seconds * 1e3:.3f}' if latency else ''
+               for name, seconds in zip(('p50', 'p99', 'max'), latency or (0.0,) * 3)},
             'received': str(received), 'published': str(published), 'dropped': str(dropped),
             'rejected': str(stats.rejected), 'last_error': stats.last_error,
             'stream_mode': self.settings['stream.mode'],
@@ -79,6 +81,10 @@ class Diagnostics:
                 issues.append(f'waiting for joint_states of {clip(list(stats.waiting_for), 200)}')
             if problems > problems_before:
                 issues.append(f'{problems - problems_before} inputs dropped, stale or lost')
+            warn = self.settings['stream.latency_warn']
+            if latency is not None and warn and latency[1] * 1e3 > warn:
+                issues.append(f'output latency p99 {latency[1] * 1e3:.1f} ms above '
+                              f'stream.latency_warn {warn:g} ms')
             if expected_rate and input_rate < 0.9 * expected_rate:
                 issues.append(f'input rate {input_rate:.1f} Hz below the expected '
                               f'{expected_rate:g} Hz')

@@ -85,6 +85,11 @@ PARAMETERS = {
         'future, are dropped and counted as stale; 0 disables the check; a zero stamp is never '
         'stale.',
         extras=_range(0.0, 3600.0)),
+    'stream.latency_warn': Spec(
+        5.0,
+        'Output latency, ms from the input stamp to the publication (node clock): /diagnostics '
+        'warns when its p99 over a period exceeds this; 0 disables the warning.',
+        extras=_range(0.0, 3600000.0)),
     'stream.expected_rate': Spec(
         0.0, 'Rate of joint_states the robot publishes, Hz (0: unknown). /diagnostics warns when '
         'the measured rate falls below 90 % of it and counts gaps in the stamps as lost inputs.',

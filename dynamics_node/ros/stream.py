@@ -33,6 +33,7 @@ JOINT_STATES_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1,
                               reliability=ReliabilityPolicy.BEST_EFFORT,
                               durability=DurabilityPolicy.VOLATILE)
 OUTPUT_QOS = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE)
+LATENCY_WINDOW = 60_000          # latest outputs whose latency a diagnostics period keeps
 
 
 def stale_reason(age, max_age):
@@ -59,12 +60,19 @@ class StreamStats:
         self.gap_reference = None       # ns of the last stamped input at the current expected rate
         self.last_error = ''
         self._count, self._total, self._max = 0, 0.0, 0.0
+        self._latencies = np.empty(LATENCY_WINDOW)     # s, of the period's stamped outputs
+        self._latency_count = 0
 
-    def publish(self, seconds):
+    def publish(self, seconds, latency=None):
+        """An output computed in seconds, published latency s after its input's stamp (None:
+        unstamped)."""
         self.published += 1
         self._count += 1
         self._total += seconds
         self._max = max(self._max, seconds)
+        if latency is not None:
+            self._latencies[self._latency_count % LATENCY_WINDOW] = latency
+            self._latency_count += 1
 
     def drop(self, reason):
         self.dropped += 1
@@ -84,10 +92,16 @@ class StreamStats:
             self.gaps += max(0, round((stamp - last) * 1e-9 * expected_rate) - 1)
 
     def take(self):
-        """(received, published, dropped, compute mean s, compute max s); resets the window."""
+        """(received, published, dropped, compute mean s, compute max s, output latencies s: p50,
+        p99 and max of the period's stamped outputs (the last LATENCY_WINDOW), None if none);
+        resets the window."""
         mean = self._total / self._count if self._count else 0.0
-        snapshot = (self.received, self.published, self.dropped, mean, self._max)
+        latencies = self._latencies[:min(self._latency_count, LATENCY_WINDOW)]
+        latency = (tuple(np.percentile(latencies, (50, 99))) + (latencies.max(),)
+                   if len(latencies) else None)
+        snapshot = (self.received, self.published, self.dropped, mean, self._max, latency)
         self._count, self._total, self._max = 0, 0.0, 0.0
+        self._latency_count = 0
         return snapshot
 
 
@@ -146,7 +160,8 @@ class Stream:
                 stats.last_error = stale
                 return
         self._publish(msg, settings)
-        stats.publish(time.perf_counter() - start)
+        stats.publish(time.perf_counter() - start,
+                      (self._now_ns() - stamp) * 1e-9 if stamp else None)
 
     def _publish(self, msg, settings):
         """Merge msg into the stream state, compute the efforts, publish them (and the completed
