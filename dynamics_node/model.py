@@ -248,6 +248,12 @@ class Model:
         reference."""
         return not self.compiled or self._local.data.engine.kernels_cached()
 
+    @property
+    def floating_base_joint(self):
+        """Name of the floating-base joint ('' with a fixed base)."""
+        return next((name for name, kind in zip(self.joint_names, self.joint_type[1:])
+                     if kind == 'floating'), '')
+
     def warm_up(self):
         """Compile (or load from numba's cache) the fast path before the first real call; returns
         the seconds it took (0 with the NumPy reference)."""

@@ -89,6 +89,9 @@ EXPECTED_FIELDS = {
         ('nv', 'uint32'),
         ('ny', 'uint32'),
         ('floating_base', 'boolean'),
+        ('floating_base_joint', 'string'),
+        ('link_names', 'sequence<string>'),
+        ('effort_limits', 'sequence<double>'),
         ('clusters', 'sequence<cluster_dynamics/ClusterInfo>'),
     ],
 }

@@ -390,6 +390,11 @@ def describe_case(name):
             assert tuple(response.independent_joint_names) == model.independent_joint_names
             assert (response.nq, response.nv, response.ny) == (model.nq, model.nv, model.ny)
             assert response.floating_base == model.floating_base
+            assert response.floating_base_joint == ('floating_base' if model.floating_base
+                                                    else '')
+            assert tuple(response.link_names) == model.links
+            assert list(response.effort_limits) == [
+                model.effort_limits.get(n, np.inf) for n in model.independent_joint_names]
             assert [(c.name, tuple(c.links), tuple(c.joints), tuple(c.independent_joints),
                      tuple(c.constraints)) for c in response.clusters] == [
                 (c.name, c.links, c.joints, c.independent_joints, c.constraints)

@@ -6,6 +6,7 @@ raises ModelError with the reason; service_callback makes one the callback of it
 answering success=true, or success=false with the reason.
 """
 
+import numpy as np
 from cluster_dynamics.msg import ClusterInfo
 from cluster_dynamics.srv import (DescribeModel, ForwardDynamics, InverseDynamics,
                                   InverseOperationalSpaceInertia)
@@ -78,7 +79,8 @@ def inverse_operational_space_inertia(loaded, request, response):
 
 
 def describe_model(loaded, request, response):
-    """The served model: its source, names, sizes, clusters and load warnings."""
+    """The served model: its source, names, sizes, floating-base joint, links, effort limits,
+    clusters and load warnings."""
     model = loaded.model
     response.message = 'ok'
     response.description_source = loaded.source
@@ -88,6 +90,10 @@ def describe_model(loaded, request, response):
     response.independent_joint_names = list(model.independent_joint_names)
     response.nq, response.nv, response.ny = model.nq, model.nv, model.ny
     response.floating_base = model.floating_base
+    response.floating_base_joint = model.floating_base_joint
+    response.link_names = list(model.links)
+    response.effort_limits = [float(model.effort_limits.get(name, np.inf))
+                              for name in model.independent_joint_names]
     response.clusters = [ClusterInfo(
         name=c.name, links=list(c.links), joints=list(c.joints),
         independent_joints=list(c.independent_joints), constraints=list(c.constraints))
