@@ -276,11 +276,12 @@ class FakeNode:
 
 
 def test_diagnostics_report_the_output_latency_of_the_period():
-    """p50, p99 and max of the period's stamped outputs (unstamped ones have none), WARN when the
-    p99 exceeds stream.latency_warn, and a new window every period."""
+    """The arithmetic of the report, on latencies handed to StreamStats (no clock is read): p50,
+    p99 and max of the period's stamped outputs (unstamped ones have none), WARN when the p99
+    exceeds stream.latency_warn, and a new window every period."""
     served = serving('linkage_leg')
     diagnostics = Diagnostics(FakeNode(), served, served.settings, served.stats, True)
-    latencies = np.arange(1, 101) * 1e-3                      # 1 .. 100 ms
+    latencies = np.arange(1, 101) * 1e-3                      # given: 1 .. 100 ms
     for latency in latencies:
         served.stats.publish(1e-4, latency)
     served.stats.publish(1e-4)                                # unstamped

@@ -308,13 +308,19 @@ def _independent(element, where):
     raise ModelError(f'{where}: independent="{cut(text)}"; expected "true" or "false"')
 
 
+def _kind(element, where, supported):
+    """The type attribute of element, one of supported."""
+    kind = element.get('type')
+    if kind not in supported:
+        raise ModelError(f'{where}: type="{cut(kind)}" is not supported; expected one of '
+                         f'{", ".join(supported)}')
+    return kind
+
+
 def _read_joint(element):
     name = _name(element, 'joint')
     where = f'joint {quote(name)}'
-    kind = element.get('type')
-    if kind not in JOINT_TYPES:
-        raise ModelError(f'{where}: type="{cut(kind)}" is not supported; expected one of '
-                         f'{", ".join(JOINT_TYPES)}')
+    kind = _kind(element, where, JOINT_TYPES)
     parent = _link_reference(element.find('parent'), f'{where} <parent>')
     child = _link_reference(element.find('child'), f'{where} <child>')
     mimic = None
@@ -344,10 +350,7 @@ def _read_joint(element):
 def _read_loop(element):
     name = _name(element, 'loop')
     where = f'loop {quote(name)}'
-    kind = element.get('type')
-    if kind not in LOOP_TYPES:
-        raise ModelError(f'{where}: type="{cut(kind)}" is not supported; expected one of '
-                         f'{", ".join(LOOP_TYPES)}')
+    kind = _kind(element, where, LOOP_TYPES)
     pred = element.find('predecessor')
     succ = element.find('successor')
     axis = _axis(element, where)
