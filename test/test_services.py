@@ -54,10 +54,12 @@ def loaded(name, **changes):
 
 
 def serving(name=None):
-    """A ServedModel serving bundled robot name (nothing if None), its stats and logger in it."""
+    """An active ServedModel serving bundled robot name (nothing if None), its stats and logger
+    in it."""
     served = ServedModel(settings(robot_description_file=name or ''), StreamStats(), Log())
     if name:
         served.swap(loaded(name))
+        served.state = 'active'
     return served
 
 
