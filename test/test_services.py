@@ -245,10 +245,14 @@ def test_closures_file_applies_to_the_description_on_the_topic():
     assert closed.ny < open_tree.ny
     served = ServedModel(settings(closures_file=closures), StreamStats(), Log())
     served.on_description(String(data=text(urdf)))
+    assert served.loaded is None                                  # unconfigured: kept
+    served.configure()
     assert served.loaded.source == f'topic robot_description with closures_file {quote(closures)}'
     assert served.loaded.model.independent_joint_names == closed.independent_joint_names
     served = ServedModel(settings(), StreamStats(), Log())
     served.on_description(String(data=text(urdf)))
+    served.configure()
+    served.state = 'active'
     assert served.loaded.model.independent_joint_names == open_tree.independent_joint_names
     result = set_parameters(served, closures_file=closures)
     assert result.successful, result.reason
