@@ -13,7 +13,8 @@ import threading
 import numpy as np
 
 from .algorithms.completion import BUDGET_MS, complete_positions, MAX_BUDGET_MS
-from .algorithms.frames import link_pose as pose_of, link_transforms, positions_jacobians
+from .algorithms.frames import (bias_acceleration, link_pose as pose_of, link_transforms,
+                                positions_jacobians)
 from .algorithms.kinematics import update_transforms
 from .algorithms.lcaba import DEFAULT_SETTINGS
 from .description.extended_urdf import to_urdf_plus
@@ -424,6 +425,25 @@ class Model:
         (J,) = positions_jacobians(self, data, q, [self.link_frame[self._link(link)]])
         check_finite(self, 'Jacobian entries', [('q', q, bounds.POSITION)], J)
         return SWAP_LINEAR_ANGULAR @ J
+
+    def link_bias_acceleration(self, q, v, link):
+        """Jdot yd (6): classical acceleration [linear; angular] of the link frame's origin, in
+        that frame, at zero independent accelerations (ydd = 0, so qdd = g on the loops), without
+        gravity: the link's acceleration is link_jacobian(q, link) @ ydd + this.
+
+        Args:
+            q: spanning positions (nq), loops closed.
+            v: spanning (nv, consistent) or independent (ny) velocities.
+            link: a link name.
+        """
+        data = self._local.data
+        q = positions(self, data, q)
+        v = vector(v, 'v', {self.nv: 'spanning', self.ny: 'independent'}, bounds.VELOCITY)
+        yd = independent_velocities(self, data, v)
+        a = bias_acceleration(self, data, q, yd, self.link_frame[self._link(link)])
+        check_finite(self, 'bias acceleration entries',
+                     [('q', q, bounds.POSITION), ('v', v, bounds.VELOCITY)], a)
+        return SWAP_LINEAR_ANGULAR @ a
 
     def link_pose(self, q, link):
         """(R, p): orientation and origin of a link in the root link's frame."""

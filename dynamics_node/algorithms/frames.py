@@ -1,4 +1,4 @@
-"""Link frames: world poses and Jacobians in independent coordinates."""
+"""Link frames: world poses, Jacobians and bias accelerations in independent coordinates."""
 
 import numpy as np
 
@@ -43,3 +43,32 @@ def positions_jacobians(model, data, q, frames):
     """Forward pass at q, then the Jacobians of frames [(body, X_frame_body)]."""
     forward_pass(model, data, q, np.zeros(model.ny))
     return [body_jacobian(model, data, body, X) for body, X in frames]
+
+
+def body_bias_acceleration(model, data, body, X_frame_body):
+    """Jdot yd (6): classical acceleration of a frame on body at ydd = 0, Featherstone order
+    [angular; linear], frame coordinates (after forward_pass).
+
+    The body's spatial acceleration a = sum over the clusters on its path of ^frameX_i (S_k ydd_k
+    + c_k)_i (Chignoli et al. 2023 eq. 33, unrolled as in body_jacobian); at ydd = 0 only the
+    velocity-product biases c_k remain, which carry the loops' g_k. The classical acceleration of
+    the frame's origin adds omega x v to the spatial one's linear part (Featherstone & Orin 2000,
+    footnote 1; Featherstone 2008, RBDA Ch. 2, "Acceleration")."""
+    a = np.zeros(6)
+    X = X_frame_body.copy()
+    i = body
+    while i > 0:
+        k = model.cluster_of[i]
+        b0 = model.body_range[k][0]
+        a += X @ data.c[k][6 * (i - b0):6 * (i - b0 + 1)]
+        X = X @ data.Xo[i]
+        i = model.cluster_list[k].output[i]
+    v = X_frame_body @ data.v[body]
+    a[3:] += np.cross(v[:3], v[3:])
+    return a
+
+
+def bias_acceleration(model, data, q, yd, frame):
+    """Forward pass at (q, yd), then the bias acceleration of frame (body, X_frame_body)."""
+    forward_pass(model, data, q, yd)
+    return body_bias_acceleration(model, data, *frame)

@@ -1,0 +1,191 @@
+"""Model.link_bias_acceleration, Jdot yd: the classical acceleration of a link frame at zero
+independent accelerations, against two independent references.
+
+- Pinocchio (test/oracle.py, which never imports the library): forwardKinematics at (q, v = G yd,
+  qdd = g), g the oracle's own explicit constraint bias (K g = k, zero on the independent joints;
+  zero on trees, where this is Pinocchio's qdd = 0), then getFrameClassicalAcceleration in the
+  LOCAL frame, on every link of every bundled robot and of the published-pattern robots
+  (test/models), to 1e-9 relative.
+- Finite differences along the constrained motion at ydd = 0 on the fixed-base robots with loops
+  and couplings: q(t) = complete_positions(y0 + t yd), the link's world velocity
+  v_w(t) = R(t) J(q(t)) yd, its central difference at t = 0 rotated back into the link frame by
+  R(0)^T. This reference shares only link_pose, link_jacobian and completion with the library.
+"""
+
+import numpy as np
+import pinocchio as pin
+import pytest
+
+from conftest import (assert_close, COMPLETION_BUDGET_MS, oracle, random_independent_positions,
+                      robot, ROBOTS)
+from dynamics_node import ModelError, SingularConfigurationError
+import test_published_patterns as published
+
+STATES = 3
+# Central difference step. Completion closes the loops to 1e-12 (completion.TOLERANCE), which puts
+# ~1e-12 / H of noise into the difference quotient; its truncation error is ~H^2 |v_w'''| / 6.
+# Observed at H = 1e-4: 1e-8 relative at most.
+H = 1e-4
+FD_RTOL = 1e-6
+FIXED_BASE = [name for name in ROBOTS if not robot(name).floating_base]
+PUBLISHED_FIXED_BASE = ['cassie', 'five_bar']        # Extended URDF pairs with split rod joints
+
+ENGINES = pytest.mark.parametrize('compiled', [True, False], ids=['compiled', 'reference'])
+
+
+def pinocchio_bias_acceleration(reference, model, q, yd, link):
+    """[linear; angular] classical acceleration of link (LOCAL) at v = G yd, qdd = g."""
+    G = reference.null_space_G(q, model.independent_v)
+    v = G @ yd
+    g = reference.explicit_bias_g(q, v, model.independent_v)
+    pin.forwardKinematics(reference.model, reference.data, reference.q_to_pin(q),
+                          reference.v_to_pin(v), reference.v_to_pin(g))
+    return pin.getFrameClassicalAcceleration(reference.model, reference.data,
+                                             reference._body_frame_id(link), pin.LOCAL).vector
+
+
+@ENGINES
+@pytest.mark.parametrize('name', ROBOTS)
+def test_matches_pinocchio_on_bundled_robots(name, compiled, rng):
+    model, reference = robot(name, compiled), oracle(name)
+    for _ in range(STATES):
+        q = model.complete_positions(random_independent_positions(model, rng),
+                                     budget_ms=COMPLETION_BUDGET_MS)
+        yd = rng.normal(size=model.ny)
+        v = model.spanning_velocities(q, yd)
+        for link in model.links:
+            expected = pinocchio_bias_acceleration(reference, model, q, yd, link)
+            assert_close(model.link_bias_acceleration(q, yd, link), expected,
+                         f'Jdot yd of {link}')
+            assert_close(model.link_bias_acceleration(q, v, link), expected,
+                         f'Jdot yd of {link} (spanning v)')
+
+
+@pytest.mark.parametrize('name', published.NAMES)
+def test_matches_pinocchio_on_published_patterns(name):
+    model, reference = published.robot(name, True), published.oracle(name)
+    for state in published.states(name, True):
+        for link in model.links:
+            assert_close(model.link_bias_acceleration(state.q, state.yd, link),
+                         pinocchio_bias_acceleration(reference, model, state.q, state.yd, link),
+                         f'Jdot yd of {link}')
+
+
+def position_rates(model, yd):
+    """d/dt of the independent positions (model.independent_q) when the independent velocities
+    are yd: the entry of each positioned joint (all scalar here)."""
+    y_of_v = {int(v): y for y, v in enumerate(model.independent_v)}
+    rates = []
+    for i in model.independent_q:
+        body = int(np.searchsorted(model.idx_q[1:], i, side='right'))
+        assert model.nq_body[body] == 1, 'scalar independent joints only'
+        rates.append(yd[y_of_v[int(model.idx_v[body])]])
+    return np.array(rates)
+
+
+def positioned_velocities(model, rng):
+    """Random yd that moves only positioned coordinates (a split joint's idle spin, which
+    completion leaves where it is, at rest)."""
+    rates = np.zeros(model.ny)
+    y_of_v = {int(v): y for y, v in enumerate(model.independent_v)}
+    for i in model.independent_q:
+        body = int(np.searchsorted(model.idx_q[1:], i, side='right'))
+        rates[y_of_v[int(model.idx_v[body])]] = rng.normal()
+    return rates
+
+
+def finite_difference(model, y0, yd, link):
+    """R(0)^T d/dt (R(t) J(q(t)) yd) at t = 0 along q(t) = complete_positions(y0 + t yd)."""
+    rates = position_rates(model, yd)
+
+    def world_velocity(t):
+        q = model.complete_positions(y0 + t * rates, budget_ms=COMPLETION_BUDGET_MS)
+        R, _ = model.link_pose(q, link)
+        v = model.link_jacobian(q, link) @ yd
+        return np.concatenate((R @ v[:3], R @ v[3:]))
+    R0, _ = model.link_pose(model.complete_positions(y0, budget_ms=COMPLETION_BUDGET_MS), link)
+    derivative = (world_velocity(H) - world_velocity(-H)) / (2 * H)
+    return np.concatenate((R0.T @ derivative[:3], R0.T @ derivative[3:]))
+
+
+def check_finite_differences(model, y0, yd):
+    q = model.complete_positions(y0, budget_ms=COMPLETION_BUDGET_MS)
+    for link in model.links:
+        expected = finite_difference(model, y0, yd, link)
+        assert_close(model.link_bias_acceleration(q, yd, link), expected,
+                     f'Jdot yd of {link} (finite differences)', FD_RTOL)
+
+
+@pytest.mark.parametrize('name', FIXED_BASE)
+def test_loops_match_finite_differences_on_bundled_robots(name, rng):
+    model = robot(name)
+    for _ in range(STATES):
+        check_finite_differences(model, random_independent_positions(model, rng),
+                                 positioned_velocities(model, rng))
+
+
+@pytest.mark.parametrize('name', PUBLISHED_FIXED_BASE)
+def test_loops_match_finite_differences_on_published_patterns(name):
+    model, rng = published.robot(name, True), published.seeded(name, 'bias acceleration')
+    assert model.split_joint_names or name != 'cassie', 'the rod spins are split joints'
+    for _ in range(STATES):
+        check_finite_differences(model, published.independent_positions(model, rng),
+                                 positioned_velocities(model, rng))
+
+
+def test_a_loop_bias_is_not_zero():
+    """On a loop the spanning accelerations at ydd = 0 are g, not zero: the foot of linkage_leg
+    accelerates with only the crank turning at constant speed, unlike in the open chain."""
+    model = robot('linkage_leg')
+    q = model.complete_positions([0.8, 0.0])
+    yd = np.array([1.0, 0.0])
+    reference = oracle('linkage_leg')
+    v = model.spanning_velocities(q, yd)
+    g = reference.explicit_bias_g(q, v, model.independent_v)
+    assert np.max(np.abs(g)) > 0.1
+    pin.forwardKinematics(reference.model, reference.data, reference.q_to_pin(q),
+                          reference.v_to_pin(v), np.zeros(reference.model.nv))
+    open_chain = pin.getFrameClassicalAcceleration(
+        reference.model, reference.data, reference._body_frame_id('foot'), pin.LOCAL).vector
+    bias = model.link_bias_acceleration(q, yd, 'foot')
+    assert np.max(np.abs(bias - open_chain)) > 0.1
+    assert_close(bias, pinocchio_bias_acceleration(reference, model, q, yd, 'foot'), 'Jdot yd')
+
+
+@ENGINES
+def test_bad_input_raises_model_error_naming_it(compiled):
+    model = robot('linkage_leg', compiled)
+    q = model.complete_positions([0.8, 0.1])
+    v = model.spanning_velocities(q, [1.0, -0.5])
+    cases = [
+        (lambda: model.link_bias_acceleration(q, [1.0], 'foot'),
+         r'^v has 1 entries; expected 5 \(spanning\) or 2 \(independent\)$'),
+        (lambda: model.link_bias_acceleration(q, [np.nan, 0.0], 'foot'),
+         r'^v\[0\] is nan; expected finite numbers of magnitude at most 1e\+06$'),
+        (lambda: model.link_bias_acceleration(q, v + 0.1, 'foot'),
+         r"^v violates the constraints of cluster '.*' by .*; pass consistent spanning values "
+         r'or the 2 independent ones$'),
+        (lambda: model.link_bias_acceleration(q + 0.1, [1.0, 0.0], 'foot'),
+         r"^q violates constraint 'knee_gear' of cluster 'crank' by 0.8 "),
+        (lambda: model.link_bias_acceleration(q, [1.0, 0.0], ['foot']),
+         r"^unknown link \['foot'\]; links are \["),
+    ]
+    for call, message in cases:
+        with pytest.raises(ModelError, match=message):
+            call()
+    with pytest.raises(ModelError) as error:
+        model.link_bias_acceleration(q, [1.0, 0.0], 'y' * 1_000_000)
+    assert str(error.value) == (f"unknown link '{'y' * 80}'... (1000000 characters); links are "
+                                "['base', 'coupler', 'crank', 'foot', 'motor_rotor', 'shank']")
+
+
+@ENGINES
+@pytest.mark.parametrize('side', [1, -1], ids=['upper', 'lower'])
+def test_dead_point_is_refused(compiled, side):
+    """Next to a four-bar's dead point the loop cannot give its g: SingularConfigurationError
+    naming the cluster."""
+    model, reference = published.four_bar(compiled)
+    q, v, _, _ = published.near_dead_point(model, reference, side)
+    with pytest.raises(SingularConfigurationError,
+                       match=f"cluster '{model.clusters[0].name}'.*amplification_limit"):
+        model.link_bias_acceleration(q, v, 'rocker')
