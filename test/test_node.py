@@ -73,10 +73,12 @@ def text(path):
 
 
 class NodeProcess:
-    """A dynamics_node process in namespace NAMESPACE/<ns>, its output kept in a log file."""
+    """A dynamics_node process in namespace NAMESPACE/<ns>, its output kept in a log file. name:
+    the node's name (with ros_args '-r __node:=name'); ros_args: more --ros-args."""
 
-    def __init__(self, ns, env=(), prefix=(), params_files=(), **parameters):
-        self.name = f'{NAMESPACE}/{ns}/dynamics_node'
+    def __init__(self, ns, env=(), prefix=(), params_files=(), name='dynamics_node', ros_args=(),
+                 **parameters):
+        self.name = f'{NAMESPACE}/{ns}/{name}'
         self.log = tempfile.NamedTemporaryFile('w+', prefix=f'dynamics_node_{ns}_', suffix='.log')
         files = [arg for path in (ROOT / 'config' / 'dynamics_node.yaml', *params_files)
                  for arg in ('--params-file', str(path))]
@@ -84,7 +86,7 @@ class NodeProcess:
                      for arg in ('-p', f'{key.replace("__", ".")}:={value}')]
         self.process = subprocess.Popen(
             [*prefix, str(EXECUTABLE), '--ros-args', '-r', f'__ns:={NAMESPACE}/{ns}', *files,
-             *overrides],
+             *overrides, *ros_args],
             stdout=self.log, stderr=subprocess.STDOUT, env={**os.environ, **dict(env)})
         self.interrupted = False
 

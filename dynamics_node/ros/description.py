@@ -10,7 +10,6 @@ description loads on a thread of its own, so that the node answers signals while
 
 from dataclasses import dataclass
 import os
-import threading
 
 import numpy as np
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
@@ -126,27 +125,36 @@ def with_outputs(loaded, names):
 
 
 class ServedModel:
-    """The Loaded model the node serves (swapped as a whole: a callback takes a local reference)
-    and the description sources. Rejected descriptions are counted in stats."""
+    """The Loaded model the node serves (swapped as a whole: a callback takes a local reference),
+    the description sources and the node's lifecycle state. Rejected descriptions are counted in
+    stats. Only an active node serves; configuring loads the description, and a description that
+    arrives while the node is unconfigured is kept for the next configure (autostart: a callable
+    that configures and activates the node, called then; None: a lifecycle manager does)."""
 
-    def __init__(self, settings, stats, logger):
+    def __init__(self, settings, stats, logger, autostart=None):
         self.settings, self.stats, self.logger = settings, stats, logger
+        self.autostart = autostart
+        self.state = 'unconfigured'      # lifecycle state, set by the node's transitions
         self.loaded = None               # Loaded, swapped atomically
-        self.generation = 0              # incremented by every swap (the first load yields)
-        self.loading = ''                # label of the description the first load works on
+        self.generation = 0              # incremented by every swap
+        self.loading = ''                # label of the description configure works on
         self.topic_description = ''      # last description received on the topic
 
     def current(self):
-        """The served Loaded model; raises ModelError before the first description."""
+        """The served Loaded model; raises ModelError unless the node is active."""
         loaded = self.loaded
-        if loaded is None:
-            if self.loading:
-                raise ModelError(f'no robot model loaded yet: still loading the description from '
-                                 f'{self.loading}')
-            raise ModelError('no robot model loaded yet: set the robot_description or '
-                             'robot_description_file parameter, or publish the description on '
-                             f"{self.settings['robot_description_topic']!r}")
-        return loaded
+        if loaded is not None and self.state == 'active':
+            return loaded
+        if self.loading:
+            raise ModelError(f'no robot model loaded yet: still loading the description from '
+                             f'{self.loading}')
+        if loaded is not None or self.state != 'unconfigured':
+            raise ModelError(f'the node is {self.state}: nothing is served until it is activated '
+                             '(lifecycle)')
+        then = '' if self.autostart else '; then configure and activate the node (lifecycle)'
+        raise ModelError('no robot model loaded yet: set the robot_description or '
+                         'robot_description_file parameter, or publish the description on '
+                         f"{self.settings['robot_description_topic']!r}{then}")
 
     def swap(self, loaded):
         self.loaded = loaded
@@ -159,33 +167,42 @@ class ServedModel:
         for warning in model.warnings:
             self.logger.warning(f'{model.name!r}: {clip(warning)}')
 
-    def start_loading(self):
-        """Load the initial description on a thread of its own (numba may compile for minutes,
-        during which the node must still answer signals); returns the thread or None."""
-        with Guard('initial description', self.logger) as outcome:
+    def configure(self):
+        """Load the description in effect (the lifecycle's configure); raises ModelError, counted
+        and logged, if there is none or it does not load. A description that arrives meanwhile
+        is served instead."""
+        with Guard('configure', self.logger) as outcome:
             selected = select(self.settings, self.topic_description)
             if selected is None:
-                self.logger.error(
+                raise ModelError(
                     'no robot description: set robot_description or robot_description_file, or '
                     f"publish on {self.settings['robot_description_topic']!r}; nothing is served "
                     'until one arrives')
-                return None
-            self.loading = selected[0]
-            thread = threading.Thread(target=self._load_initial, args=(selected, self.generation),
-                                      name='initial description', daemon=True)
-            thread.start()
-            return thread
-        self._cannot_load(outcome.reason)
-        return None
-
-    def _load_initial(self, selected, generation):
-        with Guard('initial description', self.logger) as outcome:
-            loaded = load(*selected, self.settings, self.logger)
-            if self.generation == generation:     # no description arrived in the meantime
+            generation, self.loading = self.generation, selected[0]
+            try:
+                loaded = load(*selected, self.settings, self.logger)
+            finally:
+                self.loading = ''
+            if self.generation == generation:
                 self.swap(loaded)
-        self.loading = ''
         if outcome.failed:
             self._cannot_load(outcome.reason)
+            raise ModelError(outcome.reason)
+
+    def cleanup(self):
+        """Drop the served model (the lifecycle's cleanup and shutdown)."""
+        self.loaded = None
+        self.generation += 1
+
+    def described(self, changes):
+        """After parameter changes: a description given to an unconfigured node starts it if
+        autostart."""
+        if set(DESCRIPTION_PARAMETERS) & set(changes):
+            self._start_if_unconfigured()
+
+    def _start_if_unconfigured(self):
+        if self.state == 'unconfigured' and self.autostart is not None:
+            self.autostart()
 
     def _cannot_load(self, reason):
         self.stats.reject(reason)
@@ -196,6 +213,11 @@ class ServedModel:
         topic = self.settings['robot_description_topic']
         with Guard('robot_description topic', self.logger) as outcome:
             xml = description_xml(msg.data, f'the description on topic {topic!r}')
+            if self.state == 'unconfigured':
+                self.topic_description = xml
+                self.logger.info('description received on the topic; loaded at configure')
+                self._start_if_unconfigured()
+                return
             if self.settings['robot_description'].strip():
                 self.topic_description = xml
                 self.logger.info('description received on the topic; the robot_description '
@@ -211,12 +233,15 @@ class ServedModel:
 
     def apply(self, changes, settings):
         """Apply checked parameter changes (settings: all of them with the changes) to the served
-        model: a changed description is loaded and served, else stream.output_joints, gravity and
-        amplification_limit change the served one. Returns a note for the log ('' if none); raises
-        ModelError, changing nothing, when the description does not load or another source takes
-        precedence (rejected rather than stored: rclpy passes on the reason of a failure only)."""
+        model: a changed description is loaded and served (kept for configure while unconfigured),
+        else stream.output_joints, gravity and amplification_limit change the served one. Returns a
+        note for the log ('' if none); raises ModelError, changing nothing, when the description
+        does not load or another source takes precedence (rejected rather than stored: rclpy passes
+        on the reason of a failure only)."""
         note = ''
         changed = set(DESCRIPTION_PARAMETERS) & set(changes)
+        if changed and self.state == 'unconfigured':
+            return ''                    # loaded at configure
         if changed:
             selected = select(settings, self.topic_description)
             if selected is not None:

@@ -63,12 +63,15 @@ class Diagnostics:
             'waiting_inputs': str(stats.waiting), 'singular_inputs': str(stats.singular),
             'over_effort_limit': str(stats.over_limit), 'clamped_efforts': str(stats.clamped),
         }
-        loaded, loading = self.served.loaded, self.served.loading
+        served = self.served
+        loaded, loading, state = served.loaded, served.loading, served.state
         status = DiagnosticStatus(name=self.name, hardware_id=loaded.model.name if loaded else '')
+        values = {'lifecycle_state': state, **values}
         if loaded is None:
             status.level = DiagnosticStatus.ERROR
-            status.message = (f'loading the robot description from {loading}'
-                              if loading else 'no robot description: nothing is served')
+            status.message = (f'loading the robot description from {loading}' if loading else
+                              'no robot description: nothing is served' if state != 'finalized'
+                              else 'finalized: nothing is served')
             values = {'source': 'none', **values}
         else:
             model = loaded.model
@@ -77,6 +80,8 @@ class Diagnostics:
                       'nv': str(model.nv), 'ny': str(model.ny), **values}
             values.update((f'model_warning_{i}', clip(w)) for i, w in enumerate(model.warnings))
             issues = []
+            if state != 'active':
+                issues.append(f'{state}: nothing is served until the node is activated')
             if stats.waiting_for:
                 issues.append(f'waiting for joint_states of {clip(list(stats.waiting_for), 200)}')
             if problems > problems_before:

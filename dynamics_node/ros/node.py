@@ -9,20 +9,31 @@ documented outcome (success=false with the reason, a counted drop, a rejected pa
 exception is an internal error logged with its traceback; nothing raises into the executor. The
 parameters are listed in parameters.PARAMETERS (and documented in config/dynamics_node.yaml).
 
-Threads: services, parameters, the description topic and diagnostics run on the main thread's
-executor; the stream runs on an executor thread of its own, with a second node
-``<name>_stream`` holding its subscription and publishers, so that a long service call (LCABA,
-a reload) never delays a torque. The compiled kernels release the GIL, and the interpreter's
-switch interval is shortened so that the stream thread gets the GIL back within STREAM_GIL_SWITCH
-while the main thread runs Python. rclpy's MultiThreadedExecutor (9.1.2, rclpy issue #1452) cannot
-keep up with a control-rate stream, hence two executors of one thread each: EventsExecutor where
-rclpy has it (Jazzy, Kilted), else SingleThreadedExecutor. The first description is loaded on a
-thread of its own, so that the node answers signals while numba compiles.
+Lifecycle (a managed node, as nav2 and ros2_control nodes are): unconfigured (a description that
+arrives is kept), configure (loads it) -> inactive -> activate -> active (services answer, the
+stream publishes) -> deactivate -> inactive -> cleanup (drops the model) -> unconfigured. Only an
+active node answers success or publishes efforts; /diagnostics reports in every state. The
+autostart parameter (default true) configures and activates the node by itself, at start and,
+while unconfigured, whenever a description arrives.
+
+Threads: services, parameters, the description topic, lifecycle transitions and diagnostics run on
+the main thread's executor; the stream runs on an executor thread of its own, with a second node
+``<name>_stream`` holding its subscription and publishers, so that a long service call (LCABA, a
+reload) never delays a torque. That node ignores the command line; its entities take the names the
+main node resolves, so that every remap written against the main node (``~/computed_torques``,
+``dynamics_node:joint_states``, ``__node``, ``__ns``) applies to them. The compiled kernels release
+the GIL, and the interpreter's switch interval is shortened so that the stream thread gets the GIL
+back within STREAM_GIL_SWITCH while the main thread runs Python. rclpy's MultiThreadedExecutor
+(9.1.2, rclpy issue #1452) cannot keep up with a control-rate stream, hence two executors of one
+thread each: EventsExecutor where rclpy has it (Jazzy, Kilted), else SingleThreadedExecutor.
+Autostart configures on a thread of its own, so that the node answers its services and signals
+while numba compiles.
 
 rclpy APIs used (all present in Humble's rclpy 3.3, Jazzy's 7.1 and Kilted's 9.1): rclpy.init (with
 SignalHandlerOptions.NO: SIGINT and SIGTERM are handled here, see main), rclpy.try_shutdown, Node
-(cli_args, start_parameter_services), declare_parameter with a ParameterDescriptor (dynamic_typing,
-ranges), add_on_set_parameters_callback, create_timer with a steady Clock,
+(use_global_arguments, start_parameter_services), Node.resolve_topic_name, rclpy.lifecycle
+(LifecycleNode, trigger_configure, trigger_activate), declare_parameter with a ParameterDescriptor
+(dynamic_typing, ranges), add_on_set_parameters_callback, create_timer with a steady Clock,
 ROSClock.ros_time_is_active, Executor.spin_once, ExternalShutdownException, and the message-lost
 QoS event (rclpy.event_handler, rclpy.qos_event before Iron); rclpy.experimental.EventsExecutor
 only where it exists.
@@ -38,6 +49,7 @@ import threading
 import rclpy
 from rclpy.exceptions import ParameterException
 from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
+from rclpy.lifecycle import LifecycleNode, TransitionCallbackReturn
 from rclpy.node import Node
 from rclpy.signals import SignalHandlerOptions
 from std_msgs.msg import String
@@ -57,8 +69,11 @@ _ENDING, _ENDING_LOCK = threading.Event(), threading.Lock()   # set once the pro
 #                                                               (_end_within)
 
 
-class DynamicsNode(Node):
-    """Serves the dynamics of a URDF+ robot: services, torque stream, diagnostics."""
+class DynamicsNode(LifecycleNode):
+    """Serves the dynamics of a URDF+ robot: services, torque stream, diagnostics. A managed
+    node: configure loads the description, activate serves it (services answer, the stream
+    publishes), deactivate stops serving, cleanup drops the model; autostart does the first two
+    by itself."""
 
     def __init__(self, **kwargs):
         super().__init__('dynamics_node', **kwargs)
@@ -69,10 +84,12 @@ class DynamicsNode(Node):
             raise SystemExit(1) from None
         logger = self.get_logger()
         self.stats = StreamStats()
-        self.served = ServedModel(self.settings, self.stats, logger)
+        self._starting = threading.Lock()
+        self.served = ServedModel(self.settings, self.stats, logger,
+                                  self.autostart if self.settings['autostart'] else None)
         create_services(self, self.served, self.settings, self.stats)
         self.stream_node = _stream_node(self)
-        self.stream = Stream(self.stream_node, self.get_fully_qualified_name(), self.served,
+        self.stream = Stream(self.stream_node, self.resolve_topic_name, self.served,
                              self.settings, self.stats, self.get_clock(), logger)
         self.diagnostics = Diagnostics(self, self.served, self.settings, self.stats,
                                        self.stream.lost_reported)
@@ -81,6 +98,49 @@ class DynamicsNode(Node):
         self.add_on_set_parameters_callback(
             parameters.on_set_parameters(self.settings, self.served, self.stats, logger))
 
+    def autostart(self):
+        """Configure and activate on a thread of its own (loading may take minutes while numba
+        compiles); once at a time."""
+        if self._starting.acquire(blocking=False):
+            threading.Thread(target=self._start, name='autostart', daemon=True).start()
+
+    def _start(self):
+        try:
+            if self.served.state == 'unconfigured':
+                self.trigger_configure()
+            if self.served.state == 'inactive':
+                self.trigger_activate()
+        finally:
+            self._starting.release()
+
+    def on_configure(self, state):
+        self.served.state = 'configuring'
+        try:
+            self.served.configure()
+        except ModelError:
+            self.served.state = 'unconfigured'
+            return TransitionCallbackReturn.FAILURE
+        self.served.state = 'inactive'
+        return TransitionCallbackReturn.SUCCESS
+
+    def on_activate(self, state):
+        self.served.state = 'active'
+        return super().on_activate(state)
+
+    def on_deactivate(self, state):
+        self.served.state = 'inactive'
+        return super().on_deactivate(state)
+
+    def on_cleanup(self, state):
+        self.served.state = 'unconfigured'
+        self.served.cleanup()
+        return TransitionCallbackReturn.SUCCESS
+
+    def on_shutdown(self, state):
+        self.served.state = 'finalized'
+        self.served.cleanup()
+        return TransitionCallbackReturn.SUCCESS
+
     def destroy_node(self):
         """Destroy the stream node, then this one."""
         self.stream_node.destroy_node()
@@ -88,11 +148,11 @@ class DynamicsNode(Node):
 
 
 def _stream_node(node):
-    """The node of the stream's entities: ``<name>_stream`` in node's namespace (the local __node
-    remap wins over a global one)."""
-    return Node(f'{node.get_name()}_stream', context=node.context,
-                cli_args=['--ros-args', '-r', f'__node:={node.get_name()}_stream'],
-                start_parameter_services=False)
+    """The node of the stream's entities: ``<name>_stream`` in node's namespace, deaf to the
+    command line's arguments (the stream's entities take the names node resolves, its remaps
+    included, so that remaps written against node apply to them, and apply once)."""
+    return Node(f'{node.get_name()}_stream', namespace=node.get_namespace(), context=node.context,
+                use_global_arguments=False, start_parameter_services=False)
 
 
 def executor_of(node):
@@ -172,7 +232,8 @@ def main(args=None):
                                   args=(executor_of(node.stream_node), node.get_logger()),
                                   name='stream', daemon=True)
         stream.start()
-        node.served.start_loading()
+        if node.settings['autostart']:
+            node.autostart()
         spin(executor_of(node), node.get_logger())
     except (KeyboardInterrupt, ExternalShutdownException):
         pass

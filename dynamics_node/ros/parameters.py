@@ -53,6 +53,9 @@ PARAMETERS = {
         'Extended URDF closures (YAML file: closed_loop, type, name_mot, joint_name, '
         'joint_type) applied to the description from any source (parameter, topic or '
         'robot_description_file); empty: none.'),
+    'autostart': Spec(
+        True, 'Configure and activate the node by itself (lifecycle), at start and when a '
+        'description first arrives; false: wait for a lifecycle manager.', True),
     'robot_description_topic': Spec(
         'robot_description', 'std_msgs/String topic with the URDF+ XML (reliable, transient '
         'local, depth 1); each message reloads the model unless robot_description is set.', True),
@@ -192,6 +195,7 @@ def on_set_parameters(settings, served, stats, logger):
             checked = {name: setting(name, value) for name, value in changes.items()}
             note = served.apply(checked, {**settings, **checked})
             settings.update((name, checked[name]) for name in PARAMETERS if name in checked)
+            served.described(checked)
             if 'stream.expected_rate' in checked:
                 stats.gap_reference = None     # gaps count from the next input at the new rate
             if note:

@@ -106,31 +106,33 @@ class StreamStats:
 
 
 class Stream:
-    """The stream's subscriptions and publishers on node, its outputs under private (the fully
-    qualified name of the serving node); the efforts of served's model with settings, counted in
-    stats. clock: the node clock that judges stamps; logger: where drops are logged."""
+    """The stream's subscriptions and publishers on node, named by resolve (the serving node's
+    resolve_topic_name: its namespace, name and remaps); the efforts of served's model with
+    settings, counted in stats. clock: the node clock that judges stamps; logger: where drops are
+    logged."""
 
-    def __init__(self, node, private, served, settings, stats, clock, logger):
+    def __init__(self, node, resolve, served, settings, stats, clock, logger):
         self.served, self.settings, self.stats = served, settings, stats
         self.clock, self.logger = clock, logger
         self.base_state = None           # (pose[7], twist[6]) from odometry
-        self.torques = node.create_publisher(JointState, f'{private}/computed_torques', OUTPUT_QOS)
-        self.efforts = node.create_publisher(Float64MultiArray, f'{private}/effort_commands',
+        self.torques = node.create_publisher(JointState, resolve('~/computed_torques'),
                                              OUTPUT_QOS)
-        self.completed = node.create_publisher(JointState, f'{private}/completed_joint_states',
+        self.efforts = node.create_publisher(Float64MultiArray, resolve('~/effort_commands'),
+                                             OUTPUT_QOS)
+        self.completed = node.create_publisher(JointState, resolve('~/completed_joint_states'),
                                                OUTPUT_QOS)
         try:
             node.create_subscription(
-                JointState, 'joint_states', self.on_joint_state, JOINT_STATES_QOS,
+                JointState, resolve('joint_states'), self.on_joint_state, JOINT_STATES_QOS,
                 event_callbacks=SubscriptionEventCallbacks(message_lost=self.on_message_lost))
             self.lost_reported = True
         except UnsupportedEventTypeError:
-            node.create_subscription(JointState, 'joint_states', self.on_joint_state,
+            node.create_subscription(JointState, resolve('joint_states'), self.on_joint_state,
                                      JOINT_STATES_QOS)
             self.lost_reported = False
         if settings['odometry_topic']:
-            node.create_subscription(Odometry, settings['odometry_topic'], self.on_odometry,
-                                     qos_profile_sensor_data)
+            node.create_subscription(Odometry, resolve(settings['odometry_topic']),
+                                     self.on_odometry, qos_profile_sensor_data)
 
     def on_message_lost(self, info):
         with Guard('joint_states message-lost event', self.logger, bad_input=()):
@@ -145,9 +147,10 @@ class Stream:
             self._drop(outcome.reason, 'joint_states')
 
     def _answer(self, msg):
-        """Unless the stream is off: count msg and, unless it is stale, publish its efforts."""
+        """Unless the stream is off or the node inactive: count msg and, unless it is stale,
+        publish its efforts."""
         settings, stats = self.settings, self.stats
-        if not settings['stream.enabled']:
+        if not settings['stream.enabled'] or self.served.state != 'active':
             return
         stats.received += 1
         start = time.perf_counter()
