@@ -12,10 +12,13 @@ from rclpy.executors import SingleThreadedExecutor
 
 from cluster_dynamics.msg import ClusterInfo, LinkWrench
 from cluster_dynamics.srv import (
+    BiasForces,
     DescribeModel,
     ForwardDynamics,
     InverseDynamics,
     InverseOperationalSpaceInertia,
+    LinkKinematics,
+    MassMatrix,
 )
 
 # Used unless ROS_DOMAIN_ID is set in the environment.
@@ -75,6 +78,43 @@ EXPECTED_FIELDS = {
         ('message', 'string'),
         ('rows', 'uint32'),
         ('matrix', 'sequence<double>'),
+    ],
+    MassMatrix.Request: [
+        ('state', 'sensor_msgs/JointState'),
+        ('base_pose', 'geometry_msgs/Pose'),
+    ],
+    MassMatrix.Response: [
+        ('success', 'boolean'),
+        ('message', 'string'),
+        ('name', 'sequence<string>'),
+        ('matrix', 'sequence<double>'),
+    ],
+    BiasForces.Request: [
+        ('state', 'sensor_msgs/JointState'),
+        ('base_pose', 'geometry_msgs/Pose'),
+        ('base_twist', 'geometry_msgs/Twist'),
+        ('gravity_only', 'boolean'),
+    ],
+    BiasForces.Response: [
+        ('success', 'boolean'),
+        ('message', 'string'),
+        ('name', 'sequence<string>'),
+        ('effort', 'sequence<double>'),
+        ('base_wrench', 'geometry_msgs/Wrench'),
+    ],
+    LinkKinematics.Request: [
+        ('state', 'sensor_msgs/JointState'),
+        ('base_pose', 'geometry_msgs/Pose'),
+        ('base_twist', 'geometry_msgs/Twist'),
+        ('links', 'sequence<string>'),
+    ],
+    LinkKinematics.Response: [
+        ('success', 'boolean'),
+        ('message', 'string'),
+        ('name', 'sequence<string>'),
+        ('poses', 'sequence<geometry_msgs/Pose>'),
+        ('jacobians', 'sequence<double>'),
+        ('bias_accelerations', 'sequence<geometry_msgs/Accel>'),
     ],
     DescribeModel.Request: [],
     DescribeModel.Response: [

@@ -5,8 +5,8 @@ a handler answers an internal error with its traceback logged."""
 
 import numpy as np
 import pytest
-from cluster_dynamics.srv import (DescribeModel, ForwardDynamics, InverseDynamics,
-                                  InverseOperationalSpaceInertia)
+from cluster_dynamics.srv import (BiasForces, DescribeModel, ForwardDynamics, InverseDynamics,
+                                  InverseOperationalSpaceInertia, LinkKinematics, MassMatrix)
 from diagnostic_msgs.msg import DiagnosticStatus
 from rclpy.clock import Clock
 from rclpy.parameter import Parameter
@@ -18,15 +18,20 @@ from dynamics_node.ros.description import load, ServedModel
 from dynamics_node.ros.diagnostics import Diagnostics
 from dynamics_node.ros.guard import clip, Guard, MESSAGE_LIMIT
 from dynamics_node.ros.parameters import on_set_parameters, PARAMETERS, setting
-from dynamics_node.ros.services import (describe_model, forward_dynamics, inverse_dynamics,
-                                        inverse_operational_space_inertia, service_callback)
+from dynamics_node.ros.services import (bias_forces, describe_model, forward_dynamics,
+                                        inverse_dynamics, inverse_operational_space_inertia,
+                                        link_kinematics, mass_matrix, service_callback)
 from dynamics_node.ros.stream import StreamStats
 from test_node import (_loop_request, bad_base_states, BAD_REQUESTS, BAD_URDF,
                        forward_dynamics_loop_independent_state_lcaba, SERVICE_CASES, text)
+from test_node_services import WHOLE_BODY_BAD_REQUESTS, WHOLE_BODY_CASES
 
 HANDLERS = {ForwardDynamics: forward_dynamics, InverseDynamics: inverse_dynamics,
             InverseOperationalSpaceInertia: inverse_operational_space_inertia,
-            DescribeModel: describe_model}
+            DescribeModel: describe_model, MassMatrix: mass_matrix, BiasForces: bias_forces,
+            LinkKinematics: link_kinematics}
+CASES = {**SERVICE_CASES, **WHOLE_BODY_CASES}
+BAD = BAD_REQUESTS + WHOLE_BODY_BAD_REQUESTS
 
 
 class Log:
@@ -81,9 +86,10 @@ def quadruped():
     return loaded('quadruped_rotors')
 
 
-# ---- answers: the cases test_node.py sends over DDS, answered by the handlers alone ----
+# ---- answers: the cases test_node.py and test_node_services.py send over DDS, answered by the
+# handlers alone ----
 
-@pytest.mark.parametrize('case', SERVICE_CASES.values(), ids=list(SERVICE_CASES))
+@pytest.mark.parametrize('case', CASES.values(), ids=list(CASES))
 def test_handler_answers_as_the_library(rng, case):
     srv_type, name, request, check = case(rng)
     check(call(srv_type, loaded(name), request))
@@ -101,8 +107,8 @@ def test_forward_dynamics_default_method(rng):
 # ---- bad requests: ModelError from the handler, success=false with its reason from the
 # callback ----
 
-@pytest.mark.parametrize('srv_type, fields, message', BAD_REQUESTS,
-                         ids=[m.split(';')[0][:40] for _, _, m in BAD_REQUESTS])
+@pytest.mark.parametrize('srv_type, fields, message', BAD,
+                         ids=[m.split(';')[0][:40] for _, _, m in BAD])
 def test_bad_request(srv_type, fields, message):
     served = serving('linkage_leg')
     with pytest.raises(ModelError) as error:

@@ -3,11 +3,12 @@
 For controllers written in Python::
 
     import rclpy
-    from dynamics_node.client import DynamicsClient
+    from dynamics_node.ros.client import DynamicsClient
 
     rclpy.init()
     dynamics = DynamicsClient('/dynamics_node')
     tau = dynamics.inverse_dynamics(joints, q, v, a).effort
+    H = dynamics.mass_matrix(joints, q).matrix          # ny x ny, the base's six included
 
 The client has a node and an executor of its own (in the given rclpy context), spun only while it
 waits for an answer, so it works next to any executor of the caller; it sends a request again every
@@ -23,8 +24,8 @@ import itertools
 import time
 
 from cluster_dynamics.msg import LinkWrench
-from cluster_dynamics.srv import (DescribeModel, ForwardDynamics, InverseDynamics,
-                                  InverseOperationalSpaceInertia)
+from cluster_dynamics.srv import (BiasForces, DescribeModel, ForwardDynamics, InverseDynamics,
+                                  InverseOperationalSpaceInertia, LinkKinematics, MassMatrix)
 import numpy as np
 import rclpy
 from rclpy.executors import SingleThreadedExecutor
@@ -35,6 +36,8 @@ from . import conversions as conv
 
 Accelerations = namedtuple('Accelerations', 'names acceleration base_acceleration method_used')
 Efforts = namedtuple('Efforts', 'names effort base_wrench')
+Matrix = namedtuple('Matrix', 'names matrix')
+Kinematics = namedtuple('Kinematics', 'names poses jacobians bias_accelerations')
 _instances = itertools.count()
 # An unanswered request is sent again after this many seconds: DDS can lose a response while
 # discovery between a new client and the node completes (ros2/rmw_fastrtps#392); the services
@@ -103,6 +106,49 @@ class DynamicsClient:
         response = self._call(InverseOperationalSpaceInertia,
                               'inverse_operational_space_inertia', request)
         return np.array(response.matrix).reshape(response.rows, response.rows)
+
+    def mass_matrix(self, joints, q, *, base_pose=None):
+        """Matrix(names, matrix): H_y (ny x ny) in the independent coordinates names (a
+        floating base as six, '<joint>.linear.x' ... '<joint>.angular.z')."""
+        request = MassMatrix.Request(state=_state(joints, q))
+        _base(request, base_pose, None)
+        response = self._call(MassMatrix, 'mass_matrix', request)
+        n = len(response.name)
+        return Matrix(tuple(response.name), np.array(response.matrix).reshape(n, n))
+
+    def bias_forces(self, joints, q, v, *, base_pose=None, base_twist=None):
+        """Efforts(names, effort, base_wrench): gravity + Coriolis and centrifugal forces of the
+        independent joints (names) and the base."""
+        return self._bias_forces(joints, q, v, base_pose, base_twist, gravity_only=False)
+
+    def gravity_forces(self, joints, q, *, base_pose=None):
+        """Efforts(names, effort, base_wrench): gravity compensation of the independent joints
+        (names) and the base."""
+        return self._bias_forces(joints, q, (), base_pose, None, gravity_only=True)
+
+    def _bias_forces(self, joints, q, v, base_pose, base_twist, gravity_only):
+        request = BiasForces.Request(state=_state(joints, q, v), gravity_only=gravity_only)
+        _base(request, base_pose, base_twist)
+        response = self._call(BiasForces, 'bias_forces', request)
+        return Efforts(tuple(response.name), np.array(response.effort),
+                       _vector6(response.base_wrench.force, response.base_wrench.torque))
+
+    def link_kinematics(self, joints, q, v, links, *, base_pose=None, base_twist=None):
+        """Kinematics(names, poses, jacobians, bias_accelerations) of k links: poses (k x 7,
+        x y z qx qy qz qw in the world frame), Jacobians (k x 6 x ny, columns names, rows
+        [linear; angular] in the link frame) and Jdot yd (k x 6, [linear; angular] in the link
+        frame)."""
+        request = LinkKinematics.Request(state=_state(joints, q, v), links=list(links))
+        _base(request, base_pose, base_twist)
+        response = self._call(LinkKinematics, 'link_kinematics', request)
+        k, n = len(response.poses), len(response.name)
+        poses = np.array([[p.position.x, p.position.y, p.position.z, p.orientation.x,
+                           p.orientation.y, p.orientation.z, p.orientation.w]
+                          for p in response.poses]).reshape(k, 7)
+        return Kinematics(tuple(response.name), poses,
+                          np.array(response.jacobians).reshape(k, 6, n),
+                          np.array([_vector6(a.linear, a.angular)
+                                    for a in response.bias_accelerations]).reshape(k, 6))
 
     def _call(self, srv_type, name, request):
         client = self._clients.get(name)

@@ -1,5 +1,6 @@
 """The services (private names): ``~/forward_dynamics``, ``~/inverse_dynamics``,
-``~/inverse_operational_space_inertia``, ``~/describe_model``.
+``~/inverse_operational_space_inertia``, ``~/mass_matrix``, ``~/bias_forces``,
+``~/link_kinematics``, ``~/describe_model``.
 
 Each handler is a plain function of (Loaded model, request, response) that fills the response or
 raises ModelError with the reason; service_callback makes one the callback of its service,
@@ -8,10 +9,12 @@ answering success=true, or success=false with the reason.
 
 import numpy as np
 from cluster_dynamics.msg import ClusterInfo
-from cluster_dynamics.srv import (DescribeModel, ForwardDynamics, InverseDynamics,
-                                  InverseOperationalSpaceInertia)
+from cluster_dynamics.srv import (BiasForces, DescribeModel, ForwardDynamics, InverseDynamics,
+                                  InverseOperationalSpaceInertia, LinkKinematics, MassMatrix)
+from geometry_msgs.msg import Accel, Pose
 
 from ..forward_dynamics import check_method
+from ..spatial import matrix_quaternion
 from . import conversions as conv
 from .guard import Guard
 
@@ -22,6 +25,18 @@ def _positions(layout, request):
     selection = layout.select(state.name)
     base = conv.pose_to_array(request.base_pose) if layout.floating else None
     return selection, layout.positions(selection, state.position, state.name, base)
+
+
+def coordinate_names(model):
+    """Names of the ny independent coordinates y: the independent joints, a floating base as six
+    (its twist [linear; angular] in the base frame: <joint>.linear.x ... <joint>.angular.z)."""
+    names = []
+    for name in model.independent_joint_names:
+        if name == model.floating_base_joint:
+            names += [f'{name}.{part}.{axis}' for part in ('linear', 'angular') for axis in 'xyz']
+        else:
+            names.append(name)
+    return names
 
 
 def _velocities(layout, selection, request):
@@ -78,6 +93,46 @@ def inverse_operational_space_inertia(loaded, request, response):
     response.matrix = conv.float64_array(matrix.reshape(-1))
 
 
+def mass_matrix(loaded, request, response):
+    """H_y (ny x ny, row-major) in the independent coordinates, a floating base's six
+    included."""
+    _, q = _positions(loaded.layout, request)
+    response.name = coordinate_names(loaded.model)
+    response.matrix = conv.float64_array(loaded.model.mass_matrix(q).reshape(-1))
+
+
+def bias_forces(loaded, request, response):
+    """Bias (or, with gravity_only, gravity) efforts of the independent joints and the base
+    wrench."""
+    layout = loaded.layout
+    selection, q = _positions(layout, request)
+    if request.gravity_only:
+        tau = loaded.model.gravity_forces(q)
+    else:
+        tau = loaded.model.bias_forces(q, _velocities(layout, selection, request))
+    joints, base = layout.split_independent(tau)
+    response.name = list(layout.independent_names)
+    response.effort = conv.float64_array(joints)
+    conv.array_to_wrench(base, response.base_wrench)
+
+
+def link_kinematics(loaded, request, response):
+    """Pose (world frame), Jacobian (6 x ny, row-major) and Jdot yd of each of request.links."""
+    layout, model = loaded.layout, loaded.model
+    selection, q = _positions(layout, request)
+    v = _velocities(layout, selection, request)
+    jacobians, poses, biases = [np.zeros((0, model.ny))], [], []
+    for link in request.links:
+        jacobians.append(model.link_jacobian(q, link))
+        R, p = model.link_pose(q, link)
+        poses.append(conv.array_to_pose(np.concatenate((p, matrix_quaternion(R))), Pose()))
+        biases.append(conv.array_to_accel(model.link_bias_acceleration(q, v, link), Accel()))
+    response.name = coordinate_names(model)
+    response.poses = poses
+    response.jacobians = conv.float64_array(np.concatenate(jacobians).reshape(-1))
+    response.bias_accelerations = biases
+
+
 def describe_model(loaded, request, response):
     """The served model: its source, names, sizes, floating-base joint, links, effort limits,
     clusters and load warnings."""
@@ -126,6 +181,9 @@ def create_services(node, served, settings, stats):
             (InverseDynamics, 'inverse_dynamics', inverse_dynamics, True),
             (InverseOperationalSpaceInertia, 'inverse_operational_space_inertia',
              inverse_operational_space_inertia, True),
+            (MassMatrix, 'mass_matrix', mass_matrix, True),
+            (BiasForces, 'bias_forces', bias_forces, True),
+            (LinkKinematics, 'link_kinematics', link_kinematics, True),
             (DescribeModel, 'describe_model', describe_model, False)):
         node.create_service(srv_type, f'~/{name}',
                             service_callback(name, handler, served, stats, node.get_logger(),
