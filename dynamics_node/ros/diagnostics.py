@@ -36,11 +36,13 @@ class Diagnostics:
         received, published, dropped, mean, peak, latency = stats.take()
         now = time.monotonic()
         then, received_before, published_before, problems_before = self.last_report
-        problems = dropped + stats.stale + stats.gaps + stats.lost_events
+        expected_rate = self.settings['stream.expected_rate']
+        inferred = stats.lost_inferred()
+        lost = max(stats.lost_events, inferred)      # the stamps also see what the RMW reports
+        problems = dropped + stats.stale + lost
         self.last_report = (now, received, published, problems)
         elapsed = max(now - then, 1e-9)
         input_rate = (received - received_before) / elapsed
-        expected_rate = self.settings['stream.expected_rate']
         age = ('' if stats.last_stamp is None else
                f'{(self.clock.now().nanoseconds - stats.last_stamp) * 1e-6:.1f}')
         values = {
@@ -49,9 +51,10 @@ class Diagnostics:
             'output_rate_hz': f'{(published - published_before) / elapsed:.1f}',
             'last_input_age_ms': age,
             'stale_inputs': str(stats.stale),
-            'lost_before_node': str(stats.lost_events + stats.gaps),
-            'lost_events': str(stats.lost_events) if self.lost_reported else 'not reported',
-            'stamp_gaps': str(stats.gaps) if expected_rate else 'unchecked',
+            'lost_before_node': str(lost),
+            'lost_reported_by_rmw': (str(stats.lost_events) if self.lost_reported
+                                     else 'not reported'),
+            'lost_inferred_from_stamps': str(inferred) if expected_rate else 'unchecked',
             'compute_time_mean_ms': f'{mean * 1e3:.3f}',
             'compute_time_max_ms': f'{peak * 1e3:.3f}',
             **{f'output_latency_{name}_ms': f'{seconds * 1e3:.3f}' if latency else ''

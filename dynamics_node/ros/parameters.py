@@ -197,7 +197,7 @@ def on_set_parameters(settings, served, stats, logger):
             settings.update((name, checked[name]) for name in PARAMETERS if name in checked)
             served.described(checked)
             if 'stream.expected_rate' in checked:
-                stats.gap_reference = None     # gaps count from the next input at the new rate
+                stats.restart_span()           # losses inferred at the new rate from now on
             if note:
                 logger.warning(note)
             return SetParametersResult(successful=True)

@@ -34,6 +34,7 @@ JOINT_STATES_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1,
                               durability=DurabilityPolicy.VOLATILE)
 OUTPUT_QOS = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE)
 LATENCY_WINDOW = 60_000          # latest outputs whose latency a diagnostics period keeps
+PAUSE = 0.5                      # s between stamps that ends a span of inferred losses (a pause)
 
 
 def stale_reason(age, max_age):
@@ -52,12 +53,14 @@ class StreamStats:
 
     def __init__(self):
         self.received = self.published = self.dropped = self.rejected = 0
-        self.stale = self.lost_events = self.gaps = 0
+        self.stale = 0
+        self.lost_events = 0            # inputs the RMW reports lost (QoS message-lost events)
         # inputs held back, by cause
         self.waiting = self.singular = self.over_limit = self.clamped = 0
         self.waiting_for = ()           # independent joints no message has named yet
         self.last_stamp = None          # ns of the last stamped input
-        self.gap_reference = None       # ns of the last stamped input at the current expected rate
+        self.span = None                # (first ns, last ns, inputs, Hz) of the current stamp span
+        self.lost_before_span = 0       # inputs inferred lost in the spans before it
         self.last_error = ''
         self._count, self._total, self._max = 0, 0.0, 0.0
         self._latencies = np.empty(LATENCY_WINDOW)     # s, of the period's stamped outputs
@@ -84,12 +87,37 @@ class StreamStats:
         self.last_error = clip(reason)
 
     def arrive(self, stamp, expected_rate):
-        """Count gaps before an input stamped stamp (ns, 0: unstamped) at expected_rate Hz."""
+        """Note an input stamped stamp (ns, 0: unstamped) of a stream expected at expected_rate Hz
+        (0: unknown, nothing inferred). Losses are inferred per span of stamps: the periods it
+        covers minus the inputs that arrived in it. Only the span's ends count, so a publisher's
+        jitter cancels out (the ends' jitter moves the count by one if it adds up to more than
+        half a period). An input that repeats the previous stamp counts nothing, a reordered
+        one counts as arrived; a stamp before the span (a restarted publisher, a looped bag) or
+        after a pause longer than PAUSE starts a new span."""
         if stamp == 0:
             return
-        last, self.last_stamp, self.gap_reference = self.gap_reference, stamp, stamp
-        if expected_rate > 0.0 and last is not None and stamp > last:
-            self.gaps += max(0, round((stamp - last) * 1e-9 * expected_rate) - 1)
+        repeated, self.last_stamp = stamp == self.last_stamp, stamp
+        span = self.span
+        if expected_rate <= 0.0:
+            self.restart_span()
+        elif span is None or stamp < span[0] or stamp - span[1] > PAUSE * 1e9:
+            self.restart_span()
+            self.span = (stamp, stamp, 1, expected_rate)
+        elif not repeated:
+            self.span = (span[0], max(stamp, span[1]), span[2] + 1, span[3])
+
+    def lost_inferred(self):
+        """Inputs inferred lost from the stamps (arrive), those of the current span included."""
+        span = self.span
+        if span is None:
+            return self.lost_before_span
+        first, last, count, rate = span
+        return self.lost_before_span + max(0, round((last - first) * 1e-9 * rate) + 1 - count)
+
+    def restart_span(self):
+        """Close the current span (its losses kept); the next stamped input opens one."""
+        self.lost_before_span = self.lost_inferred()
+        self.span = None
 
     def take(self):
         """(received, published, dropped, compute mean s, compute max s, output latencies s: p50,
