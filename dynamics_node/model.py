@@ -255,11 +255,13 @@ class Model:
         return next((name for name, kind in zip(self.joint_names, self.joint_type[1:])
                      if kind == 'floating'), '')
 
-    def warm_up(self):
+    def warm_up(self, progress=None):
         """Compile (or load from numba's cache) the fast path before the first real call; returns
-        the seconds it took (0 with the NumPy reference)."""
+        the seconds it took (0 with the NumPy reference). progress(name, i, n, seconds) is called
+        after each of the n kernels, the first time in the process (e.g. to show a long
+        compilation)."""
         engine = self._local.data.engine
-        return engine.warm_up() if self.compiled else 0.0
+        return engine.warm_up(progress) if self.compiled else 0.0
 
     @property
     def links(self):

@@ -138,8 +138,10 @@ fi
 kernels_hash="$({ echo "$deps_hash"; find dynamics_node/kernels -name '*.py' | sort | xargs sha256sum
   sha256sum dynamics_node/joint_types.py dynamics_node/engines/numba_engine.py; } | digest)"
 if ! up_to_date kernels "$kernels_hash"; then
-  log "compiling the dynamics kernels into numba's cache (once: 4 min on 2 idle cores, 9 min on busy ones)"
-  "$VENV/bin/python" -c "from dynamics_node import bundled_model, load_model
-load_model(bundled_model('linkage_leg')).warm_up()"
+  log "compiling the dynamics kernels into numba's cache (once: 4 min on 2 idle cores, 9 min on busy ones; a line per kernel)"
+  "$VENV/bin/python" -c "import sys
+from dynamics_node import bundled_model, load_model
+load_model(bundled_model('linkage_leg')).warm_up(lambda name, i, n, seconds: print(
+    f'setup.sh: numba kernel {name} ready ({i} of {n}, {seconds:.0f} s)', file=sys.stderr))"
   mark_done kernels "$kernels_hash"
 fi

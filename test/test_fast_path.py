@@ -387,6 +387,22 @@ def test_kernels_cached_says_whether_warm_up_compiles(tmp_path):
     assert model.kernels_cached
 
 
+def test_warm_up_reports_each_kernel_once():
+    """Model.warm_up(progress) calls progress after each kernel, numbered 1 to n, in a fresh
+    process (here loading the kernels from the suite's numba cache), and not again."""
+    script = ("from dynamics_node import bundled_model, load_model\n"
+              "model = load_model(bundled_model('four_bar'))\n"
+              "for _ in range(2):\n"
+              "    model.warm_up(lambda name, i, n, seconds: print(name, i, n, seconds >= 0))\n")
+    done = subprocess.run([sys.executable, '-c', script], capture_output=True, text=True,
+                          timeout=300, cwd=os.path.join(os.path.dirname(__file__), '..'))
+    lines = [line.split() for line in done.stdout.splitlines()]
+    n = len(lines)
+    assert n >= 10 and len({name for name, *_ in lines}) == n, done
+    assert [(int(i), int(total), ok) for _, i, total, ok in lines] == \
+        [(i, n, 'True') for i in range(1, n + 1)], done
+
+
 def test_kernel_caches_are_keyed_on_every_kernel_module():
     """Kernels inline the kernels of other modules and, like call_context, unbox and read Borrowed
     handles (borrowed.py): their numba cache must go stale with any module of kernels/ and with the

@@ -267,12 +267,14 @@ class FastPath(Engine):
         on-disk cache holds every one, current with its sources."""
         return bool(_ENTRY_POINTS) or _on_disk(_DISPATCHERS.values())
 
-    def warm_up(self):
+    def warm_up(self, progress=None):
         """Compiles (or loads from the cache) every kernel, runs each once at a neutral state and
-        forbids later compilation. Returns the seconds it took."""
+        forbids later compilation. Returns the seconds it took. progress(name, i, n, seconds) is
+        called after kernel i of n, the first time in the process."""
         start = time.perf_counter()
         frames = self.frame_set((self.model.root_link,))
-        self._use(_compile_kernels(self._m, self._d, self._p, self._w, self._c, self._x, frames))
+        self._use(_compile_kernels(self._m, self._d, self._p, self._w, self._c, self._x, frames,
+                                   progress))
         q = self.model.q_neutral
         y, f = self.data.zero_y, self.data.zero_f
         self._aba(self._m, self._d, q, y, y, f)               # statuses ignored: q may be singular
@@ -368,9 +370,10 @@ def _on_disk(dispatchers):
         return False
 
 
-def _compile_kernels(m, d, p, w, c, x, frames):
-    """The entry points of the kernels compiled for float64 arrays of any layout, once per process;
-    later compilation is disabled (numba converts other float64 arrays to these signatures)."""
+def _compile_kernels(m, d, p, w, c, x, frames, progress=None):
+    """The entry points of the kernels compiled for float64 arrays of any layout, once per process
+    (progress(name, i, n, seconds) after each); later compilation is disabled (numba converts other
+    float64 arrays to these signatures)."""
     if not _ENTRY_POINTS:
         model, data, checks, context = typeof(m), typeof(d), typeof(c), typeof(x)
         signatures = {
@@ -394,8 +397,11 @@ def _compile_kernels(m, d, p, w, c, x, frames):
         }
         # a fused call may compile other types of a kernel (the algorithms at the transforms of its
         # check)
-        for name, signature in signatures.items():
+        for i, (name, signature) in enumerate(signatures.items(), 1):
+            start = time.perf_counter()
             _DISPATCHERS[name].compile(signature)
+            if progress is not None:
+                progress(name, i, len(signatures), time.perf_counter() - start)
         for name, signature in signatures.items():
             _DISPATCHERS[name].disable_compile()
             _ENTRY_POINTS[name] = _DISPATCHERS[name].get_overload(signature)

@@ -106,11 +106,13 @@ def load(label, source, closures, settings, logger):
                        amplification_limit=settings['amplification_limit'],
                        reference_positions=list(reference) or None)
     model.gravity = settings['gravity']
-    if not model.kernels_cached:
+    cached = model.kernels_cached
+    if not cached:
         logger.warning('numba is compiling the dynamics kernels, which its on-disk cache '
                        'lacks (once after an install or a change of the kernels, 4 to 9 min on '
                        '2 cores; `make setup` or the colcon install fills the cache)')
-    model.warm_up()
+    model.warm_up(None if cached else lambda name, i, n, seconds: logger.info(
+        f'numba: kernel {name} ready ({i} of {n}, {seconds:.0f} s)'))
     layout = conv.JointLayout(model)
     return Loaded(model, layout, conv.StreamInput(layout),
                   output_order(layout, settings['stream.output_joints']), label,
