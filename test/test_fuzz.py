@@ -161,6 +161,8 @@ def exercise(model, rng, outcomes, label):
     outcomes.run(f'{label} inverse_osim', lambda: model.inverse_osim(q, model.links[-2:]))
     outcomes.run(f'{label} link_pose', lambda: model.link_pose(q, link))
     outcomes.run(f'{label} link_jacobian', lambda: model.link_jacobian(q, link))
+    outcomes.run(f'{label} link_bias_acceleration',
+                 lambda: model.link_bias_acceleration(q, v, link))
 
 
 def fuzz_descriptions(count, seed, outcomes, compiled=True):
@@ -244,6 +246,10 @@ def hostile_call(model, state, rng):
         ('inverse_osim links', lambda: model.inverse_osim(q, pick('links'))),
         ('link_pose link', lambda: model.link_pose(q, pick('links'))),
         ('link_jacobian link', lambda: model.link_jacobian(q, pick('links'))),
+        ('link_bias_acceleration link',
+         lambda: model.link_bias_acceleration(q, yd, pick('links'))),
+        ('link_bias_acceleration v',
+         lambda: model.link_bias_acceleration(q, hostile_vector(rng, model.nv), model.links[-1])),
         ('complete_positions', lambda: model.complete_positions(hostile_vector(rng, q_ind.size))),
         ('complete_positions budget',
          lambda: model.complete_positions(q_ind, budget_ms=hostile_vector(rng, 1))),
