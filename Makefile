@@ -12,7 +12,7 @@ export ROS_AUTOMATIC_DISCOVERY_RANGE := LOCALHOST
 # unless ROS_DOMAIN_ID is set in the environment.
 RUN_DOMAIN_ID := $(or $(ROS_DOMAIN_ID),42)
 
-.PHONY: setup run test bench
+.PHONY: setup run test check-install bench
 
 setup:
 	scripts/setup.sh
@@ -24,6 +24,10 @@ run: setup
 
 test: setup
 	$(PYTHON) -m pytest -q test
+
+# The colcon-style install, into a prefix of its own, serves from the installed tree.
+check-install: setup
+	scripts/check_install.sh
 
 bench: setup
 	$(PYTHON) bench/run.py
