@@ -95,12 +95,14 @@ with DynamicsClient(node, timeout=5.0) as client:
             if time.monotonic() > end:
                 raise
 expected = load_model(bundled_model(robot))
-assert (response.robot_name, list(response.joint_names)) == (robot, list(expected.joint_names)), response
+assert response.robot_name == robot, response
+assert list(response.joint_names) == list(expected.joint_names), response
 print(f'{node}/describe_model: {robot}, joints {", ".join(response.joint_names)}')
 rclpy.shutdown()
 EOF
 
-imported="$(grep -oE "code object from '[^']*/(dynamics_node|cluster_dynamics)/[^']*'" "$node_log" |
+imported="$(grep -oE "(code object|loaded) from '[^']*/(dynamics_node|cluster_dynamics)/[^']*'" \
+            "$node_log" |
             cut -d"'" -f2 | sort -u)"
 [[ -n "$imported" ]] || fail "the node's imports were not recorded (PYTHONVERBOSE)"
 outside="$(grep -v "^$SITE/" <<< "$imported" || true)"
