@@ -84,7 +84,7 @@ class DynamicsNode(LifecycleNode):
             raise SystemExit(1) from None
         logger = self.get_logger()
         self.stats = StreamStats()
-        self._starting = threading.Lock()
+        self._starting, self._start_again = threading.Lock(), False
         self.served = ServedModel(self.settings, self.stats, logger,
                                   self.autostart if self.settings['autostart'] else None)
         create_services(self, self.served, self.settings, self.stats)
@@ -100,18 +100,24 @@ class DynamicsNode(LifecycleNode):
 
     def autostart(self):
         """Configure and activate on a thread of its own (loading may take minutes while numba
-        compiles); once at a time."""
+        compiles), one at a time; a call meanwhile (a description that arrived) has it try again
+        once it ends."""
+        self._start_again = True
         if self._starting.acquire(blocking=False):
             threading.Thread(target=self._start, name='autostart', daemon=True).start()
 
     def _start(self):
         try:
-            if self.served.state == 'unconfigured':
-                self.trigger_configure()
-            if self.served.state == 'inactive':
-                self.trigger_activate()
+            while self._start_again:
+                self._start_again = False
+                if self.served.state == 'unconfigured':
+                    self.trigger_configure()
+                if self.served.state == 'inactive':
+                    self.trigger_activate()
         finally:
             self._starting.release()
+        if self._start_again:
+            self.autostart()
 
     def on_configure(self, state):
         self.served.state = 'configuring'
