@@ -2,18 +2,21 @@
 serves only while active, and one node whose every topic obeys the remaps written against it,
 whatever runs inside (the stream's entities live on a second node)."""
 
+import time
+
 from cluster_dynamics.srv import DescribeModel
 from diagnostic_msgs.msg import DiagnosticArray
 from lifecycle_msgs.msg import Transition
 from lifecycle_msgs.srv import ChangeState, GetState
 import pytest
-from rclpy.qos import qos_profile_sensor_data
+from rclpy.qos import DurabilityPolicy, qos_profile_sensor_data, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
-from std_msgs.msg import Float64MultiArray
+from std_msgs.msg import Float64MultiArray, String
 
-from dynamics_node import bundled_model, load_model
+from dynamics_node import bundled_extended_urdf, bundled_model, load_model
 from test_node import (collect, joint_state, MAX_AGE, NAMESPACE, node_values,  # noqa: F401
-                       NodeProcess, publish_and_wait, ros, set_parameters, stamp_of, torques_qos)
+                       NodeProcess, publish_and_wait, ros, set_parameters, stamp_of, torques_qos,
+                       wait_until_served)
 
 FOUR_BAR = load_model(bundled_model('four_bar'))
 QUIET = 1.0             # s without an answer that shows the stream is silent
@@ -54,6 +57,17 @@ def managed(ros):  # noqa: F811 - the fixture imported above
         process.stop()
 
 
+def latencies(diagnostics, process):
+    """(p50, p99, max) s of the first collected period of process with outputs, or None."""
+    for array in diagnostics:
+        for status in array.status:
+            values = {kv.key: kv.value for kv in status.values}
+            if status.name == f'{process.name}: dynamics' and values['output_latency_p50_ms']:
+                return tuple(float(values[f'output_latency_{k}_ms']) * 1e-3
+                             for k in ('p50', 'p99', 'max'))
+    return None
+
+
 def _has_service(client, process, name):
     return f'{process.name}/{name}' in dict(client.node.get_service_names_and_types())
 
@@ -61,8 +75,9 @@ def _has_service(client, process, name):
 def test_lifecycle_serves_only_while_active(ros, managed):  # noqa: F811
     """unconfigured -> configure -> inactive -> activate -> active -> deactivate -> inactive ->
     cleanup -> unconfigured: services answer success and the stream publishes in the active state
-    only; /diagnostics names the state in each; a configure whose description does not load
-    fails and leaves the node unconfigured."""
+    only; /diagnostics names the state in each (and the output's latency, from the input's stamp
+    to its publication, between the input's publication and its answer); a configure whose
+    description does not load fails and leaves the node unconfigured."""
     process = managed
     publisher = ros.node.create_publisher(JointState, f'{NAMESPACE}/managed/joint_states',
                                           qos_profile_sensor_data)
@@ -94,7 +109,15 @@ def test_lifecycle_serves_only_while_active(ros, managed):  # noqa: F811
                                                  'it is activated (lifecycle)')
             assert change_state(ros, process, Transition.TRANSITION_ACTIVATE)
             assert get_state(ros, process) == 'active' and reported('active')
+            sent = time.time()
             assert serving(True, 2).robot_name == 'four_bar'
+            answered = time.time()
+            # the output's latency on /diagnostics: from the input's stamp to its publication
+            assert ros.spin_until(lambda: latencies(diagnostics, process))
+            stamp = stamp_of(2).sec + stamp_of(2).nanosec * 1e-9
+            p50, p99, peak = latencies(diagnostics, process)
+            assert sent - stamp - 1e-3 <= p50 <= p99 <= peak <= answered - stamp + 1e-3, \
+                (sent - stamp, p50, p99, peak, answered - stamp)
             assert change_state(ros, process, Transition.TRANSITION_DEACTIVATE)
             assert get_state(ros, process) == 'inactive'
             serving(False, 3)
@@ -162,8 +185,7 @@ def test_every_remap_form_reaches_the_stream(ros, ns):  # noqa: F811
                           stream__max_age=MAX_AGE)
     publisher = ros.node.create_publisher(JointState, inputs, qos_profile_sensor_data)
     try:
-        assert ros.spin_until(lambda: describe(ros, process).success, timeout=60.0), \
-            process.output()
+        wait_until_served(ros, process)
         for kind, (topic, msg_type) in outputs.items():
             with collect(ros, topic, msg_type, torques_qos()) as output:
                 msg = four_bar_input(10)
@@ -181,6 +203,31 @@ def test_every_remap_form_reaches_the_stream(ros, ns):  # noqa: F811
         defaults |= {f'{NAMESPACE}/{ns}/{name}/{kind}' for kind in outputs
                      if outputs[kind][0] != f'{NAMESPACE}/{ns}/{name}/{kind}'}
         assert not topics & defaults, topics & defaults
+    finally:
+        ros.node.destroy_publisher(publisher)
+        process.stop()
+
+
+def test_closures_file_applies_to_the_description_on_the_topic(ros):  # noqa: F811
+    """The plain URDF of an Extended URDF robot on robot_description (reliable, transient local,
+    as robot_state_publisher sends it) with closures_file: the node serves the robot with its
+    loops closed, and says so in its source."""
+    urdf, closures = bundled_extended_urdf('rod_knee_leg')
+    closed, open_tree = load_model(urdf, closures=closures), load_model(urdf)
+    assert closed.ny < open_tree.ny
+    qos = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
+                     durability=DurabilityPolicy.TRANSIENT_LOCAL)
+    publisher = ros.node.create_publisher(String, f'{NAMESPACE}/topic_closures/robot_description',
+                                          qos)
+    with open(urdf) as text:
+        publisher.publish(String(data=text.read()))
+    process = NodeProcess('topic_closures', closures_file=closures)
+    try:
+        wait_until_served(ros, process)
+        response = describe(ros, process)
+        assert tuple(response.independent_joint_names) == closed.independent_joint_names
+        assert response.description_source.startswith(
+            'topic robot_description with closures_file'), response.description_source
     finally:
         ros.node.destroy_publisher(publisher)
         process.stop()
