@@ -250,10 +250,17 @@ class Model:
         return not self.compiled or self._local.data.engine.kernels_cached()
 
     @property
+    def floating_joint_names(self):
+        """The floating joints, in joint_names order: a robot's floating base, and in a scene
+        (description/compose.py) those of every floating robot and free object."""
+        return tuple(name for name, kind in zip(self.joint_names, self.joint_type[1:])
+                     if kind == 'floating')
+
+    @property
     def floating_base_joint(self):
-        """Name of the floating-base joint ('' with a fixed base)."""
-        return next((name for name, kind in zip(self.joint_names, self.joint_type[1:])
-                     if kind == 'floating'), '')
+        """Name of the floating-base joint: the first of floating_joint_names ('' with a fixed
+        base)."""
+        return next(iter(self.floating_joint_names), '')
 
     def warm_up(self, progress=None):
         """Compile (or load from numba's cache) the fast path before the first real call; returns
