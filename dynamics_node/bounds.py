@@ -22,6 +22,7 @@ VELOCITY = 1e6             # rad/s or m/s: a rotor at ratio 1e4 behind a link at
 ACCELERATION = 1e8         # rad/s^2 or m/s^2
 FORCE = 1e9                # N or N m: generalized forces and wrench entries
 GRAVITY = 1e3              # m/s^2: each gravity component (100 g)
+WEIGHT = 1e12              # weights of projected inverse dynamics (ratios of torque scales)
 AMPLIFICATION = 1e8        # Model.amplification_limit: above it a singular pose's results lose all
 #                            digits
 

@@ -39,6 +39,9 @@ class ForwardDynamicsInfo:
     # Independent joints whose motion moves only bodies without inertia (Model.held_joint_names):
     # both methods hold them still (zero acceleration, their forces ignored).
     held_joints: tuple = ()
+    # Per contact of the call (contacts.Contact, in their order): the force the world or the other
+    # link applies on the contact's link, in the contact frame ([force; torque] for 6D).
+    contact_forces: list = field(default_factory=list)
 
 
 def check_method(method):
@@ -75,14 +78,20 @@ def aba_info(model, data, q, yd, qdd):
                                held_joints=model.held_joint_names)
 
 
-def lcaba_info(model, data, q, v, tau, settings=None, fallback_reason='', multipliers=True):
+def lcaba_info(model, data, q, v, tau, settings=None, fallback_reason='', multipliers=True,
+               contacts=()):
     """LCABA (Sathya & Carpentier 2025) from the public inputs, v and tau validated
-    (validation.vector); data.Xup at q and data.f_ext set beforehand."""
+    (validation.vector); data.Xup at q and data.f_ext set beforehand. Contacts
+    (algorithms/contacts.ContactFrames) run on the NumPy algorithms (the compiled kernel has no
+    rows for them)."""
     qd = _spanning_velocities(model, data, q, v)
-    result = data.engine.lcaba(q, qd, _spanning_forces(model, tau), data.f_ext,
-                               settings or DEFAULT_SETTINGS, multipliers)
+    tau = _spanning_forces(model, tau)
+    settings = settings or DEFAULT_SETTINGS
+    result = (data.reference.lcaba(q, qd, tau, data.f_ext, settings, contacts=contacts)
+              if contacts else data.engine.lcaba(q, qd, tau, data.f_ext, settings, multipliers))
     return ForwardDynamicsInfo(result.qdd, 'lcaba', fallback_reason, result.residual,
-                               result.iterations, result.multipliers, model.held_joint_names)
+                               result.iterations, result.multipliers, model.held_joint_names,
+                               list(result.contact_forces))
 
 
 def _spanning_velocities(model, data, q, v):

@@ -17,6 +17,7 @@ from .algorithms.frames import (bias_acceleration, link_pose as pose_of, link_tr
                                 positions_jacobians)
 from .algorithms.kinematics import update_transforms
 from .algorithms.lcaba import DEFAULT_SETTINGS
+from . import contacts as contact_routes
 from .description.extended_urdf import to_urdf_plus
 from .description.urdf import read_urdf
 from .engines.numpy_engine import ReferencePath
@@ -133,6 +134,10 @@ class Model:
                          dict(zip(self.joint_names, self.joint_type[1:])))
         self.actuated_joint_names = tuple(name for name in self.independent_joint_names
                                           if name not in passive and kind[name] != 'floating')
+        actuated = set(self.actuated_joint_names)     # their entries of y (contacts.py)
+        self.actuated_y = _frozen(np.array(
+            [y for y, v in enumerate(self.independent_v)
+             if self.joint_names[_body_of_entry(self.idx_v, v) - 1] in actuated], dtype=int))
         self.held_y, self.locked_v = (_frozen(x) for x in held_coordinates(self, clusters))
         self.free_columns = tuple(np.setdiff1d(np.arange(y1 - y0), self.held_y - y0)
                                   for y0, y1 in self.y_range)
@@ -292,7 +297,8 @@ class Model:
 
     # ---- public API; every method validates its inputs and raises ModelError ----
 
-    def forward_dynamics(self, q, v, tau, wrenches=None, method=AUTO, settings=None, info=False):
+    def forward_dynamics(self, q, v, tau, wrenches=None, contacts=None, method=AUTO,
+                         settings=None, info=False):
         """Spanning accelerations qdd (nv).
 
         method 'aba': qdd = G ydd + g, ydd from the cluster ABA (Chignoli et al. 2023, Alg. 1);
@@ -308,14 +314,19 @@ class Model:
                 configuration needs spanning ones (independent velocities cannot be lifted there).
             tau: spanning (nv, projected with G^T) or independent (ny) generalized forces.
             wrenches: {link: (force, torque)} in the link frame at its origin (N, N m).
+            contacts: a Contact or a list of them (contacts.py), held by the forces of rigid
+                bilateral contacts: 'aba' then takes the exact route (cluster ABA, the contacts'
+                Delassus matrix from the cluster EFPA, a second ABA), 'lcaba' adds them as cut
+                constraints; 'auto' takes the exact route and LCABA where that raises.
             method: 'auto' (default), 'aba' or 'lcaba'.
             settings: lcaba.ProximalSettings for LCABA (default ProximalSettings()).
             info: return a ForwardDynamicsInfo (acceleration, method used, fallback reason,
-                constraint residual, iterations, multipliers) instead of the acceleration alone.
+                constraint residual, iterations, multipliers, contact forces) instead of the
+                acceleration alone.
         """
         data = self._local.data
-        if (wrenches is None and method is AUTO and settings is None and info is False
-                and not data.f_ext_set):
+        if (wrenches is None and contacts is None and method is AUTO and settings is None
+                and info is False and not data.f_ext_set):
             # the common call
             qdd = data.engine.fused_forward_dynamics(q, v, tau, self._auto_settings)
             if qdd is not None:
@@ -325,7 +336,7 @@ class Model:
             check_method(method)
             check_settings(settings)
             lcaba = method == 'lcaba' or method == 'auto' and self.auto_lcaba
-            if not info and self._wrenches_accepted(data, wrenches):
+            if not info and contacts is None and self._wrenches_accepted(data, wrenches):
                 qdd = data.engine.fused_forward_dynamics(
                     q, v, tau, (settings or DEFAULT_SETTINGS) if lcaba else None)
                 if qdd is not None:
@@ -336,6 +347,13 @@ class Model:
         external_forces(self, data, wrenches)
         inputs = [('q', q, bounds.POSITION), ('v', v, bounds.VELOCITY), ('tau', tau, bounds.FORCE),
                   ('gravity', self._gravity, bounds.GRAVITY)]
+        frames = () if contacts is None else contact_routes.resolve(self, contacts)
+        if frames:
+            result = contact_routes.forward_dynamics(self, data, q, v, tau, frames, method,
+                                                     settings)
+            check_finite(self, 'accelerations and contact forces', inputs, result.acceleration,
+                         *result.contact_forces, *result.multipliers.values())
+            return result if info else result.acceleration
         fallback_reason = ''
         if not lcaba:
             try:
@@ -352,7 +370,7 @@ class Model:
                      *result.multipliers.values())
         return result if info else result.acceleration
 
-    def inverse_dynamics(self, q, v, a, wrenches=None):
+    def inverse_dynamics(self, q, v, a, wrenches=None, contacts=None, info=False, weights=None):
         """Independent generalized forces tau_y (ny) from the cluster RNEA (Chignoli et al. 2023,
         Sec. VI).
 
@@ -360,12 +378,25 @@ class Model:
             q: spanning positions (nq), loops closed.
             v, a: spanning (nv, consistent) or independent (ny) velocities and accelerations.
             wrenches: {link: (force, torque)} in the link frame at its origin.
+            contacts: a Contact or a list of them, which v and a must keep: the result is then
+                the ny efforts of the actuated coordinates (actuated_joint_names), zero on the
+                floating base and the passive coordinates, of least weighted norm with H_y ydd +
+                C_y = S^T tau + J_c^T lambda (projected inverse dynamics, contacts.py); ModelError
+                where no torques produce the motion.
+            info: return a contacts.InverseDynamicsInfo (efforts, contact forces, contact
+                residual).
+            weights: ny positive numbers w (default ones; the actuated entries count): with
+                contacts, sum w tau^2 is the norm minimized.
         """
-        return self._inverse_dynamics(q, v, a, wrenches, 'generalized forces')
+        return self._inverse_dynamics(q, v, a, wrenches, 'generalized forces', contacts, info,
+                                      weights)
 
-    def _inverse_dynamics(self, q, v, a, wrenches, what):
+    def _inverse_dynamics(self, q, v, a, wrenches, what, contacts=None, info=False,
+                          weights=None):
         data = self._local.data
-        if wrenches is None and not data.f_ext_set or self._wrenches_accepted(data, wrenches):
+        if (contacts is None and info is False and weights is None
+                and (wrenches is None and not data.f_ext_set
+                     or self._wrenches_accepted(data, wrenches))):
             tau = data.engine.fused_inverse_dynamics(q, v, a)
             if tau is not None:
                 return tau
@@ -375,17 +406,36 @@ class Model:
         x = vector(a, 'a', {self.nv: 'spanning', self.ny: 'independent'}, bounds.ACCELERATION)
         ydd = x if x.size == self.ny and self.ny != self.nv else x[self.independent_v]
         external_forces(self, data, wrenches)
-        tau = data.engine.inverse_dynamics(q, yd, ydd, data.f_ext)
-        check_finite(self, what, [('q', q, bounds.POSITION), ('v', v, bounds.VELOCITY),
-                                  ('a', x, bounds.ACCELERATION),
-                                  ('gravity', self._gravity, bounds.GRAVITY)], tau)
+        w = self._weights(weights)
+        frames = () if contacts is None else contact_routes.resolve(self, contacts)
+        inputs = [('q', q, bounds.POSITION), ('v', v, bounds.VELOCITY),
+                  ('a', x, bounds.ACCELERATION), ('gravity', self._gravity, bounds.GRAVITY)]
         if x.size == self.nv:
             mismatch = np.max(np.abs(x - data.engine.spanning(q, yd, ydd)), initial=0.0)
             if mismatch > bounds.VELOCITY_TOLERANCE * max(1.0, np.max(np.abs(x))):
                 raise ModelError(f'a violates the constraints by {mismatch:.3g}: its dependent '
                                  'entries must equal G ydd + g; pass consistent spanning values '
                                  f'or the {self.ny} independent ones')
-        return tau
+        if frames:
+            result = contact_routes.inverse_dynamics(self, data, q, yd, ydd, frames, w)
+            check_finite(self, what, inputs, result.efforts, *result.contact_forces)
+            return result if info else result.efforts
+        tau = data.engine.inverse_dynamics(q, yd, ydd, data.f_ext)
+        check_finite(self, what, inputs, tau)
+        return contact_routes.InverseDynamicsInfo(tau) if info else tau
+
+    def _weights(self, weights):
+        """The weights of projected inverse dynamics: ny numbers, positive on the actuated
+        coordinates."""
+        if weights is None:
+            return np.ones(self.ny)
+        w = vector(weights, 'weights', {self.ny: 'one per independent coordinate'},
+                   bounds.WEIGHT)
+        bad = [y for y in self.actuated_y if not w[y] > 0.0]
+        if bad:
+            raise ModelError(f'weights[{bad[0]}] is {w[bad[0]]:.6g}; expected positive weights on '
+                             'the actuated coordinates')
+        return w
 
     def mass_matrix(self, q):
         """H_y = G^T H G (ny x ny), from the cluster CRBA."""
@@ -398,14 +448,16 @@ class Model:
         check_finite(self, 'mass matrix entries', [('q', q, bounds.POSITION)], H)
         return H
 
-    def bias_forces(self, q, v, wrenches=None):
-        """Gravity + Coriolis/centrifugal forces C_y (ny): inverse dynamics at zero
-        acceleration."""
-        return self._inverse_dynamics(q, v, self._zero_y, wrenches, 'bias forces')
+    def bias_forces(self, q, v, wrenches=None, contacts=None):
+        """Gravity + Coriolis/centrifugal forces C_y (ny): inverse dynamics at zero acceleration
+        (with contacts: the actuated efforts that hold ydd = 0, which v must allow)."""
+        return self._inverse_dynamics(q, v, self._zero_y, wrenches, 'bias forces', contacts)
 
-    def gravity_forces(self, q):
-        """Gravity compensation forces (ny): inverse dynamics at rest."""
-        return self._inverse_dynamics(q, self._zero_y, self._zero_y, None, 'gravity forces')
+    def gravity_forces(self, q, contacts=None):
+        """Gravity compensation forces (ny): inverse dynamics at rest (with contacts: the actuated
+        efforts that hold a standing robot still)."""
+        return self._inverse_dynamics(q, self._zero_y, self._zero_y, None, 'gravity forces',
+                                      contacts)
 
     def inverse_osim(self, q, links):
         """Lambda^-1 = J_y H_y^-1 J_y^T (6k x 6k) for k links, from the cluster EFPA (Chignoli
@@ -566,6 +618,12 @@ class Data:
         self.pending = None               # a completion whose budget ran out (completion.py)
         self.partial = None               # where the last failed continuation stopped
         self._model = model
+
+    @functools.cached_property
+    def reference(self):
+        """The NumPy algorithms on this workspace (the engine itself with compiled=False): the
+        calls with contacts run there."""
+        return self.engine if not self._model.compiled else ReferencePath(self._model, self)
 
     @functools.cached_property
     def engine(self):

@@ -75,6 +75,8 @@ class LcabaResult:
     residual: float        # ||K qdd - k||_inf over every cut-constraint row
     converged: bool        # the stopping rule was met before max_iterations
     multipliers: dict      # constraint name -> lambda (its rows), H qdd + C - tau = sum K^T lambda
+    # per contact (contacts.ContactFrames): its force, H qdd + C = tau + sum J_c^T lambda_c
+    contact_forces: tuple = ()
 
 
 @dataclass(frozen=True)
@@ -89,17 +91,32 @@ class _Plan:
 
 
 _PLANS = weakref.WeakKeyDictionary()
+_CONTACT_PLANS = weakref.WeakKeyDictionary()   # model -> {pairs of contact bodies: _Plan}
+CONTACT_PLANS = 64                             # per model, the most recent sets of pairs kept
 
 
-def elimination_plan(model):
-    """The model's cut constraints and minimum-degree elimination order, built once and cached."""
+def elimination_plan(model, contacts=()):
+    """The model's cut constraints and minimum-degree elimination order, built once and cached;
+    with contacts (contacts.ContactFrames) between two moving bodies, the order of the model's
+    constraints and theirs (a contact with the world couples no bodies: the same plan)."""
     if model not in _PLANS:
         every = [con for c in model.cluster_list for con in c.constraints]
         held = tuple(con for con in every if _locked(model, con))
         constraints = tuple(con for con in every if con not in held)
         order, neighbours = _minimum_degree(model, [_bodies(model, con) for con in constraints])
         _PLANS[model] = _Plan(constraints, order, neighbours, held)
-    return _PLANS[model]
+    plan = _PLANS[model]
+    pairs = frozenset(frozenset(c.bodies) for c in contacts if 0 not in c.bodies)
+    if not pairs:
+        return plan
+    cache = _CONTACT_PLANS.setdefault(model, {})
+    if pairs not in cache:
+        if len(cache) >= CONTACT_PLANS:
+            del cache[next(iter(cache))]
+        order, neighbours = _minimum_degree(
+            model, [_bodies(model, con) for con in plan.constraints] + [set(p) for p in pairs])
+        cache[pairs] = _Plan(plan.constraints, order, neighbours, plan.held)
+    return cache[pairs]
 
 
 def _locked(model, con):
@@ -171,7 +188,7 @@ def cut_rows(model, data, con):
     return {A: -PsiT, B: PsiT @ X_A_B}, k
 
 
-def lcaba(model, data, q, qd, tau, settings=DEFAULT_SETTINGS):
+def lcaba(model, data, q, qd, tau, settings=DEFAULT_SETTINGS, contacts=()):
     """Spanning accelerations of the closed-loop system by the proximal LCABA (Sathya & Carpentier
     2025, Alg. 3).
 
@@ -182,16 +199,19 @@ def lcaba(model, data, q, qd, tau, settings=DEFAULT_SETTINGS):
     Args:
         q: spanning positions (nq); qd, tau: spanning velocities and generalized forces (nv).
         data.f_ext: external forces on the bodies (body coordinates), set beforehand.
+        contacts: contacts.ContactFrames, further cut constraints (a body and the ground, or two
+            bodies).
     Returns:
         LcabaResult; the body accelerations are left in data.a.
     """
-    plan = elimination_plan(model)
+    plan = elimination_plan(model, contacts)
     mu = settings.mu
     update_transforms(model, data, q)
     H, f, c = _first_forward_sweep(model, data, qd)
     f_tree = f.copy()
     a0 = np.concatenate((np.zeros(3), -model.gravity))
-    rows = [_rows_on_moving_bodies(model, data, con, a0) for con in plan.constraints]
+    rows = [_rows_on_moving_bodies(cut_rows(model, data, con), a0) for con in plan.constraints]
+    rows += [_rows_on_moving_bodies(con.cut_rows(model, data), a0) for con in contacts]
     _add_penalty(H, f, rows, mu)
     steps = _backward_sweep(model, data, plan, H, f, c, tau, a0)
     data.a[0] = a0
@@ -215,13 +235,14 @@ def lcaba(model, data, q, qd, tau, settings=DEFAULT_SETTINGS):
     # lambda.
     named = {con.name: -lam for con, lam in zip(plan.constraints, multipliers)}
     named.update({con.name: np.zeros(con.rows) for con in plan.held})
-    return LcabaResult(qdd, iterations, float(residual), bool(converged), named)
+    return LcabaResult(qdd, iterations, float(residual), bool(converged), named,
+                       tuple(-lam for lam in multipliers[len(plan.constraints):]))
 
 
-def _rows_on_moving_bodies(model, data, con, a0):
-    """cut_rows with the ground's block moved into k: a_0 is known (Sathya & Carpentier 2025
+def _rows_on_moving_bodies(rows, a0):
+    """Cut rows with the ground's block moved into k: a_0 is known (Sathya & Carpentier 2025
     eq. 35)."""
-    blocks, k = cut_rows(model, data, con)
+    blocks, k = rows
     if 0 in blocks:
         k = k - blocks.pop(0) @ a0
     return blocks, k

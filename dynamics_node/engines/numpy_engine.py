@@ -34,7 +34,7 @@ class ReferencePath(Engine):
             tau = np.concatenate([data.G[k].T @ tau[v0:v1]
                                   for k, (v0, v1) in enumerate(model.v_range)])
         ydd = aba(model, data, q, yd, tau)
-        return self._spanning(ydd) if spanning else ydd
+        return self.spanning_of(ydd) if spanning else ydd
 
     def inverse_dynamics(self, q, yd, ydd, f_ext=None):
         """tau_y (ny) from the cluster RNEA."""
@@ -65,21 +65,22 @@ class ReferencePath(Engine):
                     violation, cluster = residual, c.name
         return violation, cluster, float(np.max(np.abs(v), initial=0.0))
 
-    def lcaba(self, q, qd, tau, f_ext, settings, multipliers=True):
-        """LcabaResult of the proximal LCABA: qd, tau spanning (nv), f_ext (nb x 6); the
-        multipliers are always named here (multipliers is for the FastPath interface). An overflow
-        is left to the caller's finiteness check (validation.check_finite), as the compiled kernel
-        leaves it."""
+    def lcaba(self, q, qd, tau, f_ext, settings, multipliers=True, contacts=()):
+        """LcabaResult of the proximal LCABA: qd, tau spanning (nv), f_ext (nb x 6), contacts as
+        further cut constraints (algorithms/contacts.py); the multipliers are always named here
+        (multipliers is for the FastPath interface). An overflow is left to the caller's finiteness
+        check (validation.check_finite), as the compiled kernel leaves it."""
         self._external_forces(f_ext)
         with np.errstate(over='ignore', invalid='ignore'):
-            return lcaba(self.model, self.data, q, qd, tau, settings)
+            return lcaba(self.model, self.data, q, qd, tau, settings, contacts)
 
     def spanning(self, q, yd, ydd):
         """qdd = G ydd + g (nv) at q, yd."""
         forward_pass(self.model, self.data, q, yd)
-        return self._spanning(ydd)
+        return self.spanning_of(ydd)
 
-    def _spanning(self, ydd):
+    def spanning_of(self, ydd):
+        """qdd = G ydd + g (nv) with the G_k, g_k of the last forward pass."""
         return np.concatenate([self.data.G[k] @ ydd[y0:y1] + self.data.g[k]
                                for k, (y0, y1) in enumerate(self.model.y_range)])
 

@@ -1,0 +1,211 @@
+"""Contacts given per call: rigid bilateral contacts of link frames with the world or with other
+links, Pinocchio's rigid constraints (RigidConstraintModel, LOCAL, zero Baumgarte gains), added to
+the model's own loops and couplings (algorithms/contacts.py has the rows and the exact route).
+
+Forward dynamics: the exact route (cluster ABA, the Delassus matrix from the cluster EFPA, a second
+ABA pass; Chignoli et al. 2023) or LCABA with the contacts as cut constraints (Sathya & Carpentier
+2025). Inverse dynamics: projected inverse dynamics (Aghili 2005; Mistry & Righetti 2012), the
+actuated torques of least weighted norm with H_y ydd + C_y = S^T tau + J_c^T lambda.
+"""
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+
+from .algorithms.contacts import (contact_jacobian, contact_rows, ContactFrames,
+                                  exact_forward_dynamics, residuals)
+from .algorithms.kinematics import forward_pass
+from .errors import ModelError, quote, SingularConfigurationError
+from .forward_dynamics import aba_info, lcaba_info
+from .spatial import pose_transform, quaternion_matrix
+from .validation import independent_velocities, vector
+from . import bounds
+
+KINDS = {'3D': 3, '6D': 6}
+IDENTITY = ((0.0, 0.0, 0.0), (0.0, 0.0, 0.0, 1.0))
+QUATERNION_TOLERANCE = 1e-5        # |norm - 1| accepted (and normalized), as for q's quaternions
+# Relative residual of the unactuated rows J_u^T lambda = tau_u above which inverse dynamics says
+# that no torques produce the motion (a least-squares solve leaves ~1e-15 where one exists).
+UNACTUATED_TOLERANCE = 1e-8
+
+
+@dataclass(frozen=True)
+class Contact:
+    """A frame on ``link`` (``placement`` ((x, y, z), (qx, qy, qz, qw)) in the link's frame, its
+    origin by default) held to the world, or to a frame on link ``other`` (``other_placement`` in
+    that link's frame). kind '6D': the relative spatial acceleration in the contact frame is zero,
+    force [force; torque]; '3D': the relative classical acceleration of the contact points, a
+    force. Forces: what the world (or ``other``) applies on ``link``, in the contact frame."""
+
+    link: str
+    kind: str = '6D'
+    placement: tuple = None
+    other: str = None
+    other_placement: tuple = None
+
+    def __post_init__(self):
+        if not isinstance(self.link, str):
+            raise ModelError(f'Contact link must be a link name, got {quote(self.link)}')
+        where = f'contact on link {quote(self.link)}'
+        if not isinstance(self.kind, str) or self.kind not in KINDS:
+            raise ModelError(f'{where}: kind {quote(self.kind)} is unknown; expected one of '
+                             f'{list(KINDS)}')
+        if self.other is not None and not isinstance(self.other, str):
+            raise ModelError(f'{where}: other must be a link name or None, got '
+                             f'{quote(self.other)}')
+        if self.other == self.link:
+            raise ModelError(f'{where}: other is the same link; a link cannot be held to itself')
+        if self.other is None and self.other_placement is not None:
+            raise ModelError(f'{where}: other_placement is given without other; a contact with '
+                             'the world is held where the contact frame is')
+        object.__setattr__(self, 'placement', _placement(self.placement, f'{where}: placement'))
+        if self.other is not None:
+            object.__setattr__(self, 'other_placement',
+                               _placement(self.other_placement, f'{where}: other_placement'))
+
+    @property
+    def rows(self):
+        return KINDS[self.kind]
+
+
+def _placement(value, what):
+    """((x, y, z), (qx, qy, qz, qw)) as floats, the quaternion normalized (None: the identity)."""
+    if value is None:
+        return IDENTITY
+    try:
+        position, quaternion = value
+    except (TypeError, ValueError):
+        raise ModelError(f'{what} must be ((x, y, z), (qx, qy, qz, qw)), got '
+                         f'{quote(value)}') from None
+    p = vector(position, f'{what} position', {3: 'x y z, m'}, bounds.LENGTH)
+    quat = vector(quaternion, f'{what} quaternion', {4: 'qx qy qz qw'}, 1.0 + QUATERNION_TOLERANCE)
+    norm = np.linalg.norm(quat)
+    if abs(norm - 1.0) > QUATERNION_TOLERANCE:
+        raise ModelError(f'{what} quaternion (qx qy qz qw) has norm {norm:.6g}; expected a unit '
+                         'quaternion')
+    return tuple(float(x) for x in p), tuple(float(x) for x in quat / norm)
+
+
+def _transform(placement):
+    """^cX_link of a placement (the contact frame's pose in the link's frame)."""
+    position, quaternion = placement
+    return pose_transform(quaternion_matrix(*quaternion), np.array(position))
+
+
+def resolve(model, contacts):
+    """ContactFrames of contacts (a Contact or a sequence of them) on the model's bodies; refuses
+    unknown links, contacts that hold a body to itself and a point named twice."""
+    if isinstance(contacts, Contact):
+        contacts = [contacts]
+    if not isinstance(contacts, Sequence) or isinstance(contacts, str):
+        raise ModelError(f'contacts must be a Contact, a list of them or None, got '
+                         f'{quote(contacts)}')
+    frames, seen = [], {}
+    for i, contact in enumerate(contacts):
+        if not isinstance(contact, Contact):
+            raise ModelError(f'contacts[{i}] must be a Contact, got {quote(contact)}')
+        name = f'{i} ({contact.kind} on {quote(contact.link)})'
+        for link in (contact.link, contact.other):
+            if link is not None and link not in model.link_frame:
+                raise ModelError(f'contacts[{i}]: unknown link {quote(link)}; links are '
+                                 f'{quote(sorted(model.link_frame))}')
+        point = (contact.link, contact.placement[0], contact.other)
+        if point in seen:
+            raise ModelError(f'contacts[{i}] holds the point {quote(contact.placement[0])} of '
+                             f'link {quote(contact.link)} again (contacts[{seen[point]}]); name '
+                             'each contact point once')
+        seen[point] = i
+        body1, X_link_body1 = model.link_frame[contact.link]
+        X1 = _transform(contact.placement) @ X_link_body1
+        body2, X2 = 0, None
+        if contact.other is not None:
+            body2, X_other_body2 = model.link_frame[contact.other]
+            X2 = _transform(contact.other_placement) @ X_other_body2
+        if body1 == body2:
+            raise ModelError(f'contacts[{i}]: link {quote(contact.link)} and '
+                             f'{quote(contact.other or "the world")} move as one body; the '
+                             'contact would constrain nothing')
+        frames.append(ContactFrames(name, contact.rows, body1, X1, body2, X2))
+    return tuple(frames)
+
+
+def forward_dynamics(model, data, q, v, tau, frames, method, settings):
+    """ForwardDynamicsInfo with contact_forces (inputs validated, data.f_ext set): the exact route
+    for method 'aba', LCABA for 'lcaba'; 'auto' takes the exact route unless the model's cost rule
+    picks LCABA (Model.auto_lcaba), and LCABA where the exact route finds a singular cluster or a
+    singular Delassus matrix (redundant contacts)."""
+    fallback_reason = ''
+    if method == 'aba' or method == 'auto' and not model.auto_lcaba:
+        try:
+            return _exact(model, data, q, v, tau, frames)
+        except SingularConfigurationError as error:
+            if method == 'aba':
+                raise
+            fallback_reason = str(error)
+    return lcaba_info(model, data, q, v, tau, settings, fallback_reason, contacts=frames)
+
+
+def _exact(model, data, q, v, tau, frames):
+    yd = independent_velocities(model, data, v)
+    forward_pass(model, data, q, yd)
+    tau_y = tau if tau.size == model.ny else np.concatenate(
+        [data.G[k].T @ tau[v0:v1] for k, (v0, v1) in enumerate(model.v_range)])
+    ydd, forces, contact_residuals = exact_forward_dynamics(model, data, q, yd, tau_y, frames)
+    qdd = data.reference.spanning_of(ydd)
+    info = aba_info(model, data, q, yd, qdd)
+    residual = max([info.constraint_residual] + [np.max(np.abs(r)) for r in contact_residuals])
+    return replace(info, constraint_residual=float(residual), contact_forces=forces)
+
+
+@dataclass(frozen=True)
+class InverseDynamicsInfo:
+    efforts: np.ndarray                # ny independent efforts: actuated ones, zero elsewhere
+    contact_forces: list = field(default_factory=list)     # per contact, as ForwardDynamicsInfo
+    # |J_c ydd + Jdot yd|_inf of the given accelerations (checked against the tolerance)
+    contact_residual: float = 0.0
+
+
+def inverse_dynamics(model, data, q, yd, ydd, frames, weights):
+    """Projected inverse dynamics (Aghili 2005; Mistry & Righetti 2012): with tau_id = H_y ydd +
+    C_y - J_ext^T f_ext from the cluster RNEA (data.f_ext set), the actuated torques tau_a of least
+    weighted norm sum w tau_a^2 and contact forces lambda with tau_id = S^T tau_a + J_c^T lambda.
+    The unactuated rows (floating base, passive coordinates) J_u^T lambda = tau_id,u fix lambda up
+    to the null space N of J_u^T; tau_a = tau_id,a - J_a^T (lambda_p + N z) is then a weighted
+    least-squares problem in z. Raises ModelError where J_u^T lambda = tau_id,u has no solution."""
+    tau_id = data.reference.inverse_dynamics(q, yd, ydd, data.f_ext)
+    rows = contact_rows(model, data, frames)                  # data.v, data.a of the RNEA
+    velocity = max(np.max(np.abs(sum(K @ data.v[b] for b, K in blocks.items())))
+                   for blocks, _ in rows)
+    if velocity > bounds.VELOCITY_TOLERANCE * max(1.0, np.max(np.abs(yd), initial=0.0)):
+        raise ModelError(f'v moves the contacts by {velocity:.3g} (relative velocity of the '
+                         'contact frames); pass velocities that keep the contacts')
+    residual = max(np.max(np.abs(r)) for r in residuals(rows, data.a))
+    if residual > bounds.VELOCITY_TOLERANCE * max(1.0, np.max(np.abs(ydd), initial=0.0)):
+        raise ModelError(f'a violates the contacts by {residual:.3g} (relative acceleration of '
+                         'the contact frames); pass accelerations that keep the contacts')
+    J = contact_jacobian(model, data, rows)
+    actuated = model.actuated_y
+    unactuated = np.setdiff1d(np.arange(model.ny), actuated)
+    A_u, b_u = J[:, unactuated].T, tau_id[unactuated]
+    U, s, Vt = np.linalg.svd(A_u) if A_u.size else (None, np.zeros(0), np.eye(J.shape[0]))
+    rank = int(np.sum(s > 1e-12 * max(s.max(initial=0.0), 1.0)))
+    lam = Vt[:rank].T @ ((U[:, :rank].T @ b_u) / s[:rank]) if rank else np.zeros(J.shape[0])
+    gap = A_u @ lam - b_u
+    worst = int(np.argmax(np.abs(gap))) if gap.size else 0
+    if gap.size and abs(gap[worst]) > UNACTUATED_TOLERANCE * max(1.0, np.max(np.abs(tau_id))):
+        entry = model.independent_v[unactuated[worst]]
+        joint = model.joint_names[int(np.searchsorted(model.idx_v[1:], entry, side='right')) - 1]
+        raise ModelError(f'no actuator torques produce this motion: the contacts cannot carry '
+                         f'what the unactuated coordinate {unactuated[worst]} (joint '
+                         f'{quote(joint)}) needs (residual {abs(gap[worst]):.3g})')
+    N = Vt[rank:].T                                            # null space of J_u^T
+    w = np.sqrt(weights[actuated])
+    A_a = J[:, actuated].T
+    z = np.linalg.lstsq(w[:, None] * (A_a @ N), w * (tau_id[actuated] - A_a @ lam),
+                        rcond=1e-12)[0] if N.size else np.zeros(0)
+    lam = lam + N @ z
+    efforts = np.zeros(model.ny)
+    efforts[actuated] = tau_id[actuated] - A_a @ lam
+    forces = np.split(lam, np.cumsum([c.rows for c in frames])[:-1])
+    return InverseDynamicsInfo(efforts, forces, float(residual))
