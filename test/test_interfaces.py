@@ -10,7 +10,7 @@ import rclpy
 from rclpy.context import Context
 from rclpy.executors import SingleThreadedExecutor
 
-from cluster_dynamics.msg import ClusterInfo, LinkWrench
+from cluster_dynamics.msg import ClusterInfo, Contact, ContactSet, LinkWrench
 from cluster_dynamics.srv import (
     BiasForces,
     DescribeModel,
@@ -25,6 +25,17 @@ from cluster_dynamics.srv import (
 TEST_DOMAIN_ID = 61
 
 EXPECTED_FIELDS = {
+    Contact: [
+        ('link', 'string'),
+        ('kind', 'string'),
+        ('placement', 'geometry_msgs/Pose'),
+        ('other', 'string'),
+        ('other_placement', 'geometry_msgs/Pose'),
+    ],
+    ContactSet: [
+        ('header', 'std_msgs/Header'),
+        ('contacts', 'sequence<cluster_dynamics/Contact>'),
+    ],
     LinkWrench: [
         ('link', 'string'),
         ('wrench', 'geometry_msgs/Wrench'),
@@ -41,6 +52,7 @@ EXPECTED_FIELDS = {
         ('base_pose', 'geometry_msgs/Pose'),
         ('base_twist', 'geometry_msgs/Twist'),
         ('external_wrenches', 'sequence<cluster_dynamics/LinkWrench>'),
+        ('contacts', 'sequence<cluster_dynamics/Contact>'),
         ('method', 'string'),
     ],
     ForwardDynamics.Response: [
@@ -52,6 +64,7 @@ EXPECTED_FIELDS = {
         ('method_used', 'string'),
         ('constraint_residual', 'double'),
         ('iterations', 'uint32'),
+        ('contact_wrenches', 'sequence<geometry_msgs/Wrench>'),
     ],
     InverseDynamics.Request: [
         ('state', 'sensor_msgs/JointState'),
@@ -60,6 +73,7 @@ EXPECTED_FIELDS = {
         ('base_twist', 'geometry_msgs/Twist'),
         ('base_acceleration', 'geometry_msgs/Accel'),
         ('external_wrenches', 'sequence<cluster_dynamics/LinkWrench>'),
+        ('contacts', 'sequence<cluster_dynamics/Contact>'),
     ],
     InverseDynamics.Response: [
         ('success', 'boolean'),
@@ -67,6 +81,7 @@ EXPECTED_FIELDS = {
         ('name', 'sequence<string>'),
         ('effort', 'sequence<double>'),
         ('base_wrench', 'geometry_msgs/Wrench'),
+        ('contact_wrenches', 'sequence<geometry_msgs/Wrench>'),
     ],
     InverseOperationalSpaceInertia.Request: [
         ('state', 'sensor_msgs/JointState'),
