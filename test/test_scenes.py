@@ -117,6 +117,18 @@ def test_table_ii_system_against_pinocchio(name, rng):
                      G.T @ (reference.bias(q, v, wrenches) + H @ g), f'{name} C_y')
 
 
+def test_reference_path_runs_scenes(rng):
+    """The NumPy reference gives the compiled kernels' results on a scene of several floating
+    joints and welded loops."""
+    description, model, _ = system('Digit-cube')
+    reference = load_model(description, compiled=False)
+    q, yd, wrenches = random_state(model, rng)
+    tau = rng.normal(size=model.ny)
+    assert_close(reference.forward_dynamics(q, yd, tau, wrenches),
+                 model.forward_dynamics(q, yd, tau, wrenches), 'qdd', rtol=1e-10)
+    assert_close(reference.mass_matrix(q), model.mass_matrix(q), 'H_y', rtol=1e-12)
+
+
 def test_biped_loops_close_at_reference(rng):
     _, model, reference = system('Digit')
     q = model.reference_positions
