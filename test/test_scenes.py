@@ -250,6 +250,8 @@ def test_compose_errors_name_part_and_expectation():
     assert "link name 'c_body'" in message([(cube, 'c_'),
                                             (scenes.box((0.1,) * 3, 1.0, 'ody'), 'c_b')])
     assert 'not found' in message([('/no/such/robot.urdf', 'x_')])
+    assert "part 0 (prefix 'x_'): link 'body': <mass value> is -1.0" in message(
+        [(cube.replace('value="1.0"', 'value="-1.0"'), 'x_')])
     two_roots = cube.replace('</robot>', '<link name="other"/></robot>')
     assert "found ['body', 'other']" in message([(two_roots, 'x_')])
     text = message([(cube, long_prefix), (cube, long_prefix)])

@@ -21,7 +21,7 @@ from lxml import etree
 from ..errors import cut, ModelError, quote
 from .. import bounds
 from .extended_urdf import NOT_XML, to_urdf_plus
-from .urdf import robot_element
+from .urdf import read_urdf, robot_element
 
 WORLD = 'world'
 JOINTS = ('fixed', 'floating')
@@ -92,7 +92,7 @@ def compose(parts, name='scene'):
         for element in [joint] + [e for e in robot if e.tag in NAMED]:
             kind = 'constraint' if element.tag in ('loop', 'coupling') else element.tag
             key = (kind, element.get('name'))
-            if key in owner and kind != 'material':
+            if key in owner and kind != 'material':      # a material keeps its first definition
                 raise ModelError(f'{where}: {element.tag} name {quote(key[1])} is also that of '
                                  f'{owner[key]}; choose prefixes that keep names unique')
             if key not in owner:
@@ -135,14 +135,16 @@ def _robot(part, where):
     try:
         source = (to_urdf_plus(part.description, part.closures) if part.closures is not None
                   else part.description)
-        return copy.deepcopy(robot_element(source))
+        robot = copy.deepcopy(robot_element(source))
+        read_urdf(robot)                       # the reader's element checks, named by part
+        return robot
     except ModelError as error:
         raise ModelError(f'{where}: {error}') from None
 
 
 def _root_link(robot, where):
     """The one link of the part that is no joint's child."""
-    children = {child.get('link') for child in robot.iter('child')}
+    children = {child.get('link') for child in robot.findall('joint/child')}
     roots = [link.get('name') for link in robot.findall('link')
              if link.get('name') not in children]
     if len(roots) != 1:
