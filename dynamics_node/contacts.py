@@ -17,7 +17,7 @@ from .algorithms.contacts import (contact_jacobian, contact_rows, ContactFrames,
                                   exact_forward_dynamics, residuals)
 from .algorithms.kinematics import forward_pass
 from .errors import ModelError, quote, SingularConfigurationError
-from .forward_dynamics import aba_info, lcaba_info
+from .forward_dynamics import aba_info, ForwardDynamicsInfo, lcaba_info
 from .spatial import pose_transform, quaternion_matrix
 from .validation import independent_velocities, vector
 from . import bounds
@@ -79,7 +79,7 @@ def _placement(value, what):
         raise ModelError(f'{what} must be ((x, y, z), (qx, qy, qz, qw)), got '
                          f'{quote(value)}') from None
     p = vector(position, f'{what} position', {3: 'x y z, m'}, bounds.LENGTH)
-    quat = vector(quaternion, f'{what} quaternion', {4: 'qx qy qz qw'}, 1.0 + QUATERNION_TOLERANCE)
+    quat = vector(quaternion, f'{what} quaternion', {4: 'qx qy qz qw'}, bounds.LENGTH)
     norm = np.linalg.norm(quat)
     if abs(norm - 1.0) > QUATERNION_TOLERANCE:
         raise ModelError(f'{what} quaternion (qx qy qz qw) has norm {norm:.6g}; expected a unit '
@@ -130,7 +130,7 @@ def resolve(model, contacts):
     return tuple(frames)
 
 
-def forward_dynamics(model, data, q, v, tau, frames, method, settings):
+def forward_dynamics(model, data, q, v, tau, frames, method, settings, info=True):
     """ForwardDynamicsInfo with contact_forces (inputs validated, data.f_ext set): the exact route
     for method 'aba', LCABA for 'lcaba'; 'auto' takes the exact route unless the model's cost rule
     picks LCABA (Model.auto_lcaba), and LCABA where the exact route finds a singular cluster or a
@@ -138,7 +138,7 @@ def forward_dynamics(model, data, q, v, tau, frames, method, settings):
     fallback_reason = ''
     if method == 'aba' or method == 'auto' and not model.auto_lcaba:
         try:
-            return _exact(model, data, q, v, tau, frames)
+            return _exact(model, data, q, v, tau, frames, info)
         except SingularConfigurationError as error:
             if method == 'aba':
                 raise
@@ -146,13 +146,16 @@ def forward_dynamics(model, data, q, v, tau, frames, method, settings):
     return lcaba_info(model, data, q, v, tau, settings, fallback_reason, contacts=frames)
 
 
-def _exact(model, data, q, v, tau, frames):
+def _exact(model, data, q, v, tau, frames, info):
     yd = independent_velocities(model, data, v)
-    forward_pass(model, data, q, yd)
-    tau_y = tau if tau.size == model.ny else np.concatenate(
-        [data.G[k].T @ tau[v0:v1] for k, (v0, v1) in enumerate(model.v_range)])
-    ydd, forces, contact_residuals = exact_forward_dynamics(model, data, q, yd, tau_y, frames)
+    if tau.size != model.ny:
+        forward_pass(model, data, q, yd)                      # G^T tau with the G_k at q
+        tau = np.concatenate([data.G[k].T @ tau[v0:v1]
+                              for k, (v0, v1) in enumerate(model.v_range)])
+    ydd, forces, contact_residuals = exact_forward_dynamics(model, data, q, yd, tau, frames)
     qdd = data.reference.spanning_of(ydd)
+    if not info:
+        return ForwardDynamicsInfo(qdd, 'aba', contact_forces=forces)
     info = aba_info(model, data, q, yd, qdd)
     residual = max([info.constraint_residual] + [np.max(np.abs(r)) for r in contact_residuals])
     return replace(info, constraint_residual=float(residual), contact_forces=forces)

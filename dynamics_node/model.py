@@ -350,7 +350,7 @@ class Model:
         frames = () if contacts is None else contact_routes.resolve(self, contacts)
         if frames:
             result = contact_routes.forward_dynamics(self, data, q, v, tau, frames, method,
-                                                     settings)
+                                                     settings, info)
             check_finite(self, 'accelerations and contact forces', inputs, result.acceleration,
                          *result.contact_forces, *result.multipliers.values())
             return result if info else result.acceleration

@@ -1,0 +1,475 @@
+"""Contacts given per call (dynamics_node/contacts.py) against independent references.
+
+- Trees (published robots of example-robot-data on a floating base: Solo-12 and ANYmal with 3D
+  feet, Talos with 6D feet, link-to-link contacts): forward dynamics and contact forces against
+  Pinocchio's constraintDynamics (RigidConstraintModel, LOCAL, zero Baumgarte gains), both methods.
+- Robots with loops and couplings (the bundled quadruped_rotors and humanoid_belts, linkage_leg
+  and parallel_ankle_leg put on a floating base): against a dense KKT solve written here from the
+  oracle's spanning-tree H, C, loop rows (test/oracle.py) and Pinocchio's frame Jacobians and
+  accelerations of the contact frames.
+- Redundant contact sets: LCABA finite and within its tolerance, the exact route raises
+  SingularConfigurationError, 'auto' falls back.
+- Inverse dynamics: H_y ydd + C_y = S^T tau + J_c^T lambda, the minimum (weighted) norm against a
+  brute-force least squares over every solution, the round trip through forward dynamics, standing
+  gravity torques against a solve with Pinocchio, motions no torques produce.
+- Bad inputs: ModelError naming what is wrong.
+"""
+
+from importlib import metadata
+import re
+
+import numpy as np
+import pinocchio as pin
+import pytest
+
+from conftest import random_independent_positions, SEED
+from dynamics_node import (bundled_model, Contact, InverseDynamicsInfo, load_model, ModelError,
+                           SingularConfigurationError)
+from dynamics_node.spatial import quaternion_matrix
+from oracle import KKTOracle
+
+STATES = 4
+RTOL = 1e-9          # exact route (cluster ABA + EFPA) against the references
+# contact forces: Talos holding its hands together (a 6D contact across both arms) is conditioned
+# so that its forces agree to 1.1e-9 with Pinocchio's
+FORCE_RTOL = 1e-8
+LCABA_RTOL = 1e-7    # LCABA's proximal iterations stop at |K qdd - k| < 1e-10 (forces ~1e-8)
+LOCAL = pin.ReferenceFrame.LOCAL
+
+
+def published(path, root):
+    """A URDF of example-robot-data put on a floating base (joint 'root_joint' from 'world'),
+    without its <mimic> elements (Talos' grippers): a tree for Pinocchio."""
+    try:
+        robots = metadata.distribution('example-robot-data').locate_file(
+            'cmeel.prefix/share/example-robot-data/robots')
+    except metadata.PackageNotFoundError:
+        pytest.skip('example-robot-data is not installed')
+    with open(f'{robots}/{path}') as file:
+        return floating(re.sub(r'<mimic[^>]*/>', '', file.read()), root)
+
+
+def floating(text, root):
+    """URDF text (or a file's) with a floating joint from a new 'world' link to its root link, a
+    root link without inertial given 1 kg (a massless one and a hip joint along one of its axes
+    would make the base's articulated inertia singular)."""
+    if not text.lstrip().startswith('<'):
+        with open(text) as file:
+            text = file.read()
+    text = re.sub(r'<\?xml[^>]*\?>', '', text).replace(
+        f'<link name="{root}"/>', f'<link name="{root}"><inertial><mass value="1"/><inertia '
+        'ixx="0.01" ixy="0" ixz="0" iyy="0.01" iyz="0" izz="0.01"/></inertial></link>')
+    start = text.index('>', text.index('<robot')) + 1
+    return (text[:start] + '<link name="world"/><joint name="root_joint" type="floating">'
+            f'<parent link="world"/><child link="{root}"/></joint>' + text[start:])
+
+
+def _turn(angle, axis):
+    s = np.sin(angle / 2) * np.asarray(axis, float)
+    return (float(s[0]), float(s[1]), float(s[2]), float(np.cos(angle / 2)))
+
+
+OFFSET = ((0.01, -0.02, 0.015), _turn(0.4, (0.6, 0.0, 0.8)))
+QUADRUPED_FEET = ('FL_foot', 'FR_foot', 'HL_foot', 'HR_foot')
+
+
+def robots():
+    """name -> (URDF+ text, contacts, reference): 'pinocchio' (trees) or 'kkt'."""
+    linkage = floating(bundled_model('linkage_leg'), 'base')
+    ankle = floating(bundled_model('parallel_ankle_leg'), 'pelvis')
+    return {
+        'solo12 3D feet': (lambda: published('solo_description/robots/solo12.urdf', 'base_link'),
+                           [Contact(f'{leg}_FOOT', '3D', OFFSET)
+                            for leg in ('FL', 'FR', 'HL', 'HR')], 'pinocchio'),
+        'anymal 3D feet': (lambda: published('anymal_b_simple_description/robots/anymal.urdf',
+                                             'base'),
+                           [Contact(f'{leg}_FOOT', '3D') for leg in ('LF', 'RF', 'LH', 'RH')],
+                           'pinocchio'),
+        'talos 6D feet': (lambda: published('talos_data/robots/talos_reduced.urdf', 'base_link'),
+                          [Contact('leg_left_6_link', '6D', OFFSET),
+                           Contact('leg_right_6_link', '6D')], 'pinocchio'),
+        'talos hands': (lambda: published('talos_data/robots/talos_reduced.urdf', 'base_link'),
+                        [Contact('leg_left_6_link', '6D'),
+                         Contact('arm_left_7_link', '6D', OFFSET, other='arm_right_7_link',
+                                 other_placement=((0.0, 0.05, 0.0), _turn(0.3, (1, 0, 0)))),
+                         Contact('arm_right_4_link', '3D', other='torso_2_link',
+                                 other_placement=((0.1, -0.2, 0.1), _turn(0, (1, 0, 0))))],
+                        'pinocchio'),
+        'quadruped_rotors 3D feet': (lambda: bundled_model('quadruped_rotors'),
+                                     [Contact(foot, '3D', OFFSET) for foot in QUADRUPED_FEET],
+                                     'kkt'),
+        'humanoid_belts 6D soles': (lambda: bundled_model('humanoid_belts'),
+                                    [Contact('left_foot_sole', '6D', OFFSET),
+                                     Contact('right_foot_sole', '6D'),
+                                     Contact('left_hand', '3D', other='right_hand')], 'kkt'),
+        'linkage_leg 3D foot': (lambda: linkage, [Contact('foot', '3D', OFFSET)], 'kkt'),
+        'linkage_leg 6D foot': (lambda: linkage, [Contact('foot', '6D', OFFSET)], 'kkt'),
+        'parallel_ankle_leg 6D foot': (lambda: ankle, [Contact('foot', '6D', OFFSET)], 'kkt'),
+    }
+
+
+ROBOTS = robots()
+_CACHE = {}
+
+
+def setup(name):
+    """(model, Reference) of a robot, built once."""
+    if name not in _CACHE:
+        source, contacts, _ = ROBOTS[name]
+        text = source()
+        model = load_model(text)
+        _CACHE[name] = model, Reference(text, model, contacts)
+    return _CACHE[name]
+
+
+class Reference:
+    """The contacts on the oracle's Pinocchio model: frames at the placements, Pinocchio's own
+    constraintDynamics, and the dense KKT system with the oracle's loops and couplings."""
+
+    def __init__(self, text, model, contacts):
+        self.oracle = o = KKTOracle(text)
+        o.set_layout(model.joint_names)
+        self.contacts, self.frames, self.constraint_models = contacts, [], []
+        for i, c in enumerate(contacts):
+            pair = [self._frame(f'c{i}', c.link, c.placement)]
+            pair.append(self._frame(f'o{i}', c.other, c.other_placement) if c.other else None)
+            self.frames.append(pair)
+            joint2, placement2 = (0, pin.SE3.Identity()) if c.other is None else (
+                o.model.frames[pair[1]].parentJoint, o.model.frames[pair[1]].placement)
+            self.constraint_models.append(pin.RigidConstraintModel(
+                pin.ContactType.CONTACT_6D if c.kind == '6D' else pin.ContactType.CONTACT_3D,
+                o.model, o.model.frames[pair[0]].parentJoint, o.model.frames[pair[0]].placement,
+                joint2, placement2, LOCAL))
+        o.data = o.model.createData()
+
+    def _frame(self, name, link, placement):
+        o = self.oracle
+        frame = o.model.frames[o._body_frame_id(link)]
+        M = frame.placement * pin.SE3(quaternion_matrix(*placement[1]), np.array(placement[0]))
+        return o.model.addFrame(pin.Frame(name, frame.parentJoint, 0, M, pin.FrameType.OP_FRAME))
+
+    def pinocchio(self, q, v, tau):
+        """(qdd, stacked contact forces) of pin.constraintDynamics."""
+        o = self.oracle
+        models = pin.StdVec_RigidConstraintModel(self.constraint_models)
+        datas = pin.StdVec_RigidConstraintData([m.createData() for m in models])
+        data = o.model.createData()
+        pin.initConstraintDynamics(o.model, data, models, datas)
+        qdd = pin.constraintDynamics(o.model, data, o.q_to_pin(q), o.v_to_pin(v), o.v_to_pin(tau),
+                                     models, datas, pin.ProximalSettings(1e-14, 1e-12, 1))
+        return o.v_from_pin(qdd), np.array(data.lambda_c)
+
+    def rows(self, q, v):
+        """(J spanning, drift) of every contact, stacked: J qdd + drift = 0 (Pinocchio's
+        semantics, written out from its frame Jacobians and accelerations at qdd = 0)."""
+        o = self.oracle
+        qp, vp = o.q_to_pin(q), o.v_to_pin(v)
+        pin.computeJointJacobians(o.model, o.data, qp)
+        pin.forwardKinematics(o.model, o.data, qp, vp, np.zeros(o.model.nv))
+        pin.updateFramePlacements(o.model, o.data)
+        Js, drifts = [], []
+        for c, (f1, f2) in zip(self.contacts, self.frames):
+            J1 = o.cols_from_pin(pin.getFrameJacobian(o.model, o.data, f1, LOCAL))
+            if c.kind == '6D':
+                a1 = pin.getFrameAcceleration(o.model, o.data, f1, LOCAL)
+                J, drift = J1, a1.vector
+                if f2 is not None:
+                    X = o.data.oMf[f1].actInv(o.data.oMf[f2])          # c1 M c2
+                    J2 = o.cols_from_pin(pin.getFrameJacobian(o.model, o.data, f2, LOCAL))
+                    v1 = pin.getFrameVelocity(o.model, o.data, f1, LOCAL)
+                    v2 = X.act(pin.getFrameVelocity(o.model, o.data, f2, LOCAL))
+                    a2 = X.act(pin.getFrameAcceleration(o.model, o.data, f2, LOCAL))
+                    J, drift = J1 - X.action @ J2, (a1 - a2 + v1.cross(v2)).vector
+            else:
+                a1 = pin.getFrameClassicalAcceleration(o.model, o.data, f1, LOCAL).linear
+                J, drift = J1[:3], a1
+                if f2 is not None:
+                    R = o.data.oMf[f1].rotation.T @ o.data.oMf[f2].rotation
+                    J2 = o.cols_from_pin(pin.getFrameJacobian(o.model, o.data, f2, LOCAL))
+                    a2 = pin.getFrameClassicalAcceleration(o.model, o.data, f2, LOCAL).linear
+                    J, drift = J1[:3] - R @ J2[:3], a1 - R @ a2
+            Js.append(J)
+            drifts.append(drift)
+        return np.vstack(Js), np.concatenate(drifts)
+
+    def kkt(self, q, v, tau):
+        """(qdd, stacked contact forces) of the dense KKT system [[H, -A^T], [A, 0]] with A the
+        oracle's loop rows and the contact rows, A qdd = [k; -drift]."""
+        o = self.oracle
+        H, C = o.mass_matrix(q), o.bias(q, v)
+        K, k = o.constraint_jacobian(q), o.constraint_bias(q, v)
+        J, drift = self.rows(q, v)
+        A, b = np.vstack((K, J)), np.concatenate((k, -drift))
+        n, m = H.shape[0], A.shape[0]
+        M = np.block([[H, -A.T], [A, np.zeros((m, m))]])
+        x = np.linalg.lstsq(M, np.concatenate((tau - C, b)), rcond=1e-13)[0]
+        return x[:n], x[n + K.shape[0]:]
+
+
+def random_state(model, rng):
+    """Closed random q, independent velocities and forces."""
+    q_ind = random_independent_positions(model, rng)
+    q = model.complete_positions(q_ind, budget_ms=2000.0)
+    return q, rng.normal(size=model.ny), rng.normal(size=model.ny) * 5
+
+
+def spanning(model, q, x):
+    return model.spanning_velocities(q, x)
+
+
+def relative(a, b):
+    return np.max(np.abs(a - b)) / max(1.0, np.max(np.abs(b)))
+
+
+@pytest.mark.parametrize('name', list(ROBOTS))
+def test_forward_dynamics_against_references(name):
+    model, reference = setup(name)
+    rng = np.random.default_rng(SEED + 11)
+    for _ in range(STATES):
+        q, yd, tau_y = random_state(model, rng)
+        v = spanning(model, q, yd)
+        tau = np.zeros(model.nv)
+        tau[model.independent_v] = tau_y
+        if ROBOTS[name][2] == 'pinocchio':
+            qdd_ref, forces_ref = reference.pinocchio(q, v, tau)
+            assert relative(reference.kkt(q, v, tau)[0], qdd_ref) < RTOL, 'KKT = Pinocchio'
+        else:
+            qdd_ref, forces_ref = reference.kkt(q, v, tau)
+        for method, rtol, force_rtol in (('aba', RTOL, FORCE_RTOL),
+                                         ('lcaba', LCABA_RTOL, LCABA_RTOL),
+                                         ('auto', RTOL, FORCE_RTOL)):
+            info = model.forward_dynamics(q, yd, tau_y, contacts=reference.contacts,
+                                          method=method, info=True)
+            assert info.method_used == ('lcaba' if method == 'lcaba' else 'aba')
+            assert relative(info.acceleration, qdd_ref) < rtol, (method, 'qdd')
+            assert relative(np.concatenate(info.contact_forces), forces_ref) < force_rtol, method
+            assert [f.size for f in info.contact_forces] == [c.rows for c in reference.contacts]
+            assert info.constraint_residual < 1e-8
+            assert np.array_equal(info.acceleration, model.forward_dynamics(
+                q, v, tau, contacts=reference.contacts, method=method)), 'spanning inputs'
+
+
+def test_compiled_and_reference_models_agree():
+    """Contact calls on a compiled model run the NumPy algorithms: the same numbers."""
+    text, contacts, _ = ROBOTS['quadruped_rotors 3D feet']
+    compiled, numpy_model = load_model(text()), load_model(text(), compiled=False)
+    q, yd, tau = random_state(numpy_model, np.random.default_rng(SEED))
+    for method in ('aba', 'lcaba'):
+        assert np.array_equal(compiled.forward_dynamics(q, yd, tau, contacts=contacts,
+                                                        method=method),
+                              numpy_model.forward_dynamics(q, yd, tau, contacts=contacts,
+                                                           method=method))
+
+
+def held_state(model, contacts, rng):
+    """A state that keeps the contacts: v in the null space of [G-rows of the contacts], a from
+    forward dynamics with random forces."""
+    q, _, tau = random_state(model, rng)
+    J = contact_jacobian_y(model, q, contacts)
+    N = null_space(J)
+    yd = N @ rng.normal(size=N.shape[1]) if N.size else np.zeros(model.ny)
+    info = model.forward_dynamics(q, yd, tau, contacts=contacts, method='aba', info=True)
+    return q, yd, info.acceleration[model.independent_v]
+
+
+def contact_jacobian_y(model, q, contacts):
+    """J_c (m x ny) from the independent reference: Pinocchio's contact rows times G."""
+    _, reference = setup_for(model, contacts)
+    G = np.column_stack([model.spanning_velocities(q, e) for e in np.eye(model.ny)])
+    return reference.rows(q, np.zeros(model.nv))[0] @ G
+
+
+_REFERENCES = {}
+
+
+def setup_for(model, contacts):
+    key = (id(model), tuple(contacts))
+    if key not in _REFERENCES:
+        name = next(n for n in ROBOTS if _CACHE.get(n, (None,))[0] is model)
+        _REFERENCES[key] = model, Reference(ROBOTS[name][0](), model, contacts)
+    return _REFERENCES[key]
+
+
+def null_space(A, rtol=1e-10):
+    _, s, Vt = np.linalg.svd(A)
+    rank = int(np.sum(s > rtol * max(1.0, s.max(initial=0.0))))
+    return Vt[rank:].T
+
+
+def brute_force_efforts(model, tau_id, J, weights):
+    """min sum w tau_a^2 over every (tau_a, lambda) with tau_id = S^T tau_a + J^T lambda."""
+    S = np.eye(model.ny)[model.actuated_y]
+    A = np.hstack((S.T, J.T))
+    x_p = np.linalg.lstsq(A, tau_id, rcond=1e-13)[0]
+    assert np.max(np.abs(A @ x_p - tau_id)) < 1e-8 * max(1.0, np.max(np.abs(tau_id)))
+    N = null_space(A)
+    na = S.shape[0]
+    w = np.sqrt(weights[model.actuated_y])
+    z = np.linalg.lstsq(w[:, None] * N[:na], -w * x_p[:na], rcond=1e-13)[0]
+    efforts = np.zeros(model.ny)
+    efforts[model.actuated_y] = x_p[:na] + N[:na] @ z
+    return efforts
+
+
+@pytest.mark.parametrize('name', ['talos 6D feet', 'quadruped_rotors 3D feet',
+                                  'humanoid_belts 6D soles', 'linkage_leg 6D foot',
+                                  'parallel_ankle_leg 6D foot'])
+def test_projected_inverse_dynamics(name):
+    """The equation of motion, the minimum norm (brute force), the weighting and the round trip
+    through forward dynamics."""
+    model, reference = setup(name)
+    contacts = reference.contacts
+    rng = np.random.default_rng(SEED + 5)
+    for _ in range(2):
+        q, yd, ydd = held_state(model, contacts, rng)
+        info = model.inverse_dynamics(q, yd, ydd, contacts=contacts, info=True)
+        assert isinstance(info, InverseDynamicsInfo)
+        tau = info.efforts
+        unactuated = np.setdiff1d(np.arange(model.ny), model.actuated_y)
+        assert np.all(tau[unactuated] == 0.0)
+        H, C = model.mass_matrix(q), model.bias_forces(q, yd)
+        J = contact_jacobian_y(model, q, contacts)
+        lam = np.concatenate(info.contact_forces)
+        assert relative(H @ ydd + C, tau + J.T @ lam) < RTOL, 'H ydd + C = S^T tau + J^T lambda'
+        tau_id = H @ ydd + C
+        assert relative(tau, brute_force_efforts(model, tau_id, J, np.ones(model.ny))) < 1e-8
+        weights = np.exp(rng.uniform(-2, 2, model.ny))
+        weighted = model.inverse_dynamics(q, yd, ydd, contacts=contacts, weights=weights)
+        assert relative(weighted, brute_force_efforts(model, tau_id, J, weights)) < 1e-8
+        j = np.argmax(np.abs(weighted - tau))     # an effort the weights move: a free direction
+        if abs(weighted[j] - tau[j]) > 1e-6 * max(1.0, np.max(np.abs(tau))):
+            heavy = weights.copy()
+            heavy[j] *= 100.0
+            assert abs(model.inverse_dynamics(q, yd, ydd, contacts=contacts,
+                                              weights=heavy)[j]) < abs(weighted[j])
+        qdd = model.forward_dynamics(q, yd, tau, contacts=contacts, method='aba')
+        assert relative(qdd[model.independent_v], ydd) < 1e-8, 'round trip'
+
+
+def test_standing_quadruped_gravity_torques_against_pinocchio():
+    """A quadruped on four point feet, at rest: gravity_forces and bias_forces at v = 0 against
+    the least-norm torques from Pinocchio's gravity vector and foot Jacobians."""
+    model, reference = setup('solo12 3D feet')
+    contacts = reference.contacts
+    o = reference.oracle
+    q, _, _ = random_state(model, np.random.default_rng(SEED + 3))
+    g = o.v_from_pin(pin.computeGeneralizedGravity(o.model, o.data, o.q_to_pin(q)))
+    J = reference.rows(q, np.zeros(model.nv))[0]
+    tau = model.gravity_forces(q, contacts=contacts)
+    assert relative(tau, brute_force_efforts(model, g, J, np.ones(model.ny))) < RTOL
+    assert np.array_equal(tau, model.bias_forces(q, np.zeros(model.ny), contacts=contacts))
+    assert np.all(tau[:6] == 0.0)
+
+
+def test_motion_no_torques_produce():
+    """One point foot cannot hold a floating robot against gravity: ModelError with the
+    residual; accelerations or velocities that break the contacts are refused."""
+    model, _ = setup('quadruped_rotors 3D feet')
+    q, yd, _ = random_state(model, np.random.default_rng(SEED))
+    with pytest.raises(ModelError, match='no actuator torques produce this motion.*residual'):
+        model.gravity_forces(q, contacts=Contact('FL_foot', '3D'))
+    with pytest.raises(ModelError, match='a violates the contacts'):
+        model.inverse_dynamics(q, np.zeros(model.ny), np.ones(model.ny),
+                               contacts=[Contact('FL_foot', '3D')])
+    with pytest.raises(ModelError, match='v moves the contacts'):
+        model.inverse_dynamics(q, yd, np.zeros(model.ny), contacts=[Contact('FL_foot', '3D')])
+
+
+@pytest.mark.parametrize('name, contacts', [
+    ('quadruped_rotors 3D feet', [Contact(foot, '6D') for foot in QUADRUPED_FEET]),
+    ('talos 6D feet', [Contact('leg_left_6_link', '6D'), Contact('leg_right_6_link', '6D'),
+                       Contact('arm_left_7_link', '6D', other='arm_right_7_link'),
+                       Contact('arm_left_7_link', '6D', ((0, 0.1, 0), (0, 0, 0, 1)),
+                               other='arm_right_7_link',
+                               other_placement=((0, 0.1, 0), (0, 0, 0, 1)))]),
+])
+def test_redundant_contact_sets(name, contacts):
+    """Four 6D feet on 3-DoF legs; two hands holding each other at two points: LCABA stays
+    finite and keeps the contacts, the exact route raises naming them, 'auto' falls back."""
+    model, _ = setup(name)
+    q, _, tau = random_state(model, np.random.default_rng(SEED + 2))
+    J = contact_jacobian_y(model, q, contacts)
+    assert np.linalg.matrix_rank(J) < J.shape[0], 'redundant'
+    N = null_space(J)
+    yd = N @ np.random.default_rng(SEED).normal(size=N.shape[1])
+    info = model.forward_dynamics(q, yd, tau, contacts=contacts, method='lcaba', info=True)
+    assert np.all(np.isfinite(info.acceleration))
+    assert all(np.all(np.isfinite(f)) for f in info.contact_forces)
+    assert info.constraint_residual < 1e-8
+    with pytest.raises(SingularConfigurationError, match='contacts.*Delassus'):
+        model.forward_dynamics(q, yd, tau, contacts=contacts, method='aba')
+    auto = model.forward_dynamics(q, yd, tau, contacts=contacts, info=True)
+    assert auto.method_used == 'lcaba' and 'Delassus' in auto.fallback_reason
+    assert np.array_equal(auto.acceleration, info.acceleration)
+
+
+def test_contacts_without_other_arguments_and_empty_lists():
+    model, reference = setup('quadruped_rotors 3D feet')
+    q, yd, tau = random_state(model, np.random.default_rng(SEED))
+    assert np.array_equal(model.forward_dynamics(q, yd, tau, contacts=[]),
+                          model.forward_dynamics(q, yd, tau))
+    assert model.forward_dynamics(q, yd, tau, contacts=[], info=True).contact_forces == []
+    one = Contact('FL_foot', '3D')
+    assert np.array_equal(model.forward_dynamics(q, yd, tau, contacts=one),
+                          model.forward_dynamics(q, yd, tau, contacts=[one]))
+    assert np.array_equal(model.inverse_dynamics(q, yd, tau, contacts=[]),
+                          model.inverse_dynamics(q, yd, tau))
+    assert Contact('FL_foot') == Contact('FL_foot', '6D', ((0, 0, 0), (0, 0, 0, 1)))
+
+
+BAD = [
+    (lambda: Contact(5), 'Contact link must be a link name, got 5'),
+    (lambda: Contact('FL_foot', '2D'), "kind '2D' is unknown; expected one of"),
+    (lambda: Contact('FL_foot', kind=None), 'kind None is unknown'),
+    (lambda: Contact('FL_foot', placement=((0, 0, 0), (0, 0, 0, 2))), 'has norm 2'),
+    (lambda: Contact('FL_foot', placement=((0, 0, np.nan), (0, 0, 0, 1))),
+     r'placement position\[2\] is nan'),
+    (lambda: Contact('FL_foot', placement=((0, 0), (0, 0, 0, 1))),
+     'placement position has 2 entries; expected 3'),
+    (lambda: Contact('FL_foot', placement=(0, 0, 0)), r'must be \(\(x, y, z\), \(qx'),
+    (lambda: Contact('FL_foot', placement='x' * 500), r'\(500 characters\)'),
+    (lambda: Contact('FL_foot', other='FL_foot'), 'cannot be held to itself'),
+    (lambda: Contact('FL_foot', other_placement=((0, 0, 0), (0, 0, 0, 1))), 'without other'),
+    (lambda: Contact('FL_foot', other=3), 'other must be a link name'),
+]
+
+
+@pytest.mark.parametrize('make, message', BAD)
+def test_bad_contacts_raise_on_construction(make, message):
+    with pytest.raises(ModelError, match=message) as error:
+        make()
+    assert len(str(error.value)) < 400
+
+
+@pytest.mark.parametrize('contacts, message', [
+    ([Contact('nowhere')], r"contacts\[0\]: unknown link 'nowhere'; links are"),
+    ([Contact('FL_foot', other='n' * 300)], r'\(300 characters\)'),
+    ([Contact('FL_foot', '3D'), Contact('FL_foot', '6D')], r'contacts\[1\] holds the point'),
+    ('FL_foot', 'contacts must be a Contact, a list of them or None'),
+    ([('FL_foot', '3D')], r'contacts\[0\] must be a Contact'),
+    (5, 'contacts must be a Contact'),
+])
+def test_bad_contacts_raise_on_use(contacts, message):
+    model, _ = setup('quadruped_rotors 3D feet')
+    q, yd, tau = random_state(model, np.random.default_rng(SEED))
+    calls = (lambda: model.forward_dynamics(q, yd, tau, contacts=contacts),
+             lambda: model.inverse_dynamics(q, np.zeros(model.ny), np.zeros(model.ny),
+                                            contacts=contacts),
+             lambda: model.gravity_forces(q, contacts=contacts))
+    for call in calls:
+        with pytest.raises(ModelError, match=message):
+            call()
+
+
+def test_same_body_and_bad_weights():
+    model, _ = setup('humanoid_belts 6D soles')
+    q, yd, tau = random_state(model, np.random.default_rng(SEED))
+    with pytest.raises(ModelError, match='move as one body'):
+        model.forward_dynamics(q, yd, tau, contacts=[Contact('left_foot', other='left_foot_sole')])
+    contacts = [Contact('left_foot_sole'), Contact('right_foot_sole')]
+    zero = np.zeros(model.ny)
+    for weights, message in ((np.ones(3), 'weights has 3 entries'),
+                             (-np.ones(model.ny), r'weights\[\d+\] is -1; expected positive'),
+                             ([np.nan] * model.ny, r'weights\[0\] is nan')):
+        with pytest.raises(ModelError, match=message):
+            model.inverse_dynamics(q, zero, zero, contacts=contacts, weights=weights)
