@@ -16,6 +16,7 @@ import math
 
 import numpy as np
 
+from ..contacts import Contact
 from ..errors import ModelError, repeated
 from ..joint_types import TYPES
 from ..validation import all_finite
@@ -104,6 +105,31 @@ def array_to_wrench(values, wrench):
     """Fill geometry_msgs/Wrench from [force; torque] (6); returns wrench."""
     _fill_vector3(wrench.force, values[:3])
     _fill_vector3(wrench.torque, values[3:6])
+    return wrench
+
+
+def contacts_from_msgs(items, field='contacts'):
+    """cluster_dynamics/Contact[] -> [Contact] (an empty other: the world), None if empty."""
+    if not items:
+        return None
+    return [Contact(item.link, item.kind, _placement(item.placement, f'{field}[{i}].placement'),
+                    item.other or None,
+                    _placement(item.other_placement, f'{field}[{i}].other_placement')
+                    if item.other else None)
+            for i, item in enumerate(items)]
+
+
+def _placement(pose, field):
+    """geometry_msgs/Pose -> ((x, y, z), (qx, qy, qz, qw))."""
+    x = pose_to_array(pose, field)
+    return tuple(x[:3]), tuple(x[3:])
+
+
+def contact_force_to_wrench(force, wrench):
+    """Fill geometry_msgs/Wrench from a contact's force: 3 entries (a point contact's force) or 6
+    ([force; torque]); returns wrench."""
+    _fill_vector3(wrench.force, force[:3])
+    _fill_vector3(wrench.torque, force[3:] if len(force) == 6 else (0.0, 0.0, 0.0))
     return wrench
 
 

@@ -63,6 +63,11 @@ class Diagnostics:
             'rejected': str(stats.rejected), 'last_error': stats.last_error,
             'stream_mode': self.settings['stream.mode'],
             'waiting_for_joints': clip(', '.join(stats.waiting_for)),
+            'contacts': clip(', '.join(f'{c.link}:{c.kind}' + (f'->{c.other}' if c.other else '')
+                                       for c in stats.contacts[0])),
+            'contacts_source': stats.contacts[1],
+            'contacts_age_ms': ('' if stats.contacts_age is None
+                                else f'{stats.contacts_age * 1e3:.1f}'),
             'waiting_inputs': str(stats.waiting), 'singular_inputs': str(stats.singular),
             'over_effort_limit': str(stats.over_limit), 'clamped_efforts': str(stats.clamped),
         }
@@ -85,6 +90,8 @@ class Diagnostics:
             issues = []
             if state != 'active':
                 issues.append(f'{state}: nothing is served until the node is activated')
+            if stats.contacts_expired:
+                issues.append(stats.contacts_expired)
             if stats.waiting_for:
                 issues.append(f'waiting for joint_states of {clip(list(stats.waiting_for), 200)}')
             if problems > problems_before:

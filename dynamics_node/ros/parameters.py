@@ -10,6 +10,7 @@ import os
 
 from rcl_interfaces.msg import FloatingPointRange, ParameterDescriptor, SetParametersResult
 
+from ..contacts import Contact
 from ..errors import first_repeated, ModelError, quote
 from ..forward_dynamics import check_method
 from ..robots import bundled_models
@@ -95,12 +96,21 @@ PARAMETERS = {
         extras=_range(0.0, 3600000.0)),
     'stream.expected_rate': Spec(
         0.0, 'Rate of joint_states the robot publishes, Hz (0: unknown). /diagnostics warns when '
-        'the measured rate falls below 90 % of it and counts gaps in the stamps as lost inputs.',
+        'the measured rate falls below 90 % of it and infers lost inputs from the stamps.',
         extras=_range(0.0, 100000.0)),
     'stream.output_joints': Spec(
         [], 'Order of ~/effort_commands: independent joint names (empty: all of them, in the '
         "model's order).", extras=(('dynamic_typing', True),
                                    ('additional_constraints', 'independent joints of the model'))),
+    'stream.contacts': Spec(
+        [], "Contacts the stream's efforts hold while no contact set from ~/contacts is in use: "
+        "'link:6D' or 'link:3D', the link's frame held to the world; empty: none.",
+        extras=(('dynamic_typing', True),
+                ('additional_constraints', "'link:6D' or 'link:3D', each link once"))),
+    'stream.contacts_max_age': Spec(
+        0.0, 'A contact set from ~/contacts is in use while its stamp is at most this old (s, '
+        'node clock; 0: always); older, the stream holds stream.contacts instead and '
+        '/diagnostics warns.', extras=_range(0.0, 3600.0)),
     'stream.effort_limits': Spec(
         'reject',
         "An effort beyond its joint's URDF <limit effort> (a limit of 0 or none: no limit): "
@@ -131,8 +141,28 @@ DOUBLES = {name: (limits.from_value, limits.to_value) for name, spec in PARAMETE
 
 def setting(name, value):
     """A checked parameter value as the node uses it: doubles as float (an integer given for
-    one)."""
+    one), stream.contacts as Contacts."""
+    if name == 'stream.contacts':
+        return parameter_contacts(value)
     return float(value) if name in DOUBLES else value
+
+
+def parameter_contacts(value):
+    """The Contacts of stream.contacts ('link:kind' each); raises ModelError."""
+    if not isinstance(value, (list, tuple)) or not all(isinstance(x, str) for x in value):
+        raise ModelError(f"stream.contacts must be a list of 'link:kind' strings, got "
+                         f'{quote(value)}')
+    contacts = []
+    for entry in value:
+        link, _, kind = entry.rpartition(':')
+        if not link:
+            raise ModelError(f"stream.contacts entry {quote(entry)} is not 'link:kind' (kind 6D "
+                             'or 3D)')
+        contacts.append(Contact(link, kind))
+    twice = first_repeated([c.link for c in contacts])
+    if twice is not None:
+        raise ModelError(f'stream.contacts names link {quote(twice)} twice; name each link once')
+    return tuple(contacts)
 
 
 def check_parameter(name, value):
@@ -154,6 +184,8 @@ def check_parameter(name, value):
     elif name == 'stream.effort_limits' and value not in EFFORT_LIMIT_POLICIES:
         raise ModelError(f'stream.effort_limits {quote(value)} is unknown; expected one of '
                          f'{list(EFFORT_LIMIT_POLICIES)}')
+    elif name == 'stream.contacts':
+        parameter_contacts(value)
     elif name == 'stream.output_joints':
         if not isinstance(value, (list, tuple)) or not all(isinstance(x, str) for x in value):
             raise ModelError(f'stream.output_joints must be a list of joint names, got '

@@ -9,6 +9,7 @@ answering success=true, or success=false with the reason.
 
 import numpy as np
 from cluster_dynamics.msg import ClusterInfo
+from geometry_msgs.msg import Wrench
 from cluster_dynamics.srv import (BiasForces, DescribeModel, ForwardDynamics, InverseDynamics,
                                   InverseOperationalSpaceInertia, LinkKinematics, MassMatrix)
 from geometry_msgs.msg import Accel, Pose
@@ -57,7 +58,9 @@ def forward_dynamics(loaded, request, response, default_method='auto'):
     tau = layout.velocity_like(selection, request.state.effort, 'state.effort',
                                request.state.name, forces=True)
     info = loaded.model.forward_dynamics(
-        q, v, tau, conv.link_wrenches_to_dict(request.external_wrenches), method=method, info=True)
+        q, v, tau, conv.link_wrenches_to_dict(request.external_wrenches),
+        conv.contacts_from_msgs(request.contacts), method=method, info=True)
+    response.contact_wrenches = _wrenches(info.contact_forces)
     joints, base = layout.split_spanning(info.acceleration)
     response.name = list(layout.joint_names)
     response.acceleration = conv.float64_array(joints)
@@ -77,12 +80,23 @@ def inverse_dynamics(loaded, request, response):
     a = layout.velocity_like(
         selection, request.acceleration, 'acceleration', request.state.name,
         conv.accel_to_array(request.base_acceleration) if layout.floating else None)
-    tau = loaded.model.inverse_dynamics(q, v, a,
-                                        conv.link_wrenches_to_dict(request.external_wrenches))
+    wrenches = conv.link_wrenches_to_dict(request.external_wrenches)
+    contacts = conv.contacts_from_msgs(request.contacts)
+    if contacts is None:
+        tau = loaded.model.inverse_dynamics(q, v, a, wrenches)
+    else:                   # the actuated efforts of least norm (projected inverse dynamics)
+        info = loaded.model.inverse_dynamics(q, v, a, wrenches, contacts, info=True)
+        tau = info.efforts
+        response.contact_wrenches = _wrenches(info.contact_forces)
     joints, base = layout.split_independent(tau)
     response.name = list(layout.independent_names)
     response.effort = conv.float64_array(joints)
     conv.array_to_wrench(base, response.base_wrench)
+
+
+def _wrenches(forces):
+    """geometry_msgs/Wrench[] of contact forces (contacts.Contact's order and frames)."""
+    return [conv.contact_force_to_wrench(force, Wrench()) for force in forces]
 
 
 def inverse_operational_space_inertia(loaded, request, response):

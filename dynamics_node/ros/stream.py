@@ -2,7 +2,7 @@
 ``computed_torques`` (JointState of the independent joints), ``effort_commands`` (Float64MultiArray
 in the order of ``stream.output_joints``) and ``completed_joint_states`` (every joint, dependent
 ones completed from the constraints), all with the input's stamp; a floating base from the odometry
-topic.
+topic; the contacts the efforts hold from ``~/contacts`` (ContactSet) or ``stream.contacts``.
 
 A message merges into the last state of every joint (StreamInput); until every independent joint
 has been named the stream waits. Stale, invalid, singular and over-limit inputs are dropped and
@@ -12,6 +12,7 @@ counted in StreamStats, which /diagnostics reports.
 import time
 
 import numpy as np
+from cluster_dynamics.msg import ContactSet
 from nav_msgs.msg import Odometry
 from rclpy.qos import (DurabilityPolicy, HistoryPolicy, qos_profile_sensor_data, QoSProfile,
                        ReliabilityPolicy)
@@ -23,6 +24,7 @@ try:                                      # Iron and later
 except ImportError:                       # Humble
     from rclpy.qos_event import SubscriptionEventCallbacks, UnsupportedEventTypeError
 
+from ..contacts import resolve as resolve_contacts
 from ..errors import ModelError, quote, SingularConfigurationError
 from . import conversions as conv
 from .guard import clip, Guard
@@ -33,6 +35,9 @@ JOINT_STATES_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1,
                               reliability=ReliabilityPolicy.BEST_EFFORT,
                               durability=DurabilityPolicy.VOLATILE)
 OUTPUT_QOS = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE)
+# The latest contact set, also for a node that starts after the scheduler published it.
+CONTACTS_QOS = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
+                          durability=DurabilityPolicy.TRANSIENT_LOCAL)
 LATENCY_WINDOW = 60_000          # latest outputs whose latency a diagnostics period keeps
 PAUSE = 0.5                      # s between stamps that ends a span of inferred losses (a pause)
 
@@ -58,6 +63,9 @@ class StreamStats:
         # inputs held back, by cause
         self.waiting = self.singular = self.over_limit = self.clamped = 0
         self.waiting_for = ()           # independent joints no message has named yet
+        self.contacts = ((), 'stream.contacts')     # (Contacts, source) of the last output
+        self.contacts_age = None        # s, of the last set from ~/contacts when last used
+        self.contacts_expired = ''      # why that set is not in use ('' while it is)
         self.last_stamp = None          # ns of the last stamped input
         self.span = None                # (first ns, last ns, inputs, Hz) of the current stamp span
         self.lost_before_span = 0       # inputs inferred lost in the spans before it
@@ -143,6 +151,7 @@ class Stream:
         self.served, self.settings, self.stats = served, settings, stats
         self.clock, self.logger = clock, logger
         self.base_state = None           # (pose[7], twist[6]) from odometry
+        self.contact_set = None          # (Contacts, stamp ns) of the last valid ~/contacts
         self.torques = node.create_publisher(JointState, resolve('~/computed_torques'),
                                              OUTPUT_QOS)
         self.efforts = node.create_publisher(Float64MultiArray, resolve('~/effort_commands'),
@@ -158,6 +167,8 @@ class Stream:
             node.create_subscription(JointState, resolve('joint_states'), self.on_joint_state,
                                      JOINT_STATES_QOS)
             self.lost_reported = False
+        node.create_subscription(ContactSet, resolve('~/contacts'), self.on_contacts,
+                                 CONTACTS_QOS)
         if settings['odometry_topic']:
             node.create_subscription(Odometry, resolve(settings['odometry_topic']),
                                      self.on_odometry, qos_profile_sensor_data)
@@ -211,8 +222,9 @@ class Stream:
                              'named them yet')
         self.stats.waiting_for = ()
         q = model.complete_positions(positions, budget_ms=settings['stream.completion_budget'])
-        tau = (model.bias_forces(q, velocities) if settings['stream.mode'] == 'bias'
-               else model.gravity_forces(q))
+        contacts = self._contacts() or None
+        tau = (model.bias_forces(q, velocities, contacts=contacts)
+               if settings['stream.mode'] == 'bias' else model.gravity_forces(q, contacts))
         joints = self._limited(loaded, layout.split_independent(tau)[0],
                                settings['stream.effort_limits'])
         completed = None
@@ -242,6 +254,37 @@ class Stream:
         self.stats.over_limit += 1
         raise ModelError(f'effort {efforts[i]:.6g} of joint {quote(name)} exceeds its '
                          f'<limit effort> {loaded.limits[i]:g} (stream.effort_limits: reject)')
+
+    def on_contacts(self, msg):
+        """A contact set from ~/contacts, in use from now on unless the loaded model lacks one of
+        its links (then dropped, the previous set stays)."""
+        with Guard('~/contacts', self.logger) as outcome:
+            contacts = tuple(conv.contacts_from_msgs(msg.contacts) or ())
+            loaded = self.served.loaded
+            if loaded is not None:
+                resolve_contacts(loaded.model, contacts)
+            self.contact_set = (contacts, msg.header.stamp.sec * 1_000_000_000
+                                + msg.header.stamp.nanosec)
+        if outcome.failed:
+            self._drop(outcome.reason, '~/contacts')
+
+    def _contacts(self):
+        """The contacts in effect, noted in stats: the last set from ~/contacts unless its stamp
+        is older than stream.contacts_max_age (a zero stamp never is), else stream.contacts."""
+        stats, topic = self.stats, self.contact_set
+        if topic is not None:
+            contacts, stamp = topic
+            age = (self._now_ns() - stamp) * 1e-9 if stamp else 0.0
+            max_age = self.settings['stream.contacts_max_age']
+            stats.contacts_age = age
+            if not max_age or age <= max_age:
+                stats.contacts, stats.contacts_expired = (contacts, '~/contacts'), ''
+                return contacts
+            stats.contacts_expired = (f'the contact set from ~/contacts is {age:.3f} s old '
+                                      f'(stream.contacts_max_age {max_age:g} s): holding '
+                                      'stream.contacts')
+        stats.contacts = (self.settings['stream.contacts'], 'stream.contacts')
+        return stats.contacts[0]
 
     def _now_ns(self):
         """The node clock's time, ns: the system time unless sim time is active (a quarter of the
