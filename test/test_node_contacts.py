@@ -12,6 +12,7 @@ from rclpy.qos import qos_profile_sensor_data
 from sensor_msgs.msg import JointState
 
 from dynamics_node import bundled_model, Contact, load_model, ModelError
+from dynamics_node.ros.client import DynamicsClient
 from dynamics_node.ros.conversions import JointLayout
 from dynamics_node.ros.stream import CONTACTS_QOS
 from test_node import (collect, joint_state, MAX_AGE, NAMESPACE, node_status,  # noqa: F401
@@ -200,3 +201,32 @@ def test_stream_efforts_hold_the_contacts_in_effect(ros, standing):  # noqa: F81
         set_parameters(ros, standing.name, stream__contacts_max_age=0.0)
         ros.node.destroy_publisher(publisher)
         ros.node.destroy_publisher(contact_sets)
+
+
+def test_client_sends_contacts_and_returns_their_wrenches(ros, standing, rng):  # noqa: F811
+    """DynamicsClient's forward and inverse dynamics with contacts (one with a placement) answer
+    the library's accelerations, efforts and contact wrenches."""
+    model = load_model(bundled_model('quadruped_rotors'))
+    joints = [n for n in model.independent_joint_names if n != model.floating_base_joint]
+    positions = rng.uniform(-0.5, 0.5, len(joints))
+    contacts = [Contact(foot, '3D') for foot in FEET[:3]] + [
+        Contact(FEET[3], '6D', ((0.0, 0.01, -0.02), (0.0, 0.0, np.sin(0.2), np.cos(0.2))))]
+    q = model.complete_positions([0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0] + list(positions))
+    zero = np.zeros(len(joints))
+    with DynamicsClient(standing.name, context=ros.node.context, timeout=10.0) as dynamics:
+        tau = rng.uniform(-5.0, 5.0, len(joints))
+        answer = dynamics.forward_dynamics(joints, positions, zero, tau, contacts=contacts,
+                                           method='lcaba')
+        info = model.forward_dynamics(q, np.zeros(model.ny), np.r_[np.zeros(6), tau],
+                                      contacts=contacts, method='lcaba', info=True)
+        assert np.max(np.abs(answer.acceleration
+                             - JointLayout(model).split_spanning(info.acceleration)[0])) <= 1e-9
+        expected = [np.r_[f, np.zeros(6 - len(f))] for f in info.contact_forces]
+        assert np.max(np.abs(answer.contact_wrenches - expected)) <= 1e-9
+        standing_efforts = dynamics.inverse_dynamics(joints, positions, zero, zero,
+                                                     contacts=contacts)
+        info = model.inverse_dynamics(q, np.zeros(model.ny), np.zeros(model.ny),
+                                      contacts=contacts, info=True)
+        assert np.max(np.abs(standing_efforts.effort
+                             - JointLayout(model).split_independent(info.efforts)[0])) <= 1e-9
+        assert standing_efforts.contact_wrenches.shape == (4, 6)

@@ -23,7 +23,7 @@ from collections import namedtuple
 import itertools
 import time
 
-from cluster_dynamics.msg import LinkWrench
+from cluster_dynamics.msg import Contact as ContactMsg, LinkWrench
 from cluster_dynamics.srv import (BiasForces, DescribeModel, ForwardDynamics, InverseDynamics,
                                   InverseOperationalSpaceInertia, LinkKinematics, MassMatrix)
 import numpy as np
@@ -34,8 +34,9 @@ from sensor_msgs.msg import JointState
 from ..errors import ModelError
 from . import conversions as conv
 
-Accelerations = namedtuple('Accelerations', 'names acceleration base_acceleration method_used')
-Efforts = namedtuple('Efforts', 'names effort base_wrench')
+Accelerations = namedtuple('Accelerations',
+                           'names acceleration base_acceleration method_used contact_wrenches')
+Efforts = namedtuple('Efforts', 'names effort base_wrench contact_wrenches')
 Matrix = namedtuple('Matrix', 'names matrix')
 Kinematics = namedtuple('Kinematics', 'names poses jacobians bias_accelerations')
 _instances = itertools.count()
@@ -72,31 +73,37 @@ class DynamicsClient:
         return self._call(DescribeModel, 'describe_model', DescribeModel.Request())
 
     def forward_dynamics(self, joints, q, v, tau, *, base_pose=None, base_twist=None,
-                         wrenches=None, method=''):
-        """Accelerations(names, acceleration, base_acceleration, method_used) of the spanning
-        joints (names) and the floating base; wrenches: {link: (force[3], torque[3])}."""
+                         wrenches=None, contacts=None, method=''):
+        """Accelerations(names, acceleration, base_acceleration, method_used, contact_wrenches)
+        of the spanning joints (names) and the floating base; wrenches: {link: (force[3],
+        torque[3])}; contacts: dynamics_node.Contact list, their wrenches [force; torque] (6
+        each, in the contact frame) answered."""
         request = ForwardDynamics.Request(state=_state(joints, q, v, tau), method=method,
-                                          external_wrenches=_wrenches(wrenches))
+                                          external_wrenches=_wrenches(wrenches),
+                                          contacts=_contacts(contacts))
         _base(request, base_pose, base_twist)
         response = self._call(ForwardDynamics, 'forward_dynamics', request)
         return Accelerations(tuple(response.name), np.array(response.acceleration),
                              _vector6(response.base_acceleration.linear,
                                       response.base_acceleration.angular),
-                             response.method_used)
+                             response.method_used, _contact_wrenches(response))
 
     def inverse_dynamics(self, joints, q, v, a, *, base_pose=None, base_twist=None,
-                         base_acceleration=None, wrenches=None):
-        """Efforts(names, effort, base_wrench) of the independent joints (names) and the base."""
+                         base_acceleration=None, wrenches=None, contacts=None):
+        """Efforts(names, effort, base_wrench, contact_wrenches) of the independent joints
+        (names) and the base; with contacts the actuated efforts of least norm."""
         request = InverseDynamics.Request(state=_state(joints, q, v),
                                           acceleration=_floats(a, 'a', len(joints)),
-                                          external_wrenches=_wrenches(wrenches))
+                                          external_wrenches=_wrenches(wrenches),
+                                          contacts=_contacts(contacts))
         _base(request, base_pose, base_twist)
         if base_acceleration is not None:
             conv.array_to_accel(_floats(base_acceleration, 'base_acceleration', 6),
                                 request.base_acceleration)
         response = self._call(InverseDynamics, 'inverse_dynamics', request)
         return Efforts(tuple(response.name), np.array(response.effort),
-                       _vector6(response.base_wrench.force, response.base_wrench.torque))
+                       _vector6(response.base_wrench.force, response.base_wrench.torque),
+                       _contact_wrenches(response))
 
     def inverse_osim(self, joints, q, links, *, base_pose=None):
         """Lambda^-1 (6k x 6k) of k links, [linear; angular] blocks in each link's frame."""
@@ -209,6 +216,25 @@ def _wrenches(wrenches):
                                    _floats(torque, f'torque on {link}', 3)], item.wrench)
         items.append(item)
     return items
+
+
+def _contacts(contacts):
+    """cluster_dynamics/Contact[] of dynamics_node.Contacts."""
+    items = []
+    for contact in contacts or ():
+        item = ContactMsg(link=contact.link, kind=contact.kind, other=contact.other or '')
+        conv.array_to_pose(np.r_[contact.placement[0], contact.placement[1]], item.placement)
+        if contact.other is not None:
+            conv.array_to_pose(np.r_[contact.other_placement[0], contact.other_placement[1]],
+                               item.other_placement)
+        items.append(item)
+    return items
+
+
+def _contact_wrenches(response):
+    """(k, 6) array of a response's contact wrenches, [force; torque] each."""
+    wrenches = [_vector6(w.force, w.torque) for w in response.contact_wrenches]
+    return np.array(wrenches).reshape(-1, 6)
 
 
 def _vector6(first, second):
