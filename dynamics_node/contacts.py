@@ -16,7 +16,7 @@ import numpy as np
 from .algorithms.contacts import (contact_jacobian, contact_rows, ContactFrames,
                                   exact_forward_dynamics, residuals)
 from .algorithms.kinematics import forward_pass
-from .errors import ModelError, quote, SingularConfigurationError
+from .errors import ModelError, quote
 from .forward_dynamics import aba_info, ForwardDynamicsInfo, lcaba_info
 from .spatial import pose_transform, quaternion_matrix
 from .validation import independent_velocities, vector
@@ -132,18 +132,13 @@ def resolve(model, contacts):
 
 def forward_dynamics(model, data, q, v, tau, frames, method, settings, info=True):
     """ForwardDynamicsInfo with contact_forces (inputs validated, data.f_ext set): the exact route
-    for method 'aba', LCABA for 'lcaba'; 'auto' takes the exact route unless the model's cost rule
-    picks LCABA (Model.auto_lcaba), and LCABA where the exact route finds a singular cluster or a
-    singular Delassus matrix (redundant contacts)."""
-    fallback_reason = ''
-    if method == 'aba' or method == 'auto' and not model.auto_lcaba:
-        try:
-            return _exact(model, data, q, v, tau, frames, info)
-        except SingularConfigurationError as error:
-            if method == 'aba':
-                raise
-            fallback_reason = str(error)
-    return lcaba_info(model, data, q, v, tau, settings, fallback_reason, contacts=frames)
+    for method 'aba' (SingularConfigurationError at a singular cluster or a singular Delassus
+    matrix: redundant contacts), LCABA for 'lcaba' and 'auto'. LCABA took 0.35-0.80 of the exact
+    route's time on every robot measured (bench/contact_methods.py, docs/library.md#contacts): two
+    ABA passes and the EFPA cost more than one elimination and its two or three reduced sweeps."""
+    if method == 'aba':
+        return _exact(model, data, q, v, tau, frames, info)
+    return lcaba_info(model, data, q, v, tau, settings, contacts=frames)
 
 
 def _exact(model, data, q, v, tau, frames, info):

@@ -316,8 +316,8 @@ class Model:
             wrenches: {link: (force, torque)} in the link frame at its origin (N, N m).
             contacts: a Contact or a list of them (contacts.py), held by the forces of rigid
                 bilateral contacts: 'aba' then takes the exact route (cluster ABA, the contacts'
-                Delassus matrix from the cluster EFPA, a second ABA), 'lcaba' adds them as cut
-                constraints; 'auto' takes the exact route and LCABA where that raises.
+                Delassus matrix from the cluster EFPA, a second ABA), 'lcaba' and 'auto' add them
+                to LCABA as cut constraints (contacts.forward_dynamics).
             method: 'auto' (default), 'aba' or 'lcaba'.
             settings: lcaba.ProximalSettings for LCABA (default ProximalSettings()).
             info: return a ForwardDynamicsInfo (acceleration, method used, fallback reason,
