@@ -26,7 +26,7 @@ sys.path.insert(0, os.path.dirname(__file__))
 
 from conftest import assert_close, random_independent_positions, random_state, SEED  # noqa: E402
 from dynamics_node import (bundled_extended_urdf, bundled_model, bundled_models,  # noqa: E402
-                           load_model, ModelError, ProximalSettings)
+                           Contact, load_model, ModelError, ProximalSettings)
 # spherical, planar, universal joints
 from test_joint_types import MODELS as JOINT_TYPE_MODELS  # noqa: E402
 
@@ -140,8 +140,11 @@ class Outcomes(collections.Counter):
 def _arrays(result):
     if isinstance(result, tuple):
         return result
+    if hasattr(result, 'efforts'):                                # InverseDynamicsInfo
+        return (result.efforts, *result.contact_forces)
     acceleration = getattr(result, 'acceleration', None)
-    return (result,) if acceleration is None else (acceleration, *result.multipliers.values())
+    return (result,) if acceleration is None else (acceleration, *result.multipliers.values(),
+                                                   *result.contact_forces)
 
 
 def exercise(model, rng, outcomes, label):
@@ -221,6 +224,20 @@ def hostile_call(model, state, rng):
     def pick(kind):
         return hostile[kind][rng.integers(len(hostile[kind]))]
 
+    def contacts():
+        """Contacts built from hostile parts (a bad part raises ModelError as it is built)."""
+        parts = {'link': (link, model.links[0], 'nowhere', 5, None, 'x' * 200),
+                 'kind': ('3D', '6D', '2D', None, 6),
+                 'placement': (None, ((0, 0, 0.1), (0, 0, 0, 1)), ((0, 0), (0, 0, 0, 1)),
+                               ((0, 0, np.nan), (0, 0, 0, 1)), ((0, 0, 0), (0, 0, 0, 2)), 'abc',
+                               ((1e300, 0, 0), (0, 0, 0, 1)), (0, 0, 0)),
+                 'other': (None, None, model.links[0], model.links[len(model.links) // 2], 5)}
+        made = [Contact(*(value[rng.integers(len(value))] for value in parts.values()))
+                if rng.integers(3) == 0 else
+                Contact(model.links[rng.integers(len(model.links))], ('3D', '6D')[rng.integers(2)])
+                for _ in range(rng.integers(1, 4))]
+        return (made, made, made, made[0], made * 2, 'abc', [made[0], 5])[rng.integers(7)]
+
     q_ind = _independent_positions(model, q)
     calls = [
         ('forward_dynamics q',
@@ -237,6 +254,15 @@ def hostile_call(model, state, rng):
         ('ProximalSettings',
          lambda: model.forward_dynamics(q, yd, yd, method='lcaba', settings=ProximalSettings(
             **{('mu', 'tolerance', 'max_iterations')[rng.integers(3)]: hostile_vector(rng, 1)}))),
+        ('forward_dynamics contacts',
+         lambda: model.forward_dynamics(q, yd, yd, contacts=contacts(),
+                                        method=('aba', 'lcaba', 'auto')[rng.integers(3)],
+                                        info=True)),
+        ('inverse_dynamics contacts',
+         lambda: model.inverse_dynamics(q, yd, yd, contacts=contacts(), info=True,
+                                        weights=(None, hostile_vector(rng, model.ny))[
+                                            rng.integers(2)])),
+        ('gravity_forces contacts', lambda: model.gravity_forces(q, contacts=contacts())),
         ('inverse_dynamics a',
          lambda: model.inverse_dynamics(q, yd, hostile_vector(rng, model.nv))),
         ('inverse_dynamics wrenches', lambda: model.inverse_dynamics(q, yd, yd, pick('wrenches'))),
