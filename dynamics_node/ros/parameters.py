@@ -148,7 +148,10 @@ def setting(name, value):
 
 
 def parameter_contacts(value):
-    """The Contacts of stream.contacts ('link:kind' each); raises ModelError."""
+    """The Contacts of stream.contacts ('link:kind' each; None, as an empty YAML list arrives:
+    none); raises ModelError."""
+    if value is None:
+        return ()
     if not isinstance(value, (list, tuple)) or not all(isinstance(x, str) for x in value):
         raise ModelError(f"stream.contacts must be a list of 'link:kind' strings, got "
                          f'{quote(value)}')
