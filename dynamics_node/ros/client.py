@@ -124,13 +124,13 @@ class DynamicsClient:
         return Matrix(tuple(response.name), np.array(response.matrix).reshape(n, n))
 
     def bias_forces(self, joints, q, v, *, base_pose=None, base_twist=None):
-        """Efforts(names, effort, base_wrench): gravity + Coriolis and centrifugal forces of the
-        independent joints (names) and the base."""
+        """Efforts(names, effort, base_wrench, no contact_wrenches): gravity + Coriolis and
+        centrifugal forces of the independent joints (names) and the base."""
         return self._bias_forces(joints, q, v, base_pose, base_twist, gravity_only=False)
 
     def gravity_forces(self, joints, q, *, base_pose=None):
-        """Efforts(names, effort, base_wrench): gravity compensation of the independent joints
-        (names) and the base."""
+        """Efforts(names, effort, base_wrench, no contact_wrenches): gravity compensation of the
+        independent joints (names) and the base."""
         return self._bias_forces(joints, q, (), base_pose, None, gravity_only=True)
 
     def _bias_forces(self, joints, q, v, base_pose, base_twist, gravity_only):
@@ -138,7 +138,8 @@ class DynamicsClient:
         _base(request, base_pose, base_twist)
         response = self._call(BiasForces, 'bias_forces', request)
         return Efforts(tuple(response.name), np.array(response.effort),
-                       _vector6(response.base_wrench.force, response.base_wrench.torque))
+                       _vector6(response.base_wrench.force, response.base_wrench.torque),
+                       np.zeros((0, 6)))
 
     def link_kinematics(self, joints, q, v, links, *, base_pose=None, base_twist=None):
         """Kinematics(names, poses, jacobians, bias_accelerations) of k links: poses (k x 7,
