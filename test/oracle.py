@@ -65,6 +65,12 @@ def rpy_to_matrix(r: float, p: float, y: float) -> np.ndarray:
     return rz @ ry @ rx
 
 
+def _unit(axis):
+    """axis normalized (a fixed joint's zero axis, as published files carry, stays zero)."""
+    norm = np.linalg.norm(axis)
+    return axis / norm if norm else axis
+
+
 def _floats(text, n, default):
     if text is None:
         return np.array(default, dtype=float)
@@ -152,8 +158,8 @@ class KKTOracle:
             axis = _floats(ax.get("xyz") if ax is not None else None, 3, [1, 0, 0])
             axis2 = _floats(ax2.get("xyz") if ax2 is not None else None, 3, [0, 1, 0])
             self._urdf_joints[name] = dict(type=jtype, parent=parent, child=child,
-                                           origin=_origin(j), axis=axis / np.linalg.norm(axis),
-                                           axis2=axis2 / np.linalg.norm(axis2))
+                                           origin=_origin(j), axis=_unit(axis),
+                                           axis2=_unit(axis2))
             if child in self._link_parent:
                 raise ValueError(f"link {child} has two parent joints")
             self._link_parent[child] = (name, parent)
