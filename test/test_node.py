@@ -187,9 +187,17 @@ def nodes(ros):
                'reload': NodeProcess('reload', use_sim_time='true', stream__max_age=MAX_AGE),
                'ankle': NodeProcess('ankle', robot_description_file='parallel_ankle_leg',
                                     stream__max_age=MAX_AGE)}
+    with serving(ros, started, without_model=('reload',)):
+        yield started
+
+
+@contextmanager
+def serving(ros, started, without_model=()):
+    """Until the node processes started ({key: NodeProcess}) answer (with a model served, but
+    for the keys in without_model); interrupted together, then stopped, at the end."""
     try:
-        for ns, process in started.items():
-            wait_until_served(ros, process, with_model=ns != 'reload')
+        for key, process in started.items():
+            wait_until_served(ros, process, with_model=key not in without_model)
         yield started
     finally:
         for process in started.values():

@@ -20,8 +20,7 @@ from conftest import assert_close, robot
 from dynamics_node import ModelError
 from dynamics_node.spatial import quaternion_matrix
 from test_node import (_loop_request, completed, floating_state, joint_state, loop_state,
-                       NodeProcess, ROOT, set_linear_angular, set_pose, vector6,
-                       wait_until_served)
+                       NodeProcess, ROOT, serving, set_linear_angular, set_pose, vector6)
 import test_node
 
 ros = test_node.ros                  # the fixture: a DDS client on the test domain
@@ -170,15 +169,8 @@ def nodes(ros):
     """Node processes serving linkage_leg and quadruped_rotors."""
     robot('linkage_leg').warm_up()        # fills numba's on-disk cache if it is cold
     started = {ns: NodeProcess(ns, robot_description_file=name) for name, ns in NODE_OF.items()}
-    try:
-        for process in started.values():
-            wait_until_served(ros, process)
+    with serving(ros, started):
         yield started
-    finally:
-        for process in started.values():
-            process.interrupt()
-        for process in started.values():
-            process.stop()
 
 
 @pytest.mark.parametrize('case', WHOLE_BODY_CASES.values(), ids=list(WHOLE_BODY_CASES))
