@@ -8,13 +8,14 @@ Library use (no ROS needed)::
 """
 
 from .algorithms.lcaba import ProximalSettings
-from .contacts import Contact, InverseDynamicsInfo
+from .contacts import Contact, ContactBiasInfo, InverseDynamicsInfo
 from .description.compose import compose, Part
 from .errors import ModelError, SingularConfigurationError
 from .forward_dynamics import ForwardDynamicsInfo
 from .model import ClusterInfo, Data, load_model, Model
 from .robots import bundled_extended_urdf, bundled_model, bundled_models
 
-__all__ = ['ClusterInfo', 'Contact', 'Data', 'ForwardDynamicsInfo', 'InverseDynamicsInfo', 'Model',
-           'ModelError', 'Part', 'ProximalSettings', 'SingularConfigurationError',
-           'bundled_extended_urdf', 'bundled_model', 'bundled_models', 'compose', 'load_model']
+__all__ = ['ClusterInfo', 'Contact', 'ContactBiasInfo', 'Data', 'ForwardDynamicsInfo',
+           'InverseDynamicsInfo', 'Model', 'ModelError', 'Part', 'ProximalSettings',
+           'SingularConfigurationError', 'bundled_extended_urdf', 'bundled_model',
+           'bundled_models', 'compose', 'load_model']

@@ -5,7 +5,9 @@ the model's own loops and couplings (algorithms/contacts.py has the rows and the
 Forward dynamics: the exact route (cluster ABA, the Delassus matrix from the cluster EFPA, a second
 ABA pass; Chignoli et al. 2023) or LCABA with the contacts as cut constraints (Sathya & Carpentier
 2025). Inverse dynamics: projected inverse dynamics (Aghili 2005; Mistry & Righetti 2012), the
-actuated torques of least weighted norm with H_y ydd + C_y = S^T tau + J_c^T lambda.
+actuated torques of least weighted norm with H_y ydd + C_y = S^T tau + J_c^T lambda; for measured
+velocities, the same at the velocities and accelerations nearest to them that keep the contacts
+(contact_bias_forces).
 """
 
 from collections.abc import Sequence
@@ -14,7 +16,8 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from .algorithms.contacts import (contact_jacobian, contact_rows, ContactFrames,
-                                  exact_forward_dynamics, residuals)
+                                  exact_forward_dynamics, residuals,
+                                  velocity_product_accelerations)
 from .algorithms.kinematics import forward_pass
 from .errors import ModelError, quote
 from .forward_dynamics import aba_info, ForwardDynamicsInfo, lcaba_info
@@ -28,6 +31,10 @@ QUATERNION_TOLERANCE = 1e-5        # |norm - 1| accepted (and normalized), as fo
 # Relative residual of the unactuated rows J_u^T lambda = tau_u above which inverse dynamics says
 # that no torques produce the motion (a least-squares solve leaves ~1e-15 where one exists).
 UNACTUATED_TOLERANCE = 1e-8
+# Singular values of the contacts' Jacobian J_c below this fraction of the largest count as zero
+# in its pseudo-inverse (contact_bias_forces): redundant contacts, and contacts that repeat a
+# loop's constraint, are then solved in least squares.
+PSEUDOINVERSE_CUTOFF = 1e-10
 
 
 @dataclass(frozen=True)
@@ -207,3 +214,48 @@ def inverse_dynamics(model, data, q, yd, ydd, frames, weights):
     efforts[actuated] = tau_id[actuated] - A_a @ lam
     forces = np.split(lam, np.cumsum([c.rows for c in frames])[:-1])
     return InverseDynamicsInfo(efforts, forces, float(residual))
+
+
+@dataclass(frozen=True)
+class ContactBiasInfo:
+    efforts: np.ndarray                # ny efforts, as InverseDynamicsInfo.efforts
+    velocities: np.ndarray             # ny projected independent velocities yd_c
+    accelerations: np.ndarray          # ny independent accelerations ydd that keep the contacts
+    contact_forces: list = field(default_factory=list)     # per contact, as ForwardDynamicsInfo
+    velocity_correction: float = 0.0   # |yd - yd_c|_inf
+
+
+def contact_bias_forces(model, data, q, yd, frames, weights):
+    """Projected inverse dynamics at the state nearest to (yd, ydd = 0) that keeps the contacts
+    (data.f_ext set). The contacts' velocity rows J_c yd = 0 and acceleration rows J_c ydd +
+    Jdot yd = 0 (J_c = sum_b K^b J_b in independent coordinates, so loops included) are solved in
+    least squares with the pseudo-inverse J_c^+ (PSEUDOINVERSE_CUTOFF): yd_c = (1 - J_c^+ J_c) yd,
+    the least change that keeps them, the projection onto the null space of J_c of projected
+    dynamics (Aghili 2005; Mistry & Righetti 2012), and ydd = -J_c^+ Jdot yd_c, the least
+    accelerations that keep them. Then inverse_dynamics at (q, yd_c, ydd). At rest both are
+    exactly zero; where J_c yd = 0 and Jdot yd = 0 exactly, yd_c = yd and ydd = 0 exactly."""
+    if not frames:
+        zero = np.zeros(model.ny)
+        return ContactBiasInfo(data.engine.inverse_dynamics(q, yd, zero, data.f_ext), yd.copy(),
+                               zero)
+    forward_pass(model, data, q, yd)
+    J = contact_jacobian(model, data, contact_rows(model, data, frames))
+    U, s, Vt = np.linalg.svd(J, full_matrices=False)
+    rank = int(np.sum(s > PSEUDOINVERSE_CUTOFF * s.max(initial=0.0)))
+
+    def pseudo_inverse(b):
+        return Vt[:rank].T @ ((U[:, :rank].T @ b) / s[:rank])
+
+    yd_c = yd - pseudo_inverse(J @ yd)
+    forward_pass(model, data, q, yd_c)
+    drift = np.concatenate(residuals(contact_rows(model, data, frames),
+                                     velocity_product_accelerations(model, data)))
+    ydd = -pseudo_inverse(drift)
+    gap = np.max(np.abs(J @ ydd + drift))
+    if gap > bounds.VELOCITY_TOLERANCE * max(1.0, np.max(np.abs(ydd), initial=0.0)):
+        raise ModelError(f'no accelerations keep the contacts at the projected velocities '
+                         f'(residual {gap:.3g}): their Jacobian loses rank at q, a singular '
+                         'configuration of the contacts')
+    result = inverse_dynamics(model, data, q, yd_c, ydd, frames, weights)
+    return ContactBiasInfo(result.efforts, yd_c, ydd, result.contact_forces,
+                           float(np.max(np.abs(yd - yd_c))))

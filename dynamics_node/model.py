@@ -459,6 +459,46 @@ class Model:
         return self._inverse_dynamics(q, self._zero_y, self._zero_y, None, 'gravity forces',
                                       contacts)
 
+    def contact_bias_forces(self, q, v, contacts, weights=None, info=False):
+        """The actuated efforts that hold a robot on its contacts while it moves with measured
+        velocities that need not keep them: bias_forces with contacts at the nearest state that
+        does (contacts.contact_bias_forces).
+
+        The independent velocities yd are projected onto those that keep the contacts, yd_c =
+        yd - J_c^+ J_c yd (the least change; J_c the contacts' Jacobian in independent
+        coordinates, its singular values below contacts.PSEUDOINVERSE_CUTOFF of the largest taken
+        as zero), the accelerations are the least that keep the contacts there, ydd = -J_c^+
+        Jdot yd_c, and the result is inverse_dynamics(q, yd_c, ydd, contacts=contacts,
+        weights=weights). At rest it equals gravity_forces(q, contacts); with v that keeps the
+        contacts and has no contact drift, bias_forces(q, v, contacts=contacts).
+
+        Args:
+            q: spanning positions (nq), loops closed.
+            v: spanning (nv, consistent) or independent (ny) velocities, e.g. measured ones.
+            contacts: a Contact or a list of them (None or []: bias_forces(q, v)).
+            weights: as inverse_dynamics.
+            info: return a contacts.ContactBiasInfo (efforts, velocities yd_c and accelerations
+                ydd (ny, independent), contact forces, velocity_correction |yd - yd_c|_inf)
+                instead of the efforts alone.
+        Raises:
+            ModelError: as inverse_dynamics with contacts, and where no accelerations keep the
+                contacts (their Jacobian loses rank at q).
+        """
+        data = self._local.data
+        q = positions(self, data, q)
+        v = vector(v, 'v', {self.nv: 'spanning', self.ny: 'independent'}, bounds.VELOCITY)
+        yd = independent_velocities(self, data, v)
+        external_forces(self, data, None)
+        w = self._weights(weights)
+        frames = () if contacts is None else contact_routes.resolve(self, contacts)
+        result = contact_routes.contact_bias_forces(self, data, q, yd, frames, w)
+        check_finite(self, 'contact bias forces',
+                     [('q', q, bounds.POSITION), ('v', v, bounds.VELOCITY),
+                      ('gravity', self._gravity, bounds.GRAVITY)],
+                     result.efforts, result.velocities, result.accelerations,
+                     *result.contact_forces)
+        return result if info else result.efforts
+
     def inverse_osim(self, q, links):
         """Lambda^-1 = J_y H_y^-1 J_y^T (6k x 6k) for k links, from the cluster EFPA (Chignoli
         et al. 2023 Sec. VIII); blocks [linear; angular] in each link's own frame at its origin."""

@@ -12,6 +12,10 @@
 - Inverse dynamics: H_y ydd + C_y = S^T tau + J_c^T lambda, the minimum (weighted) norm against a
   brute-force least squares over every solution, the round trip through forward dynamics, standing
   gravity torques against a solve with Pinocchio, motions no torques produce.
+- Bias forces at measured velocities (contact_bias_forces): the velocities projected onto those
+  that keep the contacts and the least accelerations that keep them, against dense least squares
+  with Pinocchio's contact rows and the oracle's loop rows; the equation of motion; gravity_forces
+  at rest and bias_forces where the velocities keep the contacts without drift; redundant sets.
 - Bad inputs: ModelError naming what is wrong.
 """
 
@@ -23,8 +27,8 @@ import pinocchio as pin
 import pytest
 
 from conftest import random_independent_positions, SEED
-from dynamics_node import (bundled_model, Contact, InverseDynamicsInfo, load_model, ModelError,
-                           SingularConfigurationError)
+from dynamics_node import (bundled_model, Contact, ContactBiasInfo, InverseDynamicsInfo,
+                           load_model, ModelError, SingularConfigurationError)
 from dynamics_node.spatial import quaternion_matrix
 from oracle import KKTOracle
 
@@ -472,3 +476,160 @@ def test_same_body_and_bad_weights():
                              ([np.nan] * model.ny, r'weights\[0\] is nan')):
         with pytest.raises(ModelError, match=message):
             model.inverse_dynamics(q, zero, zero, contacts=contacts, weights=weights)
+
+
+def independent_rows(model, reference, q, yd):
+    """(J_y, drift_y): the contacts' rows J_y ydd + drift_y = 0 in independent coordinates, from
+    Pinocchio's rows on spanning qdd (Reference.rows) with qdd = [K; E]^+ [k; ydd], K qdd = k the
+    oracle's loop and coupling rows and E the independent entries."""
+    o = reference.oracle
+    v = model.spanning_velocities(q, yd)
+    J, drift = reference.rows(q, v)
+    K, k = o.constraint_jacobian(q), o.constraint_bias(q, v)
+    lift = np.linalg.pinv(np.vstack((K, np.eye(model.nv)[model.independent_v])), rcond=1e-13)
+    return J @ lift[:, K.shape[0]:], J @ lift[:, :K.shape[0]] @ k + drift
+
+
+BIAS_ROBOTS = ['linkage_leg 6D foot', 'parallel_ankle_leg 6D foot', 'quadruped_rotors 3D feet',
+               'humanoid_belts 6D soles']
+# FL_foot held in 6D and again at a second point: 3 rows of 18 repeat, J_c has rank 15
+REDUNDANT_FEET = [Contact('FL_foot', '6D'), Contact('FL_foot', '3D', OFFSET)] + [
+    Contact(foot, '3D') for foot in QUADRUPED_FEET[1:]]
+
+
+def bias_cases():
+    return [(name, ROBOTS[name][1]) for name in BIAS_ROBOTS] + [
+        ('quadruped_rotors 3D feet', REDUNDANT_FEET)]
+
+
+@pytest.mark.parametrize('name, contacts', bias_cases())
+def test_contact_bias_forces_projection(name, contacts):
+    """The velocities keep the contacts and are the least change of the measured ones, the
+    accelerations keep the contacts and are the least that do: against dense least squares."""
+    model, _ = setup(name)
+    _, reference = setup_for(model, contacts)
+    rng = np.random.default_rng(SEED + 17)
+    for _ in range(STATES):
+        q, yd, _ = random_state(model, rng)
+        info = model.contact_bias_forces(q, yd, contacts, info=True)
+        assert isinstance(info, ContactBiasInfo)
+        J, _ = independent_rows(model, reference, q, yd)
+        if contacts is REDUNDANT_FEET:
+            assert np.linalg.matrix_rank(J, tol=1e-10 * np.abs(J).max()) == 15, 'redundant'
+        yd_c = info.velocities
+        assert np.max(np.abs(J @ yd_c)) < 1e-10 * max(1.0, np.max(np.abs(yd)))
+        assert relative(yd_c, yd - np.linalg.pinv(J, rcond=1e-10) @ (J @ yd)) < 1e-10
+        assert info.velocity_correction == np.max(np.abs(yd - yd_c)) > 1e-3
+        J, drift = independent_rows(model, reference, q, yd_c)
+        ydd = info.accelerations
+        assert relative(J @ ydd, -drift) < 1e-9, 'the accelerations keep the contacts'
+        assert relative(ydd, -np.linalg.pinv(J, rcond=1e-10) @ drift) < 1e-9, 'the least'
+        assert np.array_equal(model.contact_bias_forces(q, spanning(model, q, yd), contacts),
+                              info.efforts), 'spanning velocities'
+
+
+@pytest.mark.parametrize('name, contacts', bias_cases())
+def test_contact_bias_forces_equation_of_motion(name, contacts):
+    """H_y ydd + C_y(yd_c) = S^T tau + J_c^T lambda, tau the projected inverse dynamics at
+    (q, yd_c, ydd) (zero on the floating base and the passive coordinates)."""
+    model, _ = setup(name)
+    rng = np.random.default_rng(SEED + 19)
+    weights = np.exp(rng.uniform(-1, 1, model.ny))
+    for _ in range(2):
+        q, yd, _ = random_state(model, rng)
+        info = model.contact_bias_forces(q, yd, contacts, weights=weights, info=True)
+        tau, yd_c, ydd = info.efforts, info.velocities, info.accelerations
+        assert np.all(tau[np.setdiff1d(np.arange(model.ny), model.actuated_y)] == 0.0)
+        H, C = model.mass_matrix(q), model.bias_forces(q, yd_c)
+        J = contact_jacobian_y(model, q, contacts)
+        lam = np.concatenate(info.contact_forces)
+        assert [f.size for f in info.contact_forces] == [c.rows for c in contacts]
+        assert relative(H @ ydd + C, tau + J.T @ lam) < RTOL
+        assert np.array_equal(tau, model.inverse_dynamics(q, yd_c, ydd, contacts=contacts,
+                                                          weights=weights))
+
+
+@pytest.mark.parametrize('name', BIAS_ROBOTS)
+def test_contact_bias_forces_at_rest_and_on_held_motions(name):
+    """gravity_forces at rest, bitwise; velocities that keep the contacts are kept (the
+    accelerations then cancel the drift)."""
+    model, reference = setup(name)
+    contacts = reference.contacts
+    rng = np.random.default_rng(SEED + 23)
+    q, yd, _ = held_state(model, contacts, rng)
+    info = model.contact_bias_forces(q, np.zeros(model.nv), contacts, info=True)
+    assert np.array_equal(info.efforts, model.gravity_forces(q, contacts=contacts))
+    assert not np.any(info.velocities) and not np.any(info.accelerations)
+    assert info.velocity_correction == 0.0
+    info = model.contact_bias_forces(q, yd, contacts, info=True)
+    assert info.velocity_correction < 1e-12 * max(1.0, np.max(np.abs(yd)))
+    assert relative(info.efforts, model.inverse_dynamics(q, yd, info.accelerations,
+                                                         contacts=contacts)) < 1e-12
+
+
+def test_contact_bias_forces_without_drift_equal_bias_forces():
+    """A humanoid standing on its soles and moving only joints off the soles' paths: the
+    velocities keep the contacts with no drift, and the result is bias_forces', bitwise."""
+    model, _ = setup('humanoid_belts 6D soles')
+    soles = [Contact('left_foot_sole', '6D', OFFSET), Contact('right_foot_sole', '6D')]
+    rng = np.random.default_rng(SEED + 29)
+    q, _, _ = random_state(model, rng)
+    J = np.vstack([model.link_jacobian(q, c.link) for c in soles])
+    free = np.flatnonzero(~np.any(J, axis=0))
+    assert free.size >= 4, 'the arms and the head move off the soles\' paths'
+    yd = np.zeros(model.ny)
+    yd[free] = rng.normal(size=free.size)
+    info = model.contact_bias_forces(q, yd, soles, info=True)
+    assert np.array_equal(info.velocities, yd) and info.velocity_correction == 0.0
+    assert not np.any(info.accelerations)
+    assert np.array_equal(info.efforts, model.bias_forces(q, yd, contacts=soles))
+
+
+def test_contact_bias_forces_without_contacts():
+    model, _ = setup('quadruped_rotors 3D feet')
+    q, yd, _ = random_state(model, np.random.default_rng(SEED))
+    for contacts in (None, []):
+        info = model.contact_bias_forces(q, yd, contacts, info=True)
+        assert relative(info.efforts, model.bias_forces(q, yd)) < 1e-12
+        assert np.array_equal(info.velocities, yd) and info.contact_forces == []
+
+
+ARM = """<robot name="arm"><link name="base"/>
+<link name="upper"><inertial><mass value="1"/><origin xyz="0.25 0 0"/>
+<inertia ixx="0.01" ixy="0" ixz="0" iyy="0.02" iyz="0" izz="0.02"/></inertial></link>
+<link name="lower"><inertial><mass value="1"/><origin xyz="0.25 0 0"/>
+<inertia ixx="0.01" ixy="0" ixz="0" iyy="0.02" iyz="0" izz="0.02"/></inertial></link>
+<link name="tip"/>
+<joint name="shoulder" type="revolute"><parent link="base"/><child link="upper"/>
+<axis xyz="0 0 1"/><limit effort="10" velocity="10" lower="-3" upper="3"/></joint>
+<joint name="elbow" type="revolute"><parent link="upper"/><child link="lower"/>
+<origin xyz="0.5 0 0"/><axis xyz="0 0 1"/><limit effort="10" velocity="10" lower="-3" upper="3"/>
+</joint><joint name="tip" type="fixed"><parent link="lower"/><child link="tip"/>
+<origin xyz="0.5 0 0"/></joint></robot>"""
+
+
+def test_contact_bias_forces_bad_inputs():
+    model, _ = setup('quadruped_rotors 3D feet')
+    q, yd, _ = random_state(model, np.random.default_rng(SEED))
+    feet = ROBOTS['quadruped_rotors 3D feet'][1]
+    for call, message in (
+            (lambda: model.contact_bias_forces(q, yd[:3], feet), 'v has 3 entries; expected'),
+            (lambda: model.contact_bias_forces(q, [np.nan] * model.ny, feet), r'v\[0\] is nan'),
+            (lambda: model.contact_bias_forces(q[:-1], yd, feet), 'q has'),
+            (lambda: model.contact_bias_forces(q, yd, 'FL_foot'),
+             'contacts must be a Contact, a list of them or None'),
+            (lambda: model.contact_bias_forces(q, yd, [Contact('nowhere')]),
+             r"contacts\[0\]: unknown link 'nowhere'"),
+            (lambda: model.contact_bias_forces(q, yd, feet, weights=-np.ones(model.ny)),
+             'expected positive weights'),
+            (lambda: model.contact_bias_forces(q, yd, Contact('FL_foot', '3D')),
+             'no actuator torques produce this motion')):
+        with pytest.raises(ModelError, match=message):
+            call()
+    arm = load_model(ARM)
+    straight = np.zeros(arm.nq)                  # the arm stretched out: J_c loses a row
+    with pytest.raises(ModelError, match='no accelerations keep the contacts.*loses rank'):
+        arm.contact_bias_forces(straight, [1.0, 0.0], Contact('tip', '3D'))
+    info = arm.contact_bias_forces([0.0, 0.5], [1.0, 0.0], Contact('tip', '3D'), info=True)
+    assert np.max(np.abs(info.velocities)) < 1e-15, 'a bent arm with its tip held cannot move'
+    assert abs(info.velocity_correction - 1.0) < 1e-15

@@ -140,8 +140,10 @@ class Outcomes(collections.Counter):
 def _arrays(result):
     if isinstance(result, tuple):
         return result
-    if hasattr(result, 'efforts'):                                # InverseDynamicsInfo
-        return (result.efforts, *result.contact_forces)
+    if hasattr(result, 'efforts'):               # InverseDynamicsInfo, ContactBiasInfo
+        return (result.efforts, *result.contact_forces,
+                *(getattr(result, name) for name in ('velocities', 'accelerations')
+                  if hasattr(result, name)))
     acceleration = getattr(result, 'acceleration', None)
     return (result,) if acceleration is None else (acceleration, *result.multipliers.values(),
                                                    *result.contact_forces)
@@ -263,6 +265,12 @@ def hostile_call(model, state, rng):
                                         weights=(None, hostile_vector(rng, model.ny))[
                                             rng.integers(2)])),
         ('gravity_forces contacts', lambda: model.gravity_forces(q, contacts=contacts())),
+        ('contact_bias_forces contacts',
+         lambda: model.contact_bias_forces(q, yd, contacts(), info=True,
+                                           weights=(None, hostile_vector(rng, model.ny))[
+                                               rng.integers(2)])),
+        ('contact_bias_forces v',
+         lambda: model.contact_bias_forces(q, hostile_vector(rng, model.nv), contacts())),
         ('inverse_dynamics a',
          lambda: model.inverse_dynamics(q, yd, hostile_vector(rng, model.nv))),
         ('inverse_dynamics wrenches', lambda: model.inverse_dynamics(q, yd, yd, pick('wrenches'))),

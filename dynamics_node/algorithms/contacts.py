@@ -93,6 +93,20 @@ def residuals(rows, a):
     return [sum(K @ a[b] for b, K in blocks.items()) - k for blocks, k in rows]
 
 
+def velocity_product_accelerations(model, data):
+    """The body accelerations at ydd = 0 without gravity (a_0 = 0) after a forward pass: the
+    clusters' velocity products c_k carried out to the tips (Chignoli et al. 2023 eq. 33). The
+    rows are blind to gravity (module docstring), so residuals(rows, these) is the contacts' drift
+    Jdot yd; at rest every entry is exactly zero."""
+    a = np.zeros((model.nb, 6))
+    for k, cluster in enumerate(model.cluster_list):
+        b0, b1 = model.body_range[k]
+        c = data.c[k].reshape(-1, 6)
+        for i in range(b0, b1):
+            a[i] = data.Xo[i] @ a[cluster.output[i]] + c[i - b0]
+    return a
+
+
 def contact_jacobian(model, data, rows):
     """J_c (m x ny) = sum_b K^b J_b after a forward pass (Chignoli et al. 2023 Sec. 5.2)."""
     return np.vstack([sum((K @ body_jacobian(model, data, b, np.eye(6))
