@@ -230,3 +230,45 @@ def test_client_sends_contacts_and_returns_their_wrenches(ros, standing, rng):  
         assert np.max(np.abs(standing_efforts.effort
                              - JointLayout(model).split_independent(info.efforts)[0])) <= 1e-9
         assert standing_efforts.contact_wrenches.shape == (4, 6)
+
+
+def test_stream_bias_mode_projects_measured_velocities(ros, standing, rng):  # noqa: F811
+    """stream.mode bias with the four feet held: the measured joint velocities (the base at
+    rest) are projected onto those that keep the contacts, and the published efforts are the
+    library's contact_bias_forces; /diagnostics reports the velocity correction."""
+    model = load_model(bundled_model('quadruped_rotors'))
+    names = [n for n in model.independent_joint_names if n != model.floating_base_joint]
+    positions, velocities = np.tile([0.1, 0.7, -1.4], 4), rng.uniform(-1.0, 1.0, 12)
+    q = model.complete_positions([0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0] + list(positions))
+    held = model.contact_bias_forces(q, np.r_[np.zeros(6), velocities],
+                                     [Contact(foot, '3D') for foot in FEET], info=True)
+    assert held.velocity_correction > 0.1
+    publisher = ros.node.create_publisher(JointState, f'{NAMESPACE}/standing/joint_states',
+                                          qos_profile_sensor_data)
+    contact_sets = ros.node.create_publisher(ContactSet, f'{standing.name}/contacts',
+                                             CONTACTS_QOS)
+    contact_sets.publish(ContactSet(contacts=[contact_msg(foot, '3D') for foot in FEET]))
+    assert set_parameters(ros, standing.name, stream__mode='bias').successful
+    expected = JointLayout(model).split_independent(held.efforts)[0]
+    sent = iter(range(1000, 10**6))
+    try:
+        with collect(ros, f'{standing.name}/computed_torques', JointState,
+                     torques_qos()) as output, \
+                collect(ros, '/diagnostics', DiagnosticArray, 100) as diagnostics:
+            def efforts():
+                msg = joint_state(names, positions, velocities)
+                msg.header.stamp = stamp_of(next(sent))
+                answer = publish_and_wait(ros, publisher, output, msg)
+                assert answer is not None, standing.output()
+                return np.array(answer.effort)
+            # the four feet once the set has arrived
+            assert ros.spin_until(lambda: np.max(np.abs(efforts() - expected)) <= 1e-9)
+            diagnostics.clear()
+            assert ros.spin_until(lambda: node_values(diagnostics, standing.name))
+            reported = float(node_values(diagnostics, standing.name)
+                             ['contacts_velocity_correction'])
+            assert abs(reported - held.velocity_correction) <= 1e-3 * held.velocity_correction
+    finally:
+        set_parameters(ros, standing.name, stream__mode='gravity')
+        ros.node.destroy_publisher(publisher)
+        ros.node.destroy_publisher(contact_sets)

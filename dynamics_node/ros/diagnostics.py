@@ -66,6 +66,7 @@ class Diagnostics:
             'contacts': clip(', '.join(f'{c.link}:{c.kind}' + (f'->{c.other}' if c.other else '')
                                        for c in stats.contacts[0])),
             'contacts_source': stats.contacts[1],
+            'contacts_velocity_correction': f'{stats.velocity_correction:.3g}',
             'contacts_age_ms': ('' if stats.contacts_age is None
                                 else f'{stats.contacts_age * 1e3:.1f}'),
             'waiting_inputs': str(stats.waiting), 'singular_inputs': str(stats.singular),

@@ -66,6 +66,7 @@ class StreamStats:
         self.contacts = ((), 'stream.contacts')     # (Contacts, source) of the last output
         self.contacts_age = None        # s, of the last set from ~/contacts when last used
         self.contacts_expired = ''      # why that set is not in use ('' while it is)
+        self.velocity_correction = 0.0  # |y - y_c|_inf of the last output held by contacts
         self.last_stamp = None          # ns of the last stamped input
         self.span = None                # (first ns, last ns, inputs, Hz) of the current stamp span
         self.lost_before_span = 0       # inputs inferred lost in the spans before it
@@ -223,8 +224,13 @@ class Stream:
         self.stats.waiting_for = ()
         q = model.complete_positions(positions, budget_ms=settings['stream.completion_budget'])
         contacts = self._contacts() or None
-        tau = (model.bias_forces(q, velocities, contacts=contacts)
-               if settings['stream.mode'] == 'bias' else model.gravity_forces(q, contacts))
+        if settings['stream.mode'] == 'gravity':
+            tau = model.gravity_forces(q, contacts)
+        elif contacts is None:
+            tau = model.bias_forces(q, velocities)
+        else:   # measured velocities, projected onto those that keep the contacts
+            held = model.contact_bias_forces(q, velocities, contacts, info=True)
+            tau, self.stats.velocity_correction = held.efforts, held.velocity_correction
         joints = self._limited(loaded, layout.split_independent(tau)[0],
                                settings['stream.effort_limits'])
         completed = None
