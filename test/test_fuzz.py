@@ -17,6 +17,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from types import SimpleNamespace
 
 from lxml import etree
 import numpy as np
@@ -579,10 +580,33 @@ def hostile_parameter(rng, names):
     return choices[rng.integers(len(choices))]
 
 
+IDENTITY_POSE = SimpleNamespace(position=SimpleNamespace(x=0.0, y=0.0, z=0.0),
+                                orientation=SimpleNamespace(x=0.0, y=0.0, z=0.0, w=1.0))
+
+
+def hostile_contact(rng, links):
+    """A cluster_dynamics/Contact message's fields (as a namespace) on links, hostile or not."""
+    def pose():
+        numbers = (0.0, 1.0, -1.0, 1e308, float('nan'), float('inf'), 1e-300, 0.05)
+        x, y, z, qx, qy, qz, qw = (numbers[i] for i in rng.integers(len(numbers), size=7))
+        if rng.integers(2):
+            x, y, z, qx, qy, qz, qw = 0.05, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0
+        return SimpleNamespace(position=SimpleNamespace(x=x, y=y, z=z),
+                               orientation=SimpleNamespace(x=qx, y=qy, z=qz, w=qw))
+    links = [*links, *links, '', 'x' * 100_000, 'nowhere']
+    kinds = ['3D', '6D', '3D', '6D', '2D', '', '6d', 'x' * 100_000]
+    return SimpleNamespace(link=links[rng.integers(len(links))],
+                           kind=kinds[rng.integers(len(kinds))], placement=pose(),
+                           other=('', '', *links)[rng.integers(len(links) + 2)],
+                           other_placement=pose())
+
+
 def fuzz_node_inputs(count, seed, outcomes):
-    """check_parameter (then setting) on hostile values of every parameter, and joint_states name
-    lists (repeated names, 20,000 copies of one, unknown names) through StreamInput.stage and
-    JointLayout.select: accepted, or ModelError."""
+    """check_parameter (then setting) on hostile values of every parameter, contact messages
+    (links, kinds and poses, hostile or not) through contacts_from_msgs and resolve, and
+    joint_states name lists (repeated names, 20,000 copies of one, unknown names) through
+    StreamInput.stage and JointLayout.select: accepted, or ModelError."""
+    from dynamics_node.contacts import resolve
     from dynamics_node.ros import conversions as conv
     from dynamics_node.ros.parameters import check_parameter, PARAMETERS, setting
     rng = np.random.default_rng(seed)
@@ -602,6 +626,17 @@ def fuzz_node_inputs(count, seed, outcomes):
                          lambda: (check_parameter(name, value), setting(name, value),
                                   np.zeros(1))[-1],
                          kind='parameter')
+        elif case % 4 == 2:
+            links = list(model.link_frame)
+            contacts = ([hostile_contact(rng, links) for _ in range(int(rng.integers(1, 4)))]
+                        if rng.integers(2) else
+                        [SimpleNamespace(link=link, kind='3D', placement=IDENTITY_POSE, other='',
+                                         other_placement=IDENTITY_POSE)
+                         for link in rng.choice(links[1:], int(rng.integers(1, 3)),
+                                                replace=False)])
+            outcomes.run(f'contacts {case}',
+                         lambda: (resolve(model, conv.contacts_from_msgs(contacts)),
+                                  np.zeros(1))[-1], kind='contacts')
         else:
             n = int((1, 2, 5, 100, 20_000)[rng.integers(5)])
             listed = ([names[rng.integers(len(names))] for _ in range(n)] if rng.integers(2)
@@ -619,8 +654,9 @@ def test_node_parameters_and_joint_state_names_follow_the_rule():
     outcomes = Outcomes()
     fuzz_node_inputs(400, SEED, outcomes)
     assert not outcomes.failures, '\n'.join(outcomes.failures[:20])
-    assert (outcomes['parameter ModelError'] > 40
-            and outcomes['joint_states ModelError'] > 20), dict(outcomes)
+    assert (outcomes['parameter ModelError'] > 40 and outcomes['joint_states ModelError'] > 20
+            and outcomes['contacts ModelError'] > 20 and outcomes['contacts finite'] > 20), \
+        dict(outcomes)
 
 
 if __name__ == '__main__':
