@@ -16,6 +16,10 @@ docs/performance.md.
 3. FD time against depth and loop size on the nested parallel chains of Chignoli et al. 2023
    (test/mechanisms.py), for ours and the peers; a table and a plot (bench/fd_scaling.png, not kept
    in git).
+4. Table II of Sathya & Carpentier 2025 (bench/table_ii.py): forward dynamics with contacts on the
+   hand, humanoid and Digit-like systems of dynamics_node/description/scenes.py, our LCABA (and the
+   exact route) next to pinocchio.lcaba and constraintDynamics at 1 and 3 iterations, with the
+   paper's numbers.
 Then the first-run compile time and the cached warm-up, each from a fresh process sharing a
 temporary numba cache, and the node's end-to-end latency (bench/node_latency.py).
 Calls are timed in interleaved rounds of batches (bench/timing.py).
@@ -46,6 +50,7 @@ from lcaba_vs_pinocchio import (HEADER as LOOP_HEADER, lcaba_kernel, loop_table,
 from mechanisms import parallel_chains  # noqa: E402
 from oracle import KKTOracle  # noqa: E402  (test-only Pinocchio model of the spanning tree)
 from robots import arm6, jvrc_like, pendulum, published_arms  # noqa: E402
+from table_ii import HEADING as TABLE_II, report_section as table_ii_section  # noqa: E402
 from timing import interleaved_medians, Report  # noqa: E402
 from warm_loops import compile_loops, warm_times  # noqa: E402
 
@@ -288,6 +293,7 @@ def main():
     report.table(LOOP_HEADER, loop_table(rng))
     report.text(LOOP_NOTE)
     scaling_table(report, rng)
+    table_ii_section(report, '4. ' + TABLE_II)
 
     cold, cached = startup_times()
     report.heading('Compilation')
