@@ -39,7 +39,6 @@ OUTPUT_QOS = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE)
 CONTACTS_QOS = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
                           durability=DurabilityPolicy.TRANSIENT_LOCAL)
 LATENCY_WINDOW = 60_000          # latest outputs whose latency a diagnostics period keeps
-PAUSE = 0.5                      # s between stamps that ends a span of inferred losses (a pause)
 
 
 def stale_reason(age, max_age):
@@ -101,15 +100,16 @@ class StreamStats:
         covers minus the inputs that arrived in it. Only the span's ends count, so a publisher's
         jitter cancels out (the ends' jitter moves the count by one if it adds up to more than
         half a period). An input that repeats the previous stamp counts nothing, a reordered
-        one counts as arrived; a stamp before the span (a restarted publisher, a looped bag) or
-        after a pause longer than PAUSE starts a new span."""
+        one counts as arrived; a stamp before the span (a restarted publisher, a looped bag)
+        starts a new span. A gap counts as lost inputs whatever its length: the stamps cannot
+        tell a publisher's pause from a stalled node that missed inputs."""
         if stamp == 0:
             return
         repeated, self.last_stamp = stamp == self.last_stamp, stamp
         span = self.span
         if expected_rate <= 0.0:
             self.restart_span()
-        elif span is None or stamp < span[0] or stamp - span[1] > PAUSE * 1e9:
+        elif span is None or stamp < span[0]:
             self.restart_span()
             self.span = (stamp, stamp, 1, expected_rate)
         elif not repeated:
