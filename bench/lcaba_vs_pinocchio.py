@@ -109,9 +109,9 @@ def mechanisms():
 
 
 class PinocchioCase:
-    """Pinocchio model of the spanning tree with one rigid constraint per loop, and one Data per
-    algorithm (a constraintDynamics call on a Data that lcaba used returned wrong
-    accelerations)."""
+    """Pinocchio model of the spanning tree with one rigid constraint per loop (and those
+    more_constraints adds), and one Data per algorithm (a constraintDynamics call on a Data that
+    lcaba used returned wrong accelerations)."""
 
     def __init__(self, xml, joint_names):
         self.reference = KKTOracle(xml)
@@ -123,11 +123,16 @@ class PinocchioCase:
             self.constraints.append(pin.RigidConstraintModel(
                 CONTACT[c['type']], model, P.parentJoint, P.placement, S.parentJoint, S.placement,
                 pin.ReferenceFrame.LOCAL))
+        self.constraints.extend(self.more_constraints())
         self.lcaba_data, self.lcaba_cdata = self._data()
         pin.computeJointMinimalOrdering(model, self.lcaba_data, self.constraints)
         self.cd_data, self.cd_cdata = self._data()
         pin.initConstraintDynamics(model, self.cd_data, self.constraints, self.cd_cdata)
         self.rows = sum(c.residualSize() for c in self.constraints)
+
+    def more_constraints(self):
+        """RigidConstraintModels besides the loops' (none here)."""
+        return []
 
     def _data(self):
         cdata = pin.StdVec_RigidConstraintData()

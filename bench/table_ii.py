@@ -51,7 +51,7 @@ from dynamics_node.algorithms.lcaba import ProximalSettings  # noqa: E402
 from dynamics_node.description import scenes  # noqa: E402
 from dynamics_node.spatial import quaternion_matrix  # noqa: E402
 from conftest import random_state  # noqa: E402  (test helper: closed random state)
-from oracle import KKTOracle  # noqa: E402  (test-only Pinocchio model of the spanning tree)
+from lcaba_vs_pinocchio import PinocchioCase  # noqa: E402
 from timing import Report, stamp  # noqa: E402
 
 BIPED = os.path.join(ROOT, 'test', 'models', 'digit_like_biped.urdf')
@@ -154,54 +154,37 @@ def contacts_at(model, q, world, held):
     return contacts
 
 
-class Peer:
+class Peer(PinocchioCase):
     """Pinocchio's model of the spanning tree, one 6D RigidConstraintModel per loop and one per
     contact (frames at the contacts' placements), one Data per algorithm."""
 
     def __init__(self, description, model, contacts):
-        self.oracle = o = KKTOracle(description)
-        o.set_layout(model.joint_names)
-        pm = self.model = o.model
-        self.constraints = pin.StdVec_RigidConstraintModel()
-        for c in o.constraints:
+        self.contacts = contacts
+        super().__init__(description, model.joint_names)
+        self.aba_data = self.model.createData()
+
+    def more_constraints(self):
+        pm, constraints = self.model, []
+        for c in self.reference.constraints:
             if c['type'] not in LOOP:
-                raise SystemExit(f'{model.name}: a {c["type"]} loop; Pinocchio has no such '
+                raise SystemExit(f'{pm.name}: a {c["type"]} loop; Pinocchio has no such '
                                  'constraint here')
-            P, S = pm.frames[c['pred_frame']], pm.frames[c['succ_frame']]
-            self.constraints.append(pin.RigidConstraintModel(
-                LOOP[c['type']], pm, P.parentJoint, P.placement, S.parentJoint, S.placement,
-                LOCAL))
-        for i, c in enumerate(contacts):
+        for i, c in enumerate(self.contacts):
             f1 = self._frame(f'c{i}', c.link, c.placement)
             joint2, placement2 = 0, pin.SE3.Identity()
             if c.other is not None:
                 f2 = pm.frames[self._frame(f'o{i}', c.other, c.other_placement)]
                 joint2, placement2 = f2.parentJoint, f2.placement
-            self.constraints.append(pin.RigidConstraintModel(
+            constraints.append(pin.RigidConstraintModel(
                 KIND[c.kind], pm, pm.frames[f1].parentJoint, pm.frames[f1].placement, joint2,
                 placement2, LOCAL))
-        self.rows = sum(c.residualSize() for c in self.constraints)
-        self.lcaba_data, self.lcaba_cdata = self._data()
-        pin.computeJointMinimalOrdering(pm, self.lcaba_data, self.constraints)
-        self.cd_data, self.cd_cdata = self._data()
-        pin.initConstraintDynamics(pm, self.cd_data, self.constraints, self.cd_cdata)
-        self.aba_data = pm.createData()
+        return constraints
 
     def _frame(self, name, link, placement):
-        o = self.oracle
+        o = self.reference
         frame = o.model.frames[o._body_frame_id(link)]
         M = frame.placement * pin.SE3(quaternion_matrix(*placement[1]), np.array(placement[0]))
         return o.model.addFrame(pin.Frame(name, frame.parentJoint, 0, M, pin.FrameType.OP_FRAME))
-
-    def _data(self):
-        cdata = pin.StdVec_RigidConstraintData()
-        for c in self.constraints:
-            cdata.append(c.createData())
-        return self.model.createData(), cdata
-
-    def lcaba(self, q, v, tau, settings):
-        return pin.lcaba(self.model, self.lcaba_data, q, v, tau, self.constraints,
-                         self.lcaba_cdata, settings)
 
     def lcaba_fresh(self, q, v, tau, settings):
         """pin.lcaba on a new Data: Pinocchio 4.1's lcaba reads the previous call's data.oa for
@@ -254,7 +237,7 @@ def measure(name, description, world, held, rng, seconds):
     tau_y = rng.normal(size=model.ny) * 5
     contacts = contacts_at(model, q, world, held)
     peer = Peer(description, model, contacts)
-    o = peer.oracle
+    o = peer.reference
     v = model.spanning_velocities(q, yd)
     tau = np.zeros(model.nv)
     tau[model.independent_v] = tau_y
