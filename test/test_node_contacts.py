@@ -272,3 +272,46 @@ def test_stream_bias_mode_projects_measured_velocities(ros, standing, rng):  # n
         set_parameters(ros, standing.name, stream__mode='gravity')
         ros.node.destroy_publisher(publisher)
         ros.node.destroy_publisher(contact_sets)
+
+
+def test_a_biped_standing_on_two_feet_then_one(ros):  # noqa: F811
+    """A humanoid (floating base, belt-driven knees) standing on both soles by stream.contacts:
+    the published torques are the library's; a set on ~/contacts with the left sole alone changes
+    them to the library's for that sole."""
+    model = load_model(bundled_model('humanoid_belts'))
+    soles = ('left_foot_sole', 'right_foot_sole')
+    names = list(model.actuated_joint_names)
+    reference = dict(zip(model.joint_names, model.reference_positions[model.idx_q[1:]]))
+    positions = [reference[n] for n in names]
+    q = model.reference_positions
+    layout = JointLayout(model)
+
+    def expected(contacts):
+        efforts = layout.split_independent(model.gravity_forces(q, contacts))[0]
+        return dict(zip(layout.independent_names, efforts))
+    both, left = expected([Contact(s, '6D') for s in soles]), expected([Contact(soles[0], '6D')])
+    assert max(abs(both[n] - left[n]) for n in both) > 0.1
+    process = NodeProcess('biped', robot_description_file='humanoid_belts',
+                          stream__mode='gravity', stream__max_age=MAX_AGE,
+                          stream__contacts=str([f'{s}:6D' for s in soles]))
+    publisher = ros.node.create_publisher(JointState, f'{NAMESPACE}/biped/joint_states',
+                                          qos_profile_sensor_data)
+    contact_sets = ros.node.create_publisher(ContactSet, f'{process.name}/contacts', CONTACTS_QOS)
+    sent = iter(range(1, 10**6))
+    try:
+        wait_until_served(ros, process)
+        with collect(ros, f'{process.name}/computed_torques', JointState,
+                     torques_qos()) as output:
+            def matches(wanted):
+                msg = joint_state(names, positions)
+                msg.header.stamp = stamp_of(next(sent))
+                answer = publish_and_wait(ros, publisher, output, msg)
+                assert answer is not None, process.output()
+                return max(abs(e - wanted[n]) for n, e in zip(answer.name, answer.effort)) <= 1e-9
+            assert matches(both)
+            contact_sets.publish(ContactSet(contacts=[contact_msg(soles[0], '6D')]))
+            assert ros.spin_until(lambda: matches(left)), 'the new set is not in use'
+    finally:
+        ros.node.destroy_publisher(publisher)
+        ros.node.destroy_publisher(contact_sets)
+        process.stop()
