@@ -2,6 +2,7 @@
 tolerances."""
 
 import functools
+from importlib import metadata
 import os
 import sys
 
@@ -22,6 +23,20 @@ RTOL = 1e-9
 # check accuracy, so they allow more time (test_input_rule.py checks the budget itself).
 COMPLETION_BUDGET_MS = 2000.0
 SEED = int(os.environ.get('CLUSTER_DYNAMICS_TEST_SEED', '0'))
+
+
+def published_file(path):
+    """Path of a robot file of example-robot-data, a test dependency that the set-up installs:
+    missing, the test fails (it has nothing to run on)."""
+    try:
+        robots = metadata.distribution('example-robot-data').locate_file(
+            'cmeel.prefix/share/example-robot-data/robots')
+    except metadata.PackageNotFoundError:
+        pytest.fail('example-robot-data is not installed; `make setup` installs it')
+    path = os.path.join(robots, path)
+    if not os.path.exists(path):
+        pytest.fail(f'example-robot-data has no {path}')
+    return path
 
 
 @functools.lru_cache(maxsize=None)

@@ -19,14 +19,13 @@
 - Bad inputs: ModelError naming what is wrong.
 """
 
-from importlib import metadata
 import re
 
 import numpy as np
 import pinocchio as pin
 import pytest
 
-from conftest import random_independent_positions, SEED
+from conftest import published_file, random_independent_positions, SEED
 from dynamics_node import (bundled_model, Contact, ContactBiasInfo, InverseDynamicsInfo,
                            load_model, ModelError, SingularConfigurationError)
 from dynamics_node.spatial import quaternion_matrix
@@ -44,12 +43,7 @@ LOCAL = pin.ReferenceFrame.LOCAL
 def published(path, root):
     """A URDF of example-robot-data put on a floating base (joint 'root_joint' from 'world'),
     without its <mimic> elements (Talos' grippers): a tree for Pinocchio."""
-    try:
-        robots = metadata.distribution('example-robot-data').locate_file(
-            'cmeel.prefix/share/example-robot-data/robots')
-    except metadata.PackageNotFoundError:
-        pytest.skip('example-robot-data is not installed')
-    with open(f'{robots}/{path}') as file:
+    with open(published_file(path)) as file:
         return floating(re.sub(r'<mimic[^>]*/>', '', file.read()), root)
 
 

@@ -3,14 +3,13 @@
 against Pinocchio, block diagonal over the parts that hang from the world, and the Digit-like
 biped's welded loops closed at its reference configuration."""
 
-from importlib import metadata
 import os
 
 import numpy as np
 import pytest
 
-from conftest import (assert_close, COMPLETION_BUDGET_MS, random_independent_positions,
-                      random_state, RTOL)
+from conftest import (assert_close, COMPLETION_BUDGET_MS, published_file,
+                      random_independent_positions, random_state, RTOL)
 from dynamics_node import (bundled_extended_urdf, bundled_model, compose, load_model, ModelError,
                            Part)
 from dynamics_node.description import scenes
@@ -21,29 +20,16 @@ BIPED = os.path.join(os.path.dirname(__file__), 'models', 'digit_like_biped.urdf
 IDENTITY = ((0, 0, 0), (0, 0, 0))
 
 
-def published(path):
-    """A file of example-robot-data (a test dependency); the test skips where it is missing."""
-    try:
-        robots = metadata.distribution('example-robot-data').locate_file(
-            'cmeel.prefix/share/example-robot-data/robots')
-    except metadata.PackageNotFoundError:
-        pytest.skip('example-robot-data is not installed')
-    path = os.path.join(robots, path)
-    if not os.path.exists(path):
-        pytest.skip(f'example-robot-data has no {path}')
-    return path
-
-
 def right_hand():
-    return published('allegro_hand_description/urdf/allegro_right_hand.urdf')
+    return published_file('allegro_hand_description/urdf/allegro_right_hand.urdf')
 
 
 def left_hand():
-    return published('allegro_hand_description/urdf/allegro_left_hand.urdf')
+    return published_file('allegro_hand_description/urdf/allegro_left_hand.urdf')
 
 
 def humanoid():
-    return published('simple_humanoid_description/urdf/simple_humanoid.urdf')
+    return published_file('simple_humanoid_description/urdf/simple_humanoid.urdf')
 
 
 # Table II system -> (its description, (nq, nv, ny, clusters, loops)). The hands' and the
