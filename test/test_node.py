@@ -453,14 +453,24 @@ def forward_dynamics_loop_independent_state_lcaba(rng):
     return ForwardDynamics, 'linkage_leg', request, check
 
 
+def floating_state_request(srv_type, q, y, efforts=(), velocities=True):
+    """A srv_type request at the quadruped's state (q, y): its joints by name, the base's pose
+    and (with velocities) twist in the base fields."""
+    model = robot('quadruped_rotors')
+    names = model.independent_joint_names[1:]
+    positions = [q[model.joint_names.index(n) + 6] for n in names]
+    request = srv_type.Request(state=joint_state(names, positions,
+                                                 y[6:] if velocities else (), efforts))
+    set_pose(request.base_pose, q[:7])
+    if velocities:
+        set_linear_angular(request.base_twist, y[:6])
+    return request
+
+
 def forward_dynamics_floating_base(rng):
     model = robot('quadruped_rotors')
     q, y, tau = floating_state(rng)
-    names = model.independent_joint_names[1:]
-    positions = [q[model.joint_names.index(n) + 6] for n in names]
-    request = ForwardDynamics.Request(state=joint_state(names, positions, y[6:], tau))
-    set_pose(request.base_pose, q[:7])
-    set_linear_angular(request.base_twist, y[:6])
+    request = floating_state_request(ForwardDynamics, q, y, tau)
     request.external_wrenches = [link_wrench('FL_foot', (0, 0, 30), (0, 0, 0))]
     expected = model.forward_dynamics(q, y, np.concatenate((np.zeros(6), tau)),
                                       {'FL_foot': ((0, 0, 30), (0, 0, 0))})
@@ -493,12 +503,8 @@ def inverse_dynamics_floating_base(rng):
     model = robot('quadruped_rotors')
     q, y, _ = floating_state(rng)
     ydd = rng.normal(size=model.ny)
-    names = model.independent_joint_names[1:]
-    positions = [q[model.joint_names.index(n) + 6] for n in names]
-    request = InverseDynamics.Request(state=joint_state(names, positions, y[6:]),
-                                      acceleration=list(ydd[6:]))
-    set_pose(request.base_pose, q[:7])
-    set_linear_angular(request.base_twist, y[:6])
+    request = floating_state_request(InverseDynamics, q, y)
+    request.acceleration = list(ydd[6:])
     set_linear_angular(request.base_acceleration, ydd[:6])
     request.external_wrenches = [link_wrench('trunk', (1, 0, 0), (0, 1, 0))]
     expected = model.inverse_dynamics(q, y, ydd, {'trunk': ((1, 0, 0), (0, 1, 0))})

@@ -19,8 +19,8 @@ import pytest
 from conftest import assert_close, robot
 from dynamics_node import ModelError
 from dynamics_node.spatial import quaternion_matrix
-from test_node import (_loop_request, completed, floating_state, joint_state, loop_state,
-                       NodeProcess, ROOT, serving, set_linear_angular, set_pose, vector6)
+from test_node import (_loop_request, completed, floating_state, floating_state_request,
+                       joint_state, loop_state, NodeProcess, ROOT, serving, vector6)
 import test_node
 
 ros = test_node.ros                  # the fixture: a DDS client on the test domain
@@ -51,15 +51,8 @@ def loop_request(srv_type, rng, velocities=True):
 
 def floating_request(srv_type, rng, velocities=True):
     """(request of the quadruped's independent joints, base pose and twist, q, y)."""
-    model = robot('quadruped_rotors')
     q, y, _ = floating_state(rng)
-    names = model.independent_joint_names[1:]
-    positions = [q[model.joint_names.index(n) + 6] for n in names]
-    request = srv_type.Request(state=joint_state(names, positions, y[6:] if velocities else ()))
-    set_pose(request.base_pose, q[:7])
-    if velocities:
-        set_linear_angular(request.base_twist, y[:6])
-    return request, q, y
+    return floating_state_request(srv_type, q, y, velocities=velocities), q, y
 
 
 def mass_matrix_case(name):
