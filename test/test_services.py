@@ -14,9 +14,10 @@ from std_msgs.msg import String
 
 from dynamics_node import bundled_extended_urdf, bundled_model, load_model, ModelError
 from dynamics_node.errors import quote
-from dynamics_node.ros.description import load, ServedModel
+from dynamics_node.ros import description
+from dynamics_node.ros.description import load, select, ServedModel
 from dynamics_node.ros.diagnostics import Diagnostics
-from dynamics_node.ros.guard import clip, Guard, MESSAGE_LIMIT
+from dynamics_node.ros.guard import clip, ENDING, Guard, MESSAGE_LIMIT
 from dynamics_node.ros.parameters import on_set_parameters, PARAMETERS, setting
 from dynamics_node.ros.services import (bias_forces, describe_model, forward_dynamics,
                                         inverse_dynamics, inverse_operational_space_inertia,
@@ -240,6 +241,43 @@ def test_a_description_parameter_reloads_unless_another_source_rules():
     result = set_parameters(served, robot_description=BAD_URDF)
     assert (result.successful, result.reason) == (False, str(parse_error.value))
     assert served.loaded.model.name == 'four_bar'
+
+
+def test_a_description_served_while_configure_fails_is_kept(monkeypatch):
+    """Autostart's configure finds no description, and one arrives on the topic meanwhile (it is
+    loaded and served, the node being no longer unconfigured): configure succeeds with it."""
+    served = ServedModel(settings(), StreamStats(), Log())
+    served.state = 'configuring'
+    arrived = String(data=text(bundled_model('four_bar')))
+
+    def select_as_a_description_arrives(*args):
+        monkeypatch.setattr(description, 'select', select)
+        served.on_description(arrived)
+        return None
+    monkeypatch.setattr(description, 'select', select_as_a_description_arrives)
+    served.configure()
+    assert served.loaded.model.name == 'four_bar' and served.stats.rejected == 0
+    alone = ServedModel(settings(), StreamStats(), Log())
+    with pytest.raises(ModelError, match='no robot description'):       # none arrives: refused
+        alone.configure()
+    assert alone.stats.rejected == 1
+
+
+def test_errors_while_the_process_ends_are_not_logged_as_bugs():
+    """A callback that a shutting-down context fails (a timer publishing on an invalidated
+    publisher) answers its reason, without an internal-error traceback."""
+    log = Log()
+    ENDING.set()
+    try:
+        with Guard('diagnostics', log) as outcome:
+            raise RuntimeError("publisher's context is invalid")
+    finally:
+        ENDING.clear()
+    assert outcome.failed and outcome.reason.startswith('process ending: RuntimeError')
+    assert log.lines == []
+    with Guard('diagnostics', log) as outcome:
+        raise RuntimeError('a bug')
+    assert outcome.reason.startswith('internal error') and log.lines[0][0] == 'error'
 
 
 def test_closures_file_applies_to_the_description_on_the_topic():

@@ -172,7 +172,8 @@ class ServedModel:
     def configure(self):
         """Load the description in effect (the lifecycle's configure); raises ModelError, counted
         and logged, if there is none or it does not load. A description that arrives meanwhile
-        is served instead."""
+        is served instead, also where this one fails."""
+        generation = self.generation
         with Guard('configure', self.logger) as outcome:
             selected = select(self.settings, self.topic_description)
             if selected is None:
@@ -180,14 +181,14 @@ class ServedModel:
                     'no robot description: set robot_description or robot_description_file, or '
                     f"publish on {self.settings['robot_description_topic']!r}; nothing is served "
                     'until one arrives')
-            generation, self.loading = self.generation, selected[0]
+            self.loading = selected[0]
             try:
                 loaded = load(*selected, self.settings, self.logger)
             finally:
                 self.loading = ''
             if self.generation == generation:
                 self.swap(loaded)
-        if outcome.failed:
+        if outcome.failed and self.generation == generation:
             self._cannot_load(outcome.reason)
             raise ModelError(outcome.reason)
 

@@ -7,15 +7,19 @@
                                               # drop, ...
 
 A ModelError (a bad input) ends the body with its reason; any other exception (a bug) with the
-reason 'internal error: ...', its traceback logged. Either way outcome.reason says why, and the
-code after the block gives the callback's documented answer.
+reason 'internal error: ...', its traceback logged, unless the process is ending (ENDING). Either
+way outcome.reason says why, and the code after the block gives the callback's documented answer.
 """
 
+import threading
 import traceback
 
 from ..errors import ModelError
 
 MESSAGE_LIMIT = 400          # characters of a whole reason (inputs in it are quoted shorter)
+# Set once the process is ending (node.py): a callback caught by the shutdown of the context (a
+# timer publishing on an invalidated publisher) fails, but that is no bug to log.
+ENDING = threading.Event()
 
 
 def clip(text, limit=MESSAGE_LIMIT):
@@ -49,6 +53,8 @@ class Guard:
         self.error = error
         if isinstance(error, self.bad_input):
             self.reason = clip(error)
+        elif ENDING.is_set():
+            self.reason = clip(f'process ending: {error!r}')
         else:
             self.reason = clip(f'internal error: {error!r}')
             self.logger.error(f'internal error in {self.where}:\n'

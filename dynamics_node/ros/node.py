@@ -58,15 +58,14 @@ from ..errors import ModelError
 from . import parameters
 from .description import DESCRIPTION_QOS, ServedModel
 from .diagnostics import Diagnostics
-from .guard import clip, Guard
+from .guard import clip, ENDING, Guard
 from .services import create_services
 from .stream import Stream, StreamStats
 
 STREAM_GIL_SWITCH = 5e-5     # s, interpreter switch interval (Python's default is 5 ms)
 EXIT_DEADLINE = 0.7          # s from SIGINT/SIGTERM (or an external shutdown) to the end of the
 #                              process
-_ENDING, _ENDING_LOCK = threading.Event(), threading.Lock()   # set once the process is ending
-#                                                               (_end_within)
+_ENDING_LOCK = threading.Lock()   # guard.ENDING is set once the process is ending (_end_within)
 
 
 class DynamicsNode(LifecycleNode):
@@ -190,9 +189,9 @@ def _end_within(seconds):
     ended without leaving the graph). True if this call armed the deadline (later calls keep the
     first one)."""
     with _ENDING_LOCK:
-        if _ENDING.is_set():
+        if ENDING.is_set():
             return False
-        _ENDING.set()
+        ENDING.set()
     # no traceback
     faulthandler.dump_traceback_later(seconds, exit=True, file=open(os.devnull, 'w'))
     return True
