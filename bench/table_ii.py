@@ -22,12 +22,11 @@ against pin.lcaba after the same iterations; a row whose problems differ stops t
 
 Timed as in the paper: penalty mu = 10 (Pinocchio's mu = 0.1: its ProximalSettings.mu is the
 inverse), 1 and 3 iterations (tolerance 1e-14, so that none stops early). Ours is the public
-Model.forward_dynamics(contacts=..., method='lcaba'); with contacts it runs the NumPy algorithms
-(the compiled kernels have no rows for contacts), so the ratios to Pinocchio's C++ are large. The
-exact route (method='aba': cluster ABA, the contacts' Delassus matrix, a second ABA) where the
-contact set is not redundant; pin.aba on the spanning tree without constraints, the paper's ABA
-column. Medians of interleaved rounds, each with one batch of every call (one call of ours, many of
-Pinocchio's). Prints the table and writes it as the Table II section of docs/performance.md (which
+Model.forward_dynamics(contacts=..., method='lcaba') on the spanning v and tau that Pinocchio gets
+(one fused compiled call once the contact set was resolved). The exact route (method='aba':
+cluster ABA, the contacts' Delassus matrix, a second ABA) where the contact set is not redundant;
+pin.aba on the spanning tree without constraints, the paper's ABA column. Medians of interleaved
+rounds, each with one batch of every call. Prints the table and writes it as the Table II section of docs/performance.md (which
 `make bench`, bench/run.py, writes whole).
 
 Usage: .venv/bin/python bench/table_ii.py
@@ -278,13 +277,13 @@ def measure(name, description, world, held, rng, seconds):
             raise SystemExit(f'{name}: after {iterations} iterations our accelerations differ '
                              f'from pin.lcaba by {against[0]:.1e}, from constraintDynamics by '
                              f'{against[1]:.1e}; not timing different problems')
-        calls = {'ours': lambda: model.forward_dynamics(q, yd, tau_y, contacts=contacts,
+        calls = {'ours': lambda: model.forward_dynamics(q, v, tau, contacts=contacts,
                                                         method='lcaba', settings=settings),
                  'pin.lcaba': lambda: peer.lcaba(qp, vp, taup, pin_settings),
                  'pin.cD': lambda: peer.constraint_dynamics(qp, vp, taup, pin_settings),
                  'pin.aba': lambda: peer.aba(qp, vp, taup)}
         if exact is not None and iterations == 1:
-            calls['exact'] = lambda: model.forward_dynamics(q, yd, tau_y, contacts=contacts,
+            calls['exact'] = lambda: model.forward_dynamics(q, v, tau, contacts=contacts,
                                                             method='aba')
         t, rounds = medians(calls, seconds)
         for call in ('pin.lcaba', 'pin.cD'):           # the timed calls ran every iteration
@@ -315,11 +314,12 @@ INTRO = (
     'process; ratio = ours / Pinocchio.')
 NOTE = (
     '**ours** is the public Model.forward_dynamics(q, v, tau, contacts=..., method=\'lcaba\', '
-    'settings=ProximalSettings(mu=10, tolerance=1e-14, max_iterations=it)). Calls with contacts '
-    'run the NumPy algorithms (the compiled kernels have no rows for contacts), so ours is far '
-    'slower than Pinocchio\'s C++ here; the ratios are as measured. '
-    '**exact**: method=\'aba\' (cluster ABA, the contacts\' Delassus matrix from the EFPA, a '
-    'second ABA), also NumPy, on every row where the contact set is not redundant. '
+    'settings=ProximalSettings(mu=10, tolerance=1e-14, max_iterations=it)) with the spanning v '
+    'and tau that Pinocchio gets: the input checks, the compiled LCABA with the contacts as cut '
+    'constraints and the result copy in one compiled call, the contact set\'s plan built at its '
+    'first call. **exact**: method=\'aba\' (cluster ABA, the contacts\' Delassus matrix from '
+    'the EFPA, a second ABA), which runs the NumPy algorithms, on every row where the contact set '
+    'is not redundant. '
     '**pin.lcaba**, **pin.cD** (constraintDynamics, the paper\'s proxLTL): the spanning tree with '
     'each loop and each contact as a RigidConstraintModel (LOCAL). **pin.aba**: the spanning tree '
     'without constraints (the paper\'s ABA column). rows = contact rows + loop rows. '
@@ -347,8 +347,8 @@ def cells(row):
             f'{row["agree"]:.0e}' + ('' if row['agree_exact'] is None
                                      else f', {row["agree_exact"]:.0e}'),
             f'{row["against"][0]:.0e}, {row["against"][1]:.0e}',
-            f'{t["ours"]:.0f}', f'{t["pin.lcaba"]:.1f}', f'{t["pin.cD"]:.1f}',
-            f'{t["ours"] / t["pin.lcaba"]:.0f}', f'{t["ours"] / t["pin.cD"]:.0f}', exact,
+            f'{t["ours"]:.1f}', f'{t["pin.lcaba"]:.1f}', f'{t["pin.cD"]:.1f}',
+            f'{t["ours"] / t["pin.lcaba"]:.2f}', f'{t["ours"] / t["pin.cD"]:.2f}', exact,
             f'{t["pin.aba"]:.1f}',
             '/'.join('-' if x is None else f'{x:g}' for x in (paper[0], paper[2], paper[3]))]
 

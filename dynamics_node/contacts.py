@@ -70,6 +70,11 @@ class Contact:
         if self.other is not None:
             object.__setattr__(self, 'other_placement',
                                _placement(self.other_placement, f'{where}: other_placement'))
+        object.__setattr__(self, '_hash', hash((self.link, self.kind, self.placement, self.other,
+                                                self.other_placement)))
+
+    def __hash__(self):
+        return self._hash          # computed once: a contact set is looked up at every call
 
     @property
     def rows(self):
@@ -133,7 +138,7 @@ def resolve(model, contacts):
             raise ModelError(f'contacts[{i}]: link {quote(contact.link)} and '
                              f'{quote(contact.other or "the world")} move as one body; the '
                              'contact would constrain nothing')
-        frames.append(ContactFrames(name, contact.rows, body1, X1, body2, X2))
+        frames.append(ContactFrames(name, contact.rows, body1, X1, body2, X2, contact))
     return tuple(frames)
 
 

@@ -81,14 +81,12 @@ def aba_info(model, data, q, yd, qdd):
 def lcaba_info(model, data, q, v, tau, settings=None, fallback_reason='', multipliers=True,
                contacts=()):
     """LCABA (Sathya & Carpentier 2025) from the public inputs, v and tau validated
-    (validation.vector); data.Xup at q and data.f_ext set beforehand. Contacts
-    (algorithms/contacts.ContactFrames) run on the NumPy algorithms (the compiled kernel has no
-    rows for them)."""
+    (validation.vector); data.Xup at q and data.f_ext set beforehand; contacts
+    (algorithms/contacts.ContactFrames) as further cut constraints."""
     qd = _spanning_velocities(model, data, q, v)
     tau = _spanning_forces(model, tau)
     settings = settings or DEFAULT_SETTINGS
-    result = (data.reference.lcaba(q, qd, tau, data.f_ext, settings, contacts=contacts)
-              if contacts else data.engine.lcaba(q, qd, tau, data.f_ext, settings, multipliers))
+    result = data.engine.lcaba(q, qd, tau, data.f_ext, settings, multipliers, contacts)
     return ForwardDynamicsInfo(result.qdd, 'lcaba', fallback_reason, result.residual,
                                result.iterations, result.multipliers, model.held_joint_names,
                                list(result.contact_forces))

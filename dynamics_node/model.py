@@ -16,7 +16,7 @@ from .algorithms.completion import BUDGET_MS, complete_positions, MAX_BUDGET_MS
 from .algorithms.frames import (bias_acceleration, link_pose as pose_of, link_transforms,
                                 positions_jacobians)
 from .algorithms.kinematics import update_transforms
-from .algorithms.lcaba import DEFAULT_SETTINGS
+from .algorithms.lcaba import DEFAULT_SETTINGS, ProximalSettings
 from . import contacts as contact_routes
 from .description.extended_urdf import to_urdf_plus
 from .description.urdf import read_urdf
@@ -332,13 +332,27 @@ class Model:
             if qdd is not None:
                 return qdd
             lcaba = self.auto_lcaba
+        elif (contacts is not None and wrenches is None and info is False and not data.f_ext_set
+              and (method is AUTO or type(method) is str and method == 'lcaba')
+              and (settings is None or type(settings) is ProximalSettings)):
+            # the common call with contacts: LCABA
+            qdd = data.engine.fused_forward_dynamics_contacts(q, v, tau, contacts,
+                                                              settings or DEFAULT_SETTINGS)
+            if qdd is not None:
+                return qdd
+            lcaba = method == 'lcaba' or self.auto_lcaba          # contacts=[]: none
         else:
             check_method(method)
             check_settings(settings)
             lcaba = method == 'lcaba' or method == 'auto' and self.auto_lcaba
-            if not info and contacts is None and self._wrenches_accepted(data, wrenches):
-                qdd = data.engine.fused_forward_dynamics(
-                    q, v, tau, (settings or DEFAULT_SETTINGS) if lcaba else None)
+            if not info and self._wrenches_accepted(data, wrenches):
+                qdd = None
+                if contacts is None:
+                    qdd = data.engine.fused_forward_dynamics(
+                        q, v, tau, (settings or DEFAULT_SETTINGS) if lcaba else None)
+                elif lcaba:
+                    qdd = data.engine.fused_forward_dynamics_contacts(
+                        q, v, tau, contacts, settings or DEFAULT_SETTINGS)
                 if qdd is not None:
                     return qdd
         q = positions(self, data, q)

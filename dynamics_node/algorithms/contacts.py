@@ -47,6 +47,7 @@ class ContactFrames:
     X1: np.ndarray
     body2: int
     X2: object
+    contact: object = None     # the contacts.Contact resolved (it keys the compiled plans)
 
     @property
     def bodies(self):

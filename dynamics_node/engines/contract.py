@@ -27,6 +27,10 @@ class Engine:
         settings."""
         return None
 
+    def fused_forward_dynamics_contacts(self, q, v, tau, contacts, settings):
+        """Model.forward_dynamics(q, v, tau, contacts=contacts) by LCABA with settings."""
+        return None
+
     def fused_inverse_dynamics(self, q, v, a):
         """Model.inverse_dynamics(q, v, a): tau_y."""
         return None
@@ -86,8 +90,9 @@ class Engine:
         frame."""
         raise NotImplementedError
 
-    def lcaba(self, q, qd, tau, f_ext, settings, multipliers=True):
-        """LcabaResult of the proximal LCABA on spanning qd, tau (nv)."""
+    def lcaba(self, q, qd, tau, f_ext, settings, multipliers=True, contacts=()):
+        """LcabaResult of the proximal LCABA on spanning qd, tau (nv), contacts
+        (algorithms/contacts.ContactFrames) as further cut constraints."""
         raise NotImplementedError
 
     def spanning(self, q, yd, ydd):

@@ -30,7 +30,7 @@ from ..kernels import completion as compiled_completion
 from ..kernels.borrowed import Borrowed, INPUT_VECTOR, NotAFloat64Vector
 from ..kernels.checks import REFER
 from ..kernels.flat.checks import call_context, check_plan, frame_set
-from ..kernels.flat.lcaba import lcaba_plan
+from ..kernels.flat.lcaba import lcaba_plan, LcabaPlan
 from ..kernels.flat.model import FlatModel
 from ..kernels.kinematics import OK
 from .contract import Engine
@@ -45,6 +45,7 @@ _DISPATCHERS.update({'fused_' + kernel.__name__: kernel for kernel in
                       calls.mass_matrix, calls.inverse_osim)})
 _ENTRY_POINTS = {}              # name -> compiled entry point, filled by the first warm_up()
 FRAME_SETS = 64                 # link lists whose Lambda^-1 buffers are kept
+CONTACT_SETS = 64               # contact sets whose LCABA plans and workspaces are kept
 _FAILURES = {compiled_completion.START_SINGULAR: 'start',
              compiled_completion.TOO_MANY_STEPS: 'steps', compiled_completion.SINGULAR: 'singular',
              compiled_completion.NOT_CLOSED: 'residual'}
@@ -70,6 +71,7 @@ class FastPath(Engine):
         self._settings = None                     # the ProximalSettings in lcaba_data.settings
         self._use_settings(DEFAULT_SETTINGS)
         self._frame_sets = {}
+        self._contact_sets = {}                   # Contacts -> _contact_set's entry
         self._pending = None                      # a completion whose budget ran out
         #                                           (fused_completion)
         self._use(_ENTRY_POINTS or {name: self._warm_up_then(name) for name in _DISPATCHERS})
@@ -142,12 +144,13 @@ class FastPath(Engine):
         return (float(worst), self.model.cluster_list[int(cluster)].name if cluster >= 0 else '',
                 float(scale))
 
-    def lcaba(self, q, qd, tau, f_ext, settings, multipliers=True):
-        """LcabaResult of the proximal LCABA (lcaba.lcaba): qd, tau spanning (nv), f_ext (nb x 6);
-        its multipliers are left empty with multipliers=False (naming them costs more than the
-        solve)."""
-        w = self.lcaba_data
-        status = self._lcaba(self._m, self._d, self._p, self._w, q, qd, tau, f_ext,
+    def lcaba(self, q, qd, tau, f_ext, settings, multipliers=True, contacts=()):
+        """LcabaResult of the proximal LCABA (lcaba.lcaba): qd, tau spanning (nv), f_ext (nb x 6),
+        contacts (algorithms/contacts.ContactFrames) as further cut constraints; its multipliers
+        are left empty with multipliers=False (naming them costs more than the solve)."""
+        plan, w, p, w_ref = (self._contact_set(contacts)[:4] if contacts else
+                             (self.plan, self.lcaba_data, self._p, self._w))
+        status = self._lcaba(self._m, self._d, p, w_ref, q, qd, tau, f_ext,
                              float(settings.mu), float(settings.tolerance),
                              int(settings.max_iterations))
         if status:
@@ -156,7 +159,24 @@ class FastPath(Engine):
                              'its body have mass?')
         iterations, residual, converged = w.result
         return LcabaResult(w.qdd.copy(), int(iterations), float(residual), bool(converged),
-                           self.plan.multipliers(w.lam) if multipliers else {})
+                           plan.multipliers(w.lam) if multipliers else {},
+                           plan.contact_forces(w.lam))
+
+    def _contact_set(self, contacts):
+        """(plan, workspace, their kernel handles, the fused calls' context) of LCABA with the
+        contacts (ContactFrames) added, built at the first use of their Contacts; the CONTACT_SETS
+        most recently built are kept."""
+        key = tuple(frames.contact for frames in contacts)
+        entry = self._contact_sets.get(key)
+        if entry is None:
+            if len(self._contact_sets) == CONTACT_SETS:
+                del self._contact_sets[next(iter(self._contact_sets))]        # the oldest
+            plan = LcabaPlan(self.model, contacts)
+            w = plan.create_data()
+            p_ref, w_ref = Borrowed(plan.ref), Borrowed(w.ref)
+            context = Borrowed(call_context(self._m, self._d, self._c, p_ref, w_ref))
+            entry = self._contact_sets[key] = [plan, w, p_ref, w_ref, context, None]
+        return entry
 
     # ---- the public calls in one compiled call each (kernels/calls.py): the result, or None where
     # the compiled checks refer to Model's Python path, which then names the error. Inputs of any
@@ -176,6 +196,24 @@ class FastPath(Engine):
                 if self._fused_forward_dynamics_lcaba(self._x, q, v, tau) == OK:
                     return self.lcaba_data.qdd.copy()
         except NotAFloat64Vector:
+            pass
+        return None
+
+    def fused_forward_dynamics_contacts(self, q, v, tau, contacts, settings):
+        """Model.forward_dynamics(q, v, tau, contacts=contacts) by LCABA with settings, for
+        contacts (a Contact, a list or a tuple of them) that this workspace resolved before."""
+        key = (tuple(contacts) if type(contacts) is list else
+               contacts if type(contacts) is tuple else (contacts,))
+        try:
+            entry = self._contact_sets.get(key)
+            if entry is not None:
+                plan, w, _, _, context, known = entry
+                if settings is not known:               # frozen: the same object, the same values
+                    w.settings[:] = settings.mu, settings.tolerance, settings.max_iterations
+                    entry[5] = settings
+                if self._fused_forward_dynamics_lcaba(context, q, v, tau) == OK:
+                    return w.qdd.copy()
+        except (NotAFloat64Vector, TypeError):            # TypeError: an unhashable key
             pass
         return None
 

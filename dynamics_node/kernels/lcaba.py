@@ -33,8 +33,9 @@ from numba import njit
 from .cache import key_on_helpers
 from .joints import joint_nv
 from .kinematics import set_loop_ends, update_transforms
-from .spatial import (cross_force, cross_motion, dot6, path_transform, relative, rigid_force,
-                      rotated_back, transform_at, transformed_motion, transposed_force)
+from .spatial import (cross_force, cross_motion, dot6, path_transform, product, relative,
+                      rigid_force, rotated_back, transform_at, transformed_motion,
+                      transposed_force)
 
 OK, NOT_POSITIVE = 0, 1
 
@@ -340,11 +341,14 @@ def first_forward_sweep(m, d, p, w, qd, f_ext):
 
 @njit(error_model='numpy', fastmath={'contract'})
 def constraint_penalties(d, p, w, mu, a0):
-    """Cut rows K, k of every constraint (lcaba.cut_rows; the kept ones, p.con_rows) and their
-    penalty in H and f (eqs. 20, 25, 35); the velocity violation max |K qd| into w.violation."""
+    """Cut rows K, k of every constraint (lcaba.cut_rows; the kept ones, p.con_rows) and contact
+    (contacts.ContactFrames.cut_rows) and their penalty in H and f (eqs. 20, 25, 35); the velocity
+    violation max |K qd| of the loops and couplings into w.violation."""
     w.violation[0] = 0.0
     for con in range(len(p.con_rows)):
-        if p.con_loop[con] < 0:
+        if p.con_contact[con] >= 0:
+            contact_rows(d, p, w, con)
+        elif p.con_loop[con] < 0:
             coupling_rows(d, p, w, con)
         else:
             loop_rows(d, p, w, con)
@@ -397,6 +401,53 @@ def loop_rows(d, p, w, con):
         set_row6_of(K, e0, row, scale6(-1.0, PsiT))
         k[con, row] = dot6(PsiT, vAxvB) + bias
         w.violation[0] = max(w.violation[0], abs(dot6(PsiT, sub6(vB, vA))))
+
+
+@njit(error_model='numpy', fastmath={'contract'})
+def contact_rows(d, p, w, con):
+    """Entries K and k of a contact (contacts.ContactFrames.cut_rows), c1 = ^c1X_1 on body 1,
+    c2 = ^c2X_2 on body 2 (c1 itself for the world) and ^c1X_2 = ^c1X_1 ^1X_2:
+    6D: K_1 = Psi^T ^c1X_1, K_2 = -Psi^T ^c1X_2, k = -Psi^T (v_c1 x ^c1X_2 v_2) with Psi^T the
+    [linear; angular] reorder; 3D: K_1 = [0 1] ^c1X_1, K_2 = -E [0 1] ^c2X_2 with E the rotation
+    of ^c1X_c2, k = E (w_c2 x nu_c2) - w_c1 x nu_c1 (classical point accelerations)."""
+    rows, e0, n, K, k = p.con_rows[con], p.con_entries[con, 0], p.con_contact[con], w.K, w.k
+    Xup_E, Xup_r, path, path_len = d.Xup_E, d.Xup_r, p.contact_path, p.contact_path_len
+    E1, r1 = block3(p.contact_E1, n, 0, 0), row3(p.contact_r1, n)
+    EA, rA = path_transform(Xup_E, Xup_r, path[n, 0], path_len[n, 0])
+    EB, rB = path_transform(Xup_E, Xup_r, path[n, 1], path_len[n, 1])
+    EA, rA = relative(EA, rA, EB, rB)                       # ^1X_2
+    E, r = product(E1, r1, EA, rA)                          # ^c1X_2
+    v1 = transformed_motion(E1, r1, row6(d.v, p.entry_body[e0]))
+    v2_body = row6(d.v, p.entry_body[e0 + 1])
+    if rows == 6:
+        x = cross_motion(v1, transformed_motion(E, r, v2_body))
+        for row in range(6):
+            psi = unit6((row + 3) % 6)
+            set_row6_of(K, e0, row, transposed_force(E1, r1, psi))
+            set_row6_of(K, e0 + 1, row, scale6(-1.0, transposed_force(E, r, psi)))
+            k[con, row] = -x[(row + 3) % 6]
+        return
+    E2, r2 = E, r                                           # the world: c2 = c1
+    if p.contact_world[n] == 0:
+        E2, r2 = block3(p.contact_E2, n, 0, 0), row3(p.contact_r2, n)
+    E12 = relative(E, r, E2, r2)[0]                         # rotation of ^c1X_c2
+    v2 = transformed_motion(E2, r2, v2_body)
+    w2v2 = mul_vector3(E12, (v2[1] * v2[5] - v2[2] * v2[4], v2[2] * v2[3] - v2[0] * v2[5],
+                             v2[0] * v2[4] - v2[1] * v2[3]))
+    w1v1 = (v1[1] * v1[5] - v1[2] * v1[4], v1[2] * v1[3] - v1[0] * v1[5],
+            v1[0] * v1[4] - v1[1] * v1[3])
+    for row in range(3):
+        set_row6_of(K, e0, row, transposed_force(E1, r1, unit6(row + 3)))
+        psi = (0.0, 0.0, 0.0, E12[3 * row], E12[3 * row + 1], E12[3 * row + 2])
+        set_row6_of(K, e0 + 1, row, scale6(-1.0, transposed_force(E2, r2, psi)))
+        k[con, row] = w2v2[row] - w1v1[row]
+
+
+@njit(inline='always')
+def unit6(j):
+    """The unit 6-tuple e_j."""
+    return (1.0 if j == 0 else 0.0, 1.0 if j == 1 else 0.0, 1.0 if j == 2 else 0.0,
+            1.0 if j == 3 else 0.0, 1.0 if j == 4 else 0.0, 1.0 if j == 5 else 0.0)
 
 
 @njit(inline='always')

@@ -1,15 +1,16 @@
 """The LCABA plan (Sathya & Carpentier 2025) compiled into flat arrays for the kernels of
 kernels/lcaba.py.
 
-``LcabaPlan(model)`` flattens what lcaba.py keeps in Python objects: the minimum-degree elimination
-order and neighbour sets of ``elimination_plan``, the sparsity of the cost-to-go H (one 6x6 block
-per unordered pair of bodies that the constraints and the fill-in of eqs. 30c-30d, 34 ever couple,
-stored as H[min, max]), and the cut constraints as rows on bodies (entries): a loop has two
-entries, its predecessor-side end A and successor-side end B (lcaba.cut_rows); a coupling one per
-joint body and per parent body. Entries on the ground (body 0) are folded into k (eq. 35). A loop
-keeps its rows that are not identically zero, as the cluster ABA does (_kept_rows; lcaba.py keeps
-all). ``create_data()`` preallocates every buffer the kernel writes, so that a call allocates
-nothing.
+``LcabaPlan(model, contacts)`` flattens what lcaba.py keeps in Python objects: the minimum-degree
+elimination order and neighbour sets of ``elimination_plan``, the sparsity of the cost-to-go H (one
+6x6 block per unordered pair of bodies that the constraints and the fill-in of eqs. 30c-30d, 34
+ever couple, stored as H[min, max]), and the cut constraints as rows on bodies (entries): a loop
+has two entries, its predecessor-side end A and successor-side end B (lcaba.cut_rows); a coupling
+one per joint body and per parent body; a contact (algorithms/contacts.ContactFrames, given per
+call, after the model's constraints) two, its body1 and body2. Entries on the ground (body 0) are
+folded into k (eq. 35). A loop keeps its rows that are not identically zero, as the cluster ABA
+does (_kept_rows; lcaba.py keeps all). ``create_data()`` preallocates every buffer the kernel
+writes, so that a call allocates nothing.
 """
 
 import weakref
@@ -26,7 +27,7 @@ from .model import _plucker_parts, _StructType
 
 key_on_helpers(__file__)                 # the field types come from borrowed.py
 
-# name: meaning, shape (nb bodies, ncon constraints, ne entries, nl loops, nt terms)
+# name: meaning, shape (nb bodies, ncon constraints, ne entries, nl loops, nt terms, nk contacts)
 PLAN_FIELDS = {
     'order': 'bodies in elimination order S^E (nb - 1)',
     'n_neighbours': 'size of N_i at the elimination of body i (nb)',
@@ -41,7 +42,8 @@ PLAN_FIELDS = {
     'con_rows': 'rows of constraint c that LCABA keeps (_kept_rows; ncon)',
     'con_row0': 'first row of constraint c in the multipliers (ncon)',
     'con_entries': 'entries [e0, e1) of constraint c (ncon, 2)',
-    'con_loop': 'loop index of constraint c, -1 for a coupling (ncon)',
+    'con_loop': 'loop index of constraint c, -1 for a coupling or a contact (ncon)',
+    'con_contact': 'contact index of constraint c, -1 for a loop or a coupling (ncon)',
     'con_terms': 'coupling terms [t0, t1) of constraint c (ncon, 2)',
     'entry_body': 'body of entry e (ne)',
     'loop_PsiT': 'kept rows Psi^T ^PX_pred of loop l, predecessor-body coordinates (nl, 6, 6)',
@@ -56,6 +58,14 @@ PLAN_FIELDS = {
     'term_body': 'joint body of coupling term t (nt)',
     'term_coefficient': 'coefficient of its joint velocity (nt)',
     'term_entry': 'entries of the joint body [0] and of its parent [1] (nt, 2)',
+    'contact_E1': 'rotation of ^c1X_body1, the contact frame on its link\'s body (nk, 3, 3)',
+    'contact_r1': 'translation of ^c1X_body1 (nk, 3)',
+    'contact_E2': 'rotation of ^c2X_body2, the frame it is held to (nk, 3, 3; the world: unused)',
+    'contact_r2': 'translation of ^c2X_body2 (nk, 3)',
+    'contact_world': '1 where contact n is held to the world (body2 = 0, c2 = c1) (nk)',
+    'contact_path': 'bodies below the NCA of body1 and body2 to body1 [0] and body2 [1] '
+                    '(nk, 2, P)',
+    'contact_path_len': 'lengths of the two paths (nk, 2)',
 }
 
 DATA_FIELDS = {    # name: meaning, shape
@@ -130,14 +140,15 @@ def lcaba_plan(model):
 
 class LcabaPlan:
     """The fields of PLAN_FIELDS as read-only arrays (attributes), ``ref`` for the kernel and the
-    constraints in the order of the multipliers."""
+    constraints in the order of the multipliers: the model's loops and couplings, then the
+    contacts (ContactFrames) the plan was built with."""
 
-    def __init__(self, model):
-        plan = elimination_plan(model)
-        self.constraints, self.held = plan.constraints, plan.held
+    def __init__(self, model, contacts=()):
+        plan = elimination_plan(model, contacts)
+        self.constraints, self.held, self.contacts = plan.constraints, plan.held, tuple(contacts)
         self.kept_rows = _kept_rows(model, plan.constraints)
         fields = {**_elimination_fields(model, plan),
-                  **_constraint_fields(model, plan.constraints, self.kept_rows)}
+                  **_constraint_fields(model, plan.constraints, self.kept_rows, contacts)}
         fields['slot'] = _slots(model, plan, fields)
         for value in fields.values():
             value.setflags(write=False)
@@ -162,6 +173,12 @@ class LcabaPlan:
                 named[con.name][kept] = -lam[r0:r0 + len(kept)]
         named.update({con.name: np.zeros(con.rows) for con in self.held})
         return named
+
+    def contact_forces(self, lam):
+        """The force of each contact (ContactFrames.cut_rows' rows), H qdd + C = tau + sum J_c^T
+        lambda_c."""
+        r0 = self.con_row0[len(self.constraints):]
+        return tuple(-lam[r:r + contact.rows] for r, contact in zip(r0, self.contacts))
 
 
 class LcabaData:
@@ -196,7 +213,7 @@ def _elimination_fields(model, plan):
             'neighbours': neighbours, 'idx_v': _ints(model.idx_v), 'S': S, 'free': free}
 
 
-def _constraint_fields(model, constraints, kept_rows):
+def _constraint_fields(model, constraints, kept_rows, contacts):
     rows, entries, loops, terms, bodies, PsiT, paths, universal = [], [], [], [], [], [], [], []
     for con, kept in zip(constraints, kept_rows):
         e0, t0 = len(bodies), len(terms)
@@ -217,6 +234,11 @@ def _constraint_fields(model, constraints, kept_rows):
                               con.axis2 if con.rotation_rows == TURNING else np.zeros(3)))
         rows.append(len(kept))
         entries.append((e0, len(bodies), t0, len(terms)))
+    for contact in contacts:
+        entries.append((len(bodies), len(bodies) + 2, len(terms), len(terms)))
+        bodies += [contact.body1, contact.body2]
+        rows.append(contact.rows)
+        loops.append(-1)
     P = max([1] + [len(path) for pair in paths for path in pair])
     loop_path = np.zeros((len(paths), 2, P), dtype=np.int64)
     loop_path_len = np.zeros((len(paths), 2), dtype=np.int64)
@@ -237,7 +259,46 @@ def _constraint_fields(model, constraints, kept_rows):
         'loop_succ_E': np.array([u[2] for u in universal]).reshape(-1, 3, 3),
         'loop_a1': np.array([u[3] for u in universal]).reshape(-1, 3),
         'loop_a2': np.array([u[4] for u in universal], dtype=float).reshape(-1, 3),
+        'con_contact': _ints([-1] * len(constraints) + list(range(len(contacts)))),
+        **_contact_fields(model, contacts),
     }
+
+
+def _contact_fields(model, contacts):
+    """The contacts' frames and the paths of their two bodies below their nearest common
+    ancestor (the ground for a contact with the world)."""
+    paths = [_paths_below_common_ancestor(model, c.body1, c.body2) for c in contacts]
+    P = max([1] + [len(path) for pair in paths for path in pair])
+    contact_path = np.zeros((len(contacts), 2, P), dtype=np.int64)
+    contact_path_len = np.zeros((len(contacts), 2), dtype=np.int64)
+    for index, pair in enumerate(paths):
+        for side, path in enumerate(pair):
+            contact_path[index, side, :len(path)] = path
+            contact_path_len[index, side] = len(path)
+    first = [_plucker_parts(c.X1) for c in contacts]
+    second = [_plucker_parts(np.eye(6) if c.X2 is None else c.X2) for c in contacts]
+    return {
+        'contact_E1': np.array([E for E, _ in first], dtype=float).reshape(-1, 3, 3),
+        'contact_r1': np.array([r for _, r in first], dtype=float).reshape(-1, 3),
+        'contact_E2': np.array([E for E, _ in second], dtype=float).reshape(-1, 3, 3),
+        'contact_r2': np.array([r for _, r in second], dtype=float).reshape(-1, 3),
+        'contact_world': _ints([c.X2 is None for c in contacts]),
+        'contact_path': contact_path, 'contact_path_len': contact_path_len,
+    }
+
+
+def _paths_below_common_ancestor(model, body1, body2):
+    """The bodies from below the nearest common ancestor of body1 and body2 down to each."""
+    chains = []
+    for body in (body1, body2):
+        chain = [body]
+        while chain[-1] > 0:
+            chain.append(int(model.parent[chain[-1]]))
+        chains.append(chain[::-1])                   # from the ground down
+    common = 0
+    while (common < min(map(len, chains)) and chains[0][common] == chains[1][common]):
+        common += 1
+    return chains[0][common:], chains[1][common:]
 
 
 def _kept_rows(model, constraints):
