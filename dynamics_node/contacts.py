@@ -12,13 +12,11 @@ velocities, the same at the velocities and accelerations nearest to them that ke
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
+import weakref
 
 import numpy as np
 
-from .algorithms.contacts import (contact_jacobian, contact_rows, ContactFrames,
-                                  exact_forward_dynamics, residuals,
-                                  velocity_product_accelerations)
-from .algorithms.kinematics import forward_pass
+from .algorithms.contacts import ContactFrames, solve_delassus
 from .errors import ModelError, quote
 from .forward_dynamics import aba_info, ForwardDynamicsInfo, lcaba_info
 from .spatial import pose_transform, quaternion_matrix
@@ -35,6 +33,8 @@ UNACTUATED_TOLERANCE = 1e-8
 # in its pseudo-inverse (contact_bias_forces): redundant contacts, and contacts that repeat a
 # loop's constraint, are then solved in least squares.
 PSEUDOINVERSE_CUTOFF = 1e-10
+RESOLVED = 64                  # contact sets whose frames are kept per model (resolve)
+_RESOLVED = weakref.WeakKeyDictionary()
 
 
 @dataclass(frozen=True)
@@ -107,7 +107,25 @@ def _transform(placement):
 
 def resolve(model, contacts):
     """ContactFrames of contacts (a Contact or a sequence of them) on the model's bodies; refuses
-    unknown links, contacts that hold a body to itself and a point named twice."""
+    unknown links, contacts that hold a body to itself and a point named twice. The frames of the
+    RESOLVED contact sets (tuples of Contacts) most recently resolved are kept per model."""
+    key = ((contacts,) if type(contacts) is Contact else
+           tuple(contacts) if type(contacts) in (list, tuple) else None)
+    cache = _RESOLVED.setdefault(model, {})
+    try:
+        frames = cache.get(key)
+    except TypeError:                          # an unhashable entry: _resolve names it
+        frames = key = None
+    if frames is None:
+        frames = _resolve(model, contacts)
+        if key is not None:
+            if len(cache) >= RESOLVED:
+                del cache[next(iter(cache))]   # the oldest
+            cache[key] = frames
+    return frames
+
+
+def _resolve(model, contacts):
     if isinstance(contacts, Contact):
         contacts = [contacts]
     if not isinstance(contacts, Sequence) or isinstance(contacts, str):
@@ -154,17 +172,23 @@ def forward_dynamics(model, data, q, v, tau, frames, method, settings, info=True
 
 
 def _exact(model, data, q, v, tau, frames, info):
-    yd = independent_velocities(model, data, v)
-    if tau.size != model.ny:
-        forward_pass(model, data, q, yd)                      # G^T tau with the G_k at q
-        tau = np.concatenate([data.G[k].T @ tau[v0:v1]
-                              for k, (v0, v1) in enumerate(model.v_range)])
-    ydd, forces, contact_residuals = exact_forward_dynamics(model, data, q, yd, tau, frames)
-    qdd = data.reference.spanning_of(ydd)
+    """The exact route (Chignoli et al. 2023 Sec. VIII, contact forces from Lambda^-1): the free
+    accelerations from the cluster ABA, the Delassus matrix D = J_c H_y^-1 J_c^T from the cluster
+    EFPA, D lambda = -(J_c ydd_free + Jdot yd), then the cluster ABA again with the forces
+    K^b^T lambda added to the bodies'. SingularConfigurationError names the contacts where D is
+    singular (redundant contacts)."""
+    engine, yd = data.engine, independent_velocities(model, data, v)
+    engine.forward_dynamics(q, yd, tau, data.f_ext)
+    _, drift, _ = engine.contact_state(frames, jacobian=False)
+    lam = -solve_delassus(engine.delassus(q, frames), frames, drift)
+    qdd = engine.forward_dynamics(q, yd, tau, data.f_ext + engine.contact_wrenches(frames, lam),
+                                  spanning=True)
+    forces = np.split(lam, np.cumsum([c.rows for c in frames])[:-1])
     if not info:
         return ForwardDynamicsInfo(qdd, 'aba', contact_forces=forces)
+    _, contact_residual, _ = engine.contact_state(frames, jacobian=False)
     info = aba_info(model, data, q, yd, qdd)
-    residual = max([info.constraint_residual] + [np.max(np.abs(r)) for r in contact_residuals])
+    residual = max(info.constraint_residual, np.max(np.abs(contact_residual)))
     return replace(info, constraint_residual=float(residual), contact_forces=forces)
 
 
@@ -183,20 +207,17 @@ def inverse_dynamics(model, data, q, yd, ydd, frames, weights):
     The unactuated rows (floating base, passive coordinates) J_u^T lambda = tau_id,u fix lambda up
     to the null space N of J_u^T; tau_a = tau_id,a - J_a^T (lambda_p + N z) is then a weighted
     least-squares problem in z. Raises ModelError where J_u^T lambda = tau_id,u has no solution."""
-    tau_id = data.reference.inverse_dynamics(q, yd, ydd, data.f_ext)
-    rows = contact_rows(model, data, frames)                  # data.v, data.a of the RNEA
-    velocity = max(np.max(np.abs(sum(K @ data.v[b] for b, K in blocks.items())))
-                   for blocks, _ in rows)
+    tau_id = data.engine.inverse_dynamics(q, yd, ydd, data.f_ext)
+    J, residual, velocity = data.engine.contact_state(frames)       # at the RNEA's state
+    velocity = np.max(np.abs(velocity))
     if velocity > bounds.VELOCITY_TOLERANCE * max(1.0, np.max(np.abs(yd), initial=0.0)):
         raise ModelError(f'v moves the contacts by {velocity:.3g} (relative velocity of the '
                          'contact frames); pass velocities that keep the contacts')
-    residual = max(np.max(np.abs(r)) for r in residuals(rows, data.a))
+    residual = np.max(np.abs(residual))
     if residual > bounds.VELOCITY_TOLERANCE * max(1.0, np.max(np.abs(ydd), initial=0.0)):
         raise ModelError(f'a violates the contacts by {residual:.3g} (relative acceleration of '
                          'the contact frames); pass accelerations that keep the contacts')
-    J = contact_jacobian(model, data, rows)
-    actuated = model.actuated_y
-    unactuated = np.setdiff1d(np.arange(model.ny), actuated)
+    actuated, unactuated = model.actuated_y, model.unactuated_y
     A_u, b_u = J[:, unactuated].T, tau_id[unactuated]
     U, s, Vt = np.linalg.svd(A_u) if A_u.size else (None, np.zeros(0), np.eye(J.shape[0]))
     rank = int(np.sum(s > 1e-12 * max(s.max(initial=0.0), 1.0)))
@@ -239,12 +260,11 @@ def contact_bias_forces(model, data, q, yd, frames, weights):
     dynamics (Aghili 2005; Mistry & Righetti 2012), and ydd = -J_c^+ Jdot yd_c, the least
     accelerations that keep them. Then inverse_dynamics at (q, yd_c, ydd). At rest both are
     exactly zero; where J_c yd = 0 and Jdot yd = 0 exactly, yd_c = yd and ydd = 0 exactly."""
+    engine, zero = data.engine, np.zeros(model.ny)
     if not frames:
-        zero = np.zeros(model.ny)
-        return ContactBiasInfo(data.engine.inverse_dynamics(q, yd, zero, data.f_ext), yd.copy(),
-                               zero)
-    forward_pass(model, data, q, yd)
-    J = contact_jacobian(model, data, contact_rows(model, data, frames))
+        return ContactBiasInfo(engine.inverse_dynamics(q, yd, zero, data.f_ext), yd.copy(), zero)
+    engine.inverse_dynamics(q, yd, zero, data.f_ext)
+    J = engine.contact_state(frames)[0]
     U, s, Vt = np.linalg.svd(J, full_matrices=False)
     rank = int(np.sum(s > PSEUDOINVERSE_CUTOFF * s.max(initial=0.0)))
 
@@ -252,9 +272,8 @@ def contact_bias_forces(model, data, q, yd, frames, weights):
         return Vt[:rank].T @ ((U[:, :rank].T @ b) / s[:rank])
 
     yd_c = yd - pseudo_inverse(J @ yd)
-    forward_pass(model, data, q, yd_c)
-    drift = np.concatenate(residuals(contact_rows(model, data, frames),
-                                     velocity_product_accelerations(model, data)))
+    engine.inverse_dynamics(q, yd_c, zero, data.f_ext)
+    drift = engine.contact_state(frames, jacobian=False, drift=True)[1]       # Jdot yd_c
     ydd = -pseudo_inverse(drift)
     gap = np.max(np.abs(J @ ydd + drift))
     if gap > bounds.VELOCITY_TOLERANCE * max(1.0, np.max(np.abs(ydd), initial=0.0)):

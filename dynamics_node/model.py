@@ -138,6 +138,7 @@ class Model:
         self.actuated_y = _frozen(np.array(
             [y for y, v in enumerate(self.independent_v)
              if self.joint_names[_body_of_entry(self.idx_v, v) - 1] in actuated], dtype=int))
+        self.unactuated_y = _frozen(np.setdiff1d(np.arange(self.ny), self.actuated_y))
         self.held_y, self.locked_v = (_frozen(x) for x in held_coordinates(self, clusters))
         self.free_columns = tuple(np.setdiff1d(np.arange(y1 - y0), self.held_y - y0)
                                   for y0, y1 in self.y_range)

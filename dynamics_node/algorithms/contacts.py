@@ -1,7 +1,8 @@
-"""Rigid bilateral contacts as rows on body accelerations, and the two forward-dynamics routes
-that use them: the cluster ABA with the contacts' Delassus matrix from the cluster EFPA (Chignoli
-et al. 2023 Secs. VII-VIII) and the rows handed to LCABA as cut constraints (Sathya & Carpentier
-2025 eq. 1c).
+"""Rigid bilateral contacts as rows on body accelerations (the NumPy engine's; kernels/contacts.py
+and kernels/lcaba.py's contact_rows are their twins): the rows LCABA takes as cut constraints
+(Sathya & Carpentier 2025 eq. 1c), their Jacobian in independent coordinates and the Delassus
+matrix from the cluster EFPA (Chignoli et al. 2023 Secs. VII-VIII) of the exact route
+(dynamics_node/contacts.py).
 
 A contact holds frame c1 on body b1 to frame c2 on body b2 (the ground, b2 = 0, for a contact with
 the world; c2 then coincides with c1). Its rows, in c1 coordinates, Pinocchio's rigid constraints
@@ -25,7 +26,6 @@ import numpy as np
 
 from ..errors import quote, SingularConfigurationError
 from ..spatial import cross_motion, inverse_transform, SWAP_LINEAR_ANGULAR
-from .aba import aba
 from .efpa import efpa
 from .frames import body_jacobian
 
@@ -138,27 +138,9 @@ def delassus(model, data, q, rows):
     return P @ Omega @ P.T
 
 
-def exact_forward_dynamics(model, data, q, yd, tau_y, contacts):
-    """ydd and the contact forces by the cluster ABA and the Delassus matrix (Chignoli et al.
-    2023 Sec. VIII, contact forces from Lambda^-1): the free accelerations ydd_f, then D lambda =
-    -(J ydd_f + Jdot yd), then a second ABA pass with the forces K^b^T lambda added to data.f_ext
-    (restored after). Returns (ydd, forces, residuals after the second pass); raises
-    SingularConfigurationError naming the contacts where D is singular (redundant contacts)."""
-    aba(model, data, q, yd, tau_y)
-    rows = contact_rows(model, data, contacts)
-    drift = np.concatenate(residuals(rows, data.a))
-    D = delassus(model, data, q, rows)
-    lam = -_solve_delassus(D, contacts, drift)
-    forces = np.split(lam, np.cumsum([len(k) for _, k in rows])[:-1])
-    add_contact_forces(model, data.f_ext, rows, forces)
-    try:
-        ydd = aba(model, data, q, yd, tau_y)
-    finally:
-        add_contact_forces(model, data.f_ext, rows, forces, -1.0)
-    return ydd, forces, residuals(rows, data.a)
-
-
-def _solve_delassus(D, contacts, b):
+def solve_delassus(D, contacts, b):
+    """D^-1 b; SingularConfigurationError naming the contacts where D is singular (its squared
+    Cholesky pivot ratio below DELASSUS_CONDITION_LIMIT)."""
     try:
         L = np.linalg.cholesky(D)
     except np.linalg.LinAlgError:
@@ -168,4 +150,4 @@ def _solve_delassus(D, contacts, b):
         raise SingularConfigurationError(
             f'contacts {quote([c.name for c in contacts])}: their Delassus matrix J H^-1 J^T is '
             'singular (redundant contacts, or contacts against a loop); use method="lcaba"')
-    return np.linalg.solve(L.T, np.linalg.solve(L, b))
+    return np.linalg.solve(D, b)

@@ -99,6 +99,24 @@ class Engine:
         """qdd = G ydd + g (nv) at q, yd."""
         raise NotImplementedError
 
+    # ---- contacts (algorithms/contacts.ContactFrames), at the state (q, yd, ydd) that the last
+    #      forward_dynamics or inverse_dynamics call left in the workspace ----
+
+    def contact_state(self, contacts, jacobian=True, drift=False):
+        """(J_c (m x ny) or None, J_c ydd + Jdot yd (m), J_c yd (m)) of the contacts' rows, in
+        independent coordinates; with drift, Jdot yd (ydd = 0, without gravity) instead of the
+        residual."""
+        raise NotImplementedError
+
+    def delassus(self, q, contacts):
+        """D = J_c H_y^-1 J_c^T (m x m) from the cluster EFPA, after contact_state."""
+        raise NotImplementedError
+
+    def contact_wrenches(self, contacts, forces):
+        """Body forces (nb x 6, body coordinates) sum_b K^b^T lambda of the contact forces (m),
+        after contact_state."""
+        raise NotImplementedError
+
     def velocity_violation(self, v):
         """(max |K v|, its cluster's name, max |v|) of spanning velocities at the positions of the
         last accept_positions(q, closure=True) or validation.positions(check=True)."""

@@ -25,7 +25,7 @@ from ..algorithms import completion
 from ..algorithms.kinematics import amplification_message
 from ..algorithms.lcaba import DEFAULT_SETTINGS, LcabaResult
 from ..errors import ModelError, quote, SingularConfigurationError
-from ..kernels import aba, calls, checks, crba, efpa, kinematics, lcaba, rnea
+from ..kernels import aba, calls, checks, contacts, crba, efpa, kinematics, lcaba, rnea
 from ..kernels import completion as compiled_completion
 from ..kernels.borrowed import Borrowed, INPUT_VECTOR, NotAFloat64Vector
 from ..kernels.checks import REFER
@@ -33,13 +33,16 @@ from ..kernels.flat.checks import call_context, check_plan, frame_set
 from ..kernels.flat.lcaba import lcaba_plan, LcabaPlan
 from ..kernels.flat.model import FlatModel
 from ..kernels.kinematics import OK
+from ..spatial import SWAP_LINEAR_ANGULAR
 from .contract import Engine
 
 _INPUT = INPUT_VECTOR                  # a float64 vector, else NotAFloat64Vector (borrowed.py)
 _FORCES = types.Array(types.float64, 2, 'A', readonly=True)
+_MATRIX = types.Array(types.float64, 2, 'C')
 _DISPATCHERS = {kernel.__name__: kernel for kernel in
                 (aba.aba, rnea.rnea, crba.crba, efpa.efpa, aba.spanning, lcaba.lcaba,
-                 checks.accept_positions, checks.velocity_violation, compiled_completion.complete)}
+                 contacts.contact_jacobian, checks.accept_positions, checks.velocity_violation,
+                 compiled_completion.complete)}
 _DISPATCHERS.update({'fused_' + kernel.__name__: kernel for kernel in
                      (calls.forward_dynamics, calls.forward_dynamics_lcaba, calls.inverse_dynamics,
                       calls.mass_matrix, calls.inverse_osim)})
@@ -148,8 +151,11 @@ class FastPath(Engine):
         """LcabaResult of the proximal LCABA (lcaba.lcaba): qd, tau spanning (nv), f_ext (nb x 6),
         contacts (algorithms/contacts.ContactFrames) as further cut constraints; its multipliers
         are left empty with multipliers=False (naming them costs more than the solve)."""
-        plan, w, p, w_ref = (self._contact_set(contacts)[:4] if contacts else
-                             (self.plan, self.lcaba_data, self._p, self._w))
+        if contacts:
+            entry = self._contact_set(contacts)
+            plan, w, p, w_ref = entry.plan, entry.w, entry.p, entry.w_ref
+        else:
+            plan, w, p, w_ref = self.plan, self.lcaba_data, self._p, self._w
         status = self._lcaba(self._m, self._d, p, w_ref, q, qd, tau, f_ext,
                              float(settings.mu), float(settings.tolerance),
                              int(settings.max_iterations))
@@ -162,20 +168,40 @@ class FastPath(Engine):
                            plan.multipliers(w.lam) if multipliers else {},
                            plan.contact_forces(w.lam))
 
+    def contact_state(self, contacts, jacobian=True, drift=False):
+        """(J_c (m x ny) or None, J_c ydd + Jdot yd (m), J_c yd (m)) of contacts (ContactFrames)
+        at the state the last forward_dynamics or inverse_dynamics left (kernels/contacts.py);
+        with drift, Jdot yd (ydd = 0, without gravity) instead of the residual."""
+        entry = self._contact_set(contacts)
+        self._contact_jacobian(self._m, self._d, entry.p, entry.w_ref, entry.J, entry.out, drift)
+        rows = slice(entry.row0, entry.plan.rows)
+        return (entry.J[rows].copy() if jacobian else None, entry.out[0, rows].copy(),
+                entry.out[1, rows].copy())
+
+    def delassus(self, q, contacts):
+        """J_c H_y^-1 J_c^T of contacts at q from the cluster EFPA's Lambda^-1 of their bodies
+        (frames at the body origins), pressed through the rows of the last contact_state."""
+        entry = self._contact_set(contacts)
+        status = self._efpa(self._m, self._d, q, *entry.bodies)
+        if status:
+            self._raise(status)
+        P = entry.pressing()
+        return P @ entry.bodies[3] @ P.T
+
+    def contact_wrenches(self, contacts, forces):
+        """Body forces (nb x 6) sum K^b^T lambda of contact forces (m) on the rows of the last
+        contact_state."""
+        return self._contact_set(contacts).wrenches(forces)
+
     def _contact_set(self, contacts):
-        """(plan, workspace, their kernel handles, the fused calls' context) of LCABA with the
-        contacts (ContactFrames) added, built at the first use of their Contacts; the CONTACT_SETS
-        most recently built are kept."""
+        """The _ContactSet of contacts (ContactFrames), built at the first use of their Contacts;
+        the CONTACT_SETS most recently built are kept."""
         key = tuple(frames.contact for frames in contacts)
         entry = self._contact_sets.get(key)
         if entry is None:
             if len(self._contact_sets) == CONTACT_SETS:
                 del self._contact_sets[next(iter(self._contact_sets))]        # the oldest
-            plan = LcabaPlan(self.model, contacts)
-            w = plan.create_data()
-            p_ref, w_ref = Borrowed(plan.ref), Borrowed(w.ref)
-            context = Borrowed(call_context(self._m, self._d, self._c, p_ref, w_ref))
-            entry = self._contact_sets[key] = [plan, w, p_ref, w_ref, context, None]
+            entry = self._contact_sets[key] = _ContactSet(self, contacts)
         return entry
 
     # ---- the public calls in one compiled call each (kernels/calls.py): the result, or None where
@@ -207,12 +233,11 @@ class FastPath(Engine):
         try:
             entry = self._contact_sets.get(key)
             if entry is not None:
-                plan, w, _, _, context, known = entry
-                if settings is not known:               # frozen: the same object, the same values
-                    w.settings[:] = settings.mu, settings.tolerance, settings.max_iterations
-                    entry[5] = settings
-                if self._fused_forward_dynamics_lcaba(context, q, v, tau) == OK:
-                    return w.qdd.copy()
+                if settings is not entry.settings:     # frozen: the same object, the same values
+                    entry.w.settings[:] = settings.mu, settings.tolerance, settings.max_iterations
+                    entry.settings = settings
+                if self._fused_forward_dynamics_lcaba(entry.context, q, v, tau) == OK:
+                    return entry.w.qdd.copy()
         except (NotAFloat64Vector, TypeError):            # TypeError: an unhashable key
             pass
         return None
@@ -322,6 +347,8 @@ class FastPath(Engine):
         self._spanning(self._m, self._d, q, y, y)
         v = np.zeros(self.model.nv)
         self._lcaba(self._m, self._d, self._p, self._w, q, v, v, f, 1e6, 1e-10, 1)
+        self._contact_jacobian(self._m, self._d, self._p, self._w, np.zeros((self.plan.rows, 1)),
+                               np.zeros((2, self.plan.rows)), False)
         self._accept_positions(self._m, self._d, self._c, q.copy(), True, 1e-6, np.inf)
         self._velocity_violation(self._m, self._d, self._c, v)
         self.fused_forward_dynamics(q, y, y)
@@ -398,6 +425,50 @@ class FastPath(Engine):
             'configuration); use method="lcaba"')
 
 
+class _ContactSet:
+    """LCABA's plan with contacts (flat/lcaba.py) and its workspace in one FastPath, with the
+    kernel handles, the fused calls' context and the buffers of contact_state and delassus."""
+
+    def __init__(self, fast, contacts):
+        model = fast.model
+        self.plan = plan = LcabaPlan(model, contacts)
+        self.w = plan.create_data()
+        self.p, self.w_ref = Borrowed(plan.ref), Borrowed(self.w.ref)
+        self.context = Borrowed(call_context(fast._m, fast._d, fast._c, self.p, self.w_ref))
+        self.settings = None                      # the ProximalSettings in w.settings
+        self.J, self.out = np.zeros((plan.rows, model.ny)), np.zeros((2, plan.rows))
+        self.row0 = int(plan.con_row0[len(plan.constraints)])
+        moving = sorted({b for c in contacts for b in (c.body1, c.body2) if b > 0})
+        self.slot = {b: 6 * i for i, b in enumerate(moving)}
+        n = len(moving)
+        self.bodies = (np.array(moving, dtype=np.int64), np.tile(np.eye(6), (n, 1, 1)),
+                       np.zeros((n, model.ny, 6)), np.zeros((6 * n, 6 * n)))
+        # every row of every entry: (row among the contacts', entry, its row, body)
+        pairs = [(int(plan.con_row0[c]) - self.row0 + j, e, j, int(plan.entry_body[e]))
+                 for c in range(len(plan.constraints), len(plan.con_rows))
+                 for e in range(*plan.con_entries[c]) for j in range(plan.con_rows[c])]
+        self.row, self.entry, self.entry_row, self.body = (
+            np.array(column, dtype=np.int64).reshape(-1) for column in zip(*pairs))
+        self.moving = self.body > 0
+        slots = [self.slot[b] for b in self.body[self.moving]]
+        self.columns = np.array(slots, dtype=np.int64)[:, None] + np.arange(6)
+
+    def pressing(self):
+        """P (m x 6 bodies) with P Omega P^T the Delassus matrix: the rows K^b of each body, their
+        columns in EFPA's [linear; angular] order."""
+        P = np.zeros((self.plan.rows - self.row0, len(self.slot) * 6))
+        m = self.moving
+        P[self.row[m][:, None], self.columns] = (
+            self.w.K[self.entry[m], self.entry_row[m]] @ SWAP_LINEAR_ANGULAR)
+        return P
+
+    def wrenches(self, forces):
+        f = np.zeros((self.plan.nb, 6))
+        np.add.at(f, self.body, forces[self.row][:, None] * self.w.K[self.entry, self.entry_row])
+        f[0] = 0.0                                 # the ground carries what it must
+        return f
+
+
 def _on_disk(dispatchers):
     """True where numba's on-disk cache holds every one of dispatchers, current with its sources
     (kernels/cache.py's key): loading them compiles nothing. False where one is missing, stale or
@@ -422,6 +493,8 @@ def _compile_kernels(m, d, p, w, c, x, frames, progress=None):
             'spanning': (model, data, _INPUT, _INPUT, _INPUT),
             'lcaba': (model, data, typeof(p), typeof(w), _INPUT, _INPUT, _INPUT, _FORCES,
                       types.float64, types.float64, types.int64),
+            'contact_jacobian': (model, data, typeof(p), typeof(w), _MATRIX, _MATRIX,
+                                 types.boolean),
             'accept_positions': (model, data, checks, types.Array(types.float64, 1, 'C'),
                                  types.boolean, types.float64, types.float64),
             'velocity_violation': (model, data, checks, _INPUT),

@@ -8,6 +8,8 @@ the engine of a model loaded with ``compiled=False`` or where numba is not insta
 import numpy as np
 
 from ..algorithms.aba import aba
+from ..algorithms.contacts import (add_contact_forces, contact_jacobian, contact_rows, delassus,
+                                   residuals, velocity_product_accelerations)
 from ..algorithms.crba import crba
 from ..algorithms.efpa import efpa
 from ..algorithms.kinematics import forward_pass
@@ -83,6 +85,29 @@ class ReferencePath(Engine):
         """qdd = G ydd + g (nv) with the G_k, g_k of the last forward pass."""
         return np.concatenate([self.data.G[k] @ ydd[y0:y1] + self.data.g[k]
                                for k, (y0, y1) in enumerate(self.model.y_range)])
+
+    def contact_state(self, contacts, jacobian=True, drift=False):
+        """(J_c (m x ny) or None, J_c ydd + Jdot yd (m), J_c yd (m)) of contacts (ContactFrames)
+        at data.Xup, data.v and data.a of the last algorithm; with drift, Jdot yd (ydd = 0,
+        without gravity) instead of the residual."""
+        model, data = self.model, self.data
+        rows = self._contact_rows = contact_rows(model, data, contacts)
+        a = velocity_product_accelerations(model, data) if drift else data.a
+        velocity = [sum(K @ data.v[b] for b, K in blocks.items()) for blocks, _ in rows]
+        return (contact_jacobian(model, data, rows) if jacobian else None,
+                np.concatenate(residuals(rows, a)), np.concatenate(velocity))
+
+    def delassus(self, q, contacts):
+        """D = J_c H_y^-1 J_c^T on the rows of the last contact_state."""
+        return delassus(self.model, self.data, q, self._contact_rows)
+
+    def contact_wrenches(self, contacts, forces):
+        """sum_b K^b^T lambda (nb x 6) on the rows of the last contact_state."""
+        f = np.zeros((self.model.nb, 6))
+        sizes = np.cumsum([len(k) for _, k in self._contact_rows])[:-1]
+        add_contact_forces(self.model, f, self._contact_rows, np.split(forces, sizes))
+        f[0] = 0.0                                 # the ground carries what it must
+        return f
 
     def _external_forces(self, f_ext):
         if f_ext is not self.data.f_ext:
