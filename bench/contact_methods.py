@@ -4,7 +4,7 @@ LCABA with the contacts as cut constraints, on the robots of test/test_contacts.
 state each. Prints the median microseconds per public call (interleaved in one process), their
 ratio and LCABA's iterations; the numbers of docs/library.md#contacts come from here.
 
-Usage: .venv/bin/python bench/contact_methods.py
+Usage: .venv/bin/python bench/contact_methods.py [numpy]   (numpy: the NumPy engine's models)
 """
 
 import os
@@ -20,10 +20,10 @@ from test_contacts import random_state, ROBOTS, setup  # noqa: E402
 from timing import interleaved_medians, print_table  # noqa: E402
 
 
-def main():
+def main(engine):
     rows = []
     for name in ROBOTS:
-        model, reference = setup(name)
+        model, reference = setup(name, engine)
         q, yd, tau = random_state(model, np.random.default_rng(0))
         contacts = reference.contacts
         iterations = model.forward_dynamics(q, yd, tau, contacts=contacts, method='lcaba',
@@ -39,4 +39,4 @@ def main():
 
 
 if __name__ == '__main__':
-    main()
+    main('numpy' if sys.argv[1:] == ['numpy'] else 'compiled')

@@ -12,6 +12,7 @@ velocities, the same at the velocities and accelerations nearest to them that ke
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
+import threading
 import weakref
 
 import numpy as np
@@ -35,6 +36,7 @@ UNACTUATED_TOLERANCE = 1e-8
 PSEUDOINVERSE_CUTOFF = 1e-10
 RESOLVED = 64                  # contact sets whose frames are kept per model (resolve)
 _RESOLVED = weakref.WeakKeyDictionary()
+_RESOLVING = threading.Lock()
 
 
 @dataclass(frozen=True)
@@ -119,9 +121,10 @@ def resolve(model, contacts):
     if frames is None:
         frames = _resolve(model, contacts)
         if key is not None:
-            if len(cache) >= RESOLVED:
-                del cache[next(iter(cache))]   # the oldest
-            cache[key] = frames
+            with _RESOLVING:                   # threads may share the model
+                if len(cache) >= RESOLVED:
+                    del cache[next(iter(cache))]       # the oldest
+                cache[key] = frames
     return frames
 
 

@@ -490,6 +490,32 @@ def test_bad_contacts_raise_on_use(contacts, message):
             call()
 
 
+def test_bad_inputs_after_the_contact_set_was_resolved():
+    """A contact set resolved before takes the fused compiled call: the same inputs it refuses
+    are then named by the checked path, and the other arguments are still checked."""
+    model, reference = setup('quadruped_rotors 3D feet')
+    feet = reference.contacts
+    q, yd, tau = random_state(model, np.random.default_rng(SEED))
+    model.forward_dynamics(q, yd, tau, contacts=feet)
+    bad_q = q.copy()
+    bad_q[-1] = np.nan
+    for call, message in (
+            (lambda: model.forward_dynamics(bad_q, yd, tau, contacts=feet), r'q\[.*\] is nan'),
+            (lambda: model.forward_dynamics(q, yd[:3], tau, contacts=feet), 'v has 3 entries'),
+            (lambda: model.forward_dynamics(q, yd, tau * np.inf, contacts=feet), 'tau'),
+            (lambda: model.forward_dynamics(q, yd, tau, contacts=feet, method='ABA'),
+             "method 'ABA' is unknown"),
+            (lambda: model.forward_dynamics(q, yd, tau, contacts=feet, settings=1e6),
+             'settings must be a ProximalSettings'),
+            (lambda: model.forward_dynamics(q, yd, tau, contacts=feet + [[1]]),
+             r'contacts\[4\] must be a Contact')):
+        with pytest.raises(ModelError, match=message):
+            call()
+    assert relative(model.forward_dynamics(q, yd, tau, contacts=tuple(feet)),
+                    model.forward_dynamics(q, yd, tau, contacts=feet, method='lcaba',
+                                           info=True).acceleration) < 1e-12
+
+
 def test_same_body_and_bad_weights():
     model, _ = setup('humanoid_belts 6D soles')
     q, yd, tau = random_state(model, np.random.default_rng(SEED))
