@@ -166,9 +166,10 @@ def _resolve(model, contacts):
 def forward_dynamics(model, data, q, v, tau, frames, method, settings, info=True):
     """ForwardDynamicsInfo with contact_forces (inputs validated, data.f_ext set): the exact route
     for method 'aba' (SingularConfigurationError at a singular cluster or a singular Delassus
-    matrix: redundant contacts), LCABA for 'lcaba' and 'auto'. LCABA took 0.35-0.80 of the exact
-    route's time on every robot measured (bench/contact_methods.py, docs/library.md#contacts): two
-    ABA passes and the EFPA cost more than one elimination and its two or three reduced sweeps."""
+    matrix: redundant contacts), LCABA for 'lcaba' and 'auto'. LCABA took 0.05-0.22 of the exact
+    route's time on every robot measured, 0.27-0.72 on the NumPy engine (bench/contact_methods.py,
+    docs/library.md#contacts): one compiled call against several, and one elimination with two or
+    three reduced sweeps against two ABA passes and the EFPA."""
     if method == 'aba':
         return _exact(model, data, q, v, tau, frames, info)
     return lcaba_info(model, data, q, v, tau, settings, contacts=frames)

@@ -675,12 +675,6 @@ class Data:
         self._model = model
 
     @functools.cached_property
-    def reference(self):
-        """The NumPy algorithms on this workspace (the engine itself with compiled=False): the
-        calls with contacts run there."""
-        return self.engine if not self._model.compiled else ReferencePath(self._model, self)
-
-    @functools.cached_property
     def engine(self):
         """The algorithms on this workspace: the compiled FastPath, or the NumPy ReferencePath
         (built at the first use, then a plain attribute)."""
