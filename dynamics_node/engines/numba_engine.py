@@ -74,7 +74,7 @@ class FastPath(Engine):
         self._settings = None                     # the ProximalSettings in lcaba_data.settings
         self._use_settings(DEFAULT_SETTINGS)
         self._frame_sets = {}
-        self._contact_sets = {}                   # Contacts -> _contact_set's entry
+        self._contact_sets = {}                   # tuple of Contacts -> _ContactSet
         self._pending = None                      # a completion whose budget ran out
         #                                           (fused_completion)
         self._use(_ENTRY_POINTS or {name: self._warm_up_then(name) for name in _DISPATCHERS})
@@ -463,6 +463,7 @@ class _ContactSet:
         return P
 
     def wrenches(self, forces):
+        """sum_b K^b^T lambda (nb x 6) of the contact forces (m), on the rows in w.K."""
         f = np.zeros((self.plan.nb, 6))
         np.add.at(f, self.body, forces[self.row][:, None] * self.w.K[self.entry, self.entry_row])
         f[0] = 0.0                                 # the ground carries what it must

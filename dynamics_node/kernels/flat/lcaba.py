@@ -239,13 +239,7 @@ def _constraint_fields(model, constraints, kept_rows, contacts):
         bodies += [contact.body1, contact.body2]
         rows.append(contact.rows)
         loops.append(-1)
-    P = max([1] + [len(path) for pair in paths for path in pair])
-    loop_path = np.zeros((len(paths), 2, P), dtype=np.int64)
-    loop_path_len = np.zeros((len(paths), 2), dtype=np.int64)
-    for index, pair in enumerate(paths):
-        for side, path in enumerate(pair):
-            loop_path[index, side, :len(path)] = path
-            loop_path_len[index, side] = len(path)
+    loop_path, loop_path_len = _packed_paths(paths)
     return {
         'con_rows': _ints(rows), 'con_row0': _ints(np.cumsum([0] + rows[:-1])[:len(rows)]),
         'con_entries': _ints([e[:2] for e in entries]).reshape(-1, 2), 'con_loop': _ints(loops),
@@ -267,14 +261,8 @@ def _constraint_fields(model, constraints, kept_rows, contacts):
 def _contact_fields(model, contacts):
     """The contacts' frames and the paths of their two bodies below their nearest common
     ancestor (the ground for a contact with the world)."""
-    paths = [_paths_below_common_ancestor(model, c.body1, c.body2) for c in contacts]
-    P = max([1] + [len(path) for pair in paths for path in pair])
-    contact_path = np.zeros((len(contacts), 2, P), dtype=np.int64)
-    contact_path_len = np.zeros((len(contacts), 2), dtype=np.int64)
-    for index, pair in enumerate(paths):
-        for side, path in enumerate(pair):
-            contact_path[index, side, :len(path)] = path
-            contact_path_len[index, side] = len(path)
+    contact_path, contact_path_len = _packed_paths(
+        [_paths_below_common_ancestor(model, c.body1, c.body2) for c in contacts])
     first = [_plucker_parts(c.X1) for c in contacts]
     second = [_plucker_parts(np.eye(6) if c.X2 is None else c.X2) for c in contacts]
     return {
@@ -285,6 +273,18 @@ def _contact_fields(model, contacts):
         'contact_world': _ints([c.X2 is None for c in contacts]),
         'contact_path': contact_path, 'contact_path_len': contact_path_len,
     }
+
+
+def _packed_paths(pairs):
+    """Pairs of body paths as one (n, 2, P) array, zero-padded, and their lengths (n, 2)."""
+    P = max([1] + [len(path) for pair in pairs for path in pair])
+    packed = np.zeros((len(pairs), 2, P), dtype=np.int64)
+    lengths = np.zeros((len(pairs), 2), dtype=np.int64)
+    for index, pair in enumerate(pairs):
+        for side, path in enumerate(pair):
+            packed[index, side, :len(path)] = path
+            lengths[index, side] = len(path)
+    return packed, lengths
 
 
 def _paths_below_common_ancestor(model, body1, body2):
