@@ -263,6 +263,29 @@ def test_a_description_served_while_configure_fails_is_kept(monkeypatch):
     assert alone.stats.rejected == 1
 
 
+def test_a_description_served_after_configure_failed_restarts_the_node(monkeypatch):
+    """A description arrives on the topic while autostart's configure runs, and is served only
+    after that configure failed for want of one, the node unconfigured again: autostart is called
+    again, and its configure serves the description."""
+    starts = []
+    served = ServedModel(settings(), StreamStats(), Log(),
+                         autostart=lambda: starts.append(served.state))
+    served.state = 'configuring'
+    load = description.load
+
+    def load_while_configure_fails(*args):
+        with pytest.raises(ModelError, match='no robot description'):
+            served.configure()
+        served.state = 'unconfigured'                 # as the node's failed configure leaves it
+        return load(*args)
+    monkeypatch.setattr(description, 'load', load_while_configure_fails)
+    served.on_description(String(data=text(bundled_model('four_bar'))))
+    assert served.loaded.model.name == 'four_bar' and starts == ['unconfigured']
+    monkeypatch.setattr(description, 'load', load)
+    served.configure()
+    assert served.loaded.model.name == 'four_bar' and served.stats.rejected == 1
+
+
 def test_errors_while_the_process_ends_are_not_logged_as_bugs():
     """A callback that a shutting-down context fails (a timer publishing on an invalidated
     publisher) answers its reason, without an internal-error traceback."""

@@ -229,6 +229,8 @@ class ServedModel:
             loaded = load(*select(self.settings, xml), self.settings, self.logger)
             self.topic_description = xml
             self.swap(loaded)
+            # a configure that ran meanwhile and failed for want of it left the node unconfigured
+            self._start_if_unconfigured()
         if outcome.failed:
             self.stats.reject(outcome.reason)
             self.logger.error('description on the topic rejected, keeping the served model: '
