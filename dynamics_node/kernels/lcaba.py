@@ -1,12 +1,17 @@
 """Numba kernel of the proximal LCABA (Sathya & Carpentier 2025, Algs. 1-3) on a FlatModel ``m``,
 FlatData ``d`` and an LcabaPlan ``p`` with its LcabaData ``w`` (flat/lcaba.py).
 
-Same algorithm, same order of operations per body as lcaba.py, which stays the readable reference;
+Same algorithm, same elimination order as lcaba.py, which stays the readable reference;
 what differs:
+- every body quantity of the sweeps (S_i, v x S qd, inertias, forces, accelerations, the cut rows
+  K) is in the ground frame, as Pinocchio's lcaba has them: a body's elimination then adds its
+  blocks to its parent's as they are, where lcaba.py moves them with X^T . X, about half of a
+  body's work. The first sweep moves S_i, c_i, f_i and I_i there with ^iX_0 (w.X0), and
+  rows_to_ground the rows the row kernels build in body coordinates;
 - H is one 6x6 block per coupled pair of bodies, stored as H[min, max] (flat/lcaba.py);
 - D_i^-1 enters through its Cholesky factor L_i: with Z_i = L_i^-1 U_i^T,
   Y_ij = L_i^-1 (H_ij^T S_i)^T and ubar_i = L_i^-1 u_i, the eliminations of eqs. 30a-30e are
-  H_pp += X^T (H_ii - Z^T Z) X, H_jk -= Y_j^T Y_k, ..., and the rollout is
+  H_pp += H_ii - Z^T Z, H_jk -= Y_j^T Y_k, ..., and the rollout is
   qdd_i = L_i^-T (ubar_i - Z_i a'_i - sum_j Y_ij a_j) (L_i is stored with 1/L_jj on its diagonal,
   so that the solves multiply);
 - a loop keeps its rows that are not identically zero (flat.lcaba._kept_rows: K = 0 and k = 0 on
@@ -33,9 +38,9 @@ from numba import njit
 from .cache import key_on_helpers
 from .joints import joint_nv
 from .kinematics import set_loop_ends, update_transforms
-from .spatial import (cross_force, cross_motion, dot6, path_transform, product, relative,
-                      rigid_force, rotated_back, transform_at, transformed_motion,
-                      transposed_force)
+from .spatial import (add_rigid_matrix, cross_force, cross_motion, dot6, inverse_motion,
+                      path_transform, product, relative, rigid_congruence, rigid_force,
+                      rotated_back, transform_at, transformed_motion, transposed_force)
 
 OK, NOT_POSITIVE = 0, 1
 
@@ -141,20 +146,6 @@ def transpose3(A):
 
 
 @njit(inline='always')
-def add3(A, B):
-    return (A[0] + B[0], A[1] + B[1], A[2] + B[2],
-            A[3] + B[3], A[4] + B[4], A[5] + B[5],
-            A[6] + B[6], A[7] + B[7], A[8] + B[8])
-
-
-@njit(inline='always')
-def sub3(A, B):
-    return (A[0] - B[0], A[1] - B[1], A[2] - B[2],
-            A[3] - B[3], A[4] - B[4], A[5] - B[5],
-            A[6] - B[6], A[7] - B[7], A[8] - B[8])
-
-
-@njit(inline='always')
 def sub_outer3(A, u, v):
     """A - u v^T."""
     return (A[0] - u[0] * v[0], A[1] - u[0] * v[1], A[2] - u[0] * v[2],
@@ -163,46 +154,10 @@ def sub_outer3(A, u, v):
 
 
 @njit(inline='always')
-def mul3(A, B):
-    """A B."""
-    return (A[0] * B[0] + A[1] * B[3] + A[2] * B[6], A[0] * B[1] + A[1] * B[4] + A[2] * B[7],
-            A[0] * B[2] + A[1] * B[5] + A[2] * B[8], A[3] * B[0] + A[4] * B[3] + A[5] * B[6],
-            A[3] * B[1] + A[4] * B[4] + A[5] * B[7], A[3] * B[2] + A[4] * B[5] + A[5] * B[8],
-            A[6] * B[0] + A[7] * B[3] + A[8] * B[6], A[6] * B[1] + A[7] * B[4] + A[8] * B[7],
-            A[6] * B[2] + A[7] * B[5] + A[8] * B[8])
-
-
-@njit(inline='always')
-def tmul3(A, B):
-    """A^T B."""
-    return (A[0] * B[0] + A[3] * B[3] + A[6] * B[6], A[0] * B[1] + A[3] * B[4] + A[6] * B[7],
-            A[0] * B[2] + A[3] * B[5] + A[6] * B[8], A[1] * B[0] + A[4] * B[3] + A[7] * B[6],
-            A[1] * B[1] + A[4] * B[4] + A[7] * B[7], A[1] * B[2] + A[4] * B[5] + A[7] * B[8],
-            A[2] * B[0] + A[5] * B[3] + A[8] * B[6], A[2] * B[1] + A[5] * B[4] + A[8] * B[7],
-            A[2] * B[2] + A[5] * B[5] + A[8] * B[8])
-
-
-@njit(inline='always')
 def mul_vector3(A, x):
     """A x."""
     return (A[0] * x[0] + A[1] * x[1] + A[2] * x[2], A[3] * x[0] + A[4] * x[1] + A[5] * x[2],
             A[6] * x[0] + A[7] * x[1] + A[8] * x[2])
-
-
-@njit(inline='always')
-def cross3(r, A):
-    """rx A: r x every column of A."""
-    return (r[1] * A[6] - r[2] * A[3], r[1] * A[7] - r[2] * A[4], r[1] * A[8] - r[2] * A[5],
-            r[2] * A[0] - r[0] * A[6], r[2] * A[1] - r[0] * A[7], r[2] * A[2] - r[0] * A[8],
-            r[0] * A[3] - r[1] * A[0], r[0] * A[4] - r[1] * A[1], r[0] * A[5] - r[1] * A[2])
-
-
-@njit(inline='always')
-def mul_cross3(A, r):
-    """A rx: every row of A times rx (row x r)."""
-    return (A[1] * r[2] - A[2] * r[1], A[2] * r[0] - A[0] * r[2], A[0] * r[1] - A[1] * r[0],
-            A[4] * r[2] - A[5] * r[1], A[5] * r[0] - A[3] * r[2], A[3] * r[1] - A[4] * r[0],
-            A[7] * r[2] - A[8] * r[1], A[8] * r[0] - A[6] * r[2], A[6] * r[1] - A[7] * r[0])
 
 
 @njit(inline='always')
@@ -221,24 +176,6 @@ def tmul_blocks(M, x):
     t1, t2 = rotated_back(M11, (x[0], x[1], x[2])), rotated_back(M21, (x[3], x[4], x[5]))
     b1, b2 = rotated_back(M12, (x[0], x[1], x[2])), rotated_back(M22, (x[3], x[4], x[5]))
     return t1[0] + t2[0], t1[1] + t2[1], t1[2] + t2[2], b1[0] + b2[0], b1[1] + b2[1], b1[2] + b2[2]
-
-
-@njit(inline='always')
-def congruence_blocks(E, r, A, B, C):
-    """X^T M X of a symmetric M = [A B; B^T C] as blocks [11, 12, 22]: X = diag(E, E) [1 0; -rx 1]
-    turns M into [A' B'; B'^T C'] = [E^T A E, E^T B E; ., E^T C E], then with F = rx C',
-    G = rx B'^T into [A' + G + G^T - F rx, B' + F; ., C']."""
-    A, B, C = tmul3(E, mul3(A, E)), tmul3(E, mul3(B, E)), tmul3(E, mul3(C, E))
-    F, G = cross3(r, C), cross3(r, transpose3(B))
-    return add3(add3(A, G), sub3(transpose3(G), mul_cross3(F, r))), add3(B, F), C
-
-
-@njit(inline='always')
-def force_blocks(E, r, P, Q, R, S):
-    """X^T [P Q; R S] = [E^T P + rx E^T R, E^T Q + rx E^T S; E^T R, E^T S] (force on every
-    column)."""
-    R, S = tmul3(E, R), tmul3(E, S)
-    return add3(tmul3(E, P), cross3(r, R)), add3(tmul3(E, Q), cross3(r, S)), R, S
 
 
 @njit(inline='always')
@@ -312,31 +249,48 @@ def solve_transposed(L, i, n, x):
 @njit(error_model='numpy', fastmath={'contract'})
 def first_forward_sweep(m, d, p, w, qd, f_ext):
     """v_i, c_i = v_i x S_i qd_i, H_ii = I_i, f_i = f_ext - v_i x* I_i v_i
-    (Sathya & Carpentier 2025 Sec. IV-C1)."""
-    joint, parent, inertia, rigid, Xup_E, Xup_r, v = m.joint, m.parent, m.inertia, \
-        m.rigid_inertia, d.Xup_E, d.Xup_r, d.v
-    S, slot, idx_v, H, c, f, f_tree, nb = (
-        p.S, p.slot, p.idx_v, w.H, w.c, w.f, w.f_tree, len(parent))
+    (Sathya & Carpentier 2025 Sec. IV-C1), in the ground frame: ^iX_0 into w.X0, S_i, c_i, f_i and
+    I_i (w.rigid_o) moved there; body velocities (body coordinates) into d.v for the rows."""
+    joint, parent, rigid, Xup_E, Xup_r, v = m.joint, m.parent, m.rigid_inertia, d.Xup_E, \
+        d.Xup_r, d.v
+    S, So, slot, idx_v, H, c, f, f_tree, X0_E, X0_r, rigid_o, nb = (
+        p.S, w.So, p.slot, p.idx_v, w.H, w.c, w.f, w.f_tree, w.X0_E, w.X0_r, w.rigid_o,
+        len(parent))
     for jk in range(nb - 1, H.shape[0]):              # the couplings H[j, k], j < k, start at zero
         for row in range(6):
             for col in range(6):
                 H[jk, row, col] = 0.0
     set_row6(v, 0, (0.0, 0.0, 0.0, 0.0, 0.0, 0.0))
     for i in range(1, nb):
-        E, r = transform_at(Xup_E, Xup_r, i)
+        Eu, ru = transform_at(Xup_E, Xup_r, i)
+        E, r = Eu, ru
+        if parent[i] > 0:                                       # ^iX_0 = ^iX_p ^pX_0
+            Ep, rp = transform_at(X0_E, X0_r, parent[i])
+            E, r = product(Eu, ru, Ep, rp)
+        X0_r[i, 0], X0_r[i, 1], X0_r[i, 2] = r
+        for a in range(3):
+            for b in range(3):
+                X0_E[i, a, b] = E[3 * a + b]
         vJ = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
         for a in range(joint_nv(joint[i])):
-            vJ = add_scaled6(vJ, qd[idx_v[i] + a], row6_of(S, i, a))
-        vi = add6(transformed_motion(E, r, row6(v, parent[i])), vJ)
+            s_a = row6_of(S, i, a)
+            vJ = add_scaled6(vJ, qd[idx_v[i] + a], s_a)
+            set_row6_of(So, i, a, inverse_motion(E, r, s_a))
+        vi = add6(transformed_motion(Eu, ru, row6(v, parent[i])), vJ)
         set_row6(v, i, vi)
-        set_row6(c, i, cross_motion(vi, vJ))
+        set_row6(c, i, inverse_motion(E, r, cross_motion(vi, vJ)))
         fi = sub6(row6(f_ext, i), cross_force(vi, rigid_force(rigid[i], vi)))
+        fi = transposed_force(E, r, fi)
         set_row6(f, i, fi)
         set_row6(f_tree, i, fi)
+        Io = rigid_congruence(X0_E[i], r, rigid[i])
+        for e in range(10):
+            rigid_o[i, e] = Io[e]
         ii = slot[i, i]
         for row in range(6):
             for col in range(6):
-                H[ii, row, col] = inertia[i, row, col]
+                H[ii, row, col] = 0.0
+        add_rigid_matrix(Io, H[ii])
 
 
 @njit(error_model='numpy', fastmath={'contract'})
@@ -352,7 +306,21 @@ def constraint_penalties(d, p, w, mu, a0):
             coupling_rows(d, p, w, con)
         else:
             loop_rows(d, p, w, con)
+        rows_to_ground(p, w, con)
         add_penalty(p, w, con, mu, a0)
+
+
+@njit(inline='always')
+def rows_to_ground(p, w, con):
+    """The rows K^b of constraint con (on body b's acceleration in body coordinates) on its
+    acceleration in ground coordinates: K^b ^bX_0 (the ground's entries are there already)."""
+    K, X0_E, X0_r = w.K, w.X0_E, w.X0_r
+    for e in range(p.con_entries[con, 0], p.con_entries[con, 1]):
+        b = p.entry_body[e]
+        if b > 0:
+            E, r = transform_at(X0_E, X0_r, b)
+            for row in range(p.con_rows[con]):
+                set_row6_of(K, e, row, transposed_force(E, r, row6_of(K, e, row)))
 
 
 @njit(error_model='numpy', fastmath={'contract'})
@@ -506,16 +474,14 @@ def add_penalty(p, w, con, mu, a0):
 @njit(error_model='numpy', fastmath={'contract'})
 def backward_sweep(m, d, p, w, tau, a0):
     """Eliminate the bodies in S^E (Sathya & Carpentier 2025 Alg. 1 lines 11-23, eqs. 29-30,
-    34-35): Z_i, Y_ij, ubar_i stored. NOT_POSITIVE with the first body whose D_i is not positive
-    definite in w.info."""
-    parent, Xup_E, Xup_r, S, slot, neighbours = (
-        m.parent, d.Xup_E, d.Xup_r, p.S, p.slot, p.neighbours)
+    34-35), in the ground frame: Z_i, Y_ij, ubar_i stored. NOT_POSITIVE with the first body
+    whose D_i is not positive definite in w.info."""
+    parent, S, slot, neighbours = m.parent, w.So, p.slot, p.neighbours
     joint, order, n_neighbours, idx_v, free = m.joint, p.order, p.n_neighbours, p.idx_v, p.free
     H, f, c, L, Z, Y, ubar, info, status = w.H, w.f, w.c, w.L, w.Z, w.Y, w.ubar, w.info, OK
     for s in range(len(order)):
         i = order[s]
-        n, pa, nN, E, r = (joint_nv(joint[i]), parent[i], n_neighbours[i],
-                           block3(Xup_E, i, 0, 0), row3(Xup_r, i))
+        n, pa, nN = joint_nv(joint[i]), parent[i], n_neighbours[i]
         Hii = blocks(H, slot[i, i], False)
         # Z rows: U^T = S^T H_ii; D = S^T U; u = tau_i + S^T f_i
         for a in range(n):
@@ -545,13 +511,12 @@ def backward_sweep(m, d, p, w, tau, a0):
                 zt, zb = (z[0], z[1], z[2]), (z[3], z[4], z[5])
                 Ha11, Ha12, Ha22 = (sub_outer3(Ha11, zt, zt), sub_outer3(Ha12, zt, zb),
                                     sub_outer3(Ha22, zb, zb))
-            N11, N12, N22 = congruence_blocks(E, r, Ha11, Ha12, Ha22)
-            add_blocks(H, slot[pa, pa], N11, N12, transpose3(N12), N22, False)      # eq. 30a
+            add_blocks(H, slot[pa, pa], Ha11, Ha12, transpose3(Ha12), Ha22, False)  # eq. 30a
             # eq. 30b: f_i - Ha c_i - U D^-1 u
             x = sub6(row6(f, i), mul_blocks((Ha11, Ha12, transpose3(Ha12), Ha22), c_i))
             for a in range(n):
                 x = add_scaled6(x, -ub[a], row6_of(Z, i, a))
-            add_row6(f, pa, transposed_force(E, r, x))
+            add_row6(f, pa, x)
         for q in range(nN):
             j = neighbours[i, q]
             C11, C12, C21, C22 = blocks(H, slot[i, j], i > j)    # C = P_i H_ij = H_ij - Z^T Y_j
@@ -562,14 +527,12 @@ def backward_sweep(m, d, p, w, tau, a0):
                 C11, C12 = sub_outer3(C11, zt, yt), sub_outer3(C12, zt, yb)
                 C21, C22 = sub_outer3(C21, zb, yt), sub_outer3(C22, zb, yb)
             if pa > 0:                                       # eq. 30c; with j = parent eq. 34
-                N11, N12, N21, N22 = force_blocks(E, r, C11, C12, C21, C22)
-                add_blocks(H, slot[pa, j], N11, N12, N21, N22, pa > j)
+                add_blocks(H, slot[pa, j], C11, C12, C21, C22, pa > j)
                 if j == pa:
-                    add_blocks(H, slot[pa, j], N11, N12, N21, N22, True)
+                    add_blocks(H, slot[pa, j], C11, C12, C21, C22, True)
                 x = c_i                                      # eq. 30e: f_j -= Y_j^T ubar + C^T c_i
             else:
-                # eqs. 30e and 35: f_j -= Y_j^T ubar + C^T (c_i + X a_0)
-                x = add6(c_i, transformed_motion(E, r, a0))
+                x = add6(c_i, a0)            # eqs. 30e and 35: f_j -= Y_j^T ubar + C^T (c_i + a_0)
             x = tmul_blocks((C11, C12, C21, C22), x)
             for a in range(n):
                 x = add_scaled6(x, ub[a], row6_of(Y, i, 6 * q + a))
@@ -591,22 +554,20 @@ def backward_sweep(m, d, p, w, tau, a0):
 @njit(error_model='numpy', fastmath={'contract'})
 def rollout(m, d, p, w, a0, reduced):
     """Accelerations in reverse elimination order (Alg. 1 lines 24-26):
-    qdd_i = L_i^-T (ubar_i - Z_i a'_i - sum_j Y_ij a_j), a'_i = Xup_i a_parent + c_i and
-    a_i = a'_i + S_i qdd_i from a_0, into w.qdd and w.a; reduced (Alg. 2): their changes dqdd, da
-    from Delta a_0 = a0 with c = 0 (into w.da), added to w.qdd and w.a as they come (Alg. 3 line
-    12). Returns ||dqdd||_inf (reduced), else 0."""
+    qdd_i = L_i^-T (ubar_i - Z_i a'_i - sum_j Y_ij a_j), a'_i = a_parent + c_i and
+    a_i = a'_i + S_i qdd_i (ground frame) from a_0, into w.qdd and w.a; reduced (Alg. 2): their
+    changes dqdd, da from Delta a_0 = a0 with c = 0 (into w.da), added to w.qdd and w.a as they
+    come (Alg. 3 line 12). Returns ||dqdd||_inf (reduced), else 0."""
     c, a = (w.zero_c, w.da) if reduced else (w.c, w.a)
     qdd, a_total, step = w.qdd, w.a, 0.0
     set_row6(a, 0, a0)
-    joint, parent, Xup_E, Xup_r, S, order, idx_v = (
-        m.joint, m.parent, d.Xup_E, d.Xup_r, p.S, p.order, p.idx_v)
+    joint, parent, S, order, idx_v = m.joint, m.parent, w.So, p.order, p.idx_v
     n_neighbours, neighbours, Z, Y, L, ubar, z = (
         p.n_neighbours, p.neighbours, w.Z, w.Y, w.L, w.ubar, w.z)
     for s in range(len(order) - 1, -1, -1):
         i = order[s]
         n = joint_nv(joint[i])
-        E, r = transform_at(Xup_E, Xup_r, i)
-        ai = add6(transformed_motion(E, r, row6(a, parent[i])), row6(c, i))
+        ai = add6(row6(a, parent[i]), row6(c, i))
         for j in range(n):
             t = ubar[i, j] - dot6(row6_of(Z, i, j), ai)
             for q in range(n_neighbours[i]):
@@ -631,8 +592,7 @@ def reduced_backward_sweep(m, d, p, w, dtau):
     """ubar_i of the body forces df = d.f and joint forces dtau, reusing the elimination
     (Sathya & Carpentier 2025 Alg. 2: H does not depend on lambda); the reduced rollout then gives
     the changes of qdd and of a."""
-    joint, parent, Xup_E, Xup_r, df, S, order, idx_v = (
-        m.joint, m.parent, d.Xup_E, d.Xup_r, d.f, p.S, p.order, p.idx_v)
+    joint, parent, df, S, order, idx_v = m.joint, m.parent, d.f, w.So, p.order, p.idx_v
     n_neighbours, neighbours, Z, Y, L, ubar, free = (
         p.n_neighbours, p.neighbours, w.Z, w.Y, w.L, w.ubar, p.free)
     for s in range(len(order)):
@@ -645,8 +605,7 @@ def reduced_backward_sweep(m, d, p, w, dtau):
             x = df_i
             for j in range(n):
                 x = add_scaled6(x, -ubar[i, j], row6_of(Z, i, j))
-            E, r = transform_at(Xup_E, Xup_r, i)
-            add_row6(df, pa, transposed_force(E, r, x))
+            add_row6(df, pa, x)
         for q in range(n_neighbours[i]):
             x = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
             for j in range(n):
@@ -679,7 +638,7 @@ def update_multipliers(p, w, mu, first):
 def gradient_forces(m, d, p, w, mu):
     """df = f_tree - I a - sum K^T (lambda + mu r) into d.f: the body forces of the augmented
     Lagrangian's gradient at the current accelerations (lcaba._gradient_forces)."""
-    rigid, df, f_tree, a, K, r, lam = m.rigid_inertia, d.f, w.f_tree, w.a, w.K, w.r, w.lam
+    rigid, df, f_tree, a, K, r, lam = w.rigid_o, d.f, w.f_tree, w.a, w.K, w.r, w.lam
     con_rows, con_row0, con_entries, entry_body = (
         p.con_rows, p.con_row0, p.con_entries, p.entry_body)
     for i in range(1, len(a)):

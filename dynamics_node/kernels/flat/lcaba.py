@@ -69,11 +69,11 @@ PLAN_FIELDS = {
 }
 
 DATA_FIELDS = {    # name: meaning, shape
-    'H': 'blocks of the cost-to-go H[min, max] (n_slots, 6, 6)',
-    'f': 'forces of the cost-to-go, eliminated bodies folded in (nb, 6)',
+    'H': 'blocks of the cost-to-go H[min, max], ground frame (n_slots, 6, 6)',
+    'f': 'forces of the cost-to-go, eliminated bodies folded in, ground frame (nb, 6)',
     'f_tree': 'f_ext - v x* I v, the tree part of the gradient (nb, 6)',
-    'c': 'c_i = v_i x S_i qd_i (nb, 6)',
-    'K': 'rows (first con_rows) of entry e on its body acceleration (ne, 6, 6)',
+    'c': 'c_i = v_i x S_i qd_i, ground frame (nb, 6)',
+    'K': 'rows (first con_rows) of entry e on its body acceleration, ground frame (ne, 6, 6)',
     'k': 'right-hand side of constraint c, ground entries folded in (ncon, 6)',
     'r': 'residual K a - k of constraint c (ncon, 6)',
     'lam': 'multipliers, the paper sign (rows)',
@@ -82,7 +82,7 @@ DATA_FIELDS = {    # name: meaning, shape
     'Z': 'Z[i, j]: row j of L_i^-1 U_i^T, U_i = H_ii S_i (nb, 6, 6)',
     'Y': 'Y[i, 6 n + j]: row j of L_i^-1 (H_{i,N_n} S_i)^T, neighbour n (nb, 6 N, 6)',
     'ubar': 'L_i^-1 u_i (nb, 6)',
-    'a': 'body accelerations (nb, 6)',
+    'a': 'body accelerations, ground frame (nb, 6)',
     'da': 'change of the body accelerations of a reduced sweep (nb, 6)',
     'qdd': 'spanning accelerations (nv)',
     'zero_c': 'zeros (nb, 6): no velocity product in a reduced sweep',
@@ -93,6 +93,11 @@ DATA_FIELDS = {    # name: meaning, shape
                  'fused call (1)',
     'settings': 'mu, tolerance and max_iterations of the fused call (3; FastPath writes them when '
                 'they change)',
+    'X0_E': 'rotation of ^iX_0, body i from the ground frame (nb, 3, 3)',
+    'X0_r': 'translation of ^iX_0 (nb, 3)',
+    'So': 'So[i, j]: column j of S_i in the ground frame (nb, 6, 6)',
+    'rigid_o': 'the inertia of body i in the ground frame, as the 10 parameters of '
+               'FlatModel.rigid_inertia (nb, 10)',
 }
 
 
@@ -192,7 +197,8 @@ class LcabaData:
             'K': (ne, 6, 6), 'k': (ncon, 6), 'r': (ncon, 6), 'lam': (plan.rows,), 'L': (nb, 6, 6),
             'Z': (nb, 6, 6), 'Y': (nb, 6 * N, 6), 'ubar': (nb, 6), 'a': (nb, 6), 'da': (nb, 6),
             'qdd': (plan.nv,), 'zero_c': (nb, 6), 'z': (6,), 'result': (3,), 'info': (1,),
-            'violation': (1,), 'settings': (3,),
+            'violation': (1,), 'settings': (3,), 'X0_E': (nb, 3, 3), 'X0_r': (nb, 3),
+            'So': (nb, 6, 6), 'rigid_o': (nb, 10),
         }
         fields = {name: np.zeros(shapes[name]) for name in DATA_FIELDS}
         self.__dict__.update(fields)
