@@ -17,7 +17,7 @@ import weakref
 
 import numpy as np
 
-from .algorithms.contacts import ContactFrames, solve_delassus
+from .algorithms.contacts import contact_set_key, ContactFrames, solve_delassus
 from .errors import ModelError, quote
 from .forward_dynamics import aba_info, ForwardDynamicsInfo, lcaba_info
 from .spatial import pose_transform, quaternion_matrix
@@ -111,15 +111,14 @@ def resolve(model, contacts):
     """ContactFrames of contacts (a Contact or a sequence of them) on the model's bodies; refuses
     unknown links, contacts that hold a body to itself and a point named twice. The frames of the
     RESOLVED contact sets (tuples of Contacts) most recently resolved are kept per model."""
-    key = ((contacts,) if type(contacts) is Contact else
-           tuple(contacts) if type(contacts) in (list, tuple) else None)
+    key = contact_set_key(contacts)
     cache = _RESOLVED.setdefault(model, {})
     try:
         frames = cache.get(key)
     except TypeError:                          # an unhashable entry: _resolve names it
         frames = key = None
     if frames is None:
-        frames = _resolve(model, contacts)
+        frames = _resolve(model, contacts)     # only sets of Contacts get this far
         if key is not None:
             with _RESOLVING:                   # threads may share the model
                 if len(cache) >= RESOLVED:

@@ -74,6 +74,12 @@ class ContactFrames:
         return blocks, k
 
 
+def contact_set_key(contacts):
+    """The key under which a contact set's resolved frames and compiled plans are kept: the
+    Contacts as a tuple (a single one, or any other object, as a 1-tuple)."""
+    return tuple(contacts) if type(contacts) in (list, tuple) else (contacts,)
+
+
 def world_transform(model, data, body):
     """^bodyX_0 from data.Xup."""
     X = np.eye(6)

@@ -22,6 +22,7 @@ import numpy as np
 from numba import typeof, types
 
 from ..algorithms import completion
+from ..algorithms.contacts import contact_set_key
 from ..algorithms.kinematics import amplification_message
 from ..algorithms.lcaba import DEFAULT_SETTINGS, LcabaResult
 from ..errors import ModelError, quote, SingularConfigurationError
@@ -228,10 +229,8 @@ class FastPath(Engine):
     def fused_forward_dynamics_contacts(self, q, v, tau, contacts, settings):
         """Model.forward_dynamics(q, v, tau, contacts=contacts) by LCABA with settings, for
         contacts (a Contact, a list or a tuple of them) that this workspace resolved before."""
-        key = (tuple(contacts) if type(contacts) is list else
-               contacts if type(contacts) is tuple else (contacts,))
         try:
-            entry = self._contact_sets.get(key)
+            entry = self._contact_sets.get(contact_set_key(contacts))
             if entry is not None:
                 if settings is not entry.settings:     # frozen: the same object, the same values
                     entry.w.settings[:] = settings.mu, settings.tolerance, settings.max_iterations
