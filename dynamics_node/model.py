@@ -571,6 +571,19 @@ class Model:
         check_finite(self, 'pose entries', [('q', q, bounds.POSITION)], R, p)
         return R, p
 
+    def link_poses(self, q):
+        """(R (L x 3 x 3), p (L x 3)): orientation and origin of every link (in ``links`` order)
+        in the root link's frame, from one forward pass (the transforms of /tf)."""
+        data = self._local.data
+        q = positions(self, data, q, check=False)
+        update_transforms(self, data, q)
+        X_body_root = link_transforms(self, data)
+        poses = [pose_of(X_link_body @ X_body_root[body])
+                 for body, X_link_body in self.link_frame.values()]
+        R, p = np.array([R for R, _ in poses]), np.array([p for _, p in poses])
+        check_finite(self, 'pose entries', [('q', q, bounds.POSITION)], R, p)
+        return R, p
+
     def complete_positions(self, q_independent, budget_ms=BUDGET_MS):
         """Spanning q (nq) from the independent joints' positions (in independent_joint_names
         order, 7 entries for a floating joint, 4 for a spherical one, none for a split joint) on

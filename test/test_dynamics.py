@@ -101,11 +101,14 @@ def test_link_kinematics_match_pinocchio(name, rng):
     model, reference = robot(name), oracle(name)
     q, _, _ = random_state(model, rng)
     G = _G(name, q)
-    for link in model.links:
+    rotations, origins = model.link_poses(q)
+    for link, R_all, p_all in zip(model.links, rotations, origins):
         R, p = model.link_pose(q, link)
         pose = reference.link_placement(q, link)
         assert_close(R, pose.rotation, f'R of {link}')
         assert_close(p, pose.translation, f'p of {link}')
+        assert_close(R_all, pose.rotation, f'link_poses R of {link}')
+        assert_close(p_all, pose.translation, f'link_poses p of {link}')
         assert_close(model.link_jacobian(q, link), reference.frame_jacobian(q, link) @ G,
                      f'J of {link}')
 
