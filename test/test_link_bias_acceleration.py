@@ -16,7 +16,7 @@ import numpy as np
 import pinocchio as pin
 import pytest
 
-from conftest import (assert_close, COMPLETION_BUDGET_MS, oracle, random_independent_positions,
+from conftest import (assert_close, oracle, random_independent_positions,
                       robot, ROBOTS)
 from dynamics_node import ModelError, SingularConfigurationError
 import test_published_patterns as published
@@ -49,8 +49,7 @@ def pinocchio_bias_acceleration(reference, model, q, yd, link):
 def test_matches_pinocchio_on_bundled_robots(name, compiled, rng):
     model, reference = robot(name, compiled), oracle(name)
     for _ in range(STATES):
-        q = model.complete_positions(random_independent_positions(model, rng),
-                                     budget_ms=COMPLETION_BUDGET_MS)
+        q = model.complete_positions(random_independent_positions(model, rng))
         yd = rng.normal(size=model.ny)
         v = model.spanning_velocities(q, yd)
         for link in model.links:
@@ -99,17 +98,17 @@ def finite_difference(model, y0, yd, link):
     rates = position_rates(model, yd)
 
     def world_velocity(t):
-        q = model.complete_positions(y0 + t * rates, budget_ms=COMPLETION_BUDGET_MS)
+        q = model.complete_positions(y0 + t * rates)
         R, _ = model.link_pose(q, link)
         v = model.link_jacobian(q, link) @ yd
         return np.concatenate((R @ v[:3], R @ v[3:]))
-    R0, _ = model.link_pose(model.complete_positions(y0, budget_ms=COMPLETION_BUDGET_MS), link)
+    R0, _ = model.link_pose(model.complete_positions(y0), link)
     derivative = (world_velocity(H) - world_velocity(-H)) / (2 * H)
     return np.concatenate((R0.T @ derivative[:3], R0.T @ derivative[3:]))
 
 
 def check_finite_differences(model, y0, yd):
-    q = model.complete_positions(y0, budget_ms=COMPLETION_BUDGET_MS)
+    q = model.complete_positions(y0)
     for link in model.links:
         expected = finite_difference(model, y0, yd, link)
         assert_close(model.link_bias_acceleration(q, yd, link), expected,

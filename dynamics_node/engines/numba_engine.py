@@ -15,6 +15,7 @@ calls the compiled entry points directly: numba's dispatcher would spend about a
 each structref argument at every call.
 """
 
+import math
 import pickle
 import time
 
@@ -277,12 +278,12 @@ class FastPath(Engine):
         """Model.complete_positions (kernels/completion.py), tracked from previous (nq, None for
         none): spanning q, closed, within bounds and with unit quaternions; None where
         completion.py must run; ModelError where a loop cluster does not close on the reference
-        branch or budget_ms ran out (checked every completion.CHUNK_STEPS steps of a continuation
-        from the reference; what it reached is finished first by the next call on nearby positions,
-        as completion.complete_positions does)."""
+        branch or budget_ms (None: no budget) ran out (checked every completion.CHUNK_STEPS steps
+        of a continuation from the reference; what it reached is finished first by the next call
+        on nearby positions, as completion.complete_positions does)."""
         if not _ENTRY_POINTS:
             self.warm_up()               # compiling or loading the kernels is no completion's time
-        deadline = time.perf_counter() + 1e-3 * budget_ms
+        deadline = math.inf if budget_ms is None else time.perf_counter() + 1e-3 * budget_ms
         pending, self._pending = self._pending, None
         if pending is not None and len(q_independent) == len(pending[0]) and \
                 (np.max(np.abs(q_independent - pending[0]), initial=0.0)
@@ -320,8 +321,8 @@ class FastPath(Engine):
                 reason, value = 'steps', completion.MAX_CONTINUATION_STEPS
         else:
             reason = _FAILURES[int(reason)]
-        raise ModelError(completion.failure_message(self.model, cluster, reason,
-                                                    1.0 - (1.0 - done) * (1.0 - t), value))
+        raise completion.failure_error(self.model, cluster, reason,
+                                       1.0 - (1.0 - done) * (1.0 - t), value)
 
     @staticmethod
     def kernels_cached():
