@@ -15,8 +15,8 @@ import numpy as np
 
 from .algorithms.completion import complete_positions, MAX_BUDGET_MS
 from .algorithms.frames import (bias_acceleration, link_pose as pose_of, link_transforms,
-                                positions_jacobians)
-from .algorithms.kinematics import update_transforms
+                                positions_jacobians, world_twists)
+from .algorithms.kinematics import forward_pass, update_transforms
 from .algorithms.lcaba import DEFAULT_SETTINGS, ProximalSettings
 from . import contacts as contact_routes
 from .description.compose import float_root
@@ -32,7 +32,7 @@ from .multibody.clusters import (amplification, AMPLIFICATION_LIMIT, build_clust
                                  neighbourhood_amplification, REFERENCE_PROBE, regular)
 from .multibody.couplings import LinearConstraints
 from .multibody.joints import motion_subspace, neutral_position
-from .multibody.roles import held_coordinates, idle_spins, passive_joints
+from .multibody.roles import held_coordinates, idle_spin, passive_joints
 from .multibody.topology import SpanningTree
 from .spatial import pose_transform, SWAP_LINEAR_ANGULAR
 from .validation import check_finite, external_forces, independent_velocities, positions, vector
@@ -163,12 +163,15 @@ class Model:
         self.warnings += [_near_singularity(c, around, self.amplification_bound[c.index])
                           for c, around in zip(clusters, neighbourhoods)
                           if around > 0.5 * self.amplification_bound[c.index]]
-        # the loops hold their idle spins (roles.py), found at the reference configuration
+        # the loops hold their idle spins (roles.py): unit motions at the reference configuration
         data = Data(self)
-        data.engine = ReferencePath(self, data)
         passive_y = np.setdiff1d(np.arange(self.ny), self.actuated_y)
-        spins = idle_spins(self, data, [y for y in passive_y
-                                        if not self.cluster_list[self._cluster_of_y(y)].linear])
+        spins = []
+        for y in passive_y:
+            if not self.cluster_list[self._cluster_of_y(y)].linear:
+                forward_pass(self, data, self._reference_positions, np.eye(self.ny)[y])
+                if idle_spin(self, *world_twists(self, data)):
+                    spins.append(y)
         self.held_y, self.locked_v = (_frozen(x) for x in held_coordinates(self, clusters, spins))
         # what contacts must carry: neither actuated nor held (the floating base, passive joints)
         self.unactuated_y = _frozen(np.setdiff1d(passive_y, self.held_y))

@@ -3,6 +3,7 @@
 import numpy as np
 
 from ..multibody.constraints import translation_of
+from ..spatial import inverse_transform
 from .kinematics import forward_pass
 
 
@@ -13,6 +14,13 @@ def link_transforms(model, data):
     for i in range(1, model.nb):
         X[i] = data.Xup[i] @ X[model.parent[i]]
     return X
+
+
+def world_twists(model, data):
+    """(^iX_root of every body, its velocity in root coordinates: motion [angular; linear], the
+    linear part at the root's origin), after a forward pass."""
+    X_root = link_transforms(model, data)
+    return X_root, np.array([inverse_transform(X_root[b]) @ data.v[b] for b in range(model.nb)])
 
 
 def link_pose(X_link_root):

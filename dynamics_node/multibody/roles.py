@@ -9,21 +9,21 @@
 - Held. A coordinate whose motion moves only bodies without inertia (links and everything below
   them), and that no constraint determines (the joints of a massless hand), has no dynamics:
   forward dynamics holds it still (zero acceleration, its force ignored), and the load names it in
-  ``model.warnings``. So is an idle spin: a passive coordinate of a loop cluster whose motion turns
-  one rigid set of bodies about a line while every other body with inertia stays still (a rod
-  between two ball joints about the line through their centres, the closure body between two
-  coaxial joints). Such a motion changes nothing of the mechanism but the set's own orientation
-  about that line; no motor and no contact should have to hold it, so its loops' constraint forces
-  do, as the universal joint of a real rod end would: its force is carried, not demanded of the
-  actuators (projected inverse dynamics with contacts), and it stays still.
+  ``model.warnings``. So is an idle spin: a passive coordinate of a loop cluster whose motion moves
+  bodies with inertia but no joint: every joint's and every loop's frame origin stays where it is,
+  so only bodies turn about lines through their joints (a rod between two ball joints about the
+  line through their centres, the closure body between two coaxial joints). Such a motion changes
+  nothing of the mechanism's shape; no motor and no contact should have to hold it, so its loops'
+  constraint forces do, as the universal joint of a real rod end would: its force is carried, not
+  demanded of the actuators (projected inverse dynamics with contacts), and it stays still.
 """
 
 import numpy as np
 
-from ..spatial import inverse_transform
+from .constraints import LoopConstraint, translation_of
 
-# Relative tolerance of the idle-spin test: the twists of the moving bodies agree, and their pitch
-# (the translation along the axis per turn) vanishes, to this fraction of their size.
+# Relative tolerance of the idle-spin test: joint points move by less than this fraction of the
+# largest velocity of the motion.
 IDLE_TOLERANCE = 1e-6
 
 
@@ -55,37 +55,37 @@ def inertia_free_bodies(parent, inertia):
     return free
 
 
-def idle_spins(model, data, candidates):
-    """The candidate independent coordinates (passive ones of loop clusters) that are idle spins
-    (module docstring), from the body velocities of unit motions at the positions of the last
-    forward pass's transforms (data, the reference configuration): every body with inertia either
-    does not move or moves with the same twist, a pure rotation (world coordinates, motion
-    [angular; linear])."""
-    from ..algorithms.frames import link_transforms
-    from ..algorithms.kinematics import forward_pass
-    idle = []
-    for j in candidates:
-        unit = np.zeros(model.ny)
-        unit[j] = 1.0
-        forward_pass(model, data, model.reference_positions, unit)
-        X_root = link_transforms(model, data)
-        twists = [inverse_transform(X_root[b]) @ data.v[b] for b in range(1, model.nb)
-                  if np.any(model.inertia[b])]
-        size = max(np.max(np.abs(twists), initial=0.0), 1e-300)
-        moving = [t for t in twists if np.max(np.abs(t)) > IDLE_TOLERANCE * size]
-        first = moving[0] if moving else None
-        if (first is not None
-                and all(np.max(np.abs(t - first)) <= IDLE_TOLERANCE * size for t in moving)
-                and np.linalg.norm(first[:3]) > IDLE_TOLERANCE * size
-                and abs(first[:3] @ first[3:]) <= IDLE_TOLERANCE * size ** 2):
-            idle.append(j)
-    return idle
+def idle_spin(model, X_root, twists):
+    """Whether a motion of the bodies is an idle spin (module docstring): some body with inertia
+    moves, yet no joint does: the origin of every body's joint frame stays still on the body and on
+    its parent, and so does the origin of every loop frame on its body. X_root: ^iX_root of every
+    body; twists: their velocities in root coordinates (motion [angular; linear], the linear part
+    at the root's origin)."""
+    size = max(np.max(np.abs(twists[1:]), initial=0.0), 1e-300)
+    if not any(np.max(np.abs(twists[b])) > IDLE_TOLERANCE * size
+               for b in range(1, model.nb) if np.any(model.inertia[b])):
+        return False
+    points = [(b, model.parent[b], translation_of(X_root[b])) for b in range(1, model.nb)]
+    for cluster in model.cluster_list:
+        for loop in cluster.constraints:
+            if isinstance(loop, LoopConstraint):
+                for path, X_frame in ((loop.pred_path, loop.X_P_pred),
+                                      (loop.succ_path, loop.X_S_succ)):
+                    body = path[-1] if path else loop.nca
+                    point = translation_of(X_frame @ X_root[body])
+                    points.append((body, body, point))
+    for body, other, point in points:
+        for b in (body, other):
+            omega, velocity = twists[b][:3], twists[b][3:]
+            if np.max(np.abs(velocity + np.cross(omega, point))) > IDLE_TOLERANCE * size:
+                return False
+    return True
 
 
 def held_coordinates(model, clusters, spins=()):
     """(independent coordinates held still, spanning velocity entries locked with them): y_j is
     held where every body it moves (G's pattern, in-cluster descendants included) is inertia-free,
-    and where it is one of spins (idle_spins); a spanning entry is locked where only held
+    and where it is one of spins (idle_spin); a spanning entry is locked where only held
     coordinates move it."""
     free = inertia_free_bodies(model.parent, model.inertia)
     held, locked = list(spins), []
