@@ -37,7 +37,8 @@ from numba import njit
 from .aba import aba, spanning_accelerations
 from .cache import key_on_helpers
 from .checks import (ACCELERATION_BOUND, accept_positions, all_within, constraint_violation,
-                     couplings_closed, FORCE_BOUND, loops_closed, POSITION_BOUND,
+                     couplings_closed, FORCE_BOUND, loops_closed, normalize_quaternions,
+                     POSITION_BOUND,
                      POSITION_TOLERANCE, REFER, VELOCITY_BOUND, VELOCITY_TOLERANCE)
 from .crba import crba
 from .efpa import efpa
@@ -77,6 +78,8 @@ def positions(m, d, c, q):
         same &= q[i] == d.q_closed[i]
     if not (same or accept_positions(m, d, c, d.q_checked, False, 0.0, c.limits[POSITION_BOUND])):
         return REFUSED
+    if same:              # normalized as the check would: the same input gives the same result
+        normalize_quaternions(m, d.q_checked)
     update_transforms(m, d, d.q_checked)
     if same:
         return CLOSED
