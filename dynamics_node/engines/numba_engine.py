@@ -57,8 +57,8 @@ _FAILURES = {compiled_completion.START_SINGULAR: 'start',
 
 
 class FastPath(Engine):
-    """Compiled C-ABA, C-RNEA, CRBA, C-EFPA and LCABA of one Model with its own workspace (one per
-    thread; pass ``flat`` to share the compiled model between threads)."""
+    """Compiled C-ABA, C-RNEA, CRBA, C-EFPA, LCABA and link kinematics of one Model with its own
+    workspace (one per thread; pass ``flat`` to share the compiled model between threads)."""
 
     def __init__(self, model, flat=None, f_ext=None):
         self.model = model
