@@ -31,9 +31,9 @@ def _positions(layout, request):
 def coordinate_names(model):
     """Names of the ny independent coordinates y: the independent joints, a floating base as six
     (its twist [linear; angular] in the base frame: <joint>.linear.x ... <joint>.angular.z)."""
-    names = []
+    names, base = [], model.floating_base_joint          # a property that searches the joints
     for name in model.independent_joint_names:
-        if name == model.floating_base_joint:
+        if name == base:
             names += [f'{name}.{part}.{axis}' for part in ('linear', 'angular') for axis in 'xyz']
         else:
             names.append(name)
