@@ -14,8 +14,7 @@ import threading
 import numpy as np
 
 from .algorithms.completion import complete_positions, MAX_BUDGET_MS
-from .algorithms.frames import (bias_acceleration, link_pose as pose_of, link_transforms,
-                                positions_jacobians, world_twists)
+from .algorithms.frames import world_twists
 from .algorithms.kinematics import forward_pass, update_transforms
 from .algorithms.lcaba import DEFAULT_SETTINGS, ProximalSettings
 from . import contacts as contact_routes
@@ -34,7 +33,7 @@ from .multibody.couplings import LinearConstraints
 from .multibody.joints import motion_subspace, neutral_position
 from .multibody.roles import held_coordinates, idle_spin, passive_joints
 from .multibody.topology import SpanningTree
-from .spatial import pose_transform, SWAP_LINEAR_ANGULAR
+from .spatial import pose_transform
 from .validation import check_finite, external_forces, independent_velocities, positions, vector
 from . import bounds
 
@@ -569,11 +568,7 @@ class Model:
 
     def link_jacobian(self, q, link):
         """J (6 x ny): [linear; angular] velocity of the link frame, in that frame, from yd."""
-        data = self._local.data
-        q = positions(self, data, q)
-        (J,) = positions_jacobians(self, data, q, [self.link_frame[self._link(link)]])
-        check_finite(self, 'Jacobian entries', [('q', q, bounds.POSITION)], J)
-        return SWAP_LINEAR_ANGULAR @ J
+        return self._link_kinematics(q, None, (link,), 'Jacobian entries', jacobians=True)[2][0]
 
     def link_bias_acceleration(self, q, v, link):
         """Jdot yd (6): classical acceleration [linear; angular] of the link frame's origin, in
@@ -585,37 +580,57 @@ class Model:
             v: spanning (nv, consistent) or independent (ny) velocities.
             link: a link name.
         """
-        data = self._local.data
-        q = positions(self, data, q)
-        v = vector(v, 'v', {self.nv: 'spanning', self.ny: 'independent'}, bounds.VELOCITY)
-        yd = independent_velocities(self, data, v)
-        a = bias_acceleration(self, data, q, yd, self.link_frame[self._link(link)])
-        check_finite(self, 'bias acceleration entries',
-                     [('q', q, bounds.POSITION), ('v', v, bounds.VELOCITY)], a)
-        return SWAP_LINEAR_ANGULAR @ a
+        return self._link_kinematics(q, v, (link,), 'bias acceleration entries',
+                                     biases=True)[3][0]
 
     def link_pose(self, q, link):
         """(R, p): orientation and origin of a link in the root link's frame."""
-        data = self._local.data
-        q = positions(self, data, q, check=False)
-        update_transforms(self, data, q)
-        body, X_link_body = self.link_frame[self._link(link)]
-        R, p = pose_of(X_link_body @ link_transforms(self, data)[body])
-        check_finite(self, 'pose entries', [('q', q, bounds.POSITION)], R, p)
-        return R, p
+        R, p, _, _ = self._link_kinematics(q, None, (link,), 'pose entries', poses=True)
+        return R[0], p[0]
 
     def link_poses(self, q):
         """(R (L x 3 x 3), p (L x 3)): orientation and origin of every link (in ``links`` order)
         in the root link's frame, from one forward pass (the transforms of /tf)."""
-        data = self._local.data
-        q = positions(self, data, q, check=False)
-        update_transforms(self, data, q)
-        X_body_root = link_transforms(self, data)
-        poses = [pose_of(X_link_body @ X_body_root[body])
-                 for body, X_link_body in self.link_frame.values()]
-        R, p = np.array([R for R, _ in poses]), np.array([p for _, p in poses])
-        check_finite(self, 'pose entries', [('q', q, bounds.POSITION)], R, p)
+        R, p, _, _ = self._link_kinematics(q, None, None, 'pose entries', poses=True)
         return R, p
+
+    def link_kinematics(self, q, v, links):
+        """(R (k x 3 x 3), p (k x 3), J (k x 6 x ny), bias (k x 6)) of k links from one forward
+        pass: each link's orientation and origin in the root link's frame (link_pose), its
+        Jacobian (link_jacobian) and its bias acceleration Jdot yd (link_bias_acceleration), rows
+        [linear; angular] in the link's frame.
+
+        Args:
+            q: spanning positions (nq), loops closed.
+            v: spanning (nv, consistent) or independent (ny) velocities.
+            links: distinct link names of the model (a name alone is a list of one; none gives
+                k = 0), checked first, before q and v, in time linear in their number: a call
+                names each of the model's links at most once, and a longer list is refused before
+                any kinematics.
+        """
+        links = self._link_list(links, empty=True)
+        return self._link_kinematics(q, v, links, 'poses, Jacobians and bias accelerations',
+                                     poses=True, jacobians=True, biases=True)
+
+    def _link_kinematics(self, q, v, links, what, poses=False, jacobians=False, biases=False):
+        """(R, p, J, bias) of links (names; None: every link) that poses, jacobians and biases
+        ask, None for the others: the fused call, else the checked path in the order of the single
+        calls: q (loops closed unless poses alone), v (with biases), each link (Model._link), the
+        engine's pass, the finiteness of the results (what they are called in its message)."""
+        data = self._local.data
+        found = data.engine.fused_link_kinematics(q, v, links, poses, jacobians, biases)
+        if found is not None:
+            return found
+        q = positions(self, data, q, check=jacobians or biases)
+        inputs, yd = [('q', q, bounds.POSITION)], None
+        if biases:
+            v = vector(v, 'v', {self.nv: 'spanning', self.ny: 'independent'}, bounds.VELOCITY)
+            yd = independent_velocities(self, data, v)
+            inputs.append(('v', v, bounds.VELOCITY))
+        names = None if links is None else tuple(self._link(link) for link in links)
+        results = data.engine.link_kinematics(q, yd, names, poses, jacobians, biases)
+        check_finite(self, what, inputs, *[x for x in results if x is not None])
+        return results
 
     def complete_positions(self, q_independent, budget_ms=None):
         """Spanning q (nq) on the assembly branch of reference_positions: couplings solved
@@ -705,8 +720,9 @@ class Model:
                              f'{quote(sorted(self.link_frame))}')
         return link
 
-    def _link_list(self, links):
-        """Distinct link names of this model (a name alone is a list of one)."""
+    def _link_list(self, links, empty=False):
+        """Distinct link names of this model (a name alone is a list of one; none only where empty
+        is allowed), in time linear in their number."""
         if isinstance(links, str):
             return [self._link(links)]
         try:
@@ -714,7 +730,7 @@ class Model:
         except TypeError:
             raise ModelError('links must be a link name or a list of them, got '
                              f'{quote(links)}') from None
-        if not links:
+        if not links and not empty:
             raise ModelError('links is empty; name at least one link')
         if len(set(links)) < len(links):
             duplicate = first_repeated(links)

@@ -169,6 +169,7 @@ def exercise(model, rng, outcomes, label):
     outcomes.run(f'{label} link_jacobian', lambda: model.link_jacobian(q, link))
     outcomes.run(f'{label} link_bias_acceleration',
                  lambda: model.link_bias_acceleration(q, v, link))
+    outcomes.run(f'{label} link_kinematics', lambda: model.link_kinematics(q, v, model.links))
 
 
 def fuzz_descriptions(count, seed, outcomes, compiled=True):
@@ -303,6 +304,9 @@ def hostile_call(model, state, rng):
          lambda: model.link_bias_acceleration(q, yd, pick('links'))),
         ('link_bias_acceleration v',
          lambda: model.link_bias_acceleration(q, hostile_vector(rng, model.nv), model.links[-1])),
+        ('link_kinematics links', lambda: model.link_kinematics(q, yd, pick('links'))),
+        ('link_kinematics v',
+         lambda: model.link_kinematics(q, hostile_vector(rng, model.nv), model.links)),
         ('complete_positions', lambda: model.complete_positions(hostile_vector(rng, q_ind.size))),
         ('complete_positions budget',
          lambda: model.complete_positions(q_ind, budget_ms=hostile_vector(rng, 1))),
