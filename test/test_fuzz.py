@@ -5,8 +5,8 @@ the console script extended_urdf_to_urdfplus (exit status 0, or 1 with one line 
 (compose: XML text or ModelError) and the node's parameter checks and joint_states name lists.
 
 The suite runs a few hundred cases; ``python test/test_fuzz.py --descriptions 5000 --calls 5000
---pairs 3000 --joint-calls 3000 --scripts 50 --node 3000 --scenes 3000`` runs a bigger campaign and prints the
-counts of each outcome and the slowest case of each kind.
+--pairs 3000 --joint-calls 3000 --scripts 50 --node 3000 --scenes 3000`` runs a bigger campaign
+and prints the counts of each outcome and the slowest case of each kind.
 """
 
 import argparse
