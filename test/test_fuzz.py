@@ -242,7 +242,10 @@ def hostile_call(model, state, rng):
                 if rng.integers(3) == 0 else
                 Contact(model.links[rng.integers(len(model.links))], ('3D', '6D')[rng.integers(2)])
                 for _ in range(rng.integers(1, 4))]
-        return (made, made, made, made[0], made * 2, 'abc', [made[0], 5])[rng.integers(7)]
+        choice = rng.integers(8)
+        if choice == 7:                           # more rows than any model takes (bounds.py)
+            return [Contact(link, '3D', ((1e-4 * i, 0, 0), (0, 0, 0, 1))) for i in range(20_000)]
+        return (made, made, made, made[0], made * 2, 'abc', [made[0], 5])[choice]
 
     q_ind = _independent_positions(model, q)
     calls = [
