@@ -273,7 +273,7 @@ def inverse_dynamics(model, data, q, yd, ydd, frames, weights):
     lam = U @ (c / s)
     efforts = np.zeros(model.ny)
     efforts[actuated] = tau_id[actuated] - J[:, actuated].T @ lam
-    forces = np.split(lam, np.cumsum([c.rows for c in frames])[:-1])
+    forces = np.split(lam, np.cumsum([contact.rows for contact in frames])[:-1])
     return InverseDynamicsInfo(efforts, forces, float(residual))
 
 
@@ -286,8 +286,9 @@ def _range(J):
 
 
 def _least_squares(A, b):
-    """(x, N): the least-norm least-squares solution of A x = b and a basis N of A's null space
-    (A has orthonormal columns' rows: its singular values are at most 1)."""
+    """(x, N): the least-norm least-squares solution of A x = b and a basis N of A's null space.
+    A holds rows of a matrix with orthonormal columns: its singular values are at most 1, and
+    RANK_CUTOFF applies to them as they are."""
     if not A.size:
         return np.zeros(A.shape[1]), np.eye(A.shape[1])
     U, s, Vt = np.linalg.svd(A)
@@ -301,7 +302,7 @@ def _check_unactuated(model, gap):
     if not gap.size:
         return
     scale, rotational = _weight_scales(model)
-    worst = int(np.argmax(np.abs(gap) / scale))
+    worst = int(np.argmax(np.abs(gap) / np.maximum(scale, np.finfo(float).tiny)))
     if abs(gap[worst]) > UNACTUATED_TOLERANCE * scale[worst]:
         y = model.unactuated_y[worst]
         entry = model.independent_v[y]
