@@ -25,6 +25,11 @@ GRAVITY = 1e3              # m/s^2: each gravity component (100 g)
 WEIGHT = 1e12              # weights of projected inverse dynamics (ratios of torque scales)
 AMPLIFICATION = 1e8        # Model.amplification_limit: above it a singular pose's results lose all
 #                            digits
+CONTACT_ROWS_PER_BODY = 48  # rows of the contacts of one call (3 per 3D contact, 6 per 6D) per
+#                            moving body of the model: sixteen 3D points on each, where at most 6
+#                            rows per body are independent (more than ny rows never are); keeps
+#                            every contact call and the contact sets kept per model within the
+#                            model's size
 
 # Extended URDF closures (YAML): a robot's closures take a few hundred characters
 CLOSURES_TEXT = 1_000_000  # characters (bytes of a file) of the YAML text

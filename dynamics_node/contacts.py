@@ -17,9 +17,10 @@ import weakref
 
 import numpy as np
 
-from .algorithms.contacts import contact_set_key, ContactFrames, solve_delassus
+from .algorithms.contacts import (contact_set_key, ContactFrames, DELASSUS_RESIDUAL_LIMIT,
+                                  singular_delassus, solve_delassus)
 from .errors import ModelError, quote
-from .forward_dynamics import aba_info, ForwardDynamicsInfo, lcaba_info
+from .forward_dynamics import aba_info, auto_lcaba, ForwardDynamicsInfo, lcaba_info
 from .spatial import pose_transform, quaternion_matrix
 from .validation import independent_velocities, vector
 from . import bounds
@@ -27,9 +28,15 @@ from . import bounds
 KINDS = {'3D': 3, '6D': 6}
 IDENTITY = ((0.0, 0.0, 0.0), (0.0, 0.0, 0.0, 1.0))
 QUATERNION_TOLERANCE = 1e-5        # |norm - 1| accepted (and normalized), as for q's quaternions
-# Relative residual of the unactuated rows J_u^T lambda = tau_u above which inverse dynamics says
-# that no torques produce the motion (a least-squares solve leaves ~1e-15 where one exists).
-UNACTUATED_TOLERANCE = 1e-8
+# Residual of the unactuated rows J_u^T lambda = tau_id,u (floating base, passive coordinates),
+# relative to the robot's weight (times its reach for a moment; robot_size), above which inverse
+# dynamics says that no torques produce the motion. A least-squares solve leaves about 1e-16 of
+# the largest |tau_id| where a solution exists: below this up to accelerations of 1e7 g.
+UNACTUATED_TOLERANCE = 1e-6
+STANDARD_GRAVITY = 9.80665     # m/s^2: the weight's gravity where the model's is weaker
+# Singular values of the contacts' Jacobian J_c below this fraction of the largest count as zero in
+# projected inverse dynamics (the range of J_c^T)
+RANK_CUTOFF = 1e-12
 # Singular values of the contacts' Jacobian J_c below this fraction of the largest count as zero
 # in its pseudo-inverse (contact_bias_forces): redundant contacts, and contacts that repeat a
 # loop's constraint, are then solved in least squares.
@@ -37,6 +44,7 @@ PSEUDOINVERSE_CUTOFF = 1e-10
 RESOLVED = 64                  # contact sets whose frames are kept per model (resolve)
 _RESOLVED = weakref.WeakKeyDictionary()
 _RESOLVING = threading.Lock()
+_SIZES = weakref.WeakKeyDictionary()       # model -> robot_size(model)
 
 
 @dataclass(frozen=True)
@@ -109,8 +117,11 @@ def _transform(placement):
 
 def resolve(model, contacts):
     """ContactFrames of contacts (a Contact or a sequence of them) on the model's bodies; refuses
-    unknown links, contacts that hold a body to itself and a point named twice. The frames of the
-    RESOLVED contact sets (tuples of Contacts) most recently resolved are kept per model."""
+    unknown links, contacts that hold a body to itself, a point named twice and more rows than
+    bounds.CONTACT_ROWS_PER_BODY per moving body (before anything else is built). The frames of
+    the RESOLVED contact sets (tuples of Contacts) most recently resolved are kept per model."""
+    if isinstance(contacts, (list, tuple)) and KINDS['3D'] * len(contacts) > _row_limit(model):
+        _too_many_rows(model, f'{len(contacts)} contacts have at least {3 * len(contacts)} rows')
     key = contact_set_key(contacts)
     cache = _RESOLVED.setdefault(model, {})
     try:
@@ -127,16 +138,29 @@ def resolve(model, contacts):
     return frames
 
 
+def _row_limit(model):
+    return bounds.CONTACT_ROWS_PER_BODY * (model.nb - 1)
+
+
+def _too_many_rows(model, counted):
+    raise ModelError(f'{counted} (3 per 3D contact, 6 per 6D), more than the '
+                     f'{_row_limit(model)} this model takes ({bounds.CONTACT_ROWS_PER_BODY} per '
+                     'moving body, of which 6 at most are independent)')
+
+
 def _resolve(model, contacts):
     if isinstance(contacts, Contact):
         contacts = [contacts]
     if not isinstance(contacts, Sequence) or isinstance(contacts, str):
         raise ModelError(f'contacts must be a Contact, a list of them or None, got '
                          f'{quote(contacts)}')
-    frames, seen = [], {}
+    frames, seen, rows = [], {}, 0
     for i, contact in enumerate(contacts):
         if not isinstance(contact, Contact):
             raise ModelError(f'contacts[{i}] must be a Contact, got {quote(contact)}')
+        rows += contact.rows
+        if rows > _row_limit(model):
+            _too_many_rows(model, f'contacts[:{i + 1}] have {rows} rows')
         name = f'{i} ({contact.kind} on {quote(contact.link)})'
         for link in (contact.link, contact.other):
             if link is not None and link not in model.link_frame:
@@ -165,13 +189,17 @@ def _resolve(model, contacts):
 def forward_dynamics(model, data, q, v, tau, frames, method, settings, info=True):
     """ForwardDynamicsInfo with contact_forces (inputs validated, data.f_ext set): the exact route
     for method 'aba' (SingularConfigurationError at a singular cluster or a singular Delassus
-    matrix: redundant contacts), LCABA for 'lcaba' and 'auto'. LCABA took 0.05-0.22 of the exact
-    route's time on every robot measured, 0.27-0.72 on the NumPy engine (bench/contact_methods.py,
-    docs/library.md#contacts): one compiled call against several, and one elimination with two or
-    three reduced sweeps against two ABA passes and the EFPA."""
+    matrix: redundant contacts), LCABA for 'lcaba' and 'auto', which takes the exact route where
+    LCABA's result does not keep the rows (forward_dynamics.auto_lcaba). LCABA took 0.05-0.22 of
+    the exact route's time on every robot measured, 0.27-0.72 on the NumPy engine
+    (bench/contact_methods.py, docs/library.md#contacts): one compiled call against several, and
+    one elimination with two or three reduced sweeps against two ABA passes and the EFPA."""
     if method == 'aba':
         return _exact(model, data, q, v, tau, frames, info)
-    return lcaba_info(model, data, q, v, tau, settings, contacts=frames)
+    if method == 'lcaba':
+        return lcaba_info(model, data, q, v, tau, settings, contacts=frames)
+    return auto_lcaba(model, data, q, v, tau, settings, contacts=frames,
+                      exact=lambda: _exact(model, data, q, v, tau, frames, True))
 
 
 def _exact(model, data, q, v, tau, frames, info):
@@ -179,7 +207,12 @@ def _exact(model, data, q, v, tau, frames, info):
     accelerations from the cluster ABA, the Delassus matrix D = J_c H_y^-1 J_c^T from the cluster
     EFPA, D lambda = -(J_c ydd_free + Jdot yd), then the cluster ABA again with the forces
     K^b^T lambda added to the bodies'. SingularConfigurationError names the contacts where D is
-    singular (redundant contacts)."""
+    singular (redundant contacts): more rows than independent coordinates (checked before D is
+    formed: it then stays within ny x ny), its Cholesky pivots, or accelerations that miss the
+    contacts' rows (DELASSUS_RESIDUAL_LIMIT)."""
+    rows = sum(c.rows for c in frames)
+    if rows > model.ny:                        # D (rows x rows) has rank ny at most
+        raise singular_delassus(frames, f': {rows} rows on {model.ny} coordinates')
     engine, yd = data.engine, independent_velocities(model, data, v)
     engine.forward_dynamics(q, yd, tau, data.f_ext)
     _, drift, _ = engine.contact_state(frames, jacobian=False)
@@ -187,11 +220,15 @@ def _exact(model, data, q, v, tau, frames, info):
     qdd = engine.forward_dynamics(q, yd, tau, data.f_ext + engine.contact_wrenches(frames, lam),
                                   spanning=True)
     forces = np.split(lam, np.cumsum([c.rows for c in frames])[:-1])
+    contact_residual = np.max(np.abs(engine.contact_state(frames, jacobian=False)[1]))
+    scale = max(1.0, np.max(np.abs(qdd), initial=0.0))
+    if not contact_residual <= DELASSUS_RESIDUAL_LIMIT * scale:
+        raise singular_delassus(frames, f' (its accelerations miss the rows by '
+                                        f'{contact_residual / scale:.3g} relative)')
     if not info:
         return ForwardDynamicsInfo(qdd, 'aba', contact_forces=forces)
-    _, contact_residual, _ = engine.contact_state(frames, jacobian=False)
     info = aba_info(model, data, q, yd, qdd)
-    residual = max(info.constraint_residual, np.max(np.abs(contact_residual)))
+    residual = max(info.constraint_residual, contact_residual)
     return replace(info, constraint_residual=float(residual), contact_forces=forces)
 
 
@@ -207,9 +244,14 @@ def inverse_dynamics(model, data, q, yd, ydd, frames, weights):
     """Projected inverse dynamics (Aghili 2005; Mistry & Righetti 2012): with tau_id = H_y ydd +
     C_y - J_ext^T f_ext from the cluster RNEA (data.f_ext set), the actuated torques tau_a of least
     weighted norm sum w tau_a^2 and contact forces lambda with tau_id = S^T tau_a + J_c^T lambda.
-    The unactuated rows (floating base, passive coordinates) J_u^T lambda = tau_id,u fix lambda up
-    to the null space N of J_u^T; tau_a = tau_id,a - J_a^T (lambda_p + N z) is then a weighted
-    least-squares problem in z. Raises ModelError where J_u^T lambda = tau_id,u has no solution."""
+
+    The forces act only through g = J_c^T lambda, which ranges over the span of V, J_c = U s V^T
+    the economy SVD of J_c (m x ny; singular values above RANK_CUTOFF of the largest): g = V c,
+    and lambda = U c / s is the least that gives it, in time and memory linear in m. The
+    unactuated rows (floating base, passive coordinates) g_u = V_u c = tau_id,u fix c up to the
+    null space N of V_u; tau_a = tau_id,a - V_a (c_p + N z) is then a weighted least-squares
+    problem in z. Raises ModelError where V_u c = tau_id,u has no solution (UNACTUATED_TOLERANCE of
+    the robot's weight)."""
     tau_id = data.engine.inverse_dynamics(q, yd, ydd, data.f_ext)
     J, residual, velocity = data.engine.contact_state(frames)       # at the RNEA's state
     velocity = np.max(np.abs(velocity))
@@ -221,28 +263,86 @@ def inverse_dynamics(model, data, q, yd, ydd, frames, weights):
         raise ModelError(f'a violates the contacts by {residual:.3g} (relative acceleration of '
                          'the contact frames); pass accelerations that keep the contacts')
     actuated, unactuated = model.actuated_y, model.unactuated_y
-    A_u, b_u = J[:, unactuated].T, tau_id[unactuated]
-    U, s, Vt = np.linalg.svd(A_u) if A_u.size else (None, np.zeros(0), np.eye(J.shape[0]))
-    rank = int(np.sum(s > 1e-12 * max(s.max(initial=0.0), 1.0)))
-    lam = Vt[:rank].T @ ((U[:, :rank].T @ b_u) / s[:rank]) if rank else np.zeros(J.shape[0])
-    gap = A_u @ lam - b_u
-    worst = int(np.argmax(np.abs(gap))) if gap.size else 0
-    if gap.size and abs(gap[worst]) > UNACTUATED_TOLERANCE * max(1.0, np.max(np.abs(tau_id))):
-        entry = model.independent_v[unactuated[worst]]
-        joint = model.joint_names[int(np.searchsorted(model.idx_v[1:], entry, side='right')) - 1]
-        raise ModelError(f'no actuator torques produce this motion: the contacts cannot carry '
-                         f'what the unactuated coordinate {unactuated[worst]} (joint '
-                         f'{quote(joint)}) needs (residual {abs(gap[worst]):.3g})')
-    N = Vt[rank:].T                                            # null space of J_u^T
+    U, s, V = _range(J)                                       # g = J_c^T lambda = V c
+    c, N = _least_squares(V[unactuated], tau_id[unactuated])
+    _check_unactuated(model, V[unactuated] @ c - tau_id[unactuated])
     w = np.sqrt(weights[actuated])
-    A_a = J[:, actuated].T
-    z = np.linalg.lstsq(w[:, None] * (A_a @ N), w * (tau_id[actuated] - A_a @ lam),
-                        rcond=1e-12)[0] if N.size else np.zeros(0)
-    lam = lam + N @ z
+    if N.size and actuated.size:
+        c = c + N @ np.linalg.lstsq(w[:, None] * (V[actuated] @ N),
+                                    w * (tau_id[actuated] - V[actuated] @ c), rcond=RANK_CUTOFF)[0]
+    lam = U @ (c / s)
     efforts = np.zeros(model.ny)
-    efforts[actuated] = tau_id[actuated] - A_a @ lam
-    forces = np.split(lam, np.cumsum([c.rows for c in frames])[:-1])
+    efforts[actuated] = tau_id[actuated] - J[:, actuated].T @ lam
+    forces = np.split(lam, np.cumsum([contact.rows for contact in frames])[:-1])
     return InverseDynamicsInfo(efforts, forces, float(residual))
+
+
+def _range(J):
+    """(U, s, V) of the economy SVD J = U diag(s) V^T (m x ny: U m x r, V ny x r), truncated to
+    the singular values above RANK_CUTOFF of the largest."""
+    U, s, Vt = np.linalg.svd(J, full_matrices=False)
+    rank = int(np.sum(s > RANK_CUTOFF * s.max(initial=0.0)))
+    return U[:, :rank], s[:rank], Vt[:rank].T
+
+
+def _least_squares(A, b):
+    """(x, N): the least-norm least-squares solution of A x = b and a basis N of A's null space.
+    A holds rows of a matrix with orthonormal columns: its singular values are at most 1, and
+    RANK_CUTOFF applies to them as they are."""
+    if not A.size:
+        return np.zeros(A.shape[1]), np.eye(A.shape[1])
+    U, s, Vt = np.linalg.svd(A)
+    rank = int(np.sum(s > RANK_CUTOFF))
+    return Vt[:rank].T @ ((U[:, :rank].T @ b) / s[:rank]), Vt[rank:].T
+
+
+def _check_unactuated(model, gap):
+    """ModelError where the contacts leave the unactuated rows unbalanced by more than
+    UNACTUATED_TOLERANCE of the robot's weight (times its reach for a moment)."""
+    if not gap.size:
+        return
+    scale, rotational = _weight_scales(model)
+    worst = int(np.argmax(np.abs(gap) / np.maximum(scale, np.finfo(float).tiny)))
+    if abs(gap[worst]) > UNACTUATED_TOLERANCE * scale[worst]:
+        y = model.unactuated_y[worst]
+        entry = model.independent_v[y]
+        joint = model.joint_names[int(np.searchsorted(model.idx_v[1:], entry, side='right')) - 1]
+        unit = "the robot's weight" + (' times its reach' if rotational[worst] else '')
+        raise ModelError(f'no actuator torques produce this motion: the contacts cannot carry '
+                         f'what the unactuated coordinate {y} (joint {quote(joint)}) needs '
+                         f'(residual {abs(gap[worst]):.3g}, {abs(gap[worst]) / scale[worst]:.2g} '
+                         f'of {unit})')
+
+
+def _weight_scales(model):
+    """Per unactuated coordinate, the robot's weight M max(|gravity|, STANDARD_GRAVITY) (M its
+    mass) for a force, times its reach for a moment (robot_size); and which are moments."""
+    mass, reach, rotational = robot_size(model)
+    weight = mass * max(float(np.linalg.norm(model.gravity)), STANDARD_GRAVITY)
+    rotational = rotational[model.unactuated_y]
+    return weight * np.where(rotational, reach, 1.0), rotational
+
+
+def robot_size(model):
+    """(M, L, rotational): the total mass, the reach L (the longest chain of joint offsets from
+    the root to a body's origin plus that body's radius of gyration about it, sqrt(tr I_o /
+    2 m): at least its centre of mass' distance) and, per independent coordinate, whether its
+    force is a moment (a column of S with an angular part). Computed once per model."""
+    size = _SIZES.get(model)
+    if size is None:
+        reach, extent = np.zeros(model.nb), 0.0
+        for b in range(1, model.nb):
+            X, I = model.X_tree[b], model.inertia[b]
+            offset = -X[:3, :3].T @ X[3:, :3]                 # skew of the joint frame's origin
+            reach[b] = reach[model.parent[b]] + np.linalg.norm(
+                (offset[2, 1], offset[0, 2], offset[1, 0]))
+            if I[3, 3] > 0.0:
+                extent = max(extent, reach[b] + np.sqrt(np.trace(I[:3, :3]) / (2.0 * I[3, 3])))
+        rotational = np.concatenate([np.any(model.S[b][:3] != 0.0, axis=0)
+                                     for b in range(1, model.nb)])
+        size = _SIZES[model] = (sum(I[3, 3] for I in model.inertia[1:]), extent,
+                                rotational[model.independent_v])
+    return size
 
 
 @dataclass(frozen=True)

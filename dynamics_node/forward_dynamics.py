@@ -1,12 +1,12 @@
 """Forward dynamics by method: the LCABA route of Model.forward_dynamics and the report it
 returns."""
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
 from .algorithms.kinematics import update_transforms
-from .algorithms.lcaba import DEFAULT_SETTINGS, ProximalSettings
+from .algorithms.lcaba import DEFAULT_SETTINGS, MAX_MU, ProximalSettings
 from .errors import ModelError, quote, SingularConfigurationError
 from .multibody.clusters import constraint_jacobian
 from .validation import independent_velocities
@@ -23,14 +23,26 @@ METHODS = (AUTO, 'aba', 'lcaba')
 # cycle of 12), 0.94-0.95 at 7, 0.90 at 8, 0.71-0.78 at 10; the delta robot's 16-body, 3-DoF
 # cluster (3) 1.04-1.07 and the bundled loop robots (0.8-2) 1.16-1.23.
 LCABA_CROSSOVER = 5.0
+# Method 'auto' returns LCABA's accelerations only where they keep the constraint rows (loops,
+# couplings, contacts): ||K qdd - k||_inf <= max(tolerance, LCABA_RESIDUAL max(1, ||qdd||_inf)),
+# tolerance that of the ProximalSettings (accepted). LCABA's stopping rule, min(||dqdd||_inf,
+# ||K qdd - k||_inf) < tolerance or max_iterations, also ends iterations that stall or run out: on
+# ill-conditioned contact sets (two 6D feet on 3-DoF legs) with residuals of 1e-7 to 1e-1 relative
+# to max(1, ||qdd||_inf) 5e-11 to 1e-6, where the Delassus matrix J H^-1 J^T amplifies a residual
+# 1e4 to 1e5 times into the accelerations (errors 1e-6 to 99 %). Converged results stay below
+# the tolerance, or below 1e-13 relative where round-off bounds them (a seeded search on the
+# robots of test/test_contacts.py, 1500 states).
+LCABA_RESIDUAL = 1e-12
 
 
 @dataclass(frozen=True)
 class ForwardDynamicsInfo:
     acceleration: np.ndarray           # spanning qdd (nv)
     method_used: str                   # 'aba' (cluster ABA) or 'lcaba'
-    fallback_reason: str = ''          # why method 'auto' left the cluster ABA ('' if it did not)
-    constraint_residual: float = 0.0   # ||K qdd - k||_inf over every loop and coupling row
+    # why method 'auto' left the method it started with ('' if it did not): a singular cluster, an
+    # LCABA result beyond LCABA_RESIDUAL
+    fallback_reason: str = ''
+    constraint_residual: float = 0.0   # ||K qdd - k||_inf over every loop, coupling, contact row
     iterations: int = 0                # LCABA outer iterations (0 for the cluster ABA)
     # LCABA: constraint name -> lambda, with H qdd + C - tau = sum K^T lambda (the constraint
     # forces, in the rows of constraints.py). Left empty for the cluster ABA, which never forms
@@ -76,6 +88,44 @@ def aba_info(model, data, q, yd, qdd):
                 residual = max(residual, float(np.max(np.abs(K @ qdd[v0:v1] - k))))
     return ForwardDynamicsInfo(qdd, 'aba', constraint_residual=residual,
                                held_joints=model.held_joint_names)
+
+
+def accepted(info, settings):
+    """Whether an LCABA result keeps the constraint rows as method 'auto' requires
+    (LCABA_RESIDUAL)."""
+    scale = max(1.0, float(np.max(np.abs(info.acceleration), initial=0.0)))
+    return info.constraint_residual <= max(settings.tolerance, LCABA_RESIDUAL * scale)
+
+
+def auto_lcaba(model, data, q, v, tau, settings, exact=None, fallback_reason='', multipliers=True,
+               contacts=()):
+    """Method 'auto' where it takes LCABA (lcaba_info's arguments): its result where accepted,
+    else that of exact() (the cluster ABA, or with contacts their exact route; None where it
+    cannot run: a singular cluster), else LCABA at the largest penalty MAX_MU, which converges
+    where a smaller one stalls; ModelError naming the residual where none keeps the rows."""
+    settings = settings or DEFAULT_SETTINGS
+    info = lcaba_info(model, data, q, v, tau, settings, fallback_reason, multipliers, contacts)
+    if accepted(info, settings):
+        return info
+    reasons = [fallback_reason] if fallback_reason else []
+    reasons.append(f'LCABA leaves the constraints violated by {info.constraint_residual:.3g} '
+                   f'after {info.iterations} iterations (mu {settings.mu:g})')
+    if exact is not None:
+        try:
+            return replace(exact(), fallback_reason=reasons[-1])
+        except SingularConfigurationError as error:
+            reasons.append(f'the exact route: {error}')
+    if settings.mu < MAX_MU:
+        stiff = replace(settings, mu=MAX_MU)
+        info = lcaba_info(model, data, q, v, tau, stiff, '; '.join(reasons), multipliers,
+                          contacts)
+        if accepted(info, stiff):
+            return info
+        reasons.append(f'at mu {MAX_MU:g} by {info.constraint_residual:.3g}')
+    raise ModelError(f'forward dynamics: no method keeps the constraints: {"; ".join(reasons)}. '
+                     'Redundant contacts or loops have no solution where the velocities do not '
+                     'keep them: pass velocities that do, or method="lcaba" for its iterate '
+                     '(residual in info)')
 
 
 def lcaba_info(model, data, q, v, tau, settings=None, fallback_reason='', multipliers=True,

@@ -9,6 +9,7 @@ contiguous ranges. q and v follow ``joint_names``; y (independent velocities) fo
 from collections.abc import Mapping
 from dataclasses import dataclass
 import functools
+import math
 import threading
 
 import numpy as np
@@ -23,8 +24,8 @@ from .description.extended_urdf import to_urdf_plus
 from .description.urdf import read_urdf
 from .engines.numpy_engine import ReferencePath
 from .errors import first_repeated, ModelError, quote, SingularConfigurationError
-from .forward_dynamics import (aba_info, AUTO, check_method, check_settings, lcaba_info,
-                               lcaba_is_cheaper)
+from .forward_dynamics import (aba_info, AUTO, auto_lcaba, check_method, check_settings,
+                               LCABA_RESIDUAL, lcaba_info, lcaba_is_cheaper)
 from .joint_types import NQ, NV
 from .multibody.clusters import (amplification, AMPLIFICATION_LIMIT, build_clusters,
                                  constraint_jacobian, mimic_roles, mimic_warnings,
@@ -339,7 +340,9 @@ class Model:
         'lcaba': the proximal loop-constrained ABA on the spanning tree (Sathya & Carpentier 2025,
         Alg. 3), which also solves singular configurations and redundant loops. 'auto': 'lcaba'
         where its loop clusters are large enough that it is cheaper
-        (forward_dynamics.lcaba_is_cheaper), else 'aba', and 'lcaba' where that raises.
+        (forward_dynamics.lcaba_is_cheaper), else 'aba', and 'lcaba' where that raises; an LCABA
+        result that does not keep the constraints is never returned (forward_dynamics.auto_lcaba:
+        the exact route instead, or ModelError).
 
         Args:
             q: spanning positions (nq), loops closed.
@@ -361,7 +364,8 @@ class Model:
         if (wrenches is None and contacts is None and method is AUTO and settings is None
                 and info is False and not data.f_ext_set):
             # the common call
-            qdd = data.engine.fused_forward_dynamics(q, v, tau, self._auto_settings)
+            qdd = data.engine.fused_forward_dynamics(q, v, tau, self._auto_settings,
+                                                     LCABA_RESIDUAL)
             if qdd is not None:
                 return qdd
             lcaba = self.auto_lcaba
@@ -369,8 +373,9 @@ class Model:
               and (method is AUTO or type(method) is str and method == 'lcaba')
               and (settings is None or type(settings) is ProximalSettings)):
             # the common call with contacts: LCABA
-            qdd = data.engine.fused_forward_dynamics_contacts(q, v, tau, contacts,
-                                                              settings or DEFAULT_SETTINGS)
+            qdd = data.engine.fused_forward_dynamics_contacts(
+                q, v, tau, contacts, settings or DEFAULT_SETTINGS,
+                LCABA_RESIDUAL if method is AUTO else math.inf)
             if qdd is not None:
                 return qdd
             lcaba = method == 'lcaba' or self.auto_lcaba          # contacts=[]: none
@@ -379,13 +384,13 @@ class Model:
             check_settings(settings)
             lcaba = method == 'lcaba' or method == 'auto' and self.auto_lcaba
             if not info and self._wrenches_accepted(data, wrenches):
-                qdd = None
+                qdd, residual = None, LCABA_RESIDUAL if method == AUTO else math.inf
                 if contacts is None:
                     qdd = data.engine.fused_forward_dynamics(
-                        q, v, tau, (settings or DEFAULT_SETTINGS) if lcaba else None)
+                        q, v, tau, (settings or DEFAULT_SETTINGS) if lcaba else None, residual)
                 elif lcaba:
                     qdd = data.engine.fused_forward_dynamics_contacts(
-                        q, v, tau, contacts, settings or DEFAULT_SETTINGS)
+                        q, v, tau, contacts, settings or DEFAULT_SETTINGS, residual)
                 if qdd is not None:
                     return qdd
         q = positions(self, data, q)
@@ -412,7 +417,13 @@ class Model:
                 if method == 'aba':
                     raise
                 fallback_reason = str(error)
-        result = lcaba_info(self, data, q, v, tau, settings, fallback_reason, multipliers=info)
+        if method == 'lcaba':
+            result = lcaba_info(self, data, q, v, tau, settings, multipliers=info)
+        else:                                       # the cluster ABA where it was not tried
+            exact = None if fallback_reason else functools.partial(
+                self.forward_dynamics, q, v, tau, wrenches, method='aba', info=True)
+            result = auto_lcaba(self, data, q, v, tau, settings, exact, fallback_reason,
+                                multipliers=info)
         check_finite(self, 'accelerations and constraint forces', inputs, result.acceleration,
                      *result.multipliers.values())
         return result if info else result.acceleration

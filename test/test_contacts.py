@@ -20,14 +20,16 @@
 """
 
 import re
+import tracemalloc
 
 import numpy as np
 import pinocchio as pin
 import pytest
 
 from conftest import published_file, random_independent_positions, SEED
-from dynamics_node import (bundled_model, Contact, ContactBiasInfo, InverseDynamicsInfo,
+from dynamics_node import (bounds, bundled_model, Contact, ContactBiasInfo, InverseDynamicsInfo,
                            load_model, ModelError, SingularConfigurationError)
+from dynamics_node.contacts import robot_size
 from dynamics_node.spatial import quaternion_matrix
 from oracle import KKTOracle
 
@@ -148,15 +150,17 @@ class Reference:
         M = frame.placement * pin.SE3(quaternion_matrix(*placement[1]), np.array(placement[0]))
         return o.model.addFrame(pin.Frame(name, frame.parentJoint, 0, M, pin.FrameType.OP_FRAME))
 
-    def pinocchio(self, q, v, tau):
-        """(qdd, stacked contact forces) of pin.constraintDynamics."""
+    def pinocchio(self, q, v, tau, iterations=1):
+        """(qdd, stacked contact forces) of pin.constraintDynamics (its proximal iterations refine
+        the regularised KKT solve on ill-conditioned contact sets)."""
         o = self.oracle
         models = pin.StdVec_RigidConstraintModel(self.constraint_models)
         datas = pin.StdVec_RigidConstraintData([m.createData() for m in models])
         data = o.model.createData()
         pin.initConstraintDynamics(o.model, data, models, datas)
         qdd = pin.constraintDynamics(o.model, data, o.q_to_pin(q), o.v_to_pin(v), o.v_to_pin(tau),
-                                     models, datas, pin.ProximalSettings(1e-14, 1e-12, 1))
+                                     models, datas,
+                                     pin.ProximalSettings(1e-14, 1e-12, iterations))
         return o.v_from_pin(qdd), np.array(data.lambda_c)
 
     def rows(self, q, v):
@@ -430,6 +434,154 @@ def test_redundant_contact_sets(name, contacts, engine):
         model.forward_dynamics(q, yd, tau, contacts=contacts, method='aba')
     assert np.array_equal(model.forward_dynamics(q, yd, tau, contacts=contacts),
                           info.acceleration), "'auto' is LCABA"
+
+
+# States where LCABA with contacts stalls or runs out of iterations, found by a seeded search of
+# random_state seeds against the exact route: two 6D feet on 3-DoF legs, an ill-conditioned
+# Delassus matrix (condition numbers 1e9 to 4e11) that amplifies LCABA's residual into 1e-3 to
+# 100 % errors of its accelerations. (robot, seed of random_state, contacts)
+STALLS = [
+    ('quadruped_rotors 3D feet', 245, [Contact('FL_foot', '6D'), Contact('FR_foot', '6D')]),
+    ('quadruped_rotors 3D feet', 58, [Contact('FL_foot', '6D'), Contact('FR_foot', '6D')]),
+    ('anymal 3D feet', 187, [Contact('LF_FOOT', '6D'), Contact('RH_FOOT', '6D')]),
+    ('anymal 3D feet', 81, [Contact('LF_FOOT', '6D'), Contact('RF_FOOT', '6D')]),
+]
+
+
+def expected_motion(name, model, contacts, q, yd, tau_y):
+    """(spanning q, v, tau, the reference's qdd): Pinocchio's constraintDynamics on trees, the
+    dense KKT solve with loops."""
+    _, reference = setup_for(model, contacts)
+    v, tau = spanning(model, q, yd), np.zeros(model.nv)
+    tau[model.independent_v] = tau_y
+    if ROBOTS[name][2] == 'pinocchio':
+        return v, tau, reference.pinocchio(q, v, tau, iterations=20)[0]
+    return v, tau, reference.kkt(q, v, tau)[0]
+
+
+@pytest.mark.parametrize('name, seed, contacts', STALLS)
+@pytest.mark.parametrize('engine', ENGINES)
+def test_auto_never_returns_an_unconverged_lcaba(name, seed, contacts, engine):
+    """'lcaba' returns its iterate with the residual in info; 'auto' does not accept it
+    (forward_dynamics.LCABA_RESIDUAL) and takes the exact route, on the checked path and the fused
+    compiled call alike."""
+    model, _ = setup(name, engine)
+    q, yd, tau_y = random_state(model, np.random.default_rng(seed))
+    v, tau, qdd_ref = expected_motion(name, model, contacts, q, yd, tau_y)
+    lcaba = model.forward_dynamics(q, yd, tau_y, contacts=contacts, method='lcaba', info=True)
+    assert relative(lcaba.acceleration, qdd_ref) > 1e-3 and lcaba.constraint_residual > 1e-6, \
+        'LCABA stalls here, and says so'
+    exact = model.forward_dynamics(q, yd, tau_y, contacts=contacts, method='aba')
+    assert relative(exact, qdd_ref) < 1e-4, 'the exact route, as accurate as the conditioning lets'
+    info = model.forward_dynamics(q, yd, tau_y, contacts=contacts, info=True)
+    assert info.method_used == 'aba' and 'LCABA leaves the constraints violated by' in \
+        info.fallback_reason
+    assert np.array_equal(info.acceleration, exact)
+    for _ in range(2):                  # the contacts resolved: the fused call refers to the above
+        assert np.array_equal(model.forward_dynamics(q, v, tau, contacts=contacts), exact)
+        assert np.array_equal(model.forward_dynamics(q, yd, tau_y, contacts=contacts,
+                                                     method='lcaba'), lcaba.acceleration)
+
+
+@pytest.mark.parametrize('engine', ENGINES)
+def test_conflicting_redundant_contacts(engine):
+    """Two 6D feet on one side of the quadruped: its hip axes line up, so that 1 of the 12 rows is
+    redundant, and the random velocities make them conflict. The exact route finds its Delassus
+    matrix singular by the residual, 'auto' says that no method keeps the contacts, 'lcaba'
+    returns the least-squares accelerations (the dense KKT solve) with the residual in info."""
+    model, _ = setup('quadruped_rotors 3D feet', engine)
+    contacts = [Contact('FL_foot', '6D'), Contact('HL_foot', '6D')]
+    q, yd, tau_y = random_state(model, np.random.default_rng(72))
+    _, _, qdd_ref = expected_motion('quadruped_rotors 3D feet', model, contacts, q, yd, tau_y)
+    assert np.linalg.matrix_rank(contact_jacobian_y(model, q, contacts), tol=1e-8) == 11
+    with pytest.raises(SingularConfigurationError, match=r'Delassus.*miss the rows by'):
+        model.forward_dynamics(q, yd, tau_y, contacts=contacts, method='aba')
+    for _ in range(2):
+        with pytest.raises(ModelError, match=r'no method keeps the constraints: LCABA leaves '
+                                             r'.* violated by 0\.7.*method="lcaba"'):
+            model.forward_dynamics(q, yd, tau_y, contacts=contacts)
+    info = model.forward_dynamics(q, yd, tau_y, contacts=contacts, method='lcaba', info=True)
+    assert relative(info.acceleration, qdd_ref) < 1e-8 and info.constraint_residual > 0.5
+
+
+def points(n):
+    """n 3D contacts spread over the quadruped's four feet, each at its own point."""
+    return [Contact(QUADRUPED_FEET[i % 4], '3D', ((1e-3 * (i // 4), 0.0, 0.0), (0, 0, 0, 1)))
+            for i in range(n)]
+
+
+def peak_memory(call):
+    """Bytes of NumPy's and Python's allocations at their peak during call() (tracemalloc), which
+    may raise ModelError."""
+    tracemalloc.start()
+    try:
+        call()
+    except ModelError:
+        pass
+    finally:
+        peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+    return peak
+
+
+def test_contact_calls_grow_linearly_up_to_the_bound():
+    """Every contact call's memory grows linearly in the contact rows (4 times the rows, at most
+    6 times the memory; a full SVD, a dense null space or Delassus matrix of the rows grows 16
+    times), up to bounds.CONTACT_ROWS_PER_BODY per moving body; beyond it they are refused with
+    ModelError before anything is built. The exact route refuses more rows than coordinates as
+    redundant before it forms the Delassus matrix."""
+    model, _ = setup('quadruped_rotors 3D feet')
+    limit = bounds.CONTACT_ROWS_PER_BODY * (model.nb - 1)
+    q, zero = model.reference_positions, np.zeros(model.ny)
+    yd = np.random.default_rng(SEED).normal(size=model.ny)
+    calls = {'gravity_forces': lambda c: model.gravity_forces(q, contacts=c),
+             'bias_forces': lambda c: model.bias_forces(q, zero, contacts=c),
+             'inverse_dynamics': lambda c: model.inverse_dynamics(q, zero, zero, contacts=c),
+             'contact_bias_forces': lambda c: model.contact_bias_forces(q, yd, c),
+             'forward_dynamics aba': lambda c: model.forward_dynamics(q, zero, zero, contacts=c,
+                                                                      method='aba'),
+             'forward_dynamics': lambda c: model.forward_dynamics(q, zero, zero, contacts=c)}
+    small, large = points(limit // 12), points(limit // 3)
+    for name, call in calls.items():
+        for contacts in (small, large):          # buffers kept per contact set: built once
+            peak_memory(lambda: call(contacts))
+        assert peak_memory(lambda: call(large)) < 6 * peak_memory(lambda: call(small)) + 1e5, \
+            name
+    with pytest.raises(SingularConfigurationError,
+                       match=rf'Delassus.*: {3 * len(small)} rows on {model.ny} coordinates'):
+        calls['forward_dynamics aba'](small)
+    huge = points(10_000)
+    for name, call in calls.items():
+        with pytest.raises(ModelError, match=r'10000 contacts have at least 30000 rows \(3 per '
+                                             rf'3D contact, 6 per 6D\), more than the {limit} '):
+            call(huge)
+        assert peak_memory(lambda: call(huge)) < 1e5, name
+    sixes = [Contact(c.link, '6D', c.placement) for c in points(limit // 6 + 1)]
+    with pytest.raises(ModelError, match=rf'contacts\[:{limit // 6 + 1}\] have {limit + 6} '):
+        model.gravity_forces(q, contacts=sixes)
+
+
+@pytest.mark.parametrize('engine', ENGINES)
+def test_unactuated_rows_are_judged_against_the_weight(engine):
+    """Whether the contacts carry the floating base is judged relative to the robot's weight (its
+    mass times gravity, times its reach for a moment: contacts.robot_size), whatever its largest
+    torque: at 1e-10 of its mass the quadruped still cannot stand on one point foot, and stands
+    on four."""
+    text = open(bundled_model('quadruped_rotors')).read()
+    light = re.sub(r'(mass value|ixx|ixy|ixz|iyy|iyz|izz)="([^"]+)"',
+                   lambda m: f'{m.group(1)}="{float(m.group(2)) * 1e-10!r}"', text)
+    for source, scale in ((text, 1.0), (light, 1e-10)):
+        model = load_model(source, compiled=engine == 'compiled')
+        q = model.complete_positions(random_independent_positions(
+            model, np.random.default_rng(SEED)), budget_ms=2000.0)
+        mass, reach, _ = robot_size(model)
+        assert abs(mass - 9.36 * scale) < 1e-9 * scale and 0.5 < reach < 0.7
+        with pytest.raises(ModelError, match=r"no actuator torques produce this motion.*of the "
+                                             r"robot's weight times its reach"):
+            model.gravity_forces(q, contacts=Contact('FL_foot', '3D'))
+        feet = [Contact(foot, '3D') for foot in QUADRUPED_FEET]
+        tau = model.gravity_forces(q, contacts=feet)
+        assert np.max(np.abs(tau)) > 0.1 * scale
 
 
 def test_contacts_without_other_arguments_and_empty_lists():

@@ -1,16 +1,18 @@
 """Seeded fuzzing of the input rule: every public call returns finite numbers or raises ModelError,
 never anything else and never hangs, and a failed call leaves no trace (a good call after it
 returns what it returns on a fresh model). The same for Extended URDF pairs (URDF + YAML closures),
-the console script extended_urdf_to_urdfplus (exit status 0, or 1 with one line on stderr) and the
-node's parameter checks and joint_states name lists.
+the console script extended_urdf_to_urdfplus (exit status 0, or 1 with one line on stderr), scenes
+(compose: XML text or ModelError) and the node's parameter checks and joint_states name lists.
 
 The suite runs a few hundred cases; ``python test/test_fuzz.py --descriptions 5000 --calls 5000
---pairs 3000 --joint-calls 3000 --scripts 50 --node 3000`` runs a bigger campaign and prints the
-counts of each outcome and the slowest case of each kind.
+--pairs 3000 --joint-calls 3000 --scripts 50 --node 3000 --scenes 3000`` runs a bigger campaign
+and prints the counts of each outcome and the slowest case of each kind.
 """
 
 import argparse
 import collections
+from decimal import Decimal
+from fractions import Fraction
 import os
 from pathlib import Path
 import subprocess
@@ -27,7 +29,8 @@ sys.path.insert(0, os.path.dirname(__file__))
 
 from conftest import assert_close, random_independent_positions, random_state, SEED  # noqa: E402
 from dynamics_node import (bundled_extended_urdf, bundled_model, bundled_models,  # noqa: E402
-                           Contact, load_model, ModelError, ProximalSettings)
+                           compose, Contact, load_model, ModelError, Part, ProximalSettings)
+from dynamics_node.description.scenes import box  # noqa: E402
 # spherical, planar, universal joints
 from test_joint_types import MODELS as JOINT_TYPE_MODELS  # noqa: E402
 
@@ -258,7 +261,10 @@ def hostile_call(model, state, rng):
                 if rng.integers(3) == 0 else
                 Contact(model.links[rng.integers(len(model.links))], ('3D', '6D')[rng.integers(2)])
                 for _ in range(rng.integers(1, 4))]
-        return (made, made, made, made[0], made * 2, 'abc', [made[0], 5])[rng.integers(7)]
+        choice = rng.integers(8)
+        if choice == 7:                           # more rows than any model takes (bounds.py)
+            return [Contact(link, '3D', ((1e-4 * i, 0, 0), (0, 0, 0, 1))) for i in range(20_000)]
+        return (made, made, made, made[0], made * 2, 'abc', [made[0], 5])[choice]
 
     q_ind = _independent_positions(model, q)
     calls = [
@@ -540,6 +546,73 @@ def test_fuzzed_extended_urdf_pairs_follow_the_rule(compiled, count, tmp_path):
             and outcomes['load loaded'] > count / 40), dict(outcomes)
 
 
+# ---- scenes: compose ----
+
+def hostile_part(rng, texts, index):
+    """Entry index of compose's parts: a Part or a tuple of fields, each field good, or one time
+    in ten hostile (ints beyond floats, arrays for names, non-finite or complex placements, broken
+    descriptions, robot names of dashes)."""
+    def pick(good, hostile):
+        values = hostile if rng.integers(10) == 0 else good
+        return values[rng.integers(len(values))]
+    text, closures = texts[tuple(texts)[rng.integers(len(texts))]]
+    description = pick((text,), (mutate(text, rng), None, 5, b'<robot/>', '', '<robot',
+                                 '/nonexistent.urdf', np.array(['x']), 'x' * 100_000,
+                                 box((0.1,) * 3, 1.0).replace('name="body"', 'name="---"', 1)))
+    prefix = pick((f'p{index}_', np.str_(f'p{index}_')),
+                  ('', 'p0_', 'a b', 'a\x00', 'a\ud800', b'a_', 5, None, 'p' * 1000))
+    number = pick((0.1, 0, 1e3, True, np.float32(2.0), '1'),
+                  (10 ** 400, -10 ** 400, 1e400, np.nan, -np.inf, 1j, 'x', None, 1001.0,
+                   Fraction(10 ** 400), Decimal('sNaN'), np.array([1.0, 2.0])))
+    placement = pick((((0, 0, 0), (0, 0, 0)), ((number, 0, 0), (0, 0, 0)),
+                      ((0, 0, 0), (0, number, 0)), np.zeros((2, 3))),
+                     ('abc', np.zeros(6), None, ((0, 0), (0, 0, 0)), ((0, 0, 0), (0, 0, 0, 1)),
+                      (number, number), 5))
+    joint = pick(('fixed', 'floating', np.str_('floating')),
+                 ('revolute', np.array(['fixed', 'floating']), np.array(['fixed']), None, 5,
+                  b'fixed', ['fixed']))
+    parent = pick(('world',) * 3 + (f'p{index - 1}_base',) * (index > 0),
+                  ('nowhere', np.array(['world']), 5, None, b'world', '', f'p{index}_base'))
+    closure = pick((closures,), (5, 'closed_loop: [', '/nonexistent.yaml', 'x' * 1000))
+    fields = (description, prefix, placement, joint, parent, closure)
+    kind = rng.integers(20)
+    if kind == 0:
+        return fields[:rng.integers(7)]
+    if kind == 1:
+        return ('robot.urdf', 5, None, fields + (1,), {'a': 1}, [text])[rng.integers(6)]
+    return Part(*fields) if kind < 10 else list(fields)
+
+
+def fuzz_compose(count, seed, outcomes):
+    """compose on lists of hostile parts (hostile_part) and hostile lists and names: XML text or
+    ModelError; one scene in four is loaded (the NumPy reference: no kernel to warm)."""
+    rng = np.random.default_rng(seed)
+    texts = {name: (_text(bundled_model(name)), None)
+             for name in ('linkage_leg', 'four_bar', 'quadruped_rotors')}
+    urdf, closures = bundled_extended_urdf('rod_knee_leg')
+    texts['rod_knee_leg'] = (Path(urdf).read_text(), Path(closures).read_text())
+    for case in range(count):
+        parts = [hostile_part(rng, texts, index) for index in range(rng.integers(1, 4))]
+        if rng.integers(10) == 0:
+            parts = ('robot.urdf', 5, [], None, {'a': 1}, iter(parts))[rng.integers(6)]
+        name = ('scene',) * 8 + ('', 'a\x00', 5, np.array(['x']), '---')
+        name = name[rng.integers(len(name))]
+        scene = []
+        outcomes.run(f'compose {case}', lambda: (scene.append(compose(parts, name)),
+                                                 np.zeros(1))[-1], kind='compose')
+        if scene and rng.integers(4) == 0:
+            outcomes.run(f'compose {case}, loaded', lambda: load_model(scene[0], False),
+                         kind='load')
+
+
+def test_compose_on_hostile_parts_follows_the_rule():
+    outcomes = Outcomes()
+    fuzz_compose(300, SEED, outcomes)
+    assert not outcomes.failures, '\n'.join(outcomes.failures[:20])
+    assert (outcomes['compose ModelError'] > 100 and outcomes['compose finite'] > 30), \
+        dict(outcomes)
+
+
 # ---- the console script ----
 
 SCRIPT = Path(sys.executable).parent / 'extended_urdf_to_urdfplus'
@@ -692,6 +765,7 @@ if __name__ == '__main__':
     parser.add_argument('--scripts', type=int, default=0, help='runs of extended_urdf_to_urdfplus')
     parser.add_argument('--node', type=int, default=0,
                         help='node parameter values and joint_states name lists')
+    parser.add_argument('--scenes', type=int, default=0, help='compose on hostile parts')
     parser.add_argument('--seed', type=int, default=1)
     parser.add_argument('--reference', action='store_true',
                         help='the NumPy reference engine (compiled=False)')
@@ -708,7 +782,8 @@ if __name__ == '__main__':
              lambda n, o: fuzz_calls(n, arguments.seed, o, compiled, JOINT_TYPE_MODELS)),
             ('scripts', arguments.scripts,
              lambda n, o: fuzz_console(n, arguments.seed, o, scratch)),
-            ('node inputs', arguments.node, lambda n, o: fuzz_node_inputs(n, arguments.seed, o)))
+            ('node inputs', arguments.node, lambda n, o: fuzz_node_inputs(n, arguments.seed, o)),
+            ('scenes', arguments.scenes, lambda n, o: fuzz_compose(n, arguments.seed, o)))
         for kind, count, run in campaign:
             if not count:
                 continue

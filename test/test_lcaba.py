@@ -214,6 +214,38 @@ def test_auto_picks_lcaba_for_large_loop_clusters(loop, method, rng):
                  'qdd auto vs aba', LCABA_RTOL)
 
 
+@pytest.mark.parametrize('compiled', [True, False], ids=['compiled', 'reference'])
+def test_auto_never_returns_an_unconverged_lcaba(compiled, rng):
+    """Where 'auto' starts with LCABA (a closed chain of 24 links), an iterate that does not keep
+    the loops (one iteration) is not returned: 'auto' takes the cluster ABA, on the checked path
+    and in the fused compiled call; 'lcaba' returns the iterate. At a dead point, where the
+    cluster ABA cannot run, 'auto' retries LCABA at the largest penalty, else raises."""
+    xml, q = parallel_chains(1, 24)
+    model = load_model(xml, compiled=compiled)
+    yd, tau = rng.normal(size=model.ny), rng.normal(size=model.ny)
+    one = ProximalSettings(max_iterations=1)
+    iterate = model.forward_dynamics(q, yd, tau, method='lcaba', settings=one, info=True)
+    exact = model.forward_dynamics(q, yd, tau, method='aba')
+    assert iterate.constraint_residual > 1e-6 and model.auto_lcaba
+    info = model.forward_dynamics(q, yd, tau, settings=one, info=True)
+    assert info.method_used == 'aba' and info.fallback_reason.startswith(
+        'LCABA leaves the constraints violated by')
+    assert np.array_equal(info.acceleration, exact)
+    for _ in range(2):
+        assert np.array_equal(model.forward_dynamics(q, yd, tau, settings=one), exact)
+        assert np.array_equal(model.forward_dynamics(q, yd, tau, method='lcaba', settings=one),
+                              iterate.acceleration)
+    four_bar = load_model(ROCKER_DRIVEN, compiled=compiled)
+    q = four_bar_positions(four_bar, *dead_point('folded'))
+    v, tau = np.zeros(four_bar.nv), np.ones(four_bar.ny)
+    with pytest.raises(ModelError, match=r'no method keeps the constraints: cluster \'crank\' '
+                                         r'is at a singular.*LCABA leaves.*at mu 1e\+09'):
+        four_bar.forward_dynamics(q, v, tau, settings=one)
+    info = four_bar.forward_dynamics(q, v, tau, settings=ProximalSettings(max_iterations=2),
+                                     info=True)
+    assert info.method_used == 'lcaba' and info.constraint_residual < 1e-10
+
+
 # ---- singular and redundant loops: the cluster ABA raises, LCABA solves ----
 
 @pytest.mark.parametrize('kind', ['stretched', 'folded'])

@@ -243,3 +243,18 @@ def test_compose_errors_name_part_and_expectation():
     assert long_prefix not in text and len(text) < 3 * QUOTE_LIMIT + 200
     clash = Part(cube.replace('"body"', '"world"'), '')
     assert "'world' is also that of the world link" in message([clash])
+
+
+def test_compose_refuses_hostile_fields_with_model_error():
+    """Fields that Python or lxml would refuse with their own exceptions: an int beyond floats
+    (OverflowError), arrays for names (ValueError, lxml's TypeError), a robot name whose dashes an
+    XML comment cannot hold (ValueError)."""
+    cube = scenes.box((0.1,) * 3, 1.0)
+    assert 'placement=' in message([(cube, 'c_', ((10 ** 400, 0, 0), (0, 0, 0)))])
+    assert 'joint=' in message([(cube, 'c_', IDENTITY, np.array(['fixed', 'floating']))])
+    assert 'joint=' in message([(cube, 'c_', IDENTITY, np.array(['fixed']))])
+    assert 'parent=' in message([(cube, 'c_', IDENTITY, 'fixed', np.array(['world']))])
+    for name in ('---', 'a--', '-'):
+        xml = compose([(cube.replace('<robot name="', f'<robot name="{name}'), 'c_', IDENTITY,
+                        'floating')])
+        assert load_model(xml, compiled=False).nv == 6

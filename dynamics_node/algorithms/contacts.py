@@ -34,6 +34,12 @@ LINEAR = np.hstack((np.zeros((3, 3)), np.eye(3)))   # the linear rows of a motio
 # Delassus matrix below which the exact route reports the contact set as singular (redundant
 # contacts, or contacts that fight a loop's constraint): there its forces are not determined.
 DELASSUS_CONDITION_LIMIT = 1e-12
+# Relative residual ||J_c ydd + Jdot yd||_inf / max(1, ||qdd||_inf) of the exact route's
+# accelerations beyond which it reports the contact set as singular although the Cholesky pivots
+# passed DELASSUS_CONDITION_LIMIT: a set redundant in exact arithmetic whose rows conflict (two 6D
+# feet on one side of a quadruped with 3-DoF legs, whose hip axes line up: 2e-4). Round-off leaves
+# below 3e-13 (test/test_contacts.py).
+DELASSUS_RESIDUAL_LIMIT = 1e-9
 
 
 @dataclass(frozen=True)
@@ -153,7 +159,13 @@ def solve_delassus(D, contacts, b):
         L = None
     diagonal = np.diag(L) if L is not None else np.zeros(1)
     if L is None or diagonal.min() ** 2 <= DELASSUS_CONDITION_LIMIT * diagonal.max() ** 2:
-        raise SingularConfigurationError(
-            f'contacts {quote([c.name for c in contacts])}: their Delassus matrix J H^-1 J^T is '
-            'singular (redundant contacts, or contacts against a loop); use method="lcaba"')
+        raise singular_delassus(contacts)
     return np.linalg.solve(D, b)
+
+
+def singular_delassus(contacts, found=''):
+    """The SingularConfigurationError of a contact set whose Delassus matrix is singular (found:
+    how it showed, if not by its pivots)."""
+    return SingularConfigurationError(
+        f'contacts {quote([c.name for c in contacts])}: their Delassus matrix J H^-1 J^T is '
+        f'singular{found} (redundant contacts, or contacts against a loop); use method="lcaba"')

@@ -43,9 +43,10 @@ class ProximalSettings:
     mu is the paper's penalty (eq. 20); Sathya & Carpentier 2025 Sec. VI recommends 1e5..1e7.
     Pinocchio's ``ProximalSettings.mu`` is its inverse (1e-6 there is mu = 1e6 here). Iterations
     stop when min(||qdd^k - qdd^(k-1)||_inf, ||K qdd - k||_inf) < tolerance or after
-    max_iterations. Bounds: tolerance <= 1, mu <= MAX_MU (above, round-off in the penalised
-    articulated inertias makes them indefinite) and max_iterations <= MAX_ITERATIONS (a call stays
-    well below a second).
+    max_iterations, so that iterations that stall or run out stop with a larger residual, which
+    method 'auto' checks (forward_dynamics.LCABA_RESIDUAL). Bounds: tolerance <= 1, mu <= MAX_MU
+    (above, round-off in the penalised articulated inertias makes them indefinite) and
+    max_iterations <= MAX_ITERATIONS (a call stays well below a second).
     """
 
     mu: float = 1e6

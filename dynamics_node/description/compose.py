@@ -14,6 +14,7 @@ between parts (a hand's fingertips on a cube) close loops across them later.
 
 import copy
 import math
+import re
 from typing import NamedTuple
 
 from lxml import etree
@@ -86,8 +87,9 @@ def compose(parts, name='scene'):
         if ('link', part.parent) not in owner:
             raise ModelError(f'{where}: parent={quote(part.parent)} is no link of the scene so '
                              f'far; expected {WORLD!r} or a prefixed link of an earlier part')
-        scene.append(etree.Comment(f' part {index}: {cut(robot.get("name", ""))} '
-                                   .replace('--', '- -')))
+        # an XML comment holds no '--': runs of dashes in the robot's name become one
+        label = re.sub('-+', '-', cut(robot.get('name', '')))
+        scene.append(etree.Comment(f' part {index}: {label} '))
         joint = _attachment(part, part.prefix + root)
         for element in [joint] + [e for e in robot if e.tag in NAMED]:
             kind = 'constraint' if element.tag in ('loop', 'coupling') else element.tag
@@ -112,13 +114,13 @@ def _part(given, index):
     if not isinstance(part.prefix, str) or NOT_XML.search(part.prefix):
         raise ModelError(f'{where}: prefix={quote(part.prefix)}; expected XML text')
     where = f'part {index} (prefix {quote(part.prefix)})'
-    if part.joint not in JOINTS:
+    if not isinstance(part.joint, str) or part.joint not in JOINTS:
         raise ModelError(f'{where}: joint={quote(part.joint)}; expected "fixed" or "floating"')
     if not isinstance(part.parent, str):
         raise ModelError(f'{where}: parent={quote(part.parent)}; expected a link name')
     try:
         xyz, rpy = ([float(x) for x in v] for v in part.placement)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):     # OverflowError: an int beyond floats
         xyz = rpy = ()
     if len(xyz) != 3 or len(rpy) != 3:
         raise ModelError(f'{where}: placement={quote(part.placement)}; expected (xyz, rpy), two '

@@ -22,13 +22,16 @@ class Engine:
 
     # ---- 1. fused public calls: the result, or None where Model's checked path must run ----
 
-    def fused_forward_dynamics(self, q, v, tau, settings=None):
+    def fused_forward_dynamics(self, q, v, tau, settings=None, residual=float('inf')):
         """Model.forward_dynamics(q, v, tau): spanning qdd by the cluster ABA, or by LCABA with
-        settings."""
+        settings where its residual ||K qdd - k||_inf is within max(settings.tolerance, residual
+        max(1, ||qdd||_inf)) (method 'auto': forward_dynamics.LCABA_RESIDUAL; else inf)."""
         return None
 
-    def fused_forward_dynamics_contacts(self, q, v, tau, contacts, settings):
-        """Model.forward_dynamics(q, v, tau, contacts=contacts) by LCABA with settings."""
+    def fused_forward_dynamics_contacts(self, q, v, tau, contacts, settings,
+                                        residual=float('inf')):
+        """Model.forward_dynamics(q, v, tau, contacts=contacts) by LCABA with settings, where its
+        residual is accepted as in fused_forward_dynamics."""
         return None
 
     def fused_inverse_dynamics(self, q, v, a):

@@ -74,8 +74,9 @@ class FastPath(Engine):
             self.flat.ref, self.data.ref, self.plan.ref, self.lcaba_data.ref, checks))
         # the fused calls' argument
         self._x = Borrowed(call_context(self._m, self._d, self._c, self._p, self._w))
-        self._settings = None                     # the ProximalSettings in lcaba_data.settings
-        self._use_settings(DEFAULT_SETTINGS)
+        self._settings = None                     # the ProximalSettings and accepted residual in
+        self._residual = None                     # lcaba_data.settings
+        self._use_settings(DEFAULT_SETTINGS, math.inf)
         self._frame_sets = {}
         self._contact_sets = {}                   # tuple of Contacts -> _ContactSet
         self._pending = None                      # a completion whose budget ran out
@@ -222,31 +223,34 @@ class FastPath(Engine):
     # other type than a float64 vector are referred as well: the kernels refuse them with
     # NotAFloat64Vector (borrowed.INPUT_VECTOR).
 
-    def fused_forward_dynamics(self, q, v, tau, settings=None):
+    def fused_forward_dynamics(self, q, v, tau, settings=None, residual=math.inf):
         """Model.forward_dynamics(q, v, tau): spanning qdd by the cluster ABA, by LCABA with
-        settings."""
+        settings where its residual is within max(tolerance, residual max(1, |qdd|_inf))."""
         try:
             if settings is None:
                 if self._fused_forward_dynamics(self._x, q, v, tau) == OK:
                     return self.data.qdd.copy()
             else:
-                if settings is not self._settings:       # frozen: the same object, the same values
-                    self._use_settings(settings)
+                # frozen settings: the same object, the same values
+                if settings is not self._settings or residual != self._residual:
+                    self._use_settings(settings, residual)
                 if self._fused_forward_dynamics_lcaba(self._x, q, v, tau) == OK:
                     return self.lcaba_data.qdd.copy()
         except NotAFloat64Vector:
             pass
         return None
 
-    def fused_forward_dynamics_contacts(self, q, v, tau, contacts, settings):
-        """Model.forward_dynamics(q, v, tau, contacts=contacts) by LCABA with settings, for
-        contacts (a Contact, a list or a tuple of them) that this workspace resolved before."""
+    def fused_forward_dynamics_contacts(self, q, v, tau, contacts, settings, residual=math.inf):
+        """Model.forward_dynamics(q, v, tau, contacts=contacts) by LCABA with settings, where its
+        residual is within max(tolerance, residual max(1, |qdd|_inf)), for contacts (a Contact, a
+        list or a tuple of them) that this workspace resolved before."""
         try:
             entry = self._contact_sets.get(contact_set_key(contacts))
             if entry is not None:
-                if settings is not entry.settings:     # frozen: the same object, the same values
-                    entry.w.settings[:] = settings.mu, settings.tolerance, settings.max_iterations
-                    entry.settings = settings
+                # frozen settings: the same object, the same values
+                if settings is not entry.settings or residual != entry.residual:
+                    entry.w.settings[:] = _settings(settings, residual)
+                    entry.settings, entry.residual = settings, residual
                 if self._fused_forward_dynamics_lcaba(entry.context, q, v, tau) == OK:
                     return entry.w.qdd.copy()
         except (NotAFloat64Vector, TypeError):            # TypeError: an unhashable key
@@ -386,10 +390,11 @@ class FastPath(Engine):
         self.fused_link_kinematics(q, y, ())
         return time.perf_counter() - start
 
-    def _use_settings(self, settings):
-        """The settings of the fused LCABA call, in its workspace (lcaba_data.settings)."""
-        self.lcaba_data.settings[:] = settings.mu, settings.tolerance, settings.max_iterations
-        self._settings = settings
+    def _use_settings(self, settings, residual):
+        """The settings and accepted residual of the fused LCABA call, in its workspace
+        (lcaba_data.settings)."""
+        self.lcaba_data.settings[:] = _settings(settings, residual)
+        self._settings, self._residual = settings, residual
 
     def _warm_up_then(self, name):
         """Stand-in for kernel name until the first warm_up()."""
@@ -461,7 +466,8 @@ class _ContactSet:
         self.w = plan.create_data()
         self.p, self.w_ref = Borrowed(plan.ref), Borrowed(self.w.ref)
         self.context = Borrowed(call_context(fast._m, fast._d, fast._c, self.p, self.w_ref))
-        self.settings = None                      # the ProximalSettings in w.settings
+        self.settings = self.residual = None      # the ProximalSettings and accepted residual in
+        #                                           w.settings
         self.J, self.out = np.zeros((plan.rows, model.ny)), np.zeros((2, plan.rows))
         self.row0 = int(plan.con_row0[len(plan.constraints)])
         moving = sorted({b for c in contacts for b in (c.body1, c.body2) if b > 0})
@@ -494,6 +500,12 @@ class _ContactSet:
         np.add.at(f, self.body, forces[self.row][:, None] * self.w.K[self.entry, self.entry_row])
         f[0] = 0.0                                 # the ground carries what it must
         return f
+
+
+def _settings(settings, residual):
+    """The fused LCABA call's w.settings: ProximalSettings' mu, tolerance and max_iterations, and
+    the residual it accepts relative to max(1, |qdd|_inf) (forward_dynamics.LCABA_RESIDUAL)."""
+    return settings.mu, settings.tolerance, settings.max_iterations, residual
 
 
 def _on_disk(dispatchers):

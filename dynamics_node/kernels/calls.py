@@ -9,7 +9,8 @@ that the results are finite: one call from Python instead of one per check, whos
 cost as much as a whole tree ABA. Inputs are float64 vectors
 (model.py makes sure of it). An entry point returns OK, or REFER for anything it does not accept:
 an input a check refuses, a singular configuration or a non-finite result. Model then takes its
-Python path, which names the error (or falls back to LCABA): the compiled path only ever accepts.
+Python path, which names the error (or falls back to LCABA, or from an LCABA result that does not
+keep the constraints to the exact route): the compiled path only ever accepts.
 
 Checks and algorithm share their work: the position check leaves d.Xup at q, where the algorithms
 start (q None); the loops are checked after the algorithm, at the transforms to each loop's ends
@@ -190,11 +191,22 @@ def inverse_osim(x, q, f):
     return OK
 
 
+@njit(inline='always', error_model='numpy')
+def accepted(w):
+    """LCABA's residual within what the call accepts (forward_dynamics.accepted): max(tolerance,
+    w.settings[3] max(1, ||qdd||_inf))."""
+    scale = 1.0
+    for value in w.qdd:
+        scale = max(scale, abs(value))
+    return w.result[1] <= max(w.settings[1], w.settings[3] * scale)
+
+
 @njit(cache=True, nogil=True, error_model='numpy')
 def forward_dynamics_lcaba(x, q, v, tau):
     """Model.forward_dynamics with LCABA at the settings in w.settings: spanning accelerations into
-    w.qdd. Independent velocities are lifted to G yd (refused at a singular configuration),
-    independent forces act on their joints."""
+    w.qdd, where its residual is accepted (accepted; Model's path then falls back). Independent
+    velocities are lifted to G yd (refused at a singular configuration), independent forces act on
+    their joints."""
     m, d, c, p, w = x.m, x.d, x.c, x.p, x.w
     known = positions(m, d, c, q)
     if not (known != REFUSED and generalized(m, tau, c.limits[FORCE_BOUND])
@@ -214,7 +226,7 @@ def forward_dynamics_lcaba(x, q, v, tau):
     mu, tolerance, max_iterations = w.settings[0], w.settings[1], int(w.settings[2])
     if lcaba(m, d, p, w, None, qd, tau_spanning, d.f_ext, mu, tolerance, max_iterations) != OK \
             or not closed(m, d, c, known) or not consistent(m, d, c, v, w.violation[0]) \
-            or not finite(w.qdd):
+            or not finite(w.qdd) or not accepted(w):
         return REFER
     return OK
 

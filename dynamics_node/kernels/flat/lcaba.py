@@ -91,8 +91,9 @@ DATA_FIELDS = {    # name: meaning, shape
     'info': 'body of a D_i that is not positive definite (1)',
     'violation': 'max |K qd| over the kept rows at the call\'s qd, for the velocity check of a '
                  'fused call (1)',
-    'settings': 'mu, tolerance and max_iterations of the fused call (3; FastPath writes them when '
-                'they change)',
+    'settings': 'mu, tolerance and max_iterations of the fused call, and the residual it accepts '
+                'relative to max(1, ||qdd||_inf) (forward_dynamics.LCABA_RESIDUAL, inf: any) (4; '
+                'FastPath writes them when they change)',
     'X0_E': 'rotation of ^iX_0, body i from the ground frame (nb, 3, 3)',
     'X0_r': 'translation of ^iX_0 (nb, 3)',
     'So': 'So[i, j]: column j of S_i in the ground frame (nb, 6, 6)',
@@ -197,7 +198,7 @@ class LcabaData:
             'K': (ne, 6, 6), 'k': (ncon, 6), 'r': (ncon, 6), 'lam': (plan.rows,), 'L': (nb, 6, 6),
             'Z': (nb, 6, 6), 'Y': (nb, 6 * N, 6), 'ubar': (nb, 6), 'a': (nb, 6), 'da': (nb, 6),
             'qdd': (plan.nv,), 'zero_c': (nb, 6), 'z': (6,), 'result': (3,), 'info': (1,),
-            'violation': (1,), 'settings': (3,), 'X0_E': (nb, 3, 3), 'X0_r': (nb, 3),
+            'violation': (1,), 'settings': (4,), 'X0_E': (nb, 3, 3), 'X0_r': (nb, 3),
             'So': (nb, 6, 6), 'rigid_o': (nb, 10),
         }
         fields = {name: np.zeros(shapes[name]) for name in DATA_FIELDS}
