@@ -44,9 +44,11 @@ import faulthandler
 import os
 import signal
 import sys
+import tempfile
 import threading
 
 import rclpy
+from rclpy._rclpy_pybind11 import RCLError
 from rclpy.exceptions import ParameterException
 from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.lifecycle import LifecycleNode, TransitionCallbackReturn
@@ -84,9 +86,9 @@ class DynamicsNode(LifecycleNode):
         logger = self.get_logger()
         self.stats = StreamStats()
         self._starting, self._start_again = threading.Lock(), False
+        self._services = []              # created at activate, destroyed at deactivate
         self.served = ServedModel(self.settings, self.stats, logger,
                                   self.autostart if self.settings['autostart'] else None)
-        create_services(self, self.served, self.settings, self.stats)
         self.stream_node = _stream_node(self)
         self.stream = Stream(self.stream_node, self.resolve_topic_name, self.served,
                              self.settings, self.stats, self.get_clock(), logger)
@@ -130,21 +132,31 @@ class DynamicsNode(LifecycleNode):
 
     def on_activate(self, state):
         self.served.state = 'active'
+        self._services = create_services(self, self.served, self.settings, self.stats)
         return super().on_activate(state)
 
     def on_deactivate(self, state):
         self.served.state = 'inactive'
+        self._destroy_services()
         return super().on_deactivate(state)
 
     def on_cleanup(self, state):
         self.served.state = 'unconfigured'
+        self._destroy_services()
         self.served.cleanup()
         return TransitionCallbackReturn.SUCCESS
 
     def on_shutdown(self, state):
         self.served.state = 'finalized'
+        self._destroy_services()
         self.served.cleanup()
         return TransitionCallbackReturn.SUCCESS
+
+    def _destroy_services(self):
+        """Withdraw the services: a client's wait_for_service waits for the next activation."""
+        for service in self._services:
+            self.destroy_service(service)
+        self._services = []
 
     def destroy_node(self):
         """Destroy the stream node, then this one."""
@@ -153,10 +165,11 @@ class DynamicsNode(LifecycleNode):
 
 
 def _stream_node(node):
-    """The node of the stream's entities: ``<name>_stream`` in node's namespace, deaf to the
-    command line's arguments (the stream's entities take the names node resolves, its remaps
-    included, so that remaps written against node apply to them, and apply once)."""
-    return Node(f'{node.get_name()}_stream', namespace=node.get_namespace(), context=node.context,
+    """The node of the stream's entities: ``_<name>_stream`` in node's namespace (hidden: a name
+    that starts with '_' is left out of ``ros2 node list``), deaf to the command line's arguments
+    (the stream's entities take the names node resolves, its remaps included, so that remaps
+    written against node apply to them, and apply once)."""
+    return Node(f'_{node.get_name()}_stream', namespace=node.get_namespace(), context=node.context,
                 use_global_arguments=False, start_parameter_services=False)
 
 
@@ -224,10 +237,37 @@ def _watch_signals():
     threading.Thread(target=watch, name='signals', daemon=True).start()
 
 
+def _init(args):
+    """rclpy.init, or, when the command line does not parse (e.g. an unquoted list of strings in
+    -p), one FATAL line with rcl's reason and exit status 1. rcl also logs its own error on
+    stderr, which is held back and shown only if init succeeds."""
+    with tempfile.TemporaryFile('w+') as held:
+        saved = os.dup(2)
+        os.dup2(held.fileno(), 2)
+        try:
+            rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
+        except RCLError as error:
+            failure = error
+        else:
+            failure = None
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+        if failure is None:
+            held.seek(0)
+            sys.stderr.write(held.read())
+            return
+    print(f'[FATAL] [dynamics_node]: invalid command line: {clip(failure)}. A -p value is YAML: '
+          'quote a list of strings (-p "stream.contacts:=[\'l_sole:6D\', \'r_sole:6D\']")',
+          file=sys.stderr)
+    sys.stderr.flush()
+    os._exit(1)
+
+
 def main(args=None):
     """Run the node until Ctrl-C, SIGTERM or an external shutdown, then end the process."""
     sys.setswitchinterval(STREAM_GIL_SWITCH)
-    rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
+    _init(args)
     _watch_signals()
     node = stream = None
     code = 0
