@@ -130,7 +130,7 @@ def contacts_from_msgs(items, field='contacts'):
 
 def _placement(pose, field):
     """geometry_msgs/Pose -> ((x, y, z), (qx, qy, qz, qw))."""
-    x = pose_to_array(pose, field)
+    x = pose_to_array(pose, field).tolist()
     return tuple(x[:3]), tuple(x[3:])
 
 
