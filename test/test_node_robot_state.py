@@ -5,8 +5,8 @@ and contact sets checked against each served model. The stream runs on a node st
 publishers keep what they are given; expected values come from the library."""
 
 from pathlib import Path
+import time
 
-from builtin_interfaces.msg import Time
 from cluster_dynamics.msg import Contact, ContactSet
 from diagnostic_msgs.msg import DiagnosticStatus
 from nav_msgs.msg import Odometry
@@ -27,7 +27,6 @@ from test_services import FakeNode, Log, set_parameters, settings
 MODELS = Path(__file__).parent / 'models'
 LEG, LEG_CLOSURES = str(MODELS / 'placeholder_leg.urdf'), str(MODELS / 'placeholder_leg.yaml')
 LABEL = 'robot_description_file placeholder_leg'
-STAMP = Time(sec=1_000, nanosec=5)
 
 
 class Publisher:
@@ -70,11 +69,12 @@ def served_stream(source=LEG, closures=LEG_CLOSURES, **changes):
 
 
 def leg_state(model, values):
-    """joint_states of the leg's actuated joints (values by name), velocities zero, stamped."""
+    """joint_states of the leg's actuated joints (values by name), velocities zero, stamped now
+    (no latency to warn of)."""
     names = list(model.actuated_joint_names)
     msg = JointState(name=names, position=[float(values[n]) for n in names],
                      velocity=[0.0] * len(names))
-    msg.header.stamp = STAMP
+    msg.header.stamp.sec, msg.header.stamp.nanosec = divmod(time.time_ns(), 1_000_000_000)
     return msg
 
 
@@ -176,9 +176,10 @@ def test_tf_carries_every_link_and_the_file_joints_their_states(rng):
     assert {t.child_frame_id for t in static.transforms} == {
         'rod_l_end', 'rod_r_end', 'foot_l_pin', 'foot_r_pin', 'toe'}
     values = dict(zip(REFERENCE, rng.uniform(-0.2, 0.2, 4)))
-    stream.on_joint_state(leg_state(model, values))
+    msg = leg_state(model, values)
+    stream.on_joint_state(msg)
     (tf,) = node.publishers['/tf'].sent
-    assert all(t.header.stamp == STAMP for t in tf.transforms)
+    assert all(t.header.stamp == msg.header.stamp for t in tf.transforms)
     q = model.complete_positions([values[n] for n in model.actuated_joint_names])
     poses = chained_poses(model.root_link, [tf, static])
     assert set(poses) == set(model.links) and 'ankle_cross' in poses
@@ -190,7 +191,7 @@ def test_tf_carries_every_link_and_the_file_joints_their_states(rng):
     assert list(joints.name) == ['hip_pitch', 'knee', 'motor_l', 'motor_r', 'toe_joint']
     assert_close(joints.position, [q[model.idx_q[model.joint_names.index(n) + 1]]
                                    for n in joints.name[:4]] + [0.0], 'positions')
-    assert joints.header.stamp == STAMP
+    assert joints.header.stamp == msg.header.stamp
 
 
 def test_tf_hangs_a_floating_base_on_the_odometry_frame():
@@ -201,7 +202,8 @@ def test_tf_hangs_a_floating_base_on_the_odometry_frame():
     model = served.loaded.model
     odometry = Odometry()
     odometry.header.frame_id = 'odom'
-    odometry.pose.pose.position.x, odometry.pose.pose.orientation.z = 0.5, 1.0
+    odometry.pose.pose.position.x = 0.5
+    odometry.pose.pose.orientation.z, odometry.pose.pose.orientation.w = 1.0, 0.0
     stream.on_odometry(odometry)
     names = [n for n in model.actuated_joint_names]
     msg = JointState(name=names, position=[0.7 if 'hip' in n else -1.4 if 'knee' in n else 0.0
