@@ -37,6 +37,7 @@ import numpy as np
 import pytest
 from rcl_interfaces.srv import SetParametersAtomically
 import rclpy
+from rclpy._rclpy_pybind11 import NodeNameNonExistentError
 from rclpy.context import Context
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.parameter import Parameter
@@ -226,8 +227,13 @@ def wait_until_served(ros, process, with_model=True, timeout=60.0):
 
 
 def has_service(ros, process, name):
-    """True when the node offers service name (~/name) in the graph."""
-    return f'{process.name}/{name}' in dict(ros.node.get_service_names_and_types())
+    """True when process's node serves name (~/name); a client's own services do not count."""
+    namespace, node = process.name.rsplit('/', 1)
+    try:
+        services = ros.node.get_service_names_and_types_by_node(node, namespace)
+    except NodeNameNonExistentError:          # not discovered yet
+        return False
+    return f'{process.name}/{name}' in dict(services)
 
 
 def service(nodes, ns, name):

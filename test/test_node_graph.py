@@ -9,6 +9,7 @@ from diagnostic_msgs.msg import DiagnosticArray
 from lifecycle_msgs.msg import Transition
 from lifecycle_msgs.srv import ChangeState, GetState
 import pytest
+from rclpy._rclpy_pybind11 import NodeNameNonExistentError
 from rclpy.qos import DurabilityPolicy, qos_profile_sensor_data, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray, String
@@ -69,7 +70,13 @@ def latencies(diagnostics, process):
 
 
 def _has_service(client, process, name):
-    return f'{process.name}/{name}' in dict(client.node.get_service_names_and_types())
+    """True when process's node serves name (~/name); a client's own services do not count."""
+    namespace, node = process.name.rsplit('/', 1)
+    try:
+        services = client.node.get_service_names_and_types_by_node(node, namespace)
+    except NodeNameNonExistentError:          # not discovered yet
+        return False
+    return f'{process.name}/{name}' in dict(services)
 
 
 def test_lifecycle_serves_only_while_active(ros, managed):  # noqa: F811

@@ -86,7 +86,7 @@ class DynamicsNode(LifecycleNode):
         logger = self.get_logger()
         self.stats = StreamStats()
         self._starting, self._start_again = threading.Lock(), False
-        self._services = []              # created at activate, destroyed at deactivate
+        self._served_services = []       # created at activate, destroyed at deactivate
         self.served = ServedModel(self.settings, self.stats, logger,
                                   self.autostart if self.settings['autostart'] else None)
         self.stream_node = _stream_node(self)
@@ -132,7 +132,7 @@ class DynamicsNode(LifecycleNode):
 
     def on_activate(self, state):
         self.served.state = 'active'
-        self._services = create_services(self, self.served, self.settings, self.stats)
+        self._served_services = create_services(self, self.served, self.settings, self.stats)
         return super().on_activate(state)
 
     def on_deactivate(self, state):
@@ -154,9 +154,9 @@ class DynamicsNode(LifecycleNode):
 
     def _destroy_services(self):
         """Withdraw the services: a client's wait_for_service waits for the next activation."""
-        for service in self._services:
+        for service in self._served_services:
             self.destroy_service(service)
-        self._services = []
+        self._served_services = []
 
     def destroy_node(self):
         """Destroy the stream node, then this one."""
