@@ -57,8 +57,10 @@ class StreamNode:
 
 def served_stream(source=LEG, closures=LEG_CLOSURES, **changes):
     """(ServedModel active with the robot, its Stream on a StreamNode, the node) with the node's
-    settings and changes (a double underscore stands for a dot)."""
-    values = settings(**{'stream__max_age': 0.0, 'stream__completion_budget': 1e4, **changes})
+    settings and changes (a double underscore stands for a dot); no stale inputs, no completion
+    budget and no latency warning, which a loaded machine could trip."""
+    values = settings(**{'stream__max_age': 0.0, 'stream__completion_budget': 1e4,
+                         'stream__latency_warn': 0.0, **changes})
     served = ServedModel(values, StreamStats(), Log())
     node = StreamNode()
     stream = Stream(node, lambda name: name, served, values, served.stats, ROSClock(),

@@ -10,24 +10,25 @@ exception is an internal error logged with its traceback; nothing raises into th
 parameters are listed in parameters.PARAMETERS (and documented in config/dynamics_node.yaml).
 
 Lifecycle (a managed node, as nav2 and ros2_control nodes are): unconfigured (a description that
-arrives is kept), configure (loads it) -> inactive -> activate -> active (services answer, the
-stream publishes) -> deactivate -> inactive -> cleanup (drops the model) -> unconfigured. Only an
-active node answers success or publishes efforts; /diagnostics reports in every state. The
-autostart parameter (default true) configures and activates the node by itself, at start and,
-while unconfigured, whenever a description arrives.
+arrives is kept), configure (loads it) -> inactive -> activate -> active (the services exist and
+answer, the stream publishes) -> deactivate -> inactive (the services withdrawn) -> cleanup (drops
+the model) -> unconfigured. Creating the services at activation lets a client's wait_for_service
+wait for a served model. /diagnostics reports in every state. The autostart parameter (default
+true) configures and activates the node by itself, at start and, while unconfigured, whenever a
+description arrives.
 
 Threads: services, parameters, the description topic, lifecycle transitions and diagnostics run on
 the main thread's executor; the stream runs on an executor thread of its own, with a second node
-``<name>_stream`` holding its subscription and publishers, so that a long service call (LCABA, a
-reload) never delays a torque. That node ignores the command line; its entities take the names the
-main node resolves, so that every remap written against the main node (``~/computed_torques``,
-``dynamics_node:joint_states``, ``__node``, ``__ns``) applies to them. The compiled kernels release
-the GIL, and the interpreter's switch interval is shortened so that the stream thread gets the GIL
-back within STREAM_GIL_SWITCH while the main thread runs Python. rclpy's MultiThreadedExecutor
-(9.1.2, rclpy issue #1452) cannot keep up with a control-rate stream, hence two executors of one
-thread each: EventsExecutor where rclpy has it (Jazzy, Kilted), else SingleThreadedExecutor.
-Autostart configures on a thread of its own, so that the node answers its services and signals
-while numba compiles.
+``_<name>_stream`` (hidden from ``ros2 node list``) holding its subscriptions and publishers, so
+that a long service call (LCABA, a reload) never delays a torque. That node ignores the command
+line; its entities take the names the main node resolves, so that every remap written against the
+main node (``~/computed_torques``, ``dynamics_node:joint_states``, ``__node``, ``__ns``) applies to
+them. The compiled kernels release the GIL, and the interpreter's switch interval is shortened so
+that the stream thread gets the GIL back within STREAM_GIL_SWITCH while the main thread runs
+Python. rclpy's MultiThreadedExecutor (9.1.2, rclpy issue #1452) cannot keep up with a control-rate
+stream, hence two executors of one thread each: EventsExecutor where rclpy has it (Jazzy, Kilted),
+else SingleThreadedExecutor. Autostart configures on a thread of its own, so that the node answers
+its signals while numba compiles.
 
 rclpy APIs used (all present in Humble's rclpy 3.3, Jazzy's 7.1 and Kilted's 9.1): rclpy.init (with
 SignalHandlerOptions.NO: SIGINT and SIGTERM are handled here, see main), rclpy.try_shutdown, Node
@@ -71,10 +72,10 @@ _ENDING_LOCK = threading.Lock()   # guard.ENDING is set once the process is endi
 
 
 class DynamicsNode(LifecycleNode):
-    """Serves the dynamics of a URDF+ robot: services, torque stream, diagnostics. A managed
-    node: configure loads the description, activate serves it (services answer, the stream
-    publishes), deactivate stops serving, cleanup drops the model; autostart does the first two
-    by itself."""
+    """Serves the dynamics of a URDF+ robot: services, torque stream, TF, diagnostics. A managed
+    node: configure loads the description, activate serves it (creates the services, the stream
+    publishes), deactivate stops serving (withdraws them), cleanup drops the model; autostart does
+    the first two by itself."""
 
     def __init__(self, **kwargs):
         super().__init__('dynamics_node', **kwargs)
