@@ -3,11 +3,12 @@
 DynamicsNode wires the parts together, each in a module of its own that is given the node (or the
 logger and clock) it needs: parameters.py (specs, checks, the set-parameters callback),
 description.py (the description sources and the served model), services.py (the services' handlers,
-plain functions of the served model, request and response), stream.py (joint_states -> torques) and
-diagnostics.py (``/diagnostics``). Every callback runs in guard.Guard: a bad input gets its
-documented outcome (success=false with the reason, a counted drop, a rejected parameter), any other
-exception is an internal error logged with its traceback; nothing raises into the executor. The
-parameters are listed in parameters.PARAMETERS (and documented in config/dynamics_node.yaml).
+plain functions of the served model, request and response), stream.py (joint_states -> torques),
+robot_state.py (/tf, /tf_static and the file's joints) and diagnostics.py (``/diagnostics``).
+Every callback runs in guard.Guard: a bad input gets its documented outcome (success=false with the
+reason, a counted drop, a rejected parameter), any other exception is an internal error logged
+with its traceback; nothing raises into the executor. The parameters are listed in
+parameters.PARAMETERS (and documented in config/dynamics_node.yaml).
 
 Lifecycle (a managed node, as nav2 and ros2_control nodes are): unconfigured (a description that
 arrives is kept), configure (loads it) -> inactive -> activate -> active (the services exist and
