@@ -81,7 +81,7 @@ def measure(name):
     model.warm_up()
     peer, to_pin = Peer(name), oracle(name)
     rng = seeded(name, 'bench')
-    positions = [model.complete_positions(independent_positions(model, rng), budget_ms=2000.0)
+    positions = [model.complete_positions(independent_positions(model, rng))
                  for _ in range(max(STATES, STATES_COUNTED))]
     fallbacks, refused = 0, set()
     for q in positions[:STATES_COUNTED]:
@@ -93,7 +93,7 @@ def measure(name):
             fallbacks += 1
             refused.add(str(error))
     # the timed q get every check
-    model.complete_positions(independent_positions(model, rng), budget_ms=2000.0)
+    model.complete_positions(independent_positions(model, rng))
     times, iterations = [], []
     for q in positions[:STATES]:
         yd, ydd, tau = (rng.normal(size=model.ny), rng.normal(size=model.ny),

@@ -20,6 +20,9 @@ docs/performance.md.
    hand, humanoid and Digit-like systems of dynamics_node/description/scenes.py, our LCABA (and the
    exact route) next to pinocchio.lcaba and constraintDynamics at 1 and 3 iterations, with the
    paper's numbers.
+5. Link kinematics (bench/link_kinematics.py): poses, Jacobians and Jdot yd of one link and of
+   every link, from the library and through the ~/link_kinematics handler, next to Pinocchio's
+   framesForwardKinematics + getFrameJacobian (and getFrameClassicalAcceleration).
 Then the first-run compile time and the cached warm-up, each from a fresh process sharing a
 temporary numba cache, and the node's end-to-end latency (bench/node_latency.py).
 Calls are timed in interleaved rounds of batches (bench/timing.py).
@@ -46,6 +49,7 @@ from dynamics_node.algorithms.lcaba import ProximalSettings  # noqa: E402
 from conftest import random_state  # noqa: E402  (test helper: consistent random state)
 from lcaba_vs_pinocchio import (HEADER as LOOP_HEADER, lcaba_kernel, loop_table,  # noqa: E402
                                 NOTE as LOOP_NOTE, PinocchioCase)
+from link_kinematics import HEADING as LINKS, report_section as links_section  # noqa: E402
 # test helper: Chignoli et al. 2023-style parallel chains
 from mechanisms import parallel_chains  # noqa: E402
 from oracle import KKTOracle  # noqa: E402  (test-only Pinocchio model of the spanning tree)
@@ -294,6 +298,7 @@ def main():
     report.text(LOOP_NOTE)
     scaling_table(report, rng)
     table_ii_section(report, '4. ' + TABLE_II)
+    links_section(report, '5. ' + LINKS, rng)
 
     cold, cached = startup_times()
     report.heading('Compilation')

@@ -6,18 +6,19 @@ contiguous ranges. q and v follow ``joint_names``; y (independent velocities) fo
 ``independent_joint_names``.
 """
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 import functools
 import threading
 
 import numpy as np
 
-from .algorithms.completion import BUDGET_MS, complete_positions, MAX_BUDGET_MS
-from .algorithms.frames import (bias_acceleration, link_pose as pose_of, link_transforms,
-                                positions_jacobians)
-from .algorithms.kinematics import update_transforms
+from .algorithms.completion import complete_positions, MAX_BUDGET_MS
+from .algorithms.frames import world_twists
+from .algorithms.kinematics import forward_pass, update_transforms
 from .algorithms.lcaba import DEFAULT_SETTINGS, ProximalSettings
 from . import contacts as contact_routes
+from .description.compose import float_root
 from .description.extended_urdf import to_urdf_plus
 from .description.urdf import read_urdf
 from .engines.numpy_engine import ReferencePath
@@ -26,12 +27,13 @@ from .forward_dynamics import (aba_info, AUTO, check_method, check_settings, lca
                                lcaba_is_cheaper)
 from .joint_types import NQ, NV
 from .multibody.clusters import (amplification, AMPLIFICATION_LIMIT, build_clusters,
-                                 constraint_jacobian, mimic_roles, mimic_warnings, regular)
+                                 constraint_jacobian, mimic_roles, mimic_warnings,
+                                 neighbourhood_amplification, REFERENCE_PROBE, regular)
 from .multibody.couplings import LinearConstraints
 from .multibody.joints import motion_subspace, neutral_position
-from .multibody.roles import held_coordinates, passive_joints
+from .multibody.roles import held_coordinates, idle_spin, passive_joints
 from .multibody.topology import SpanningTree
-from .spatial import pose_transform, SWAP_LINEAR_ANGULAR
+from .spatial import pose_transform
 from .validation import check_finite, external_forces, independent_velocities, positions, vector
 from . import bounds
 
@@ -121,6 +123,12 @@ class Model:
         self.independent_q = _frozen(np.array(
             [self.idx_q[b] + k for b in range(1, self.nb) if self.joint_role[b] == 'independent'
              for k in range(self.nq_body[b])], dtype=int))
+        # (joint, first entry, size) of the independent positions of each named joint
+        starts = np.cumsum([0] + [self.nq_body[b] for b in range(1, self.nb)
+                                  if self.joint_role[b] == 'independent'])
+        self._independent_q_layout = tuple(
+            (self.joint_names[b - 1], int(start), self.nq_body[b]) for b, start in zip(
+                [b for b in range(1, self.nb) if self.joint_role[b] == 'independent'], starts))
         self.Sbar = tuple(_frozen(_block_diagonal([self.S[b] for b in c.bodies]))
                           for c in clusters)
         self.floating_base = any(t == 'floating' for t in self.joint_type[1:])
@@ -138,20 +146,6 @@ class Model:
         self.actuated_y = _frozen(np.array(
             [y for y, v in enumerate(self.independent_v)
              if self.joint_names[_body_of_entry(self.idx_v, v) - 1] in actuated], dtype=int))
-        self.unactuated_y = _frozen(np.setdiff1d(np.arange(self.ny), self.actuated_y))
-        self.held_y, self.locked_v = (_frozen(x) for x in held_coordinates(self, clusters))
-        self.free_columns = tuple(np.setdiff1d(np.arange(y1 - y0), self.held_y - y0)
-                                  for y0, y1 in self.y_range)
-        self.free_joint_columns = tuple(
-            np.flatnonzero(~np.isin(np.arange(self.idx_v[i], self.idx_v[i] + nv[i]),
-                                    self.locked_v))
-            for i in range(self.nb))
-        self.held_joint_names = tuple(dict.fromkeys(
-            self.joint_names[_body_of_entry(self.idx_v, v) - 1]
-            for v in self.independent_v[self.held_y]))
-        self.warnings += [f'joint {quote(name)} moves only bodies without inertia and no '
-                          'constraint determines it: forward dynamics holds it still'
-                          for name in self.held_joint_names]
         # method 'auto' starts with LCABA
         self._auto_settings = DEFAULT_SETTINGS if lcaba_is_cheaper(self) else None
         self.G_constant = self.couplings.G             # constant G_k of coupling-only clusters
@@ -162,9 +156,40 @@ class Model:
         self._zero_y = _frozen(np.zeros(self.ny))
         self._local = _ThreadWorkspace(self)           # ._local.data: the calling thread's
         #                                                workspace
-        self._reference_positions, self.reference_amplification = self._reference(
-            clusters, reference_positions)
+        self._reference_positions, self.reference_amplification, neighbourhoods = \
+            self._reference(clusters, tree, reference_positions)
         self.amplification_limit = amplification_limit
+        self.warnings += [_near_singularity(c, around, self.amplification_bound[c.index])
+                          for c, around in zip(clusters, neighbourhoods)
+                          if around > 0.5 * self.amplification_bound[c.index]]
+        # the loops hold their idle spins (roles.py): unit motions at the reference configuration
+        data = Data(self)
+        passive_y = np.setdiff1d(np.arange(self.ny), self.actuated_y)
+        spins = []
+        for y in passive_y:
+            if not self.cluster_list[self._cluster_of_y(y)].linear:
+                forward_pass(self, data, self._reference_positions, np.eye(self.ny)[y])
+                if idle_spin(self, *world_twists(self, data)):
+                    spins.append(y)
+        self.held_y, self.locked_v = (_frozen(x) for x in held_coordinates(self, clusters, spins))
+        # what contacts must carry: neither actuated nor held (the floating base, passive joints)
+        self.unactuated_y = _frozen(np.setdiff1d(passive_y, self.held_y))
+        self.free_columns = tuple(np.setdiff1d(np.arange(y1 - y0), self.held_y - y0)
+                                  for y0, y1 in self.y_range)
+        self.free_joint_columns = tuple(
+            np.flatnonzero(~np.isin(np.arange(self.idx_v[i], self.idx_v[i] + nv[i]),
+                                    self.locked_v))
+            for i in range(self.nb))
+        self.idle_spin_joint_names = tuple(dict.fromkeys(
+            self.joint_names[_body_of_entry(self.idx_v, v) - 1]
+            for v in self.independent_v[spins]))
+        self.held_joint_names = tuple(dict.fromkeys(
+            self.joint_names[_body_of_entry(self.idx_v, v) - 1]
+            for v in self.independent_v[self.held_y]))
+        self.warnings += [f'joint {quote(name)} moves only bodies without inertia and no '
+                          'constraint determines it: forward dynamics holds it still'
+                          for name in self.held_joint_names
+                          if name not in self.idle_spin_joint_names]
 
     @property
     def reference_positions(self):
@@ -197,10 +222,10 @@ class Model:
         if self._flat is not None:
             self._flat.amplification_bound[:] = self.amplification_bound
 
-    def _reference(self, clusters, given):
+    def _reference(self, clusters, tree, given):
         """The reference positions (given ones checked: closed, regular; else each loop cluster's
-        reference configuration with the couplings solved) and each cluster's amplification
-        there."""
+        reference configuration with the couplings solved), each cluster's amplification there and
+        the largest in its neighbourhood (clusters.neighbourhood_amplification)."""
         data = Data(self)
         data.engine = ReferencePath(self, data)        # the NumPy checks: nothing compiles at load
         if given is None:
@@ -212,7 +237,7 @@ class Model:
         else:
             q = positions(self, data, given)
         update_transforms(self, data, q, self.loop_bodies)
-        gains = np.ones(len(clusters))
+        gains, around = np.ones(len(clusters)), np.ones(len(clusters))
         for c in clusters:
             if not c.linear:
                 K = constraint_jacobian(c, data.Xup, self.S)[0][c.active_rows]
@@ -220,7 +245,10 @@ class Model:
                     raise ModelError(f'reference_positions: cluster {quote(c.name)} is (nearly) '
                                      'singular there; give a regular closed configuration')
                 gains[c.index] = amplification(K, c.dependent, c.independent)
-        return _frozen(q), _frozen(gains)
+                around[c.index] = c.reference_neighbourhood if given is None else \
+                    neighbourhood_amplification(c, tree, {
+                        b: q[self.idx_q[b]:self.idx_q[b] + self.nq_body[b]] for b in c.bodies})
+        return _frozen(q), _frozen(gains), around
 
     @property
     def auto_lcaba(self):
@@ -280,6 +308,10 @@ class Model:
     def links(self):
         """Every link name (frames of bodies and of the links fixed to them)."""
         return tuple(self.link_frame)
+
+    def _cluster_of_y(self, y):
+        """The index of the cluster whose independent velocities hold entry y."""
+        return next(k for k, (y0, y1) in enumerate(self.y_range) if y0 <= y < y1)
 
     def _describe(self, c, tree):
         joints = tuple(self.joint_names[b - 1] for b in c.bodies)
@@ -536,11 +568,7 @@ class Model:
 
     def link_jacobian(self, q, link):
         """J (6 x ny): [linear; angular] velocity of the link frame, in that frame, from yd."""
-        data = self._local.data
-        q = positions(self, data, q)
-        (J,) = positions_jacobians(self, data, q, [self.link_frame[self._link(link)]])
-        check_finite(self, 'Jacobian entries', [('q', q, bounds.POSITION)], J)
-        return SWAP_LINEAR_ANGULAR @ J
+        return self._link_kinematics(q, None, (link,), 'Jacobian entries', jacobians=True)[2][0]
 
     def link_bias_acceleration(self, q, v, link):
         """Jdot yd (6): classical acceleration [linear; angular] of the link frame's origin, in
@@ -552,52 +580,83 @@ class Model:
             v: spanning (nv, consistent) or independent (ny) velocities.
             link: a link name.
         """
-        data = self._local.data
-        q = positions(self, data, q)
-        v = vector(v, 'v', {self.nv: 'spanning', self.ny: 'independent'}, bounds.VELOCITY)
-        yd = independent_velocities(self, data, v)
-        a = bias_acceleration(self, data, q, yd, self.link_frame[self._link(link)])
-        check_finite(self, 'bias acceleration entries',
-                     [('q', q, bounds.POSITION), ('v', v, bounds.VELOCITY)], a)
-        return SWAP_LINEAR_ANGULAR @ a
+        return self._link_kinematics(q, v, (link,), 'bias acceleration entries',
+                                     biases=True)[3][0]
 
     def link_pose(self, q, link):
         """(R, p): orientation and origin of a link in the root link's frame."""
-        data = self._local.data
-        q = positions(self, data, q, check=False)
-        update_transforms(self, data, q)
-        body, X_link_body = self.link_frame[self._link(link)]
-        R, p = pose_of(X_link_body @ link_transforms(self, data)[body])
-        check_finite(self, 'pose entries', [('q', q, bounds.POSITION)], R, p)
-        return R, p
+        R, p, _, _ = self._link_kinematics(q, None, (link,), 'pose entries', poses=True)
+        return R[0], p[0]
 
     def link_poses(self, q):
         """(R (L x 3 x 3), p (L x 3)): orientation and origin of every link (in ``links`` order)
         in the root link's frame, from one forward pass (the transforms of /tf)."""
-        data = self._local.data
-        q = positions(self, data, q, check=False)
-        update_transforms(self, data, q)
-        X_body_root = link_transforms(self, data)
-        poses = [pose_of(X_link_body @ X_body_root[body])
-                 for body, X_link_body in self.link_frame.values()]
-        R, p = np.array([R for R, _ in poses]), np.array([p for _, p in poses])
-        check_finite(self, 'pose entries', [('q', q, bounds.POSITION)], R, p)
+        R, p, _, _ = self._link_kinematics(q, None, None, 'pose entries', poses=True)
         return R, p
 
-    def complete_positions(self, q_independent, budget_ms=BUDGET_MS):
-        """Spanning q (nq) from the independent joints' positions (in independent_joint_names
-        order, 7 entries for a floating joint, 4 for a spherical one, none for a split joint) on
-        the assembly branch of reference_positions: couplings solved directly, loops by
-        continuation from the last completion, else from the reference configuration
-        (completion.py). The same input gives the same positions whatever was completed before;
-        positions off the branch (out of reach, or beyond a singularity) raise ModelError.
-        budget_ms bounds the continuation from the reference."""
+    def link_kinematics(self, q, v, links):
+        """(R (k x 3 x 3), p (k x 3), J (k x 6 x ny), bias (k x 6)) of k links from one forward
+        pass: each link's orientation and origin in the root link's frame (link_pose), its
+        Jacobian (link_jacobian) and its bias acceleration Jdot yd (link_bias_acceleration), rows
+        [linear; angular] in the link's frame.
+
+        Args:
+            q: spanning positions (nq), loops closed.
+            v: spanning (nv, consistent) or independent (ny) velocities.
+            links: distinct link names of the model (a name alone is a list of one; none gives
+                k = 0), checked first, before q and v, in time linear in their number: a call
+                names each of the model's links at most once, and a longer list is refused before
+                any kinematics.
+        """
+        links = self._link_list(links, empty=True)
+        return self._link_kinematics(q, v, links, 'poses, Jacobians and bias accelerations',
+                                     poses=True, jacobians=True, biases=True)
+
+    def _link_kinematics(self, q, v, links, what, poses=False, jacobians=False, biases=False):
+        """(R, p, J, bias) of links (names; None: every link) that poses, jacobians and biases
+        ask, None for the others: the fused call, else the checked path in the order of the single
+        calls: q (loops closed unless poses alone), v (with biases), each link (Model._link), the
+        engine's pass, the finiteness of the results (what they are called in its message)."""
+        data = self._local.data
+        found = data.engine.fused_link_kinematics(q, v, links, poses, jacobians, biases)
+        if found is not None:
+            return found
+        q = positions(self, data, q, check=jacobians or biases)
+        inputs, yd = [('q', q, bounds.POSITION)], None
+        if biases:
+            v = vector(v, 'v', {self.nv: 'spanning', self.ny: 'independent'}, bounds.VELOCITY)
+            yd = independent_velocities(self, data, v)
+            inputs.append(('v', v, bounds.VELOCITY))
+        names = None if links is None else tuple(self._link(link) for link in links)
+        results = data.engine.link_kinematics(q, yd, names, poses, jacobians, biases)
+        check_finite(self, what, inputs, *[x for x in results if x is not None])
+        return results
+
+    def complete_positions(self, q_independent, budget_ms=None):
+        """Spanning q (nq) on the assembly branch of reference_positions: couplings solved
+        directly, loops by continuation from the last completion, else from the reference
+        configuration (completion.py). The same input gives the same positions whatever was
+        completed before; positions off the branch (out of reach) raise ModelError, beyond a
+        singularity SingularConfigurationError.
+
+        Args:
+            q_independent: the independent joints' positions in independent_joint_names order (7
+                entries for a floating joint, 4 for a spherical one, none for a split joint), or
+                a mapping {joint name: position} of the actuated joints (and the floating joint's
+                7), as a driver measures them: the passive ones (idle spins) take their reference
+                positions.
+            budget_ms: None (default), the continuation bounded by its steps only; or a time
+                budget in milliseconds for a caller that must answer in time (the node's stream).
+        """
+        if isinstance(q_independent, Mapping):
+            q_independent = self._independent_positions(q_independent)
         q_ind = vector(q_independent, 'q_independent',
                        {self.independent_q.size: 'independent positions'}, bounds.POSITION)
-        budget = budget_ms if type(budget_ms) is float and 0.0 < budget_ms <= MAX_BUDGET_MS else \
+        budget = budget_ms if budget_ms is None or type(budget_ms) is float and \
+            0.0 < budget_ms <= MAX_BUDGET_MS else \
             vector(budget_ms, 'budget_ms', {1: 'milliseconds'}, MAX_BUDGET_MS)[0]
-        if budget <= 0.0:
-            raise ModelError(f'budget_ms is {budget:g}; expected a time budget > 0 ms')
+        if budget is not None and budget <= 0.0:
+            raise ModelError(f'budget_ms is {budget:g}; expected a time budget > 0 ms or None')
         data = self._local.data
         q = data.engine.fused_completion(q_ind, data.q_last, budget)
         # planar or split joints, or a failure to name: completion.py
@@ -610,6 +669,30 @@ class Model:
         #                                                succeeded
         data.engine.closed_positions(q)                # equal positions are not checked again
         return q
+
+    def _independent_positions(self, by_name):
+        """The independent positions (complete_positions' layout) of a mapping of the actuated
+        (and floating) joints' positions, the passive ones at their reference positions."""
+        known = {name: (start, size) for name, start, size in self._independent_q_layout}
+        unknown = [name for name in by_name if name not in known]
+        if unknown:
+            name = unknown[0]
+            why = ('its position follows from the loops' if name in self.joint_names else
+                   'no joint of the model has this name')
+            raise ModelError(f'q_independent names joint {quote(name)}: {why}; name the actuated '
+                             f'joints {quote(list(self.actuated_joint_names))}')
+        missing = [name for name in self.actuated_joint_names + (self.floating_base_joint,)
+                   if name and name not in by_name]
+        if missing:
+            raise ModelError(f'q_independent misses the actuated joints {quote(missing)}; name '
+                             'every actuated joint (the passive ones take their reference '
+                             'positions)')
+        q_ind = self._reference_positions[self.independent_q]
+        for name, value in by_name.items():
+            start, size = known[name]
+            q_ind[start:start + size] = vector(value, f'q_independent[{name!r}]',
+                                               {size: 'positions'}, bounds.POSITION)
+        return q_ind
 
     def spanning_velocities(self, q, yd):
         """qd = G yd (nv) at positions q."""
@@ -637,8 +720,9 @@ class Model:
                              f'{quote(sorted(self.link_frame))}')
         return link
 
-    def _link_list(self, links):
-        """Distinct link names of this model (a name alone is a list of one)."""
+    def _link_list(self, links, empty=False):
+        """Distinct link names of this model (a name alone is a list of one; none only where empty
+        is allowed), in time linear in their number."""
         if isinstance(links, str):
             return [self._link(links)]
         try:
@@ -646,7 +730,7 @@ class Model:
         except TypeError:
             raise ModelError('links must be a link name or a list of them, got '
                              f'{quote(links)}') from None
-        if not links:
+        if not links and not empty:
             raise ModelError('links is empty; name at least one link')
         if len(set(links)) < len(links):
             duplicate = first_repeated(links)
@@ -709,6 +793,17 @@ def _joint_roles(clusters, nv):
     return tuple(roles)
 
 
+def _near_singularity(cluster, around, bound):
+    """The load warning of a loop cluster whose reference lies near a singularity: in its
+    neighbourhood the amplification exceeds half its bound."""
+    found = (f'a configuration {REFERENCE_PROBE:g} rad from it is singular' if around == np.inf
+             else f'{REFERENCE_PROBE:g} rad from it the amplification reaches {around:.3g}, over '
+             f'half of its bound {bound:.3g}')
+    return (f'cluster {quote(cluster.name)}: its reference configuration lies near a singularity '
+            f'({found}), so inputs near it may be refused as singular; pass reference_positions '
+            'at a configuration inside the working range, or raise amplification_limit')
+
+
 def _amplification_limit(value):
     limit = vector(value, 'amplification_limit', {1: 'a ratio'}, bounds.AMPLIFICATION)[0]
     if limit < 1.0:
@@ -759,7 +854,7 @@ def urdf_plus(urdf, closures):
 
 
 def load_model(source, compiled=None, strict=False, closures=None, reference_positions=None,
-               amplification_limit=AMPLIFICATION_LIMIT):
+               amplification_limit=AMPLIFICATION_LIMIT, floating_base=False):
     """Load a URDF+ robot from a file path or an XML string (Chignoli, Slotine et al. 2024).
 
     Links whose inertia breaks the triangle inequality or has zero principal moments (common in
@@ -774,10 +869,18 @@ def load_model(source, compiled=None, strict=False, closures=None, reference_pos
         reference_positions: a closed, regular configuration (nq) that fixes the assembly branch
             complete_positions follows (default: found at load, Model.reference_positions).
         amplification_limit: Model.amplification_limit.
+        floating_base: True hangs the root link on a floating joint (description/compose.py:
+            float_root), for a legged robot whose file has none: a massless root link fixed to one
+            child (a 'world' link) has that joint made floating, any other root link hangs from a
+            new link 'world' by the floating joint 'root_joint'. Every other name stays.
     Raises:
         ModelError: with the element, name and expectation, for any description the library cannot
             use.
     """
     if closures is not None:
         source = urdf_plus(source, closures)
+    if floating_base is True:
+        source = float_root(source)
+    elif floating_base is not False:
+        raise ModelError(f'floating_base must be True or False, got {quote(floating_base)}')
     return Model(read_urdf(source, strict), compiled, reference_positions, amplification_limit)

@@ -687,15 +687,17 @@ class KKTOracle:
     def constraint_rank(self, q):
         return self._svd(self.constraint_jacobian(q))[3]
 
-    def forward_dynamics(self, q, v, tau, wrenches=None):
-        """Spanning qdd from [[H, K^T],[K, 0]] [qdd; -lam] = [tau - C; k] (null-space solve)."""
+    def forward_dynamics(self, q, v, tau, wrenches=None, held=()):
+        """Spanning qdd from [[H, K^T],[K, 0]] [qdd; -lam] = [tau - C; k] (null-space solve); the
+        velocity entries held (the library's held coordinates: idle spins) keep zero acceleration,
+        as rows e_i^T qdd = 0 added to K."""
         H = self.mass_matrix(q)
         C = self.bias(q, v, wrenches)
         rhs = np.asarray(tau, dtype=float).reshape(-1) - C
-        K = self.constraint_jacobian(q)
+        K = np.vstack([self.constraint_jacobian(q), np.eye(self.nv)[list(held)]])
         if K.shape[0] == 0:
             return np.linalg.solve(H, rhs)
-        k = self.constraint_bias(q, v)
+        k = np.concatenate([self.constraint_bias(q, v), np.zeros(len(held))])
         U, s, Vt, r = self._svd(K)
         # least-squares particular solution of K qdd = k, then free motion in null(K)
         qdd_p = Vt[:r].T @ ((U[:, :r].T @ k) / s[:r])

@@ -27,7 +27,18 @@ def calls(model, q, v, tau, a, wrenches, links):
         'gravity_forces': lambda q, v, tau, a: model.gravity_forces(q),
         'mass_matrix': lambda q, v, tau, a: model.mass_matrix(q),
         'inverse_osim': lambda q, v, tau, a: model.inverse_osim(q, links),
+        'link_jacobian': lambda q, v, tau, a: model.link_jacobian(q, links[0]),
+        'link_bias_acceleration': lambda q, v, tau, a: model.link_bias_acceleration(q, v,
+                                                                                    links[0]),
+        'link_kinematics': lambda q, v, tau, a: _flat(model.link_kinematics(q, v, links)),
+        'link_pose': lambda q, v, tau, a: _flat(model.link_pose(q, links[0])),
+        'link_poses': lambda q, v, tau, a: _flat(model.link_poses(q)),
     }
+
+
+def _flat(arrays):
+    """The arrays of a link call as one vector."""
+    return np.concatenate([np.reshape(x, -1) for x in arrays])
 
 
 def python_path(call, *arrays):
@@ -82,6 +93,8 @@ def test_positions_complete_positions_returned_skip_the_position_checks(rng):
     opened = _with(q, 1, q[1] + 0.1)
     yd, tau = np.ones(model.ny), np.ones(model.ny)
     checked = calls(model, q, yd, tau, tau, None, [model.links[-1]])
+    for label in ('link_pose', 'link_poses'):                 # the loops are not theirs to check
+        assert np.all(np.isfinite(checked.pop(label)(opened, yd, tau, tau))), label
     for label, call in checked.items():
         with pytest.raises(ModelError, match='violates constraint'):
             call(opened, yd, tau, tau)
@@ -94,6 +107,20 @@ def test_positions_complete_positions_returned_skip_the_position_checks(rng):
     with pytest.raises(ModelError):
         model.complete_positions([np.nan])
     np.testing.assert_array_equal(engine.data.q_closed, q)
+
+
+def test_skipped_checks_give_the_same_results(rng):
+    """Positions complete_positions returned skip the checks, yet their quaternions are normalized
+    as the checks do: a floating robot's results do not depend on whether the model completed its
+    q before (LCABA's penalty turned the last bit of a quaternion into 4e-11 of its result)."""
+    completed, fresh = (load_model(bundled_model('humanoid_belts')) for _ in range(2))
+    q, yd, wrenches = random_state(completed, rng)
+    for method in ('aba', 'lcaba'):
+        np.testing.assert_array_equal(
+            completed.forward_dynamics(q, yd, yd, wrenches, method=method),
+            fresh.forward_dynamics(q, yd, yd, wrenches, method=method))
+    np.testing.assert_array_equal(completed.inverse_dynamics(q, yd, yd, wrenches),
+                                  fresh.inverse_dynamics(q, yd, yd, wrenches))
 
 
 def test_the_fused_lcaba_call_takes_each_calls_settings(rng, monkeypatch):
@@ -199,7 +226,7 @@ def test_velocities_that_violate_one_constraint_row_are_refused(name, rng):
             off[v0:v1] += np.linalg.pinv(K) @ (size * np.eye(K.shape[0])[row])
             for label, call in calls(model, q, off, tau, a, wrenches, [model.links[-1]]).items():
                 if label in ('forward_dynamics', 'forward_dynamics lcaba', 'inverse_dynamics',
-                             'bias_forces'):
+                             'bias_forces', 'link_bias_acceleration', 'link_kinematics'):
                     fast, python = (_error(call, q, off, tau, a),
                                     _error(python_path, call, q, off, tau, a))
                     assert (isinstance(fast, tuple)

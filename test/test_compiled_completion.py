@@ -8,7 +8,7 @@ import os
 import numpy as np
 import pytest
 
-from conftest import assert_close, COMPLETION_BUDGET_MS, random_independent_positions, ROBOTS
+from conftest import assert_close, random_independent_positions, ROBOTS
 from dynamics_node import bundled_model, load_model, ModelError
 from test_joint_types import MODELS as JOINT_MODELS
 from test_model_errors import four_bar
@@ -45,8 +45,8 @@ def test_compiled_completion_equals_completion_py(name, rng):
     model, counts = counted(load_model(bundled_model(name)))
     reference = load_model(bundled_model(name), compiled=False)
     for q_ind in sequences(model, rng):
-        assert_close(model.complete_positions(q_ind, COMPLETION_BUDGET_MS),
-                     reference.complete_positions(q_ind, COMPLETION_BUDGET_MS), f'{name}: q',
+        assert_close(model.complete_positions(q_ind),
+                     reference.complete_positions(q_ind), f'{name}: q',
                      1e-12)
     assert counts == {'compiled': 60, 'referred': 0}
 
@@ -60,8 +60,8 @@ def test_split_joints_turn_their_idle_spin_as_completion_py(rng):
     reference = load_model(urdf, closures=closures, compiled=False)
     assert model.split_joint_names
     for q_ind in sequences(model, rng):
-        assert_close(model.complete_positions(q_ind, COMPLETION_BUDGET_MS),
-                     reference.complete_positions(q_ind, COMPLETION_BUDGET_MS), 'q', 1e-12)
+        assert_close(model.complete_positions(q_ind),
+                     reference.complete_positions(q_ind), 'q', 1e-12)
     assert counts == {'compiled': 60, 'referred': 0}
 
 
@@ -71,8 +71,8 @@ def test_planar_joints_are_referred(rng):
     model, counts = counted(load_model(JOINT_MODELS['planar_block']))
     reference = load_model(JOINT_MODELS['planar_block'], compiled=False)
     for q_ind in sequences(model, rng)[:5]:
-        assert_close(model.complete_positions(q_ind, COMPLETION_BUDGET_MS),
-                     reference.complete_positions(q_ind, COMPLETION_BUDGET_MS), 'q', 1e-12)
+        assert_close(model.complete_positions(q_ind),
+                     reference.complete_positions(q_ind), 'q', 1e-12)
     assert counts == {'compiled': 0, 'referred': 5}
 
 
@@ -87,7 +87,7 @@ def test_an_unreachable_pose_is_named_by_the_kernel():
                              r"on the reference assembly branch: ") as compiled:
         model.complete_positions([np.pi])
     with pytest.raises(ModelError) as numpy:
-        reference.complete_positions([np.pi], COMPLETION_BUDGET_MS)
+        reference.complete_positions([np.pi])
     assert str(compiled.value) == str(numpy.value)
     assert counts == {'compiled': 1, 'referred': 0}
     assert np.array_equal(model.complete_positions([0.1]), reached), (

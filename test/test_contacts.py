@@ -209,7 +209,7 @@ class Reference:
 def random_state(model, rng):
     """Closed random q, independent velocities and forces."""
     q_ind = random_independent_positions(model, rng)
-    q = model.complete_positions(q_ind, budget_ms=2000.0)
+    q = model.complete_positions(q_ind)
     return q, rng.normal(size=model.ny), rng.normal(size=model.ny) * 5
 
 

@@ -96,12 +96,18 @@ def test_inverse_osim_matches_projection(name, compiled, rng):
         assert_close(Omega, Omega.T, 'Lambda^-1 symmetric')
 
 
+@ENGINES
 @pytest.mark.parametrize('name', ROBOTS)
-def test_link_kinematics_match_pinocchio(name, rng):
-    model, reference = robot(name), oracle(name)
-    q, _, _ = random_state(model, rng)
+def test_link_kinematics_match_pinocchio(name, compiled, rng):
+    """Poses and Jacobians of every link against Pinocchio's placements and LOCAL frame Jacobians
+    (times G); the batch link_kinematics gives exactly what the single calls give (its bias
+    accelerations against Pinocchio: test_link_bias_acceleration.py)."""
+    model, reference = robot(name, compiled), oracle(name)
+    q, yd, _ = random_state(model, rng)
     G = _G(name, q)
     rotations, origins = model.link_poses(q)
+    order = model.links[::-1]                        # the batch in an order of its own
+    batch = dict(zip(order, zip(*model.link_kinematics(q, yd, order))))
     for link, R_all, p_all in zip(model.links, rotations, origins):
         R, p = model.link_pose(q, link)
         pose = reference.link_placement(q, link)
@@ -109,8 +115,12 @@ def test_link_kinematics_match_pinocchio(name, rng):
         assert_close(p, pose.translation, f'p of {link}')
         assert_close(R_all, pose.rotation, f'link_poses R of {link}')
         assert_close(p_all, pose.translation, f'link_poses p of {link}')
-        assert_close(model.link_jacobian(q, link), reference.frame_jacobian(q, link) @ G,
-                     f'J of {link}')
+        J = model.link_jacobian(q, link)
+        assert_close(J, reference.frame_jacobian(q, link) @ G, f'J of {link}')
+        for part, single, in_batch in zip(
+                ('R', 'p', 'J', 'Jdot yd'),
+                (R, p, J, model.link_bias_acceleration(q, yd, link)), batch[link]):
+            np.testing.assert_array_equal(in_batch, single, f'batch {part} of {link}')
 
 
 def test_gravity_is_settable(rng):

@@ -1,6 +1,6 @@
 """The compiled fast path (flat/model.py, the kernels, engines/numba_engine.py) against the
-readable NumPy reference (engines/numpy_engine.py: aba.py, rnea.py, crba.py, efpa.py), whatever
-Model's public methods dispatch to."""
+readable NumPy reference (engines/numpy_engine.py: aba.py, rnea.py, crba.py, efpa.py, frames.py),
+whatever Model's public methods dispatch to."""
 
 import concurrent.futures
 import functools
@@ -18,7 +18,7 @@ from numba.core.runtime import _nrt_python, rtsys
 
 from conftest import assert_close, random_state, robot, ROBOTS
 from dynamics_node import load_model, ModelError, SingularConfigurationError
-from dynamics_node.kernels import aba, borrowed, cache, calls, checks, completion, lcaba
+from dynamics_node.kernels import aba, borrowed, cache, calls, checks, completion, frames, lcaba
 from dynamics_node.kernels.flat import checks as flat_checks, lcaba as flat_lcaba, model as flat
 from dynamics_node.engines.numba_engine import FastPath
 from dynamics_node.joint_types import TYPES
@@ -154,6 +154,45 @@ def test_spanning_accelerations(name, rng):
         q, yd, _ = random_state(model, rng)
         ydd = rng.normal(size=model.ny)
         assert_close(fast.spanning(q, yd, ydd), reference.spanning(q, yd, ydd), 'G ydd + g', RTOL)
+
+
+@pytest.mark.parametrize('name', MODELS)
+def test_link_kinematics(name, rng):
+    """kernels/frames.py = algorithms/frames.py: every link's pose, Jacobian and bias acceleration
+    from the engine's checked call and its fused call, and what each of Model's link calls asks,
+    through the public calls of a compiled model (the fused call) and of a NumPy one."""
+    model, fast = model_and_fast_path(name)
+    numpy_model = (load_model(EXTRA_MODELS[name], compiled=False) if name in EXTRA_MODELS
+                   else robot(name, compiled=False))
+    links = model.links
+    for _ in range(STATES):
+        q, yd, _ = random_state(model, rng)
+        v = model.spanning_velocities(q, yd)
+        expected = Reference(model).link_kinematics(q, yd, links)
+        for label, result in (('engine', fast.link_kinematics(q, yd, links)),
+                              ('engine, every link', fast.link_kinematics(q, yd, None)),
+                              ('fused', fast.fused_link_kinematics(q, v, links)),
+                              ('public', model.link_kinematics(q, v, links)),
+                              ('public NumPy', numpy_model.link_kinematics(q, yd, links))):
+            for part, x, y in zip(('R', 'p', 'J', 'Jdot yd'), result, expected):
+                assert_close(x, y, f'{name}, {label}: {part}', RTOL)
+        R, p, J, bias = fast.link_kinematics(q, None, links, jacobians=False, biases=False)
+        assert J is None and bias is None
+        assert_close(np.concatenate((R.reshape(-1), p.reshape(-1))),
+                     np.concatenate((expected[0].reshape(-1), expected[1].reshape(-1))),
+                     f'{name}: poses alone', RTOL)
+        for engine in (model, numpy_model):
+            R, p = engine.link_poses(q)
+            assert_close(R, expected[0], f'{name}: link_poses R', RTOL)
+            assert_close(p, expected[1], f'{name}: link_poses p', RTOL)
+            for e, frame in enumerate(links):
+                R, p = engine.link_pose(q, frame)
+                assert_close(R, expected[0][e], f'{name}: link_pose R of {frame}', RTOL)
+                assert_close(p, expected[1][e], f'{name}: link_pose p of {frame}', RTOL)
+                assert_close(engine.link_jacobian(q, frame), expected[2][e],
+                             f'{name}: link_jacobian of {frame}', RTOL)
+                assert_close(engine.link_bias_acceleration(q, v, frame), expected[3][e],
+                             f'{name}: link_bias_acceleration of {frame}', RTOL)
 
 
 def test_explicit_constraints_at_any_positions():
@@ -415,6 +454,7 @@ def test_kernel_caches_are_keyed_on_every_kernel_module():
     stamps = tuple((os.stat(path).st_mtime, os.stat(path).st_size) for path in sorted(modules))
     for kernel in (aba.aba, lcaba.lcaba, checks.accept_positions, checks.velocity_violation,
                    calls.forward_dynamics, calls.inverse_dynamics, completion.complete,
+                   frames.link_kinematics, calls.link_kinematics,
                    flat_checks.call_context, flat._new_model_ref,
                    flat._new_data_ref, flat_lcaba._new_plan_ref, flat_lcaba._new_data_ref):
         assert kernel._cache._impl.locator.get_source_stamp()[1:] == stamps, kernel
@@ -602,7 +642,12 @@ def test_kernels_allocate_nothing(name, rng):
              'fused_inverse_dynamics': (lambda: fast.fused_inverse_dynamics(q, yd, x), 0),
              'fused_mass_matrix': (lambda: fast.fused_mass_matrix(q), 0),
              'fused_inverse_osim':
-                 (lambda: fast.fused_inverse_osim(q, fast.frame_set(tuple(model.links[:4]))), 0)}
+                 (lambda: fast.fused_inverse_osim(q, fast.frame_set(tuple(model.links[:4]))), 0),
+             'link_kinematics': (lambda: fast.link_kinematics(q, yd, model.links), 0),
+             'fused_link_kinematics': (lambda: fast.fused_link_kinematics(q, v, model.links), 0),
+             'fused_link_kinematics (poses)':
+                 (lambda: fast.fused_link_kinematics(q, None, None, jacobians=False,
+                                                     biases=False), 0)}
     _nrt_python.memsys_enable_stats()
     try:
         for kernel, (call, arrays) in calls.items():
@@ -639,6 +684,7 @@ def test_singular_configuration_raises_in_both_paths():
                                 for part in re.split(conditioning, str(reference.value)))
     for call in (lambda: fast.forward_dynamics(q, yd, x), lambda: fast.inverse_dynamics(q, yd, x),
                  lambda: fast.mass_matrix(q), lambda: fast.inverse_osim(q, 'rocker'),
-                 lambda: fast.spanning(q, yd, x)):
+                 lambda: fast.spanning(q, yd, x), lambda: fast.link_kinematics(q, yd, ('rocker',)),
+                 lambda: fast.link_kinematics(q, None, ('rocker',), biases=False)):
         with pytest.raises(SingularConfigurationError, match=message):
             call()

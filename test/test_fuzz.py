@@ -169,6 +169,7 @@ def exercise(model, rng, outcomes, label):
     outcomes.run(f'{label} link_jacobian', lambda: model.link_jacobian(q, link))
     outcomes.run(f'{label} link_bias_acceleration',
                  lambda: model.link_bias_acceleration(q, v, link))
+    outcomes.run(f'{label} link_kinematics', lambda: model.link_kinematics(q, v, model.links))
 
 
 def fuzz_descriptions(count, seed, outcomes, compiled=True):
@@ -223,6 +224,24 @@ def hostile_call(model, state, rng):
         'method': (np.array(['aba', 'x']), 5, None, 'ABA', ['aba'], b'aba'),
         'settings': ('x', 5, {'mu': 1e6}),
     }
+
+    def by_name():
+        """The actuated joints' positions by name, one of them hostile, missing, renamed or
+        joined by a hostile name."""
+        names = list(model.actuated_joint_names) + [model.floating_base_joint] * \
+            bool(model.floating_base_joint)
+        sizes = {name: model.nq_body[model.joint_names.index(name) + 1] for name in names}
+        mapping = {name: [0.0] * (sizes[name] - 1) + [1.0] for name in names}
+        victim = names[rng.integers(len(names))]
+        case = rng.integers(4)
+        if case == 0:
+            mapping[victim] = hostile_vector(rng, sizes[victim])
+        elif case == 1:
+            del mapping[victim]
+        else:
+            mapping[(None, 5, 'nowhere' * 100, model.joint_names[-1], b'x', 1.5)[
+                rng.integers(6)] if case == 2 else victim + '_'] = 0.0
+        return mapping
 
     def pick(kind):
         return hostile[kind][rng.integers(len(hostile[kind]))]
@@ -285,9 +304,13 @@ def hostile_call(model, state, rng):
          lambda: model.link_bias_acceleration(q, yd, pick('links'))),
         ('link_bias_acceleration v',
          lambda: model.link_bias_acceleration(q, hostile_vector(rng, model.nv), model.links[-1])),
+        ('link_kinematics links', lambda: model.link_kinematics(q, yd, pick('links'))),
+        ('link_kinematics v',
+         lambda: model.link_kinematics(q, hostile_vector(rng, model.nv), model.links)),
         ('complete_positions', lambda: model.complete_positions(hostile_vector(rng, q_ind.size))),
         ('complete_positions budget',
          lambda: model.complete_positions(q_ind, budget_ms=hostile_vector(rng, 1))),
+        ('complete_positions by name', lambda: model.complete_positions(by_name())),
         ('spanning_velocities',
          lambda: model.spanning_velocities(q, hostile_vector(rng, model.ny))),
         ('gravity', lambda: _set_gravity(model, hostile_vector(rng, 3))),

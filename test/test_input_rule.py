@@ -205,11 +205,15 @@ def test_public_calls_raise_model_errors_only():
         (lambda: model.link_pose(q, ['FL_foot']),
          r"^unknown link \['FL_foot'\]; links are \['FL_abad', "),
         (lambda: model.link_jacobian(q, None), r'^unknown link None; links are '),
+        (lambda: model.link_kinematics(q, zero, None),
+         r'^links must be a link name or a list of them, got None$'),
+        (lambda: model.link_kinematics(q, zero, {'FL_foot': 1, 'trunk': 2, 'x': 3}),
+         r"^unknown link 'x'; links are \['FL_abad', "),
         (lambda: model.mass_matrix(q + 0j), r'^q must be a vector of real numbers, got array\('),
         (lambda: model.mass_matrix([str(x) for x in q]),
          r"^q must be a vector of real numbers, got \['0.0', "),
         (lambda: model.complete_positions(QUADRUPED_STANDING, budget_ms=0),
-         r'^budget_ms is 0; expected a time budget > 0 ms$'),
+         r'^budget_ms is 0; expected a time budget > 0 ms or None$'),
     ]
     for call, message in cases:
         with pytest.raises(ModelError, match=message):
@@ -250,17 +254,20 @@ def test_unreachable_poses_are_rejected_in_a_bounded_number_of_newton_solves(mon
     four = load_model(four_bar(lengths=(0.3, 1.0, 0.2)), compiled=False)
     with pytest.raises(ModelError, match=r"^cannot close the constraints \['closure'\] of cluster "
                                          r"'crank' on the reference assembly branch: .+ of the "
-                                         r"way.*; the independent positions may be out of the "
-                                         r"mechanism's reach$"):
-        four.complete_positions([np.pi], budget_ms=1e4)
+                                         r"way.*; (the independent positions may be out of "
+                                         r"the mechanism's reach|the positions lie beyond a "
+                                         r'singularity from the reference configuration: raise '
+                                         r'amplification_limit, or give reference_positions on '
+                                         r'their side)$'):
+        four.complete_positions([np.pi])
     assert 0 < solves['newton'] <= bound, solves
     angles = np.random.default_rng(1).uniform(-0.3, 0.3, 41)
     chain = load_model(chain_loop(angles), compiled=False)
     solves.clear()
     with pytest.raises(ModelError, match=r'cannot close'):
-        chain.complete_positions(np.zeros(39), budget_ms=1e4)
+        chain.complete_positions(np.zeros(39))
     assert 0 < solves['newton'] <= bound, solves
-    q = chain.complete_positions(angles[:39], budget_ms=1e4)   # a reachable pose is still found
+    q = chain.complete_positions(angles[:39])   # a reachable pose is still found
     assert np.array_equal(q[:39], angles[:39]) and chain.mass_matrix(q).shape == (39, 39)
 
 

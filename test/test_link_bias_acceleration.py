@@ -16,7 +16,7 @@ import numpy as np
 import pinocchio as pin
 import pytest
 
-from conftest import (assert_close, COMPLETION_BUDGET_MS, oracle, random_independent_positions,
+from conftest import (assert_close, oracle, random_independent_positions,
                       robot, ROBOTS)
 from dynamics_node import ModelError, SingularConfigurationError
 import test_published_patterns as published
@@ -49,26 +49,29 @@ def pinocchio_bias_acceleration(reference, model, q, yd, link):
 def test_matches_pinocchio_on_bundled_robots(name, compiled, rng):
     model, reference = robot(name, compiled), oracle(name)
     for _ in range(STATES):
-        q = model.complete_positions(random_independent_positions(model, rng),
-                                     budget_ms=COMPLETION_BUDGET_MS)
+        q = model.complete_positions(random_independent_positions(model, rng))
         yd = rng.normal(size=model.ny)
         v = model.spanning_velocities(q, yd)
-        for link in model.links:
+        _, _, _, batch = model.link_kinematics(q, v, model.links)
+        for link, in_batch in zip(model.links, batch):
             expected = pinocchio_bias_acceleration(reference, model, q, yd, link)
             assert_close(model.link_bias_acceleration(q, yd, link), expected,
                          f'Jdot yd of {link}')
             assert_close(model.link_bias_acceleration(q, v, link), expected,
                          f'Jdot yd of {link} (spanning v)')
+            assert_close(in_batch, expected, f'Jdot yd of {link} (link_kinematics)')
 
 
 @pytest.mark.parametrize('name', published.NAMES)
 def test_matches_pinocchio_on_published_patterns(name):
     model, reference = published.robot(name, True), published.oracle(name)
     for state in published.states(name, True):
-        for link in model.links:
-            assert_close(model.link_bias_acceleration(state.q, state.yd, link),
-                         pinocchio_bias_acceleration(reference, model, state.q, state.yd, link),
+        _, _, _, batch = model.link_kinematics(state.q, state.yd, model.links)
+        for link, in_batch in zip(model.links, batch):
+            expected = pinocchio_bias_acceleration(reference, model, state.q, state.yd, link)
+            assert_close(model.link_bias_acceleration(state.q, state.yd, link), expected,
                          f'Jdot yd of {link}')
+            assert_close(in_batch, expected, f'Jdot yd of {link} (link_kinematics)')
 
 
 def position_rates(model, yd):
@@ -99,17 +102,17 @@ def finite_difference(model, y0, yd, link):
     rates = position_rates(model, yd)
 
     def world_velocity(t):
-        q = model.complete_positions(y0 + t * rates, budget_ms=COMPLETION_BUDGET_MS)
+        q = model.complete_positions(y0 + t * rates)
         R, _ = model.link_pose(q, link)
         v = model.link_jacobian(q, link) @ yd
         return np.concatenate((R @ v[:3], R @ v[3:]))
-    R0, _ = model.link_pose(model.complete_positions(y0, budget_ms=COMPLETION_BUDGET_MS), link)
+    R0, _ = model.link_pose(model.complete_positions(y0), link)
     derivative = (world_velocity(H) - world_velocity(-H)) / (2 * H)
     return np.concatenate((R0.T @ derivative[:3], R0.T @ derivative[3:]))
 
 
 def check_finite_differences(model, y0, yd):
-    q = model.complete_positions(y0, budget_ms=COMPLETION_BUDGET_MS)
+    q = model.complete_positions(y0)
     for link in model.links:
         expected = finite_difference(model, y0, yd, link)
         assert_close(model.link_bias_acceleration(q, yd, link), expected,
@@ -169,6 +172,27 @@ def test_bad_input_raises_model_error_naming_it(compiled):
          r"^q violates constraint 'knee_gear' of cluster 'crank' by 0.8 "),
         (lambda: model.link_bias_acceleration(q, [1.0, 0.0], ['foot']),
          r"^unknown link \['foot'\]; links are \["),
+        (lambda: model.link_kinematics(q, [1.0], ['foot']),
+         r'^v has 1 entries; expected 5 \(spanning\) or 2 \(independent\)$'),
+        (lambda: model.link_kinematics(q, [np.nan, 0.0], 'foot'),
+         r'^v\[0\] is nan; expected finite numbers of magnitude at most 1e\+06$'),
+        (lambda: model.link_kinematics(q, v + 0.1, ['foot', 'crank']),
+         r"^v violates the constraints of cluster '.*' by .*; pass consistent spanning values "
+         r'or the 2 independent ones$'),
+        (lambda: model.link_kinematics(q + 0.1, [1.0, 0.0], ['foot']),
+         r"^q violates constraint 'knee_gear' of cluster 'crank' by 0.8 "),
+        (lambda: model.link_kinematics(q[:-1], [1.0, 0.0], ['foot']),
+         r'^q has 4 entries; expected 5 \(spanning positions\)$'),
+        # the links first, then q and v
+        (lambda: model.link_kinematics(q + 0.1, [np.nan], ['foot', 'hand']),
+         r"^unknown link 'hand'; links are \['base', 'coupler', 'crank', 'foot', 'motor_rotor', "
+         r"'shank'\]$"),
+        (lambda: model.link_kinematics(q, [1.0, 0.0], ['foot', 'crank', 'foot']),
+         r"^link 'foot' is named twice in links; name each link once$"),
+        (lambda: model.link_kinematics(q, [1.0, 0.0], [['foot']]),
+         r"^unknown link \['foot'\]; links are \["),
+        (lambda: model.link_kinematics(q, [1.0, 0.0], 5),
+         r'^links must be a link name or a list of them, got 5$'),
     ]
     for call, message in cases:
         with pytest.raises(ModelError, match=message):
@@ -177,6 +201,28 @@ def test_bad_input_raises_model_error_naming_it(compiled):
         model.link_bias_acceleration(q, [1.0, 0.0], 'y' * 1_000_000)
     assert str(error.value) == (f"unknown link '{'y' * 80}'... (1000000 characters); links are "
                                 "['base', 'coupler', 'crank', 'foot', 'motor_rotor', 'shank']")
+    R, p, J, bias = model.link_kinematics(q, v, [])
+    assert (R.shape, p.shape, J.shape, bias.shape) == ((0, 3, 3), (0, 3), (0, 6, 2), (0, 6))
+
+
+@ENGINES
+def test_a_request_longer_than_the_links_is_refused_before_any_kinematics(compiled, monkeypatch):
+    """link_kinematics names each link of the model at most once: 10,000 names, repeated or
+    unknown, are refused by the name at fault before any kinematics (the engine's link calls are
+    never reached), their check linear in their number (Model._link_list)."""
+    model = robot('linkage_leg', compiled)
+    q = model.complete_positions([0.8, 0.1])
+    engine = model._local.data.engine
+    for method in ('fused_link_kinematics', 'link_kinematics'):
+        monkeypatch.setattr(engine, method, lambda *args, **kwargs: pytest.fail('kinematics ran'))
+    for links, message in ((['foot', 'shank'] * 5_000,
+                            "link 'foot' is named twice in links; name each link once"),
+                           (model.links + tuple(f'link{i}' for i in range(10_000)),
+                            "unknown link 'link0'; links are ['base', 'coupler', 'crank', 'foot', "
+                            "'motor_rotor', 'shank']")):
+        with pytest.raises(ModelError) as error:
+            model.link_kinematics(q, [1.0, 0.0], links)
+        assert str(error.value) == message
 
 
 @ENGINES

@@ -44,7 +44,7 @@ def test_services_refuse_a_pose_near_the_dead_point_by_name(ros, four_bar_node):
     process, model = four_bar_node
     _, _, extreme = dead_point('stretched')
     q = load_model(ROCKER_DRIVEN, amplification_limit=1e8).complete_positions(
-        [extreme - 1e-6], budget_ms=1e4)
+        [extreme - 1e-6])
     with pytest.raises(SingularConfigurationError):
         model.inverse_dynamics(q, np.zeros(model.ny), np.zeros(model.ny))
     request = InverseDynamics.Request()
@@ -100,7 +100,7 @@ def test_the_stream_never_publishes_an_effort_beyond_the_limit(ros, four_bar_nod
 def test_clamped_efforts_stay_at_the_limit(ros, four_bar_node):  # noqa: F811
     process, model = four_bar_node
     _, _, extreme = dead_point('stretched')
-    q = model.complete_positions([extreme - 0.01], budget_ms=1e4)
+    q = model.complete_positions([extreme - 0.01])
     assert abs(model.bias_forces(q, [3.0])[0]) > EFFORT_LIMIT
     assert set_parameters(ros, process.name, stream__effort_limits='clamp').successful
     publisher = ros.node.create_publisher(JointState, f'{NAMESPACE}/dead_point/joint_states',

@@ -134,6 +134,8 @@ WHOLE_BODY_CASES = {
     'link_kinematics quadruped_rotors': link_kinematics_case('quadruped_rotors',
                                                              ['FL_foot', 'trunk', 'HR_foot']),
     'link_kinematics no links': link_kinematics_case('linkage_leg', []),
+    'link_kinematics every link': link_kinematics_case('quadruped_rotors',
+                                                       list(robot('quadruped_rotors').links)),
 }
 
 WHOLE_BODY_BAD_REQUESTS = [
@@ -151,6 +153,12 @@ WHOLE_BODY_BAD_REQUESTS = [
      "'crank', 'foot', 'motor_rotor', 'shank']"),
     (LinkKinematics, {'links': ['foot'], 'state_velocity': [0.0]},
      'state.velocity has 1 entries; expected 5 (one per state.name) or none'),
+    # a request names each link at most once: longer ones are refused before any kinematics
+    (LinkKinematics, {'links': ['foot', 'shank'] * 5_000},
+     "link 'foot' is named twice in links; name each link once"),
+    (LinkKinematics, {'links': ['foot'] + [f'link{i}' for i in range(10_000)]},
+     "unknown link 'link0'; links are ['base', 'coupler', 'crank', 'foot', 'motor_rotor', "
+     "'shank']"),
 ]
 
 

@@ -56,7 +56,7 @@ import numpy as np
 import pinocchio as pin
 import pytest
 
-from conftest import assert_close, COMPLETION_BUDGET_MS, SEED
+from conftest import assert_close, SEED
 from dynamics_node import bundled_model, load_model, ModelError, SingularConfigurationError
 from oracle import KKTOracle
 from test_extended_urdf import independent_oracle
@@ -164,7 +164,7 @@ def states(name, compiled):
     out = []
     for _ in range(STATES):
         q_ind = independent_positions(model, rng)
-        q = model.complete_positions(q_ind, budget_ms=COMPLETION_BUDGET_MS)
+        q = model.complete_positions(q_ind)
         wrenches = {link: (rng.normal(size=3), rng.normal(size=3)) for link in model.links[1::3]}
         out.append(State(q_ind, q, rng.normal(size=model.ny), rng.normal(size=model.nv),
                          rng.normal(size=model.ny), wrenches))
@@ -253,11 +253,12 @@ def locked_hand_forward_dynamics(name, model, q, v, tau, wrenches):
 def oracle_forward_dynamics(name, model, q, v, tau, wrenches):
     """The oracle's constrained accelerations, solved in the library's independent coordinates: qdd
     = G ydd + g with G^T H G ydd = G^T (tau - C - H g), G and g from the oracle's constraint
-    Jacobian. The solution of its null-space KKT solve, but scaled by the coordinates: a rod's idle
-    spin (4e-6 kg m^2 next to a 7 kg leg, cond(H_y) ~ 1e7) costs ~1e-9 of relative accuracy in an
-    SVD basis that mixes it with the leg, none here."""
+    Jacobian, its columns of held coordinates (idle spins, held still by their loops) left out. The
+    solution of its null-space KKT solve, but scaled by the coordinates: a rod's idle spin (4e-6 kg
+    m^2 next to a 7 kg leg, cond(H_y) ~ 1e7) costs ~1e-9 of relative accuracy in an SVD basis that
+    mixes it with the leg, none here."""
     reference = oracle(name)
-    G = reference.null_space_G(q, model.independent_v)
+    G = reference.null_space_G(q, model.independent_v)[:, free_columns(model)]
     g = reference.explicit_bias_g(q, v, model.independent_v)
     H = reference.mass_matrix(q)
     rhs = G.T @ (tau - reference.bias(q, v, wrenches) - H @ g)
@@ -265,7 +266,7 @@ def oracle_forward_dynamics(name, model, q, v, tau, wrenches):
 
 
 def expected_forward_dynamics(name, model, q, v, tau, wrenches):
-    if model.held_y.size:
+    if set(model.held_joint_names) - set(model.idle_spin_joint_names):
         return locked_hand_forward_dynamics(name, model, q, v, tau, wrenches)
     return oracle_forward_dynamics(name, model, q, v, tau, wrenches)
 
@@ -481,17 +482,17 @@ def test_completion_is_deterministic(name, compiled):
     the first again: the same positions, on a model that completed nothing before too."""
     model, rng = fresh_model(name, compiled), seeded(name, 'determinism')
     first = independent_positions(model, rng)
-    expected = model.complete_positions(first, budget_ms=COMPLETION_BUDGET_MS)
+    expected = model.complete_positions(first)
     others = [independent_positions(model, rng) for _ in range(50)]
     moving = np.array([joint_of_q(model, i) in model.actuated_joint_names
                        for i in model.independent_q], float)
     start = others[-1]
     others += [start + (first + 0.005 * moving - start) * k / 50 for k in range(1, 51)]
     for q_ind in others:
-        model.complete_positions(q_ind, budget_ms=COMPLETION_BUDGET_MS)
-    again = model.complete_positions(first, budget_ms=COMPLETION_BUDGET_MS)
+        model.complete_positions(q_ind)
+    again = model.complete_positions(first)
     assert_close(again, expected, f'{name}: q again', 1e-9)
-    fresh = fresh_model(name, compiled).complete_positions(first, budget_ms=COMPLETION_BUDGET_MS)
+    fresh = fresh_model(name, compiled).complete_positions(first)
     assert_close(fresh, expected, f'{name}: q on a fresh model', 1e-9)
 
 

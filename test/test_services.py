@@ -126,6 +126,26 @@ def test_bad_request(srv_type, fields, message):
     assert good.success, good.message
 
 
+def test_a_long_link_request_is_refused_before_any_kinematics(monkeypatch):
+    """~/link_kinematics: a request naming more links than the model has (10,000, repeated) is
+    answered success=false naming the repeat, without reaching the model's kinematics; the same
+    links once each are answered."""
+    served = serving('linkage_leg')
+    engine = served.loaded.model._local.data.engine
+    callback = service_callback('link_kinematics', link_kinematics, served, served.stats,
+                                served.logger)
+    links = list(served.loaded.model.links)
+    with monkeypatch.context() as patch:
+        for method in ('fused_link_kinematics', 'link_kinematics'):
+            patch.setattr(engine, method, lambda *args, **kwargs: pytest.fail('kinematics ran'))
+        response = callback(_loop_request(LinkKinematics, links=links * 1_700),
+                            LinkKinematics.Response())
+    assert not response.success
+    assert response.message == "link 'base' is named twice in links; name each link once"
+    response = callback(_loop_request(LinkKinematics, links=links), LinkKinematics.Response())
+    assert response.success and len(response.poses) == len(links), response.message
+
+
 def test_bad_base_state(quadruped):
     for request, pattern in bad_base_states():
         with pytest.raises(ModelError, match=pattern):

@@ -25,15 +25,17 @@ stopped.
 
 The spin of a split joint (a rod's ball joint: the rod turns about its own line), which no input
 sets, is turned to the rotation nearest the reference configuration's (canonical_spins), so it too
-depends only on the input. The continuation from the reference stops once budget_ms milliseconds
-are spent (checked between its steps).
+depends only on the input. A library call is bounded by steps alone (MAX_CONTINUATION_STEPS,
+HALVINGS, MAX_ITERATIONS), so its outcome never depends on the machine's load; a caller that must
+answer in time (the node's stream) gives budget_ms, and the continuation from the reference then
+stops once that many milliseconds are spent (checked between its steps).
 """
 
 import time
 
 import numpy as np
 
-from ..errors import ModelError, quote
+from ..errors import ModelError, quote, SingularConfigurationError
 from ..multibody.clusters import constraint_jacobian, explicit_jacobian, SINGULARITY_THRESHOLD
 from ..joint_types import TYPES
 from ..multibody.joints import retract
@@ -51,18 +53,17 @@ HALVINGS = 6                   # a step that does not close, or leaves the regul
 # Newton's method converges quadratically from a predicted step: SLOW_STEPS iterations in a row
 # that cut |phi| by less than SLOW_RATIO end it, and the step is halved.
 SLOW_RATIO, SLOW_STEPS = 0.5, 3
-BUDGET_MS = 200.0              # default time budget of the continuation from the reference
 MAX_BUDGET_MS = 1e4            # budget_ms accepted up to 10 s
 
 
-def complete_positions(model, data, q_independent, budget_ms=BUDGET_MS):
+def complete_positions(model, data, q_independent, budget_ms=None):
     """Spanning q (nq) whose independent joints take q_independent and whose loops are closed on
     the reference branch (module docstring). Tracks from data.q_last, which the caller updates once
     the whole call has succeeded. A continuation whose budget runs out leaves what it reached in
     data.pending: the next call on positions within CONTINUATION_STEP of those finishes it first
     (within its own budget) and tracks from its result, so that a stream of nearby positions gets
     there over a few calls."""
-    deadline = time.perf_counter() + 1e-3 * budget_ms
+    deadline = None if budget_ms is None else time.perf_counter() + 1e-3 * budget_ms
     pending, data.pending = data.pending, None
     if pending is not None and (np.max(np.abs(q_independent - pending[0]), initial=0.0)
                                 <= CONTINUATION_STEP):
@@ -94,14 +95,14 @@ def _complete(model, data, q_independent, deadline, resume=None):
             if failure[0] == 'budget':
                 data.pending = (np.array(q_independent, dtype=float), q.copy(), cluster.index,
                                 data.partial)
-            raise ModelError(failure_message(model, cluster, *failure))
+            raise failure_error(model, cluster, *failure)
         canonical_spins(model, data, cluster, q)
     return q
 
 
-def failure_message(model, cluster, reason, t, value):
+def failure_error(model, cluster, reason, t, value):
     """The error of a completion whose continuation from the reference failed (continuation's
-    reasons)."""
+    reasons): SingularConfigurationError where it met a singular configuration, else ModelError."""
     why = {'start': f'the reference configuration does not close (residual {value:.3g})',
            'steps': f'still {1.0 - t:.3g} of the way to go after {value:g} steps',
            'singular': f'a singular configuration {t:.3g} of the way (amplification {value:.3g} '
@@ -109,9 +110,14 @@ def failure_message(model, cluster, reason, t, value):
                        'amplification_limit)',
            'residual': f"Newton's method leaves a residual of {value:.3g} {t:.3g} of the way",
            'budget': f'the budget ran out {t:.3g} of the way'}[reason]
-    return (f'cannot close the constraints {quote([c.name for c in cluster.constraints])} of '
-            f'cluster {quote(cluster.name)} on the reference assembly branch: {why}; the '
-            "independent positions may be out of the mechanism's reach")
+    then = {'singular': 'the positions lie beyond a singularity from the reference '
+                        'configuration: raise amplification_limit, or give reference_positions on '
+                        'their side',
+            'budget': 'the next call on nearby positions goes on from there'}.get(
+                reason, "the independent positions may be out of the mechanism's reach")
+    message = (f'cannot close the constraints {quote([c.name for c in cluster.constraints])} of '
+               f'cluster {quote(cluster.name)} on the reference assembly branch: {why}; {then}')
+    return SingularConfigurationError(message) if reason == 'singular' else ModelError(message)
 
 
 def continuation(model, data, cluster, q, start, steps=MAX_CONTINUATION_STEPS, deadline=None):

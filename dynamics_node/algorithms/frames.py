@@ -3,7 +3,8 @@
 import numpy as np
 
 from ..multibody.constraints import translation_of
-from .kinematics import forward_pass
+from ..spatial import inverse_transform, SWAP_LINEAR_ANGULAR
+from .kinematics import forward_pass, update_transforms
 
 
 def link_transforms(model, data):
@@ -13,6 +14,13 @@ def link_transforms(model, data):
     for i in range(1, model.nb):
         X[i] = data.Xup[i] @ X[model.parent[i]]
     return X
+
+
+def world_twists(model, data):
+    """(^iX_root of every body, its velocity in root coordinates: motion [angular; linear], the
+    linear part at the root's origin), after a forward pass."""
+    X_root = link_transforms(model, data)
+    return X_root, np.array([inverse_transform(X_root[b]) @ data.v[b] for b in range(model.nb)])
 
 
 def link_pose(X_link_root):
@@ -39,12 +47,6 @@ def body_jacobian(model, data, body, X_frame_body):
     return J
 
 
-def positions_jacobians(model, data, q, frames):
-    """Forward pass at q, then the Jacobians of frames [(body, X_frame_body)]."""
-    forward_pass(model, data, q, np.zeros(model.ny))
-    return [body_jacobian(model, data, body, X) for body, X in frames]
-
-
 def body_bias_acceleration(model, data, body, X_frame_body):
     """Jdot yd (6): classical acceleration of a frame on body at ydd = 0, Featherstone order
     [angular; linear], frame coordinates (after forward_pass).
@@ -68,7 +70,27 @@ def body_bias_acceleration(model, data, body, X_frame_body):
     return a
 
 
-def bias_acceleration(model, data, q, yd, frame):
-    """Forward pass at (q, yd), then the bias acceleration of frame (body, X_frame_body)."""
-    forward_pass(model, data, q, yd)
-    return body_bias_acceleration(model, data, *frame)
+def link_kinematics(model, data, q, yd, links, poses=True, jacobians=True, biases=True):
+    """(R (k x 3 x 3), p (k x 3), J (k x 6 x ny), bias (k x 6)) of k link names, those that poses,
+    jacobians and biases ask (None for the others): the poses in the root frame from the transforms
+    at q alone (never singular); the Jacobians and bias accelerations after the forward pass at q
+    and yd (zero without biases), with rows [linear; angular] in each link's frame (Model's
+    order)."""
+    if jacobians or biases:
+        forward_pass(model, data, q, yd if biases else np.zeros(model.ny))
+    else:
+        update_transforms(model, data, q)
+    frames = [model.link_frame[link] for link in links]
+    k = len(frames)
+    R, p = np.zeros((k, 3, 3)), np.zeros((k, 3))
+    J, bias = np.zeros((k, 6, model.ny)), np.zeros((k, 6))
+    X_body_root = link_transforms(model, data) if poses else None
+    for e, (body, X_link_body) in enumerate(frames):
+        if poses:
+            R[e], p[e] = link_pose(X_link_body @ X_body_root[body])
+        if jacobians:
+            J[e] = SWAP_LINEAR_ANGULAR @ body_jacobian(model, data, body, X_link_body)
+        if biases:
+            bias[e] = SWAP_LINEAR_ANGULAR @ body_bias_acceleration(model, data, body, X_link_body)
+    return (R if poses else None, p if poses else None, J if jacobians else None,
+            bias if biases else None)

@@ -68,7 +68,8 @@ def amplification_message(model, cluster, amplification):
             f'{amplification:.3g} times faster than the independent coordinates, more than '
             f'{model.amplification_limit:g} times its '
             f'{model.reference_amplification[cluster.index]:.3g} at the reference configuration '
-            '(amplification_limit); use method="lcaba"')
+            '(amplification_limit; reference_positions nearer the working range may lower it); '
+            'use method="lcaba"')
 
 
 def cluster_motion(model, data, k, yd):

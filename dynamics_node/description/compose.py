@@ -1,4 +1,4 @@
-"""Scenes: several robots and free objects in one URDF+ description.
+"""Scenes: several robots and free objects in one URDF+ description; a robot's floating base.
 
 ``compose(parts)`` hangs each part's root link from a link of the scene (the world link, or a link
 of an earlier part) by a fixed or floating joint. Every name of a part (links, joints, loops,
@@ -161,3 +161,30 @@ def _attachment(part, root):
     etree.SubElement(joint, 'parent', link=part.parent)
     etree.SubElement(joint, 'child', link=root)
     return joint
+
+
+def float_root(source):
+    """The <robot> element of a URDF+ description (path, XML or element; a copy) whose root link
+    hangs on a floating joint: a legged robot exported without one. A massless root link fixed to a
+    single child (a 'world' link) has that joint made floating, at its placement; any other root
+    link hangs from a new massless link 'world' by the floating joint 'root_joint'."""
+    robot = copy.deepcopy(robot_element(source))
+    read_urdf(robot)                               # the reader's element checks first
+    floating = [j.get('name') for j in robot.findall('joint') if j.get('type') == 'floating']
+    if floating:
+        raise ModelError(f'floating_base: the description has the floating joint '
+                         f'{quote(floating[0])} already; load it without floating_base')
+    root = _root_link(robot, 'floating_base')
+    element = next(link for link in robot.findall('link') if link.get('name') == root)
+    below = [j for j in robot.findall('joint')
+             if root in (j.find('parent').get('link'), j.find('parent').get('name'))]
+    if element.find('inertial') is None and len(below) == 1 and below[0].get('type') == 'fixed':
+        below[0].set('type', 'floating')
+        return robot
+    for kind, name in (('link', WORLD), ('joint', 'root_joint')):
+        if any(e.get('name') == name for e in robot.findall(kind)):
+            raise ModelError(f'floating_base: the description has a {kind} named {quote(name)}, '
+                             f'which the floating base of its root link {quote(root)} needs')
+    robot.insert(0, etree.Element('link', name=WORLD))
+    robot.append(_attachment(Part(None, '', joint='floating'), root))
+    return robot

@@ -44,6 +44,12 @@ class Engine:
         (known_frame_set)."""
         return None
 
+    def fused_link_kinematics(self, q, v, links, poses=True, jacobians=True, biases=True):
+        """Model's link calls: (R, p, J, bias) of links (link names as given, not checked; None
+        for every link) as link_kinematics returns them, or None; v is not read without
+        biases."""
+        return None
+
     def fused_completion(self, q_independent, previous, budget_ms):
         """Model.complete_positions(q_independent) tracked from previous (None: from the
         reference)."""
@@ -88,6 +94,15 @@ class Engine:
     def inverse_osim(self, q, links):
         """Lambda^-1 (6k x 6k) from the cluster EFPA, blocks [linear; angular] in each link's
         frame."""
+        raise NotImplementedError
+
+    def link_kinematics(self, q, yd, links, poses=True, jacobians=True, biases=True):
+        """(R (k x 3 x 3), p (k x 3), J (k x 6 x ny), bias (k x 6)) of k checked link names (None:
+        every link, in Model.links order), those that poses, jacobians and biases ask (None for the
+        others): poses in the root frame from the transforms at q alone, Jacobians and bias
+        accelerations Jdot yd ([linear; angular] rows in the link frame) after the cluster
+        kinematics at q and (with biases) yd. Raises SingularConfigurationError where the
+        kinematics cannot."""
         raise NotImplementedError
 
     def lcaba(self, q, qd, tau, f_ext, settings, multipliers=True, contacts=()):

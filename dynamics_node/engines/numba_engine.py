@@ -15,6 +15,7 @@ calls the compiled entry points directly: numba's dispatcher would spend about a
 each structref argument at every call.
 """
 
+import math
 import pickle
 import time
 
@@ -27,6 +28,7 @@ from ..algorithms.kinematics import amplification_message
 from ..algorithms.lcaba import DEFAULT_SETTINGS, LcabaResult
 from ..errors import ModelError, quote, SingularConfigurationError
 from ..kernels import aba, calls, checks, contacts, crba, efpa, kinematics, lcaba, rnea
+from ..kernels import frames as link_frames
 from ..kernels import completion as compiled_completion
 from ..kernels.borrowed import Borrowed, INPUT_VECTOR, NotAFloat64Vector
 from ..kernels.checks import REFER
@@ -43,10 +45,10 @@ _MATRIX = types.Array(types.float64, 2, 'C')
 _DISPATCHERS = {kernel.__name__: kernel for kernel in
                 (aba.aba, rnea.rnea, crba.crba, efpa.efpa, aba.spanning, lcaba.lcaba,
                  contacts.contact_jacobian, checks.accept_positions, checks.velocity_violation,
-                 compiled_completion.complete)}
+                 compiled_completion.complete, link_frames.link_kinematics)}
 _DISPATCHERS.update({'fused_' + kernel.__name__: kernel for kernel in
                      (calls.forward_dynamics, calls.forward_dynamics_lcaba, calls.inverse_dynamics,
-                      calls.mass_matrix, calls.inverse_osim)})
+                      calls.mass_matrix, calls.inverse_osim, calls.link_kinematics)})
 _ENTRY_POINTS = {}              # name -> compiled entry point, filled by the first warm_up()
 FRAME_SETS = 64                 # link lists whose Lambda^-1 buffers are kept
 CONTACT_SETS = 64               # contact sets whose LCABA plans and workspaces are kept
@@ -56,8 +58,8 @@ _FAILURES = {compiled_completion.START_SINGULAR: 'start',
 
 
 class FastPath(Engine):
-    """Compiled C-ABA, C-RNEA, CRBA, C-EFPA and LCABA of one Model with its own workspace (one per
-    thread; pass ``flat`` to share the compiled model between threads)."""
+    """Compiled C-ABA, C-RNEA, CRBA, C-EFPA, LCABA and link kinematics of one Model with its own
+    workspace (one per thread; pass ``flat`` to share the compiled model between threads)."""
 
     def __init__(self, model, flat=None, f_ext=None):
         self.model = model
@@ -133,6 +135,16 @@ class FastPath(Engine):
         if status:
             self._raise(status)
         return self.data.qdd.copy()
+
+    def link_kinematics(self, q, yd, links, poses=True, jacobians=True, biases=True):
+        """(R, p, J, bias) of checked link names (None: every link), those asked (None for the
+        others), as Model.link_kinematics; yd is not read without biases."""
+        n = self.data.select_links(links)
+        status = self._link_kinematics(self._m, self._d, q, self.data.zero_y if yd is None else yd,
+                                       n, poses, jacobians, biases)
+        if status:
+            self._raise(status)
+        return self.data.link_results(n, poses, jacobians, biases)
 
     def accept_positions(self, q, closure, tolerance, bound=np.inf):
         """True where q passes validation.positions' checks (|q_i| <= bound; closure: also
@@ -268,6 +280,19 @@ class FastPath(Engine):
             pass
         return None
 
+    def fused_link_kinematics(self, q, v, links, poses=True, jacobians=True, biases=True):
+        """Model's link calls: (R, p, J, bias) of links (names as given; None: every link), those
+        asked, or None; v is not read without biases."""
+        n = self.data.select_links(links)
+        try:
+            if n >= 0 and self._fused_link_kinematics(
+                    self._x, q, v if biases else self.data.zero_y, n, poses, jacobians,
+                    biases) == OK:
+                return self.data.link_results(n, poses, jacobians, biases)
+        except NotAFloat64Vector:
+            pass
+        return None
+
     def closed_positions(self, q):
         """Positions Model.complete_positions returns (checked, closed): equal positions then skip
         the position checks of the fused calls (calls.positions)."""
@@ -277,12 +302,12 @@ class FastPath(Engine):
         """Model.complete_positions (kernels/completion.py), tracked from previous (nq, None for
         none): spanning q, closed, within bounds and with unit quaternions; None where
         completion.py must run; ModelError where a loop cluster does not close on the reference
-        branch or budget_ms ran out (checked every completion.CHUNK_STEPS steps of a continuation
-        from the reference; what it reached is finished first by the next call on nearby positions,
-        as completion.complete_positions does)."""
+        branch or budget_ms (None: no budget) ran out (checked every completion.CHUNK_STEPS steps
+        of a continuation from the reference; what it reached is finished first by the next call
+        on nearby positions, as completion.complete_positions does)."""
         if not _ENTRY_POINTS:
             self.warm_up()               # compiling or loading the kernels is no completion's time
-        deadline = time.perf_counter() + 1e-3 * budget_ms
+        deadline = math.inf if budget_ms is None else time.perf_counter() + 1e-3 * budget_ms
         pending, self._pending = self._pending, None
         if pending is not None and len(q_independent) == len(pending[0]) and \
                 (np.max(np.abs(q_independent - pending[0]), initial=0.0)
@@ -320,8 +345,8 @@ class FastPath(Engine):
                 reason, value = 'steps', completion.MAX_CONTINUATION_STEPS
         else:
             reason = _FAILURES[int(reason)]
-        raise ModelError(completion.failure_message(self.model, cluster, reason,
-                                                    1.0 - (1.0 - done) * (1.0 - t), value))
+        raise completion.failure_error(self.model, cluster, reason,
+                                       1.0 - (1.0 - done) * (1.0 - t), value)
 
     @staticmethod
     def kernels_cached():
@@ -357,6 +382,8 @@ class FastPath(Engine):
         self.fused_mass_matrix(q)
         self.fused_inverse_osim(q, frames)
         self._complete(self._x, q[self.model.independent_q], q, True, self.data.q_checked, False)
+        self._link_kinematics(self._m, self._d, q, y, 0, True, True, True)
+        self.fused_link_kinematics(q, y, ())
         return time.perf_counter() - start
 
     def _use_settings(self, settings):
@@ -505,6 +532,10 @@ def _compile_kernels(m, d, p, w, c, x, frames, progress=None):
             'complete': (context, _INPUT, _INPUT, types.boolean,
                          types.Array(types.float64, 1, 'C'), types.boolean),
             'fused_inverse_osim': (context, _INPUT, typeof(frames[4])),
+            'link_kinematics': (model, data, _INPUT, _INPUT, types.int64, types.boolean,
+                                types.boolean, types.boolean),
+            'fused_link_kinematics': (context, _INPUT, _INPUT, types.int64, types.boolean,
+                                      types.boolean, types.boolean),
         }
         # a fused call may compile other types of a kernel (the algorithms at the transforms of its
         # check)

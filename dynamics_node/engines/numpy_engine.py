@@ -12,6 +12,7 @@ from ..algorithms.contacts import (add_contact_forces, contact_jacobian, contact
                                    residuals, velocity_product_accelerations)
 from ..algorithms.crba import crba
 from ..algorithms.efpa import efpa
+from ..algorithms.frames import link_kinematics
 from ..algorithms.kinematics import forward_pass
 from ..algorithms.lcaba import lcaba
 from ..algorithms.rnea import rnea
@@ -52,6 +53,13 @@ class ReferencePath(Engine):
         frames = [self.model.link_frame[link] for link in links]
         P = np.kron(np.eye(len(frames)), SWAP_LINEAR_ANGULAR)
         return P @ efpa(self.model, self.data, q, frames) @ P
+
+    def link_kinematics(self, q, yd, links, poses=True, jacobians=True, biases=True):
+        """(R, p, J, bias) of checked link names (None: every link), those asked
+        (algorithms/frames.py)."""
+        return link_kinematics(self.model, self.data, q, yd,
+                               self.model.links if links is None else links, poses, jacobians,
+                               biases)
 
     def velocity_violation(self, v):
         """(max |K v|, its cluster's name, max |v|) of spanning velocities over the couplings and

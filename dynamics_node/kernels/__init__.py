@@ -1,9 +1,9 @@
 """Numba twins of the algorithms (algorithms/): each module here is named after the algorithm it
-compiles (kinematics.py, rnea.py, aba.py, crba.py, efpa.py, lcaba.py, completion.py), on a
-FlatModel ``m`` and its FlatData ``d`` (flat/, the model packed once into read-only arrays,
-Pinocchio's model/data split), with spatial.py, linalg.py and joints.py their shared helpers,
-checks.py the input checks and calls.py the public calls fused into one compiled entry each. The
-numba engine (engines/numba_engine.py) calls them.
+compiles (kinematics.py, rnea.py, aba.py, crba.py, efpa.py, lcaba.py, contacts.py, completion.py,
+frames.py), on a FlatModel ``m`` and its FlatData ``d`` (flat/, the model packed once into
+read-only arrays, Pinocchio's model/data split), with spatial.py, linalg.py and joints.py their
+shared helpers, checks.py the input checks and calls.py the public calls fused into one compiled
+entry each. The numba engine (engines/numba_engine.py) calls them.
 
 What the flat layout makes explicit, and the kernels exploit:
 - transforms are (E, r) pairs, never 6x6 products (X m = [E w; E (v - r x w)], X^T f likewise);

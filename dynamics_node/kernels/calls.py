@@ -37,10 +37,12 @@ from numba import njit
 from .aba import aba, spanning_accelerations
 from .cache import key_on_helpers
 from .checks import (ACCELERATION_BOUND, accept_positions, all_within, constraint_violation,
-                     couplings_closed, FORCE_BOUND, loops_closed, POSITION_BOUND,
+                     couplings_closed, FORCE_BOUND, loops_closed, normalize_quaternions,
+                     POSITION_BOUND,
                      POSITION_TOLERANCE, REFER, VELOCITY_BOUND, VELOCITY_TOLERANCE)
 from .crba import crba
 from .efpa import efpa
+from . import frames
 from .kinematics import explicit_constraints, OK, update_transforms
 from .lcaba import lcaba
 from .rnea import rnea
@@ -63,12 +65,14 @@ def finite(x):
 
 
 @njit(error_model='numpy')
-def positions(m, d, c, q):
+def positions(m, d, c, q, closure=True):
     """validation.positions(check=True): q into d.q_checked, quaternions normalized, couplings
     closed, d.Xup left at q, where the algorithms take it (their q None). Returns REFUSED;
     UNCLOSED, the loops to be checked after the algorithm (closed); or CLOSED where q equals the
     positions complete_positions returned last (d.q_closed, NaN before: closed to completion's
-    tolerance, within bounds, unit quaternions)."""
+    tolerance, within bounds, unit quaternions). Without closure, as
+    validation.positions(check=False): bounds and unit quaternions only (UNCLOSED, nothing to check
+    after)."""
     if len(q) != len(d.q_checked):
         return REFUSED
     same = True
@@ -77,10 +81,14 @@ def positions(m, d, c, q):
         same &= q[i] == d.q_closed[i]
     if not (same or accept_positions(m, d, c, d.q_checked, False, 0.0, c.limits[POSITION_BOUND])):
         return REFUSED
+    if same:              # normalized as the check would: the same input gives the same result
+        normalize_quaternions(m, d.q_checked)
     update_transforms(m, d, d.q_checked)
     if same:
         return CLOSED
-    return UNCLOSED if couplings_closed(c, d.q_checked, c.limits[POSITION_TOLERANCE]) else REFUSED
+    if not closure or couplings_closed(c, d.q_checked, c.limits[POSITION_TOLERANCE]):
+        return UNCLOSED
+    return REFUSED
 
 
 @njit(inline='always', error_model='numpy')
@@ -207,5 +215,27 @@ def forward_dynamics_lcaba(x, q, v, tau):
     if lcaba(m, d, p, w, None, qd, tau_spanning, d.f_ext, mu, tolerance, max_iterations) != OK \
             or not closed(m, d, c, known) or not consistent(m, d, c, v, w.violation[0]) \
             or not finite(w.qdd):
+        return REFER
+    return OK
+
+
+@njit(cache=True, nogil=True, error_model='numpy')
+def link_kinematics(x, q, v, n, poses, jacobians, biases):
+    """Model.link_pose, link_poses, link_jacobian, link_bias_acceleration and link_kinematics: of
+    the links d.link_selection[:n] (FlatData.select_links), what poses, jacobians and biases ask,
+    into d.link_R, d.link_p, d.link_J and d.link_bias (frames.link_kinematics). Poses alone check q
+    as validation.positions(check=False) does, without the loops; Jacobians and bias accelerations
+    need them closed, and bias accelerations velocities v."""
+    m, d, c = x.m, x.d, x.c
+    moving = jacobians or biases
+    known = positions(m, d, c, q, moving)
+    if known == REFUSED or biases and not motion(m, v, c.limits[VELOCITY_BOUND], d.yd_checked):
+        return REFER
+    if frames.link_kinematics(m, d, None, d.yd_checked, n, poses, jacobians, biases) != OK \
+            or moving and not closed(m, d, c, known) \
+            or biases and not consistent(m, d, c, v, ROWS_IN_K):
+        return REFER
+    if poses and not (finite(d.link_R[:n]) and finite(d.link_p[:n])) \
+            or jacobians and not finite(d.link_J[:n]) or biases and not finite(d.link_bias[:n]):
         return REFER
     return OK

@@ -125,6 +125,18 @@ def accept_positions(m, d, c, q, closure, tolerance, bound):
     for value in q:
         if not abs(value) <= bound:
             return False
+    unit = normalize_quaternions(m, q)
+    if not closure:
+        return unit
+    if len(c.rotation_mode):               # before any refusal: the NumPy check may still accept q
+        update_transforms(m, d, q)
+    return unit and couplings_closed(c, q, tolerance) and loops_closed(m, d, c, tolerance, True)
+
+
+@njit(error_model='numpy')
+def normalize_quaternions(m, q):
+    """Unit quaternions of q normalized in place (validation.positions does the same); False where
+    one is farther from unit norm than QUATERNION_TOLERANCE."""
     quaternion_at = m.quaternion_at
     unit = True
     for i in range(1, len(quaternion_at)):
@@ -136,11 +148,7 @@ def accept_positions(m, d, c, q, closure, tolerance, bound):
             else:
                 for j in range(4):
                     q[i0 + j] /= norm
-    if not closure:
-        return unit
-    if len(c.rotation_mode):               # before any refusal: the NumPy check may still accept q
-        update_transforms(m, d, q)
-    return unit and couplings_closed(c, q, tolerance) and loops_closed(m, d, c, tolerance, True)
+    return unit
 
 
 @njit(error_model='numpy')

@@ -7,7 +7,7 @@ state they are not. Chignoli, Slotine et al. 2024 (Sec. III-C) chooses the split
 that counts is the one on the constraint manifold. ``project`` moves every coordinate of a cluster
 by minimum-norm Gauss-Newton steps, dq = -K^+ phi, from a start to a closed configuration near it;
 the load takes its rank samples from random starts and the reference pose from the zero position
-(clusters.py).
+(clusters.py). Where no start closes, ``settle`` minimizes |phi|^2 from the best of them.
 """
 
 import numpy as np
@@ -20,6 +20,7 @@ MAX_STEPS = 60                 # Gauss-Newton steps per start
 STALL_STEPS = 6                # steps in a row that cut |phi| by less than STALL_RATIO end a start
 STALL_RATIO = 0.9
 MAX_STEP = 0.5                 # largest change of a coordinate per step, rad or m (a trust region)
+SETTLE_STEPS = 400             # Levenberg-Marquardt steps of settle
 
 
 class ClusterPose:
@@ -87,3 +88,27 @@ def random_start(cluster, tree, rng, span=np.pi):
     """Random positions of a cluster's joints (joints.random_position: angles within span,
     displacements within 0.3 m, uniform quaternions)."""
     return {b: random_position(tree.bodies[b].joint.type, rng, span) for b in cluster.bodies}
+
+
+def settle(pose, jacobian, rows):
+    """Move pose to a minimum of |phi|^2 by Levenberg-Marquardt steps (Marquardt's scaling by the
+    diagonal of K^T K), where the projection stalls: a closed configuration if one lies downhill,
+    else the smallest residual the loops can reach together, which shows whether they can close
+    at all. Returns the final max |phi|."""
+    phi = pose.residual(rows)
+    damping = 1e-3
+    for _ in range(SETTLE_STEPS):
+        if np.max(np.abs(phi), initial=0.0) <= TOLERANCE or damping > 1e12:
+            break
+        K = jacobian(pose.Xup)[rows]
+        normal = K.T @ K
+        dv = np.linalg.solve(normal + damping * np.diag(np.diag(normal) + 1e-12), K.T @ phi)
+        start = dict(pose.q)
+        pose.move(dv, 1.0)
+        trial = pose.residual(rows)
+        if trial @ trial < phi @ phi:
+            phi, damping = trial, max(damping / 3.0, 1e-12)
+        else:
+            pose.restore(start)
+            damping *= 4.0
+    return np.max(np.abs(phi), initial=0.0)

@@ -9,10 +9,22 @@
 - Held. A coordinate whose motion moves only bodies without inertia (links and everything below
   them), and that no constraint determines (the joints of a massless hand), has no dynamics:
   forward dynamics holds it still (zero acceleration, its force ignored), and the load names it in
-  ``model.warnings``.
+  ``model.warnings``. So is an idle spin: a passive coordinate of a loop cluster whose motion moves
+  bodies with inertia but no joint: every joint's and every loop's frame origin stays where it is,
+  so only bodies turn about lines through their joints (a rod between two ball joints about the
+  line through their centres, the closure body between two coaxial joints). Such a motion changes
+  nothing of the mechanism's shape; no motor and no contact should have to hold it, so its loops'
+  constraint forces do, as the universal joint of a real rod end would: its force is carried, not
+  demanded of the actuators (projected inverse dynamics with contacts), and it stays still.
 """
 
 import numpy as np
+
+from .constraints import LoopConstraint, translation_of
+
+# Relative tolerance of the idle-spin test: joint points move by less than this fraction of the
+# largest velocity of the motion.
+IDLE_TOLERANCE = 1e-6
 
 
 def passive_joints(tree, clusters, roles, leaders):
@@ -43,12 +55,40 @@ def inertia_free_bodies(parent, inertia):
     return free
 
 
-def held_coordinates(model, clusters):
+def idle_spin(model, X_root, twists):
+    """Whether a motion of the bodies is an idle spin (module docstring): some body with inertia
+    moves, yet no joint does: the origin of every body's joint frame stays still on the body and on
+    its parent, and so does the origin of every loop frame on its body. X_root: ^iX_root of every
+    body; twists: their velocities in root coordinates (motion [angular; linear], the linear part
+    at the root's origin)."""
+    size = max(np.max(np.abs(twists[1:]), initial=0.0), 1e-300)
+    if not any(np.max(np.abs(twists[b])) > IDLE_TOLERANCE * size
+               for b in range(1, model.nb) if np.any(model.inertia[b])):
+        return False
+    points = [(b, model.parent[b], translation_of(X_root[b])) for b in range(1, model.nb)]
+    for cluster in model.cluster_list:
+        for loop in cluster.constraints:
+            if isinstance(loop, LoopConstraint):
+                for path, X_frame in ((loop.pred_path, loop.X_P_pred),
+                                      (loop.succ_path, loop.X_S_succ)):
+                    body = path[-1] if path else loop.nca
+                    point = translation_of(X_frame @ X_root[body])
+                    points.append((body, body, point))
+    for body, other, point in points:
+        for b in (body, other):
+            omega, velocity = twists[b][:3], twists[b][3:]
+            if np.max(np.abs(velocity + np.cross(omega, point))) > IDLE_TOLERANCE * size:
+                return False
+    return True
+
+
+def held_coordinates(model, clusters, spins=()):
     """(independent coordinates held still, spanning velocity entries locked with them): y_j is
-    held where every body it moves (G's pattern, in-cluster descendants included) is inertia-free;
-    a spanning entry is locked where only held coordinates move it."""
+    held where every body it moves (G's pattern, in-cluster descendants included) is inertia-free,
+    and where it is one of spins (idle_spin); a spanning entry is locked where only held
+    coordinates move it."""
     free = inertia_free_bodies(model.parent, model.inertia)
-    held, locked = [], []
+    held, locked = list(spins), []
     for cluster, (y0, _), (v0, _) in zip(clusters, model.y_range, model.v_range):
         moved_by = {}      # body -> coordinates moving it (through it or its in-cluster ancestors)
         for b in cluster.bodies:
@@ -56,11 +96,11 @@ def held_coordinates(model, clusters):
             p = model.parent[b]
             moved_by[b] = own | moved_by[p] if p in moved_by else own
         for j in range(cluster.m):
-            if all(free[b] for b in cluster.bodies if moved_by[b][j]):
+            if y0 + j not in held and all(free[b] for b in cluster.bodies if moved_by[b][j]):
                 held.append(y0 + j)
         mine = set(held)
         for c in range(cluster.n):
             moving = np.flatnonzero(cluster.moves[c])
             if moving.size and all(y0 + j in mine for j in moving):
                 locked.append(v0 + c)
-    return np.array(held, dtype=int), np.array(locked, dtype=int)
+    return np.array(sorted(held), dtype=int), np.array(locked, dtype=int)

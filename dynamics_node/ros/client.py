@@ -142,10 +142,10 @@ class DynamicsClient:
                        np.zeros((0, 6)))
 
     def link_kinematics(self, joints, q, v, links, *, base_pose=None, base_twist=None):
-        """Kinematics(names, poses, jacobians, bias_accelerations) of k links: poses (k x 7,
-        x y z qx qy qz qw in the world frame), Jacobians (k x 6 x ny, columns names, rows
-        [linear; angular] in the link frame) and Jdot yd (k x 6, [linear; angular] in the link
-        frame)."""
+        """Kinematics(names, poses, jacobians, bias_accelerations) of k links (distinct link names
+        of the model, as the service asks): poses (k x 7, x y z qx qy qz qw in the world frame),
+        Jacobians (k x 6 x ny, columns names, rows [linear; angular] in the link frame) and
+        Jdot yd (k x 6, [linear; angular] in the link frame)."""
         request = LinkKinematics.Request(state=_state(joints, q, v), links=list(links))
         _base(request, base_pose, base_twist)
         response = self._call(LinkKinematics, 'link_kinematics', request)

@@ -31,9 +31,9 @@ def _positions(layout, request):
 def coordinate_names(model):
     """Names of the ny independent coordinates y: the independent joints, a floating base as six
     (its twist [linear; angular] in the base frame: <joint>.linear.x ... <joint>.angular.z)."""
-    names = []
+    names, base = [], model.floating_base_joint          # a property that searches the joints
     for name in model.independent_joint_names:
-        if name == model.floating_base_joint:
+        if name == base:
             names += [f'{name}.{part}.{axis}' for part in ('linear', 'angular') for axis in 'xyz']
         else:
             names.append(name)
@@ -131,20 +131,18 @@ def bias_forces(loaded, request, response):
 
 
 def link_kinematics(loaded, request, response):
-    """Pose (world frame), Jacobian (6 x ny, row-major) and Jdot yd of each of request.links."""
+    """Pose (world frame), Jacobian (6 x ny, row-major) and Jdot yd of each of request.links, from
+    one Model.link_kinematics call: the links must be distinct names of the model, checked before
+    any kinematics, so that a request names at most as many links as the model has."""
     layout, model = loaded.layout, loaded.model
     selection, q = _positions(layout, request)
     v = _velocities(layout, selection, request)
-    jacobians, poses, biases = [np.zeros((0, model.ny))], [], []
-    for link in request.links:
-        jacobians.append(model.link_jacobian(q, link))
-        R, p = model.link_pose(q, link)
-        poses.append(conv.array_to_pose(np.concatenate((p, matrix_quaternion(R))), Pose()))
-        biases.append(conv.array_to_accel(model.link_bias_acceleration(q, v, link), Accel()))
+    R, p, J, bias = model.link_kinematics(q, v, list(request.links))
     response.name = coordinate_names(model)
-    response.poses = poses
-    response.jacobians = conv.float64_array(np.concatenate(jacobians).reshape(-1))
-    response.bias_accelerations = biases
+    response.poses = [conv.array_to_pose(np.concatenate((p[e], matrix_quaternion(R[e]))), Pose())
+                      for e in range(len(p))]
+    response.jacobians = conv.float64_array(J.reshape(-1))
+    response.bias_accelerations = [conv.array_to_accel(b, Accel()) for b in bias]
 
 
 def describe_model(loaded, request, response):

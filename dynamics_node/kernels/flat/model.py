@@ -34,7 +34,8 @@ from ..kinematics import COUPLED, LOOP, SINGLE
 key_on_helpers(__file__)                 # the field types come from borrowed.py
 
 
-MODEL_FIELDS = {   # name: meaning, shape (nb bodies with 0 the ground, nc clusters, nl loops)
+MODEL_FIELDS = {   # name: meaning, shape (nb bodies with 0 the ground, nc clusters, nl loops,
+    #                                  L links of Model.links)
     'joint': 'joint code of body i, -1 for the ground (nb)',
     'parent': 'parent body (nb)',
     'cluster': 'cluster of body i, -1 for the ground (nb)',
@@ -105,6 +106,9 @@ MODEL_FIELDS = {   # name: meaning, shape (nb bodies with 0 the ground, nc clust
     'independent_v': 'spanning velocity index of each independent velocity (ny)',
     'free_y': '1.0 for each independent velocity, 0.0 for the held ones (Model.held_y), which '
               'stay still (ny)',
+    'link_body': 'the body of each link of Model.links (L)',
+    'link_E': 'rotation of ^linkX_body, the link frame on its body (L, 3, 3)',
+    'link_r': 'translation of ^linkX_body (L, 3)',
 }
 
 DATA_FIELDS = {    # name: meaning, shape
@@ -166,6 +170,16 @@ DATA_FIELDS = {    # name: meaning, shape
     'yd_checked': 'its independent velocities (ny)',
     'ydd_checked': 'its independent accelerations (ny)',
     'tau_spanning': 'spanning forces of an LCABA call (nv)',
+    'root_E': 'rotation of ^iX_root, the ground\'s the identity (frames.link_transforms) '
+              '(nb, 3, 3)',
+    'root_r': 'translation of ^iX_root (nb, 3)',
+    'link_selection': 'the links of a link call, indices into Model.links, first n entries: a '
+                      'call names each link at most once (int, L)',
+    'link_R': 'row e: orientation R of link link_selection[e] in the root frame (L, 3, 3)',
+    'link_p': 'its origin p in the root frame (L, 3)',
+    'link_J': 'its Jacobian, [linear; angular] rows in the link frame (L, 6, ny)',
+    'link_bias': 'its bias acceleration Jdot yd, [linear; angular] in the link frame '
+                 '(L, 6)',
 }
 
 
@@ -212,7 +226,7 @@ class FlatModel:
 
     def __init__(self, model):
         fields = {**_body_fields(model), **_cluster_fields(model), **_loop_fields(model),
-                  'independent_v': _ints(model.independent_v),
+                  **_link_fields(model), 'independent_v': _ints(model.independent_v),
                   'free_y': np.where(np.isin(np.arange(model.ny), model.held_y), 0.0, 1.0)}
         for value in fields.values():
             value.setflags(write=False)
@@ -225,6 +239,7 @@ class FlatModel:
         self.fields = fields                # the owner of the arrays the ref borrows (borrowed.py)
         self.nb, self.nc, self.nq = len(self.parent), len(self.kind), model.nq
         self.M, self.N = self.G_const.shape[1:]
+        self.link_index = {link: i for i, link in enumerate(model.links)}   # into Model.links
         self.ref = _new_model_ref(*(fields[name] for name in MODEL_FIELDS))
 
     def create_data(self, f_ext=None):
@@ -234,10 +249,12 @@ class FlatModel:
 
 
 class FlatData:
-    """The buffers of DATA_FIELDS (attributes), and ``ref`` for the kernels."""
+    """The buffers of DATA_FIELDS (attributes), and ``ref`` for the kernels; the links of a link
+    call in and its results out (select_links, link_results)."""
 
     def __init__(self, flat, f_ext=None):
-        nb, nc, N, M, nl = flat.nb, flat.nc, flat.N, flat.M, len(flat.loop_row)
+        nb, nc, N, M, nl, L = (flat.nb, flat.nc, flat.N, flat.M, len(flat.loop_row),
+                               len(flat.link_body))
         R = flat.K_const.shape[1]
         shapes = {
             'Xup_E': (nb, 3, 3), 'Xup_r': (nb, 3), 'Xo_E': (nb, 3, 3), 'Xo_r': (nb, 3),
@@ -250,16 +267,46 @@ class FlatData:
             'end_E': (nl, 2, 3, 3), 'end_r': (nl, 2, 3), 'w6': (6,), 'info': (2,),
             'zero_y': (flat.ny,), 'zero_f': (nb, 6), 'f_ext': (nb, 6), 'q_checked': (flat.nq,),
             'q_closed': (flat.nq,), 'yd_checked': (flat.ny,), 'ydd_checked': (flat.ny,),
-            'tau_spanning': (flat.nv,),
+            'tau_spanning': (flat.nv,), 'root_E': (nb, 3, 3), 'root_r': (nb, 3),
+            'link_selection': (L,), 'link_R': (L, 3, 3), 'link_p': (L, 3),
+            'link_J': (L, 6, flat.ny), 'link_bias': (L, 6),
         }
-        fields = {name: np.zeros(shapes[name]) for name in DATA_FIELDS}
+        fields = {name: np.zeros(shapes[name], dtype=np.int64 if name == 'link_selection'
+                                 else float) for name in DATA_FIELDS}
         fields['G'][:] = flat.G_const          # LOOP clusters overwrite theirs at every call
         fields['q_closed'][:] = np.nan
+        fields['root_E'][0] = np.eye(3)
         if f_ext is not None:
             fields['f_ext'] = f_ext
         self.__dict__.update(fields)
         self.fields = fields                   # the owner of the arrays the ref borrows
         self.ref = _new_data_ref(*(fields[name] for name in DATA_FIELDS))
+        self._link_index, self._every_link = flat.link_index, np.arange(L)
+
+    def select_links(self, links):
+        """The number n of links (link names; None for every link) written into link_selection,
+        or -1 where one of them is not a link name of the model, or where they outnumber the
+        model's links (the rows of the results; a checked list names each link once)."""
+        selection, index = self.link_selection, self._link_index
+        if links is None:
+            selection[:] = self._every_link
+            return len(selection)
+        if len(links) > len(selection):
+            return -1
+        for e, link in enumerate(links):
+            i = index.get(link) if type(link) is str else None     # a str subclass: checked path
+            if i is None:
+                return -1
+            selection[e] = i
+        return len(links)
+
+    def link_results(self, n, poses, jacobians, biases):
+        """Copies of the results of the last link call of n links: (R, p, J, bias), those it was
+        not asked None."""
+        return (self.link_R[:n].copy() if poses else None,
+                self.link_p[:n].copy() if poses else None,
+                self.link_J[:n].copy() if jacobians else None,
+                self.link_bias[:n].copy() if biases else None)
 
 
 def _body_fields(model):
@@ -287,6 +334,15 @@ def _body_fields(model):
         'tree_E': np.array([E for E, _ in tree]), 'tree_r': np.array([r for _, r in tree]),
         'inertia': inertia, 'rigid_inertia': _rigid_parameters(inertia),
     }
+
+
+def _link_fields(model):
+    """The frame ^linkX_body of every link of Model.links on its body."""
+    frames = [model.link_frame[link] for link in model.links]
+    parts = [_plucker_parts(X) for _, X in frames]
+    return {'link_body': _ints([body for body, _ in frames]),
+            'link_E': np.array([E for E, _ in parts]).reshape(-1, 3, 3),
+            'link_r': np.array([r for _, r in parts]).reshape(-1, 3)}
 
 
 def _rigid_parameters(inertia):
