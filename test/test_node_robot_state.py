@@ -19,6 +19,7 @@ from conftest import assert_close
 from dynamics_node import bundled_model, load_model, ModelError
 from dynamics_node.spatial import quaternion_matrix
 from dynamics_node.ros.description import load, ServedModel
+from dynamics_node.ros.conversions import StreamInput
 from dynamics_node.ros.diagnostics import Diagnostics
 from dynamics_node.ros.parameters import setting
 from dynamics_node.ros.stream import Stream, StreamStats
@@ -286,3 +287,37 @@ def test_no_description_yet_is_a_normal_start_under_autostart():
             served.configure()
         assert [line[0] for line in served.logger.lines] == [level]
         assert served.stats.rejected == (0 if autostart else 1)
+
+
+def test_floating_base_hangs_a_file_without_one_on_the_odometry():
+    """floating_base (a legged robot exported without a floating joint): linkage_leg's root link
+    hangs on the library's floating joint, its pose from the odometry; the efforts are the
+    library's at that base pose, /tf hangs the root link on the odometry frame; setting
+    floating_base false reloads the fixed robot."""
+    served, stream, node = served_stream(bundled_model('linkage_leg'), None, floating_base=True,
+                                         odometry_topic='odom', stream__effort_limits='ignore',
+                                         robot_description_file='linkage_leg')
+    model = served.loaded.model
+    fixed = load_model(bundled_model('linkage_leg'))
+    assert model.floating_base and model.ny == fixed.ny + 6
+    assert model.actuated_joint_names == fixed.actuated_joint_names
+    odometry = Odometry()
+    odometry.header.frame_id = 'odom'
+    odometry.pose.pose.position.z = 0.7
+    odometry.pose.pose.orientation.x, odometry.pose.pose.orientation.w = 0.6, 0.8
+    odometry.twist.twist.angular.y = 0.5
+    stream.on_odometry(odometry)
+    names = list(model.actuated_joint_names)
+    msg = JointState(name=names, position=[0.8, 0.3], velocity=[0.2, -0.1])
+    stream.on_joint_state(msg)
+    base = (np.array([0.0, 0.0, 0.7, 0.6, 0.0, 0.0, 0.8]), np.array([0, 0, 0, 0, 0.5, 0.0]))
+    qi, y = StreamInput(served.loaded.layout).stage(names, msg.position, msg.velocity, base)
+    tau = model.bias_forces(model.complete_positions(qi), y)
+    (torques,) = node.publishers['~/computed_torques'].sent
+    assert_close(torques.effort, served.loaded.layout.split_independent(tau)[0], 'efforts', 1e-12)
+    (tf,) = node.publishers['/tf'].sent
+    (hung,) = [t for t in tf.transforms if t.header.frame_id == 'odom']
+    assert hung.child_frame_id == fixed.root_link
+    assert_close(_pose(hung)[1], [0.0, 0.0, 0.7], 'base position')
+    assert set_parameters(served, floating_base=False).successful
+    assert not served.loaded.model.floating_base

@@ -27,10 +27,10 @@ from .robot_state import description_specs, FileJoints, Frames
 DESCRIPTION_QOS = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
                              durability=DurabilityPolicy.TRANSIENT_LOCAL)
 DESCRIPTION_PARAMETERS = ('robot_description', 'robot_description_file', 'closures_file',
-                          'reference_positions')
+                          'reference_positions', 'floating_base')
 # Parameters that change the description served from each source (first word of its label).
-SERVED_FROM = {'parameter': {'robot_description', 'closures_file', 'reference_positions'},
-               'topic': {'robot_description', 'closures_file', 'reference_positions'},
+SERVED_FROM = {'parameter': set(DESCRIPTION_PARAMETERS) - {'robot_description_file'},
+               'topic': set(DESCRIPTION_PARAMETERS) - {'robot_description_file'},
                'robot_description_file': set(DESCRIPTION_PARAMETERS)}
 
 
@@ -121,8 +121,10 @@ def load(label, source, closures, settings, logger):
     warning where a <limit effort> cannot hold the robot (limit_warning)."""
     logger.info(f'loading the robot description from {label}')
     reference = settings['reference_positions']
-    source, spec, original = description_specs(source, closures)
-    model = load_model(source, amplification_limit=settings['amplification_limit'],
+    floating_base = settings['floating_base']
+    spec, original = description_specs(source, closures, floating_base)
+    model = load_model(source, closures=closures, floating_base=floating_base,
+                       amplification_limit=settings['amplification_limit'],
                        reference_positions=list(reference) or None)
     model.gravity = settings['gravity']
     cached = model.kernels_cached

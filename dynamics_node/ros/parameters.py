@@ -54,6 +54,10 @@ PARAMETERS = {
         'Extended URDF closures (YAML file: closed_loop, type, name_mot, joint_name, '
         'joint_type) applied to the description from any source (parameter, topic or '
         'robot_description_file); empty: none.'),
+    'floating_base': Spec(
+        False, 'Hang the root link on a floating joint (load_model(..., floating_base=True)): a '
+        'legged robot whose file has none. Its pose and twist come from odometry_topic (else the '
+        'identity, at rest). Setting it reloads.'),
     'autostart': Spec(
         True, 'Configure and activate the node by itself (lifecycle), at start and when a '
         'description first arrives; false: wait for a lifecycle manager.', True),

@@ -17,6 +17,7 @@ import numpy as np
 from geometry_msgs.msg import TransformStamped
 from tf2_msgs.msg import TFMessage
 
+from ..description.compose import float_root
 from ..description.urdf import read_urdf
 from ..model import urdf_plus
 from ..spatial import matrix_quaternion
@@ -115,10 +116,10 @@ class FileJoints:
         return msg
 
 
-def description_specs(source, closures):
-    """(URDF+ to load, its spec, spec of the Extended URDF's own file or None) of a description
-    (a path or XML) and its closures (None: none)."""
-    if closures is None:
-        return source, read_urdf(source), None
-    served = urdf_plus(source, closures)
-    return served, read_urdf(served), read_urdf(source)
+def description_specs(source, closures, floating_base=False):
+    """(spec of the URDF+ that load_model serves from a description (a path or XML), its
+    closures (None: none) and floating_base, spec of the Extended URDF's own file or None)."""
+    served = source if closures is None else urdf_plus(source, closures)
+    if floating_base:
+        served = float_root(served)
+    return read_urdf(served), None if closures is None else read_urdf(source)
