@@ -10,10 +10,11 @@
   them), and that no constraint determines (the joints of a massless hand), has no dynamics:
   forward dynamics holds it still (zero acceleration, its force ignored), and the load names it in
   ``model.warnings``. So is an idle spin: a passive coordinate of a loop cluster whose motion moves
-  bodies with inertia but no joint: every joint's and every loop's frame origin stays where it is,
-  so only bodies turn about lines through their joints (a rod between two ball joints about the
-  line through their centres, the closure body between two coaxial joints). Such a motion changes
-  nothing of the mechanism's shape; no motor and no contact should have to hold it, so its loops'
+  bodies with inertia but no joint: wherever two bodies that move differently meet (at a joint or a
+  loop), the point stays where it is, so bodies only turn about lines through their joints (a rod
+  between two ball joints about the line through their centres, also where it is cut in halves
+  welded together; the closure body between two coaxial joints). Such a motion changes nothing of
+  the mechanism's shape; no motor and no contact should have to hold it, so its loops'
   constraint forces do, as the universal joint of a real rod end would: its force is carried, not
   demanded of the actuators (projected inverse dynamics with contacts), and it stays still.
 """
@@ -57,26 +58,28 @@ def inertia_free_bodies(parent, inertia):
 
 def idle_spin(model, X_root, twists):
     """Whether a motion of the bodies is an idle spin (module docstring): some body with inertia
-    moves, yet no joint does: the origin of every body's joint frame stays still on the body and on
-    its parent, and so does the origin of every loop frame on its body. X_root: ^iX_root of every
-    body; twists: their velocities in root coordinates (motion [angular; linear], the linear part
-    at the root's origin)."""
+    moves, yet no joint does: where two bodies that move differently meet (a body's joint frame on
+    it and its parent, a loop's frames), the point stays still. X_root: ^iX_root of every body;
+    twists: their velocities in root coordinates (motion [angular; linear], the linear part at the
+    root's origin)."""
     size = max(np.max(np.abs(twists[1:]), initial=0.0), 1e-300)
     if not any(np.max(np.abs(twists[b])) > IDLE_TOLERANCE * size
                for b in range(1, model.nb) if np.any(model.inertia[b])):
         return False
-    points = [(b, model.parent[b], translation_of(X_root[b])) for b in range(1, model.nb)]
+    meetings = [(b, model.parent[b], translation_of(X_root[b])) for b in range(1, model.nb)]
     for cluster in model.cluster_list:
         for loop in cluster.constraints:
             if isinstance(loop, LoopConstraint):
-                for path, X_frame in ((loop.pred_path, loop.X_P_pred),
-                                      (loop.succ_path, loop.X_S_succ)):
-                    body = path[-1] if path else loop.nca
-                    point = translation_of(X_frame @ X_root[body])
-                    points.append((body, body, point))
-    for body, other, point in points:
-        for b in (body, other):
-            omega, velocity = twists[b][:3], twists[b][3:]
+                ends = [(path[-1] if path else loop.nca, X_frame)
+                        for path, X_frame in ((loop.pred_path, loop.X_P_pred),
+                                              (loop.succ_path, loop.X_S_succ))]
+                meetings += [(ends[0][0], ends[1][0], translation_of(X_frame @ X_root[body]))
+                             for body, X_frame in ends]
+    for a, b, point in meetings:
+        if np.max(np.abs(twists[a] - twists[b])) <= IDLE_TOLERANCE * size:
+            continue                      # moving as one
+        for body in (a, b):
+            omega, velocity = twists[body][:3], twists[body][3:]
             if np.max(np.abs(velocity + np.cross(omega, point))) > IDLE_TOLERANCE * size:
                 return False
     return True
