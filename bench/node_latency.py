@@ -5,8 +5,12 @@ process is the client, over DDS on the loopback interface. Prints the time until
 its first service call (ready time, numba cache warm), the p50/p99 round-trip time of each service
 (after a few warm-up calls) and of the torque stream: joint_states published at --rate Hz for
 --seconds s (default 1 kHz for 5 s), latency from each publish to the arrival of the
-computed_torques message with the same stamp. The floors: a bare rclpy service (InverseDynamics
-type, fixed answer) and a bare relay (joint_states -> JointState, the node's QoS), each in a
+computed_torques message with the same stamp. Then the stream holding the four feet
+(stream.contacts, four point contacts: Model.contact_bias_forces per message; --contacts-rate,
+default 200 Hz) against the library call alone (the completion and contact_bias_forces on the
+sender's states, in this process) plus the relay floor: the node's per-message cost over what no
+node can avoid (target <= 1.3x). The floors: a bare rclpy service (InverseDynamics type, fixed
+answer) and a bare relay (joint_states -> JointState, the node's QoS), each in a
 process of its own, spun twice over: by rclpy.spin (rclpy's default SingleThreadedExecutor, the
 plain rclpy node) and as the node spins (FLOORS: its executor, rclpy's EventsExecutor where it
 exists, in its spin_once loop), which measures what the node adds to the same rclpy machinery. The
@@ -54,11 +58,15 @@ def start(command, prefix):
                             stderr=subprocess.DEVNULL)
 
 
-def node_command():
-    """The node (namespace NAMESPACE) as `make run` starts it."""
+def node_command(*parameters):
+    """The node (namespace NAMESPACE) as `make run` starts it, with more -p parameters."""
     return [str(Path(sys.executable).parent / 'dynamics_node'), '--ros-args', '-r',
             f'__ns:={NAMESPACE}', '--params-file', str(ROOT / 'config' / 'dynamics_node.yaml'),
-            '-p', 'robot_description_file:=quadruped_rotors']
+            '-p', 'robot_description_file:=quadruped_rotors',
+            *(arg for parameter in parameters for arg in ('-p', parameter))]
+
+
+CONTACTS = 'stream.contacts:=[' + ', '.join(f"'{foot}:3D'" for foot in FEET) + ']'
 
 
 FLOORS = ('rclpy.spin', 'node executor')
@@ -202,6 +210,39 @@ def _prime(executor, publisher, arrivals, names):
     arrivals.clear()
 
 
+def sender_states(rate, seconds):
+    """(names, [(positions, velocities)]) of the joint_states the sender publishes."""
+    names = [f'{leg}_{joint}_joint' for leg in ('FL', 'FR', 'HL', 'HR')
+             for joint in ('abad', 'hip', 'knee')]
+    phases = 2 * np.pi * np.arange(int(rate * seconds)) / rate
+    return names, [([0.3 * np.sin(phase), 0.8, -1.6] * 4,
+                    [0.6 * np.pi * np.cos(phase), 0.0, 0.0] * 4) for phase in phases]
+
+
+def library_times(rate, seconds):
+    """Seconds per message of the library's part of the stream holding the four feet, on the
+    sender's states: complete_positions and contact_bias_forces (as the node calls them), one call
+    per period at rate Hz as the stream makes them (back to back they take about half as long: the
+    caches stay warm; 0.66 against 1.5 ms every 5 ms, on the shared 2-core machine)."""
+    from dynamics_node import bundled_model, Contact, load_model
+    from dynamics_node.ros.conversions import JointLayout, StreamInput
+    model = load_model(bundled_model('quadruped_rotors'))
+    model.warm_up()
+    contacts = [Contact(foot, '3D') for foot in FEET]
+    stream = StreamInput(JointLayout(model))
+    names, states = sender_states(rate, seconds)
+    staged = [tuple(x.copy() for x in stream.stage(names, positions, velocities))
+              for positions, velocities in states]
+    times, begin = [], time.perf_counter()
+    for i, (positions, velocities) in enumerate(staged):
+        time.sleep(max(0.0, begin + i / rate - time.perf_counter()))
+        start = time.perf_counter()
+        q = model.complete_positions(positions)
+        model.contact_bias_forces(q, velocities, contacts, info=True)
+        times.append(time.perf_counter() - start)
+    return np.array(times)
+
+
 def send(namespace, rate, seconds):
     """Sender process: once the node's subscription is matched, publish joint_states at rate Hz for
     seconds s, like a robot driver (after a stall the schedule moves on, no catch-up burst)."""
@@ -214,18 +255,15 @@ def send(namespace, rate, seconds):
     while publisher.get_subscription_count() == 0 and time.monotonic() < end:
         time.sleep(0.01)
     time.sleep(1.0)                      # let the matching settle in both directions
-    names = [f'{leg}_{joint}_joint' for leg in ('FL', 'FR', 'HL', 'HR')
-             for joint in ('abad', 'hip', 'knee')]
+    names, states = sender_states(rate, seconds)
     start = time.perf_counter()
-    for i in range(int(rate * seconds)):
+    for i, (positions, velocities) in enumerate(states):
         delay = start + i / rate - time.perf_counter()
         if delay > 0:
             time.sleep(delay)
         else:
             start -= delay
-        phase = 2 * np.pi * i / rate
-        msg = JointState(name=names, position=[0.3 * np.sin(phase), 0.8, -1.6] * 4,
-                         velocity=[0.6 * np.pi * np.cos(phase), 0.0, 0.0] * 4)
+        msg = JointState(name=names, position=positions, velocity=velocities)
         msg.header.stamp.sec, msg.header.stamp.nanosec = divmod(time.time_ns(), 1_000_000_000)
         publisher.publish(msg)
     node.destroy_node()
@@ -286,6 +324,16 @@ def run(node, executor, names, args, prefix):
             this['stream answered'] = (received, sent)
         finally:
             stop(process)
+        _new_namespace()
+        process = start(node_command(CONTACTS), prefix)
+        try:
+            _wait_ready(node, executor)
+            this['contacts'], received, sent = stream_latencies(node, executor, names,
+                                                                args.contacts_rate, args.seconds)
+            this['contacts answered'] = (received, sent)
+        finally:
+            stop(process)
+        this['library'] = library_times(args.contacts_rate, args.seconds)
         inverse = service_requests(names)[2]
         for spin in FLOORS:
             _new_namespace()
@@ -317,18 +365,26 @@ def run(node, executor, names, args, prefix):
     row('joint_states -> ~/computed_torques', samples['stream'],
         '{}/{} answered at {:.0f} Hz, {:g} s x {}'.format(*samples['stream answered'], args.rate,
                                                           args.seconds, args.rounds))
+    row('  the same, holding four point feet', samples['contacts'],
+        '{}/{} answered at {:.0f} Hz'.format(*samples['contacts answered'], args.contacts_rate))
+    row('  library: completion + contact_bias_forces', samples['library'],
+        f'in this process, one call per period at {args.contacts_rate:.0f} Hz')
     for spin in FLOORS:
         row(f'floor, {spin}: bare service', samples[f'service {spin}'],
             f'{args.calls} calls x {args.rounds}')
         row(f'floor, {spin}: bare relay', samples[f'relay {spin}'],
             '{}/{} answered'.format(*samples[f'relay {spin} answered']))
     for spin in FLOORS:
-        service, stream_p50, stream_p99 = _ratios(samples, spin)
+        service, stream_p50, stream_p99, _ = _ratios(samples, spin)
         print(f'  ratios to the {spin} floor, pooled: inverse_dynamics p50 {service:.2f}x the '
               f'bare service (target <= 1.3); stream p50 {stream_p50:.2f}x, p99 {stream_p99:.2f}x '
               'the bare relay (targets <= 1.3, <= 1.5)')
         print('    per round: '
-              + '; '.join('{:.2f} / {:.2f} / {:.2f}'.format(*r[spin]) for r in ratios))
+              + '; '.join('{:.2f} / {:.2f} / {:.2f}'.format(*r[spin][:3]) for r in ratios))
+    for spin in FLOORS:
+        print(f'  stream holding four feet, p50: {_contact_ratio(samples, spin):.2f}x the library '
+              f'call + the {spin} relay floor (target <= 1.3); per round: '
+              + ', '.join(f'{r[spin][3]:.2f}' for r in ratios))
 
 
 def _new_namespace():
@@ -343,7 +399,13 @@ def _ratios(samples, spin):
     """(inverse_dynamics p50, stream p50, stream p99), each over its floor's spun by spin."""
     service = percentiles(samples[INVERSE_LABEL])[0] / percentiles(samples[f'service {spin}'])[0]
     stream_p50, stream_p99 = percentiles(samples['stream']) / percentiles(samples[f'relay {spin}'])
-    return service, stream_p50, stream_p99
+    return service, stream_p50, stream_p99, _contact_ratio(samples, spin)
+
+
+def _contact_ratio(samples, spin):
+    """The stream holding four feet, p50, over the library call's p50 plus the relay floor's."""
+    floor = percentiles(samples['library'])[0] + percentiles(samples[f'relay {spin}'])[0]
+    return percentiles(samples['contacts'])[0] / floor
 
 
 def main():
@@ -355,6 +417,10 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
     parser.add_argument('--calls', type=int, default=200, help='timed calls per service')
     parser.add_argument('--rate', type=float, default=1000.0, help='joint_states rate, Hz')
+    parser.add_argument('--contacts-rate', type=float, default=200.0,
+                        help='joint_states rate of the stream holding four feet, Hz (below the '
+                        "rate it sustains, so that an input does not wait for the previous one's "
+                        'computation)')
     parser.add_argument('--seconds', type=float, default=5.0,
                         help='joint_states duration per round, s')
     parser.add_argument('--rounds', type=int, default=3,

@@ -6,7 +6,10 @@
 #      build tools): the venv itself is the ROS prefix (include/, lib/, share/ under the venv);
 #   3. generates, builds and installs our msg/srv interfaces into that prefix with CMake, so that
 #      `import cluster_dynamics.msg` works in the venv's python with no environment variable
-#      (the ros-wheels-bootstrapper .pth re-executes python with LD_LIBRARY_PATH=.venv/lib);
+#      (the ros-wheels-bootstrapper .pth re-executes python with LD_LIBRARY_PATH=.venv/lib); and,
+#      where the prefix lacks them (no PyPI wheel has them), the messages of tf2_msgs (/tf,
+#      /tf_static) from their standard definitions in scripts/interfaces/tf2_msgs, so that their
+#      type and its hash are those of a real ROS graph;
 #   4. pip-installs this package (dynamics_node) in editable mode;
 #   5. compiles the numba kernels into numba's on-disk cache (Model.warm_up), so that the node's
 #      first start takes about a second.
@@ -103,25 +106,48 @@ if ! up_to_date deps "$deps_hash"; then
   mark_done deps "$deps_hash"
 fi
 
-# The interfaces also depend on the installed ROS packages (deps_hash).
-interfaces_hash="$({ echo "$deps_hash"; sha256sum CMakeLists.txt package.xml msg/*.msg srv/*.srv; } | digest)"
-if ! up_to_date interfaces "$interfaces_hash"; then
-  log "building the cluster_dynamics interfaces (1 to 3 min; its output goes to $BUILD.log)"
+# Generates, builds and installs the interfaces of the CMake project in $1 into the venv's prefix,
+# in the build directory $2, with the CMake options that follow.
+build_interfaces() {
+  local source="$1" build="$2"
+  shift 2
   export AMENT_PREFIX_PATH="$VENV" CMAKE_PREFIX_PATH="$VENV"
-  mkdir -p "$BUILD"
+  mkdir -p "$build"
   : > "$BUILD.log"
-  logged cmake -S "$ROOT" -B "$BUILD" -Wno-dev \
+  logged cmake -S "$source" -B "$build" -Wno-dev \
     -DCMAKE_INSTALL_PREFIX="$VENV" \
     -DPython3_EXECUTABLE="$VENV/bin/python" \
-    -DCLUSTER_DYNAMICS_INTERFACES_ONLY=ON \
-    -DBUILD_TESTING=OFF
-  logged cmake --build "$BUILD" --parallel "$(nproc)"
+    -DBUILD_TESTING=OFF "$@"
+  logged cmake --build "$build" --parallel "$(nproc)"
   # Remove what the previous build installed, so that deleted msg/srv files do not linger.
-  if [[ -f "$BUILD/install_manifest.txt" ]]; then
-    xargs -d '\n' rm -f < "$BUILD/install_manifest.txt"
+  if [[ -f "$build/install_manifest.txt" ]]; then
+    xargs -d '\n' rm -f < "$build/install_manifest.txt"
   fi
-  logged cmake --install "$BUILD"
+  logged cmake --install "$build"
+}
+
+# The interfaces also depend on the installed ROS packages (deps_hash).
+interfaces_hash="$({ echo "$deps_hash"; sha256sum CMakeLists.txt package.xml msg/*.msg srv/*.srv \
+  scripts/interfaces/imported_include_dirs.cmake; } | digest)"
+if ! up_to_date interfaces "$interfaces_hash"; then
+  log "building the cluster_dynamics interfaces (1 to 3 min; its output goes to $BUILD.log)"
+  build_interfaces "$ROOT" "$BUILD" -DCLUSTER_DYNAMICS_INTERFACES_ONLY=ON
   mark_done interfaces "$interfaces_hash"
+fi
+
+# tf2_msgs, unless the prefix has it from elsewhere (a package that this step did not install).
+TF2_BUILD="$VENV/build/tf2_msgs"
+tf2_msgs_hash="$({ echo "$deps_hash"; sha256sum scripts/interfaces/imported_include_dirs.cmake \
+  scripts/interfaces/tf2_msgs/CMakeLists.txt scripts/interfaces/tf2_msgs/package.xml \
+  scripts/interfaces/tf2_msgs/msg/*.msg; } | digest)"
+if ! up_to_date tf2_msgs "$tf2_msgs_hash"; then
+  if [[ -f "$VENV/share/tf2_msgs/package.xml" && ! -f "$TF2_BUILD/install_manifest.txt" ]]; then
+    log "tf2_msgs is installed in $VENV already: not building it"
+  else
+    log "building the tf2_msgs messages (1 to 2 min; its output goes to $BUILD.log)"
+    build_interfaces "$ROOT/scripts/interfaces/tf2_msgs" "$TF2_BUILD"
+  fi
+  mark_done tf2_msgs "$tf2_msgs_hash"
 fi
 
 # The editable install maps the top-level packages found at install time: redo it when a package

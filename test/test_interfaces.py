@@ -1,9 +1,13 @@
-"""Smoke test of the generated cluster_dynamics interfaces.
+"""Smoke test of the generated cluster_dynamics interfaces, and of the tf2_msgs messages the node
+publishes (built by the set-up where the ROS install lacks them).
 
-Checks the field names, order and types of every msg/srv (they are a contract), then makes one
-DescribeModel call over real DDS between a server and a client of the same process.
+Checks the field names, order and types of every msg/srv (they are a contract), the type hashes of
+tf2_msgs' messages against those of a ROS 2 graph, then makes one DescribeModel call over real DDS
+between a server and a client of the same process.
 """
+import json
 import os
+from pathlib import Path
 
 import pytest
 import rclpy
@@ -20,6 +24,8 @@ from cluster_dynamics.srv import (
     LinkKinematics,
     MassMatrix,
 )
+import tf2_msgs
+from tf2_msgs.msg import TF2Error, TFMessage
 
 # Used unless ROS_DOMAIN_ID is set in the environment.
 TEST_DOMAIN_ID = 61
@@ -149,6 +155,14 @@ EXPECTED_FIELDS = {
         ('effort_limits', 'sequence<double>'),
         ('clusters', 'sequence<cluster_dynamics/ClusterInfo>'),
     ],
+    TFMessage: [('transforms', 'sequence<geometry_msgs/TransformStamped>')],
+    TF2Error: [('error', 'uint8'), ('error_string', 'string')],
+}
+# The type hashes of tf2_msgs' messages on a ROS 2 Jazzy or Kilted graph (ros2 topic info -v, the
+# golden hashes of ros2/rosidl's type-hash tests).
+TF2_TYPE_HASHES = {
+    'TFMessage': 'RIHS01_e369d0f05a23ae52508854b66f6aa0437f3449d652e8cbf22d5abe85d020f087',
+    'TF2Error': 'RIHS01_db2485e7d6a0ec75bf087e058ee45df682acc3a621ca7780503d10aac141809a',
 }
 
 
@@ -156,6 +170,18 @@ EXPECTED_FIELDS = {
 def test_fields(cls):
     assert list(cls.get_fields_and_field_types().items()) == EXPECTED_FIELDS[cls]
     cls()  # constructible with defaults
+
+
+@pytest.mark.parametrize('name', list(TF2_TYPE_HASHES))
+def test_tf2_msgs_has_the_type_hashes_of_a_ros_graph(name):
+    """tf2_msgs as the set-up builds it (or a ROS install provides it): its messages' type hashes
+    are those of a real ROS 2 graph, so that /tf and /tf_static match their subscribers."""
+    prefix = Path(tf2_msgs.__file__).parents[4]           # <prefix>/lib/python3.x/site-packages
+    description = prefix / 'share' / 'tf2_msgs' / 'msg' / f'{name}.json'
+    hashes = json.loads(description.read_text())['type_hashes']
+    assert hashes[0]['type_name'] == f'tf2_msgs/msg/{name}'
+    assert hashes[0]['hash_string'] == TF2_TYPE_HASHES[name]
+    assert (TF2Error.LOOKUP_ERROR, TF2Error.TRANSFORM_ERROR) == (1, 6)
 
 
 def test_nested_assignment():

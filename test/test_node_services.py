@@ -141,8 +141,7 @@ WHOLE_BODY_CASES = {
 WHOLE_BODY_BAD_REQUESTS = [
     # (service type, request fields of a linkage_leg request at LOOP_CLOSED, start of the message)
     (MassMatrix, {'state_name': ['crank_joint'], 'state_position': [0.8]},
-     "state.name lists 1 joints but misses ['coupler_joint', 'motor_rotor_joint', 'shank_joint',"
-     " 'ankle_joint']"),
+     "state.name misses actuated joint(s) ['ankle_joint']: name every actuated joint"),
     (MassMatrix, {'state_position': [0.8, 7.2, -0.9, 0.38, 0.3]},
      "q violates constraint 'knee_linkage_loop' of cluster"),
     (BiasForces, {'state_velocity': [0.0, 0.0, float('nan'), 0.0, 0.0]},

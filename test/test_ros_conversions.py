@@ -6,8 +6,9 @@ independent joints must give the library what it gets from complete_positions an
 """
 
 from array import array
+from pathlib import Path
 
-from cluster_dynamics.msg import LinkWrench
+from cluster_dynamics.msg import Contact, LinkWrench
 from geometry_msgs.msg import Accel, Pose, Twist, Wrench
 import numpy as np
 import pytest
@@ -15,10 +16,14 @@ import pytest
 from conftest import assert_close, random_state, robot
 from dynamics_node import load_model, ModelError
 from dynamics_node.ros.conversions import (accel_to_array, array_to_accel, array_to_wrench,
-                                           float64_array, JointLayout, link_wrenches_to_dict,
+                                           contacts_from_msgs, float64_array, JointLayout,
+                                           link_wrenches_to_dict,
                                            normalized_pose, pose_to_array, StreamInput,
                                            twist_to_array)
 from test_joint_types import MODELS
+
+PLACEHOLDER_LEG = str(Path(__file__).parent / 'models' / 'placeholder_leg.urdf')
+PLACEHOLDER_CLOSURES = PLACEHOLDER_LEG[:-len('urdf')] + 'yaml'
 
 # The crank-rocker closed configuration of four_bar.urdf's comment (closed[crank1]).
 FOUR_BAR_CLOSED = {'crank_joint': 1.0, 'coupler_joint': -0.507353802871532,
@@ -176,15 +181,13 @@ def test_floating_base_layout():
 
 
 @pytest.mark.parametrize('names, values, message', [
-    # unknown joint, listing the known ones
-    (['crank_joint', 'elbow'], [0, 0],
-     r"unknown joint\(s\) \['elbow'\] in state.name; the joints"),
     # a joint named twice
     (['crank_joint', 'crank_joint'], [0, 0], r"state.name lists \['crank_joint'\] more than once"),
-    # neither all spanning joints nor exactly the independent ones
-    (['crank_joint', 'rocker_joint'], [0, 0],
-     r"state.name lists 2 joints but misses \['coupler_joint'\]: list all 3 spanning joints or "
-     r"exactly the 1 independent ones \['crank_joint'\]"),
+    # neither all spanning joints nor every actuated one; the names ignored are listed
+    (['rocker_joint', 'elbow'], [0, 0],
+     r"state.name misses actuated joint\(s\) \['crank_joint'\]: name every actuated joint "
+     r"\['crank_joint'\] \(passive ones may be left out: they rest at the reference "
+     r"configuration; other names are ignored, here \['elbow'\]\), or all 3 spanning joints"),
     # lengths
     (['crank_joint'], [0, 0], r'state.position has 2 entries; expected 1 \(one per state.name\)$'),
     (['crank_joint'], [], r'state.position has 0 entries; expected 1'),
@@ -199,8 +202,8 @@ def test_bad_request_states(names, values, message):
 
 def test_floating_joint_is_not_a_state_joint():
     layout = JointLayout(robot('quadruped_rotors'))
-    with pytest.raises(ModelError, match=r"unknown joint\(s\) \['floating_base'\].*is given by "
-                                         r'the base fields'):
+    with pytest.raises(ModelError, match=r"state.name lists the floating joint 'floating_base', "
+                                         r'which the base fields give'):
         layout.select(['floating_base'])
 
 
@@ -297,3 +300,49 @@ def test_split_joint_carries_its_spin_rate_and_no_position():
     positions, velocities = stream.stage(names, [np.nan, 0.4], [3.0, 1.5])
     assert_close(positions, [0.4], 'the spin has no position entry (NaN ignored)')
     assert_close(velocities, [1.5, 3.0], 'velocities')
+
+
+def test_requests_take_the_streams_form(rng):
+    """A request's state as joint_states carry it: the actuated joints in any order, a gripper's
+    joint and a dependent one (NaN) ignored; the passive rod spins left out rest at the reference
+    configuration, at rest (placeholder_leg: an Extended URDF with SPHERICAL rods and a UJOINT
+    ankle)."""
+    model = load_model(PLACEHOLDER_LEG, closures=PLACEHOLDER_CLOSURES, compiled=False)
+    layout = JointLayout(model)
+    assert model.passive_joint_names == ('rod_l_top', 'rod_r_top')
+    names = ['gripper', 'motor_r', 'ankle_a', 'knee', 'hip_pitch', 'motor_l']
+    values = {'hip_pitch': 0.3, 'knee': -0.4, 'motor_l': 0.1, 'motor_r': -0.05}
+    positions = [values.get(n, np.nan) for n in names]
+    rates = [values.get(n, np.nan) * 2.0 for n in names]
+    selection = layout.select(names)
+    assert selection.independent and set(selection.used) == set(values)
+    q = layout.positions(selection, positions, names)
+    assert_close(q, model.complete_positions([values[n] for n in model.actuated_joint_names]),
+                 'q completed from the actuated joints')
+    y = layout.velocity_like(selection, rates, 'state.velocity', names)
+    expected = [2.0 * values.get(n, 0.0) for n in model.independent_joint_names]
+    assert_close(y, expected, 'y, the passive spins at rest')
+    tau = layout.velocity_like(selection, rates, 'state.effort', names, forces=True)
+    assert_close(tau, expected, 'efforts, zero on the passive spins')
+
+
+@pytest.mark.parametrize('other_placement, message', [
+    (((0.0, 0.0, 0.0), (0.0, 0.0, 0.0, 0.0)),
+     r'contacts\[0\].other_placement is .*but other is empty \(the world\)'),
+    (((np.nan, 0.0, 0.0), (0.0, 0.0, 0.0, 1.0)),
+     r'contacts\[0\].other_placement.position\[x\] is nan'),
+    (((0.1, 0.0, 0.0), (0.0, 0.0, 0.0, 1.0)),
+     r'contacts\[0\].other_placement is .*but other is empty'),
+])
+def test_a_contact_with_the_world_refuses_an_other_placement(other_placement, message):
+    """As the library refuses other_placement without other, the node refuses anything but the
+    message's default (the identity) when other is empty; the identity passes."""
+    contact = Contact(link='foot', kind='3D')
+    (contact.other_placement.position.x, contact.other_placement.position.y,
+     contact.other_placement.position.z) = other_placement[0]
+    o = contact.other_placement.orientation
+    o.x, o.y, o.z, o.w = other_placement[1]
+    with pytest.raises(ModelError, match=message):
+        contacts_from_msgs([contact])
+    (held,) = contacts_from_msgs([Contact(link='foot', kind='3D')])
+    assert (held.link, held.kind, held.other, held.other_placement) == ('foot', '3D', None, None)

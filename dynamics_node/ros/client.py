@@ -164,8 +164,9 @@ class DynamicsClient:
             client = self._clients[name] = self._node.create_client(
                 srv_type, f'{self._service}/{name}')
         if not client.wait_for_service(timeout_sec=self.timeout):
-            raise ModelError(f'{self._service}/{name} is not available (is the node running, '
-                             'on this ROS_DOMAIN_ID?)')
+            raise ModelError(f'{self._service}/{name} is not available (is the node running and '
+                             'active, on this ROS_DOMAIN_ID? Its services exist while it is '
+                             'active)')
         end, sent = time.monotonic() + self.timeout, []
         while not any(future.done() for future in sent) and time.monotonic() < end:
             sent.append(client.call_async(request))        # again after RESEND_S without an answer

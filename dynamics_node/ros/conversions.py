@@ -11,7 +11,6 @@ ROS package. Bad input raises ModelError with the offending field and value.
 """
 
 from array import array
-from dataclasses import dataclass
 import math
 
 import numpy as np
@@ -22,6 +21,8 @@ from ..joint_types import TYPES
 from ..validation import all_finite
 
 IDENTITY_POSE = np.array([0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0])   # x y z qx qy qz qw
+# other_placement of a contact with the world: the identity (either sign of its quaternion)
+WORLD_PLACEMENTS = tuple(((0.0, 0.0, 0.0), (0.0, 0.0, 0.0, w)) for w in (1.0, -1.0))
 MAX_CACHED_NAME_LISTS = 64     # bound on the name-list caches: a bad publisher cannot grow them
 
 
@@ -109,19 +110,27 @@ def array_to_wrench(values, wrench):
 
 
 def contacts_from_msgs(items, field='contacts'):
-    """cluster_dynamics/Contact[] -> [Contact] (an empty other: the world), None if empty."""
+    """cluster_dynamics/Contact[] -> [Contact] (an empty other: the world), None if empty. With an
+    empty other, other_placement must be the identity (the message's default): the library refuses
+    a placement on no link, and so does the node (NaN, a zero quaternion, any other pose)."""
     if not items:
         return None
-    return [Contact(item.link, item.kind, _placement(item.placement, f'{field}[{i}].placement'),
-                    item.other or None,
-                    _placement(item.other_placement, f'{field}[{i}].other_placement')
-                    if item.other else None)
-            for i, item in enumerate(items)]
+    contacts = []
+    for i, item in enumerate(items):
+        other_placement = _placement(item.other_placement, f'{field}[{i}].other_placement')
+        if not item.other and other_placement not in WORLD_PLACEMENTS:
+            raise ModelError(f'{field}[{i}].other_placement is {other_placement}, but other is '
+                             'empty (the world); a contact with the world is held where its '
+                             'contact frame is: leave other_placement at the identity')
+        contacts.append(Contact(item.link, item.kind,
+                                _placement(item.placement, f'{field}[{i}].placement'),
+                                item.other or None, other_placement if item.other else None))
+    return contacts
 
 
 def _placement(pose, field):
     """geometry_msgs/Pose -> ((x, y, z), (qx, qy, qz, qw))."""
-    x = pose_to_array(pose, field)
+    x = pose_to_array(pose, field).tolist()
     return tuple(x[:3]), tuple(x[3:])
 
 
@@ -147,38 +156,36 @@ def link_wrenches_to_dict(link_wrenches, field='external_wrenches'):
     return wrenches
 
 
-def _check_names(names, known, field, hint):
-    """Raise ModelError for a repeated name or one outside known (hint: what is known)."""
-    if len(set(names)) != len(names):
-        raise ModelError(f'{field} lists {repeated(names)} more than once')
-    unknown = [n for n in names if n not in known]
-    if unknown:
-        raise ModelError(f'unknown joint(s) {unknown} in {field}; {hint}')
-
-
 class Selection:
-    """Where the joints of one JointState name list go in the library's vectors.
+    """Where the entries of one JointState name list go in the library's vectors.
 
     Attributes:
-        independent: the names are the independent joints (y layouts), else all spanning joints.
-        positioned: per name, whether its position is read (not a split joint's: it is completed).
-        position_index: per read position, its entry in q (spanning) or in the independent
-            positions.
-        velocity_index: per name, its entry in v (spanning) or in y (independent).
+        independent: the names give the independent joints (y layouts), else every spanning joint.
+        position_source, position_index: the entries of state.position that are read (not those
+            of split joints, completed, nor of names the selection ignores) and their entries in q
+            (spanning) or in the independent positions.
+        velocity_source, velocity_index: the entries of a velocity-like array that are read, and
+            their entries in v (spanning) or in y (independent).
+        used: the names read, in the message's order.
     """
 
-    def __init__(self, independent, positioned, position_index, velocity_index):
+    def __init__(self, independent, position_source, position_index, velocity_source,
+                 velocity_index, used):
         self.independent = independent
-        self.positioned = np.asarray(positioned, dtype=bool)
-        self.position_index = np.asarray(position_index, dtype=int)
-        self.velocity_index = np.asarray(velocity_index, dtype=int)
+        self.position_source, self.position_index, self.velocity_source, self.velocity_index = (
+            np.asarray(x, dtype=int) for x in (position_source, position_index, velocity_source,
+                                               velocity_index))
+        self.used = tuple(used)
 
 
 class JointLayout:
     """Maps JointState name lists and base messages of one model to the library's vectors.
 
-    A request's ``state.name`` lists either every spanning joint or exactly the independent ones
-    (any order), never the floating joint, which comes from the base fields.
+    A request's ``state.name`` takes either of two forms, in any order, never with the floating
+    joint (it comes from the base fields): every spanning joint, or the stream's form (as
+    joint_states): every actuated joint, any passive one (Model.passive_joint_names, else at the
+    reference configuration's position and at rest), other names (dependent joints, joints the
+    model lacks) ignored.
     """
 
     def __init__(self, model):
@@ -213,6 +220,7 @@ class JointLayout:
                                  if n != self.base_joint and n not in completed)
         self.independent_names = tuple(n for n in model.independent_joint_names
                                        if n != self.base_joint)
+        self.actuated_names = tuple(model.actuated_joint_names)
         self.q_index = {n: int(model.idx_q[body[n]]) for n in model.joint_names}
         self.v_index = {n: int(model.idx_v[body[n]]) for n in model.joint_names}
         self.y_index = {n: columns[0] for n, columns in y_columns.items()}
@@ -222,11 +230,14 @@ class JointLayout:
                 self.qi_index[n] = qi
                 qi += model.nq_body[body[n]]
         self.nqi = model.independent_q.size
-        self._joints_q = np.array([self.q_index[n] for n in self.joint_names], dtype=int)
+        # independent positions of the reference configuration, the base at the identity
+        self.reference_qi = model.reference_positions[model.independent_q]
+        self.set_base_pose(self.reference_qi, self.qi_index)
         self._joints_v = np.array([self.v_index[n] for n in self.joint_names], dtype=int)
-        self._independent_y = np.array([self.y_index[n] for n in self.independent_names],
-                                       dtype=int)
-        self._selections = {}
+        # entries of independent_names in y
+        self.independent_y = np.array([self.y_index[n] for n in self.independent_names],
+                                      dtype=int)
+        self._selections, self._independent_selections = {}, {}
 
     @property
     def floating(self):
@@ -234,35 +245,53 @@ class JointLayout:
         return self.base_joint is not None
 
     def select(self, names):
-        """The Selection of a request's state.name (cached per distinct name list)."""
-        names = tuple(names)
-        selection = self._selections.get(names)
-        if selection is None:
-            selection = self._selection(names)
-            if len(self._selections) >= MAX_CACHED_NAME_LISTS:
-                self._selections.clear()
-            self._selections[names] = selection
-        return selection
+        """The Selection of a request's state.name (cached per distinct name list); raises
+        ModelError unless it is one of the two forms (class docstring)."""
+        return _cached(self._selections, tuple(names), self._selection)
 
     def _selection(self, names):
-        hint = (f'the joints are {list(self.joint_names)}' +
-                (f' (the floating joint {self.base_joint!r} is given by the base fields)'
-                 if self.floating else ''))
-        _check_names(list(names), set(self.joint_names) | set(self.independent_names),
-                     'state.name', hint)
-        if set(names) == set(self.joint_names):
-            return Selection(False, [True] * len(names), [self.q_index[n] for n in names],
-                             [self.v_index[n] for n in names])
-        if set(names) == set(self.independent_names):
-            return Selection(True, [n in self.qi_index for n in names],
-                             [self.qi_index[n] for n in names if n in self.qi_index],
-                             [self.y_index[n] for n in names])
-        given = set(names)
-        missing = [n for n in self.joint_names if n not in given]
-        raise ModelError(f'state.name lists {len(names)} joints but misses {missing}: list all '
-                         f'{len(self.joint_names)} spanning joints or exactly the '
-                         f'{len(self.independent_names)} independent ones '
-                         f'{list(self.independent_names)}')
+        if self.base_joint in names:
+            raise ModelError(f'state.name lists the floating joint {self.base_joint!r}, which the '
+                             'base fields give (base_pose, base_twist, ...)')
+        known = self.known_names(names, 'state.name')
+        if set(known) == set(self.joint_names):
+            used = [(i, n) for i, n in enumerate(names) if n in self.v_index]
+            return Selection(False, [i for i, _ in used], [self.q_index[n] for _, n in used],
+                             [i for i, _ in used], [self.v_index[n] for _, n in used],
+                             [n for _, n in used])
+        selection = self.independent_selection(names)
+        given = set(selection.used)
+        missing = [n for n in self.actuated_names if n not in given]
+        if missing:
+            ignored = [n for n in names if n not in self.q_index]
+            raise ModelError(
+                f'state.name misses actuated joint(s) {missing}: name every actuated joint '
+                f'{list(self.actuated_names)} (passive ones may be left out: they rest at the '
+                'reference configuration; other names are ignored'
+                + (f', here {ignored}' if ignored else '')
+                + f'), or all {len(self.joint_names)} spanning joints')
+        return selection
+
+    def known_names(self, names, field):
+        """The names of joints of the model, raising ModelError for one named twice."""
+        known = [n for n in names if n in self.q_index]
+        if len(set(known)) != len(known):
+            raise ModelError(f'{field} lists {repeated(known)} more than once')
+        return known
+
+    def independent_selection(self, names):
+        """The Selection of the stream's form of names (cached per distinct name list): the
+        independent joints' entries read, the positions of all but the split joints (completed),
+        every other name ignored; raises ModelError for a joint named twice."""
+        return _cached(self._independent_selections, tuple(names), self._independent_selection)
+
+    def _independent_selection(self, names):
+        self.known_names(names, 'name')
+        used = [(i, n) for i, n in enumerate(names) if n in self.y_index]
+        positioned = [(i, n) for i, n in enumerate(names) if n in self.qi_index]
+        return Selection(True, [i for i, _ in positioned],
+                         [self.qi_index[n] for _, n in positioned], [i for i, _ in used],
+                         [self.y_index[n] for _, n in used], [n for _, n in used])
 
     def positions(self, selection, values, names, base_pose=None):
         """Spanning q (nq) from state.position; independent positions are completed.
@@ -273,12 +302,14 @@ class JointLayout:
             names: state.name (for messages).
             base_pose: floating joint positions (7), identity pose if None.
         """
-        x = _entries(values, 'state.position', names, required=True)
-        out = np.zeros(self.nqi if selection.independent else self.model.nq)
-        self.set_base_pose(out, self.qi_index if selection.independent else self.q_index,
-                           base_pose)
+        x = _used_entries(values, 'state.position', names, selection.position_source,
+                          required=True)
+        out = self.reference_qi.copy() if selection.independent else np.zeros(self.model.nq)
+        if not selection.independent or base_pose is not None:
+            self.set_base_pose(out, self.qi_index if selection.independent else self.q_index,
+                               base_pose)
         if x is not None:
-            out[selection.position_index] = x[selection.positioned]
+            out[selection.position_index] = x
         if selection.independent:
             return self.model.complete_positions(out)
         # the spherical and planar joints from the loops; the library then checks the given ones
@@ -296,7 +327,7 @@ class JointLayout:
         by their independent entries (the others follow from the loops); spanning efforts stay
         spanning, zero on the completed joints.
         """
-        x = _entries(values, field, names, required=False)
+        x = _used_entries(values, field, names, selection.velocity_source)
         out = np.zeros(self.model.ny if selection.independent else self.model.nv)
         index = self.y_index if selection.independent else self.v_index
         self.set_base_motion(out, index, base)
@@ -321,21 +352,13 @@ class JointLayout:
             start = index[self.base_joint]
             out[start:start + len(values)] = values
 
-    def fill_joint_state(self, msg, q, v):
-        """Fill a JointState's name, position and velocity with every joint (but the floating
-        one) from spanning q and v; returns msg."""
-        msg.name = list(self.joint_names)
-        msg.position = float64_array(q[self._joints_q])
-        msg.velocity = float64_array(v[self._joints_v])
-        return msg
-
     def split_spanning(self, qdd):
         """Spanning accelerations (nv) -> (values of joint_names, floating joint's 6)."""
         return qdd[self._joints_v], self._base_part(qdd, self.v_index)
 
     def split_independent(self, tau):
         """Independent forces (ny) -> (values of independent_names, floating joint's 6)."""
-        return tau[self._independent_y], self._base_part(tau, self.y_index)
+        return tau[self.independent_y], self._base_part(tau, self.y_index)
 
     def _base_part(self, x, index):
         if not self.floating:
@@ -344,42 +367,52 @@ class JointLayout:
         return x[start:start + 6]
 
 
-def _entries(values, field, names, required, names_field='state.name'):
-    """A JointState array as floats: one per name, or None when empty and not required."""
+def _used_entries(values, field, names, source, required=False, names_field='state.name'):
+    """The entries at source (checked finite) of a JointState array with one entry per name, or
+    None when it is empty and may be."""
     if len(values) == 0 and not (required and names):
         return None
     if len(values) != len(names):
         raise ModelError(f'{field} has {len(values)} entries; expected {len(names)} (one per '
                          f'{names_field}){"" if required else " or none"}')
-    return finite(np.frombuffer(values, dtype=float) if isinstance(values, array) else values,
-                  field, names)
+    x = (np.frombuffer(values, dtype=float) if isinstance(values, array) else
+         np.asarray(values, dtype=float).reshape(-1))[source]
+    return x if all_finite(x) else finite(x, field, [names[i] for i in source])
+
+
+def _cached(cache, key, make):
+    """cache[key], made by make(key) on first use; the cache is emptied when it holds
+    MAX_CACHED_NAME_LISTS entries (a bad publisher cannot grow it)."""
+    value = cache.get(key)
+    if value is None:
+        value = make(key)
+        if len(cache) >= MAX_CACHED_NAME_LISTS:
+            cache.clear()
+        cache[key] = value
+    return value
 
 
 class StreamInput:
     """The latest independent state assembled from joint_states messages.
 
-    Each message updates the independent joints it names; names of dependent joints (the
-    constraints complete them) and of joints the model does not have (a gripper, a wheel) are
-    ignored, and so are their values, NaN included, as is a split joint's position. The others
-    keep their last value. The passive coordinates (Model.passive_joint_names: a closure body's
-    spin, a rod's) start at the reference configuration's positions (Model.reference_positions) and
-    at rest, and take the values of messages that name them; every other independent joint but a
-    floating base must have been named once before the state is complete (``missing``). Updates are
-    staged in a second buffer and kept only by ``commit``, so a message whose computation fails
-    leaves the state unchanged. Name lists are mapped once per distinct tuple.
+    Each message updates the independent joints it names (JointLayout.independent_selection);
+    names of dependent joints (the constraints complete them) and of joints the model does not have
+    (a gripper, a wheel) are ignored, and so are their values, NaN included, as is a split joint's
+    position. The others keep their last value. The passive coordinates (Model.passive_joint_names:
+    a closure body's spin, a rod's) start at the reference configuration's positions
+    (Model.reference_positions) and at rest, and take the values of messages that name them; every
+    actuated joint must have been named once before the state is complete (``missing``). Updates
+    are staged in a second buffer and kept only by ``commit``, so a message whose computation fails
+    leaves the state unchanged.
     """
 
     def __init__(self, layout):
         self.layout = layout
-        model = layout.model
-        self.positions = model.reference_positions[model.independent_q]   # 7 for a floating base
-        self.velocities = np.zeros(model.ny)          # independent velocities y
-        layout.set_base_pose(self.positions, layout.qi_index)
-        self.required = frozenset(n for n in layout.independent_names
-                                  if n not in model.passive_joint_names)
+        self.positions = layout.reference_qi.copy()    # 7 for a floating base
+        self.velocities = np.zeros(layout.model.ny)    # independent velocities y
+        self.required = frozenset(layout.actuated_names)
         self.received = self._staged_received = frozenset()    # independent joints named so far
         self._staged = (self.positions.copy(), self.velocities.copy())
-        self._maps = {}
 
     def stage(self, names, positions, velocities, base=None):
         """Staged (positions, velocities): the current state updated by one message.
@@ -393,26 +426,29 @@ class StreamInput:
             ModelError: a repeated joint of the model, a length mismatch, a non-finite value of
                 an independent joint.
         """
-        mapping = self._map(tuple(names))
+        layout = self.layout
+        selection = layout.independent_selection(names)
         qi, y = self._staged
         np.copyto(qi, self.positions)
         np.copyto(y, self.velocities)
         if not self.required <= self.received:
-            self._staged_received = self.received.union(mapping.used)
-        if len(positions):
-            qi[mapping.position_index] = _used_entries(positions, 'position', names,
-                                                       mapping.position_source, mapping.positioned)
-        if len(velocities):
-            y[mapping.velocity_index] = _used_entries(velocities, 'velocity', names,
-                                                      mapping.velocity_source, mapping.used)
+            self._staged_received = self.received.union(selection.used)
+        x = _used_entries(positions, 'position', names, selection.position_source,
+                          names_field='name')
+        if x is not None:
+            qi[selection.position_index] = x
+        x = _used_entries(velocities, 'velocity', names, selection.velocity_source,
+                          names_field='name')
+        if x is not None:
+            y[selection.velocity_index] = x
         if base is not None:
-            self.layout.set_base_pose(qi, self.layout.qi_index, base[0])
-            self.layout.set_base_motion(y, self.layout.y_index, base[1])
+            layout.set_base_pose(qi, layout.qi_index, base[0])
+            layout.set_base_motion(y, layout.y_index, base[1])
         return qi, y
 
     def missing(self):
-        """The required joints that no message up to the staged one has named (class docstring), in
-        the model's order."""
+        """The actuated joints that no message up to the staged one has named, in the model's
+        order."""
         if self.required <= self._staged_received:
             return ()
         return tuple(n for n in self.layout.independent_names
@@ -424,56 +460,3 @@ class StreamInput:
         self._staged = (self.positions, self.velocities)
         self.positions, self.velocities = staged
         self.received = self._staged_received
-
-    def _map(self, names):
-        mapping = self._maps.get(names)
-        if mapping is None:
-            mapping = self._mapping(names)
-            if len(self._maps) >= MAX_CACHED_NAME_LISTS:
-                self._maps.clear()
-            self._maps[names] = mapping
-        return mapping
-
-    def _mapping(self, names):
-        """Where a message's entries go: those of the independent joints into y, those of the
-        joints with independent positions (all but the split joints) into the independent
-        positions."""
-        layout = self.layout
-        known = [n for n in names if n in layout.q_index]
-        if len(set(known)) != len(known):
-            raise ModelError(f'name lists {repeated(known)} more than once')
-        used = [(i, n) for i, n in enumerate(names) if n in layout.y_index]
-        # not the split joints
-        positioned = [(i, n) for i, n in enumerate(names) if n in layout.qi_index]
-        return _Mapping(used=[n for _, n in used], velocity_source=_ints([i for i, _ in used]),
-                        velocity_index=_ints([layout.y_index[n] for _, n in used]),
-                        positioned=[n for _, n in positioned],
-                        position_source=_ints([i for i, _ in positioned]),
-                        position_index=_ints([layout.qi_index[n] for _, n in positioned]))
-
-
-@dataclass(frozen=True)
-class _Mapping:
-    """The entries of one JointState name list that a StreamInput uses (names, their indices in the
-    message, their entries in y or in the independent positions)."""
-
-    used: list
-    velocity_source: np.ndarray
-    velocity_index: np.ndarray
-    positioned: list
-    position_source: np.ndarray
-    position_index: np.ndarray
-
-
-def _ints(values):
-    return np.array(values, dtype=int)
-
-
-def _used_entries(values, field, names, source, used):
-    """The entries of a non-empty JointState array at source (checked finite)."""
-    if len(values) != len(names):
-        raise ModelError(f'{field} has {len(values)} entries; expected {len(names)} (one per '
-                         'name) or none')
-    x = (np.frombuffer(values, dtype=float) if isinstance(values, array) else
-         np.asarray(values, dtype=float).reshape(-1))[source]
-    return x if all_finite(x) else finite(x, field, used)

@@ -8,7 +8,7 @@ changed parameter of a source that another one overrides is rejected (precedence
 description loads on a thread of its own, so that the node answers signals while numba compiles.
 """
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 import os
 
 import numpy as np
@@ -16,19 +16,21 @@ from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 
+from ..contacts import resolve as resolve_contacts
 from ..errors import ModelError, quote
 from ..model import load_model, Model
 from ..robots import bundled_model, bundled_models
 from . import conversions as conv
 from .guard import clip, Guard
+from .robot_state import description_specs, FileJoints, Frames
 
 DESCRIPTION_QOS = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
                              durability=DurabilityPolicy.TRANSIENT_LOCAL)
 DESCRIPTION_PARAMETERS = ('robot_description', 'robot_description_file', 'closures_file',
-                          'reference_positions')
+                          'reference_positions', 'floating_base')
 # Parameters that change the description served from each source (first word of its label).
-SERVED_FROM = {'parameter': {'robot_description', 'closures_file', 'reference_positions'},
-               'topic': {'robot_description', 'closures_file', 'reference_positions'},
+SERVED_FROM = {'parameter': set(DESCRIPTION_PARAMETERS) - {'robot_description_file'},
+               'topic': set(DESCRIPTION_PARAMETERS) - {'robot_description_file'},
                'robot_description_file': set(DESCRIPTION_PARAMETERS)}
 
 
@@ -44,6 +46,22 @@ class Loaded:
     output: JointState           # ~/computed_torques message, its names set once
     efforts: Float64MultiArray   # ~/effort_commands message, reused
     limits: np.ndarray           # <limit effort> of layout.independent_names, inf where none
+    frames: Frames               # the transforms of its links (/tf, /tf_static)
+    file_joints: FileJoints      # the joints of ~/completed_joint_states
+
+    @property
+    def output_y(self):
+        """Entries of layout.independent_names in y."""
+        return self.layout.independent_y
+
+    @property
+    def unlimited(self):
+        """True when no joint of layout.independent_names has a <limit effort>."""
+        return not np.isfinite(self.limits).any()
+
+
+class NoDescription(ModelError):
+    """No description source is set."""
 
 
 def description_file(value):
@@ -99,10 +117,13 @@ def select(settings, topic_description):
 def load(label, source, closures, settings, logger):
     """Parse a description (with Extended URDF closures, if any) into a Loaded model, its compiled
     algorithms ready (numba compiles them on a process's first model unless its on-disk cache has
-    them); raises ModelError."""
+    them), stream.contacts and stream.output_joints checked against it; raises ModelError. Logs a
+    warning where a <limit effort> cannot hold the robot (limit_warning)."""
     logger.info(f'loading the robot description from {label}')
     reference = settings['reference_positions']
-    model = load_model(source, closures=closures,
+    floating_base = settings['floating_base']
+    spec, original = description_specs(source, closures, floating_base)
+    model = load_model(source, closures=closures, floating_base=floating_base,
                        amplification_limit=settings['amplification_limit'],
                        reference_positions=list(reference) or None)
     model.gravity = settings['gravity']
@@ -114,16 +135,65 @@ def load(label, source, closures, settings, logger):
     model.warm_up(None if cached else lambda name, i, n, seconds: logger.info(
         f'numba: kernel {name} ready ({i} of {n}, {seconds:.0f} s)'))
     layout = conv.JointLayout(model)
-    return Loaded(model, layout, conv.StreamInput(layout),
-                  output_order(layout, settings['stream.output_joints']), label,
-                  JointState(name=list(layout.independent_names)), Float64MultiArray(),
-                  np.array([model.effort_limits.get(n, np.inf) for n in layout.independent_names]))
+    check_contacts(model, settings['stream.contacts'])
+    loaded = Loaded(model, layout, conv.StreamInput(layout),
+                    output_order(layout, settings['stream.output_joints']), label,
+                    JointState(name=list(layout.independent_names)), Float64MultiArray(),
+                    np.array([model.effort_limits.get(n, np.inf)
+                              for n in layout.independent_names]),
+                    Frames(model, spec), FileJoints(layout, spec, original))
+    warn_limits(loaded, settings, logger)
+    return loaded
+
+
+def check_contacts(model, contacts):
+    """Raise ModelError unless the model has every link of stream.contacts."""
+    try:
+        resolve_contacts(model, contacts)
+    except ModelError as error:
+        raise ModelError(f'stream.contacts does not fit {model.name!r}: {error}') from None
+
+
+def limit_warning(loaded, contacts, policy):
+    """Why the <limit effort> of some actuated joints cannot hold the robot at its reference
+    configuration (the stream's gravity efforts there, holding contacts), '' if they can or the
+    policy is 'ignore'."""
+    if policy == 'ignore' or loaded.unlimited:
+        return ''
+    model = loaded.model
+    tau = model.gravity_forces(model.reference_positions, contacts or None)[loaded.output_y]
+    actuated = set(model.actuated_joint_names)
+    short = [(name, limit, abs(effort)) for name, limit, effort
+             in zip(loaded.layout.independent_names, loaded.limits, tau)
+             if name in actuated and abs(effort) > limit]
+    if not short:
+        return ''
+    what = ('drops every output beyond it' if policy == 'reject'
+            else 'publishes the limit instead of the effort')
+    return clip(f'the <limit effort> of {len(short)} joints of {model.name!r} cannot hold it at '
+                'its reference configuration against gravity'
+                + (' with stream.contacts' if contacts else '') + ': '
+                + ', '.join(f'{name} {limit:g} < {need:.3g}' for name, limit, need in short)
+                + f'. Placeholder limits? stream.effort_limits: {policy} {what}; set '
+                "stream.effort_limits to 'ignore' to publish the computed efforts (this warning "
+                'then goes)', 1000)
+
+
+def warn_limits(loaded, settings, logger):
+    """Log limit_warning for settings, if any."""
+    with Guard('effort limits', logger) as outcome:
+        warning = limit_warning(loaded, settings['stream.contacts'],
+                                settings['stream.effort_limits'])
+    if outcome.failed:
+        warning = ('cannot check the <limit effort>s at the reference configuration: '
+                   f'{outcome.reason}')
+    if warning:
+        logger.warning(warning)
 
 
 def with_outputs(loaded, names):
     """loaded with ~/effort_commands in the order of names (stream.output_joints)."""
-    return Loaded(loaded.model, loaded.layout, loaded.stream, output_order(loaded.layout, names),
-                  loaded.source, loaded.output, loaded.efforts, loaded.limits)
+    return replace(loaded, output_index=output_order(loaded.layout, names))
 
 
 class ServedModel:
@@ -141,22 +211,39 @@ class ServedModel:
         self.generation = 0              # incremented by every swap
         self.loading = ''                # label of the description configure works on
         self.topic_description = ''      # last description received on the topic
+        self.on_serve = []               # callables of a Loaded, called when it is served
 
     def current(self):
-        """The served Loaded model; raises ModelError unless the node is active."""
-        loaded = self.loaded
-        if loaded is not None and self.state == 'active':
+        """The served Loaded model; raises ModelError, naming the next step, unless the node is
+        active."""
+        loaded, state = self.loaded, self.state
+        if loaded is not None and state == 'active':
             return loaded
         if self.loading:
             raise ModelError(f'no robot model loaded yet: still loading the description from '
                              f'{self.loading}')
-        if loaded is not None or self.state != 'unconfigured':
-            raise ModelError(f'the node is {self.state}: nothing is served until it is activated '
+        if state == 'finalized':
+            raise ModelError('the node is finalized (lifecycle shutdown): nothing is served; '
+                             'start the node again')
+        if state == 'inactive':
+            raise ModelError('the node is inactive: nothing is served until it is activated '
                              '(lifecycle)')
+        if state != 'unconfigured':
+            raise ModelError(f'the node is {state}: nothing is served until it is active')
+        if self._has_description():
+            raise ModelError('no robot model loaded yet: the node is unconfigured; configure and '
+                             'activate it (lifecycle), which loads the description')
         then = '' if self.autostart else '; then configure and activate the node (lifecycle)'
         raise ModelError('no robot model loaded yet: set the robot_description or '
                          'robot_description_file parameter, or publish the description on '
                          f"{self.settings['robot_description_topic']!r}{then}")
+
+    def _has_description(self):
+        """True when a description source is set (a bad one too: configure names its fault)."""
+        try:
+            return select(self.settings, self.topic_description) is not None
+        except ModelError:
+            return True
 
     def swap(self, loaded):
         self.loaded = loaded
@@ -168,16 +255,19 @@ class ServedModel:
             f'{", floating base" if model.floating_base else ""}')
         for warning in model.warnings:
             self.logger.warning(f'{model.name!r}: {clip(warning)}')
+        for serve in self.on_serve:
+            serve(loaded)
 
     def configure(self):
         """Load the description in effect (the lifecycle's configure); raises ModelError, counted
         and logged, if there is none or it does not load. A description that arrives meanwhile
-        is served instead, also where this one fails."""
+        is served instead, also where this one fails. With autostart, no description yet is the
+        normal start of a node whose description comes later on the topic: logged as such."""
         generation = self.generation
         with Guard('configure', self.logger) as outcome:
             selected = select(self.settings, self.topic_description)
             if selected is None:
-                raise ModelError(
+                raise NoDescription(
                     'no robot description: set robot_description or robot_description_file, or '
                     f"publish on {self.settings['robot_description_topic']!r}; nothing is served "
                     'until one arrives')
@@ -189,7 +279,12 @@ class ServedModel:
             if self.generation == generation:
                 self.swap(loaded)
         if outcome.failed and self.generation == generation:
-            self._cannot_load(outcome.reason)
+            if isinstance(outcome.error, NoDescription) and self.autostart is not None:
+                self.logger.info('waiting for a robot description on topic '
+                                 f"{self.settings['robot_description_topic']!r} (or the "
+                                 'robot_description or robot_description_file parameter)')
+            else:
+                self._cannot_load(outcome.reason)
             raise ModelError(outcome.reason)
 
     def cleanup(self):
@@ -261,6 +356,8 @@ class ServedModel:
         current = self.loaded
         if current is None:
             return note
+        if 'stream.contacts' in changes:
+            check_contacts(current.model, settings['stream.contacts'])
         if 'stream.output_joints' in changes:
             current = with_outputs(current, settings['stream.output_joints'])
         if 'gravity' in changes:
@@ -268,4 +365,6 @@ class ServedModel:
         if 'amplification_limit' in changes:
             current.model.amplification_limit = changes['amplification_limit']
         self.loaded = current
+        if {'stream.contacts', 'stream.effort_limits', 'gravity'} & set(changes):
+            warn_limits(current, settings, self.logger)
         return note

@@ -1,6 +1,7 @@
 """The node's status on ``/diagnostics``: the served model and the stream's rates, losses, compute
 times and errors, every ``diagnostics_period`` on the steady clock (so also under use_sim_time
-without /clock)."""
+without /clock). The headline names each kind of error of the period with its last reason, and
+clears when a period has none."""
 
 import time
 
@@ -8,6 +9,7 @@ from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from rclpy.clock import Clock, ClockType
 
 from .guard import clip, Guard
+from .stream import ERROR_KINDS
 
 
 class Diagnostics:
@@ -33,14 +35,13 @@ class Diagnostics:
     def status(self):
         """DiagnosticStatus with the model, stream rates and losses, compute times and errors."""
         stats = self.stats
-        received, published, dropped, mean, peak, latency = stats.take()
+        received, published, dropped, mean, peak, latency, errors, last_error = stats.take()
         now = time.monotonic()
-        then, received_before, published_before, problems_before = self.last_report
+        then, received_before, published_before, lost_before = self.last_report
         expected_rate = self.settings['stream.expected_rate']
         inferred = stats.lost_inferred()
         lost = max(stats.lost_events, inferred)      # the stamps also see what the RMW reports
-        problems = dropped + stats.stale + lost
-        self.last_report = (now, received, published, problems)
+        self.last_report = (now, received, published, lost)
         elapsed = max(now - then, 1e-9)
         input_rate = (received - received_before) / elapsed
         age = ('' if stats.last_stamp is None else
@@ -60,7 +61,7 @@ class Diagnostics:
             **{f'output_latency_{name}_ms': f'{seconds * 1e3:.3f}' if latency else ''
                for name, seconds in zip(('p50', 'p99', 'max'), latency or (0.0,) * 3)},
             'received': str(received), 'published': str(published), 'dropped': str(dropped),
-            'rejected': str(stats.rejected), 'last_error': stats.last_error,
+            'rejected': str(stats.rejected), 'last_error': last_error,
             'stream_mode': self.settings['stream.mode'],
             'waiting_for_joints': clip(', '.join(stats.waiting_for)),
             'contacts': clip(', '.join(f'{c.link}:{c.kind}' + (f'->{c.other}' if c.other else '')
@@ -95,8 +96,11 @@ class Diagnostics:
                 issues.append(stats.contacts_expired)
             if stats.waiting_for:
                 issues.append(f'waiting for joint_states of {clip(list(stats.waiting_for), 200)}')
-            if problems > problems_before:
-                issues.append(f'{problems - problems_before} inputs dropped, stale or lost')
+            issues += [f'{count} {ERROR_KINDS[kind]}: {reason}'
+                       for kind, (count, reason) in errors.items()
+                       if kind not in ('waiting', 'rejected')]
+            if lost > lost_before:
+                issues.append(f'{lost - lost_before} joint_states lost before the node')
             warn = self.settings['stream.latency_warn']
             if latency is not None and warn and latency[1] * 1e3 > warn:
                 issues.append(f'output latency p99 {latency[1] * 1e3:.1f} ms above '

@@ -3,31 +3,33 @@
 DynamicsNode wires the parts together, each in a module of its own that is given the node (or the
 logger and clock) it needs: parameters.py (specs, checks, the set-parameters callback),
 description.py (the description sources and the served model), services.py (the services' handlers,
-plain functions of the served model, request and response), stream.py (joint_states -> torques) and
-diagnostics.py (``/diagnostics``). Every callback runs in guard.Guard: a bad input gets its
-documented outcome (success=false with the reason, a counted drop, a rejected parameter), any other
-exception is an internal error logged with its traceback; nothing raises into the executor. The
-parameters are listed in parameters.PARAMETERS (and documented in config/dynamics_node.yaml).
+plain functions of the served model, request and response), stream.py (joint_states -> torques),
+robot_state.py (/tf, /tf_static and the file's joints) and diagnostics.py (``/diagnostics``).
+Every callback runs in guard.Guard: a bad input gets its documented outcome (success=false with the
+reason, a counted drop, a rejected parameter), any other exception is an internal error logged
+with its traceback; nothing raises into the executor. The parameters are listed in
+parameters.PARAMETERS (and documented in config/dynamics_node.yaml).
 
 Lifecycle (a managed node, as nav2 and ros2_control nodes are): unconfigured (a description that
-arrives is kept), configure (loads it) -> inactive -> activate -> active (services answer, the
-stream publishes) -> deactivate -> inactive -> cleanup (drops the model) -> unconfigured. Only an
-active node answers success or publishes efforts; /diagnostics reports in every state. The
-autostart parameter (default true) configures and activates the node by itself, at start and,
-while unconfigured, whenever a description arrives.
+arrives is kept), configure (loads it) -> inactive -> activate -> active (the services exist and
+answer, the stream publishes) -> deactivate -> inactive (the services withdrawn) -> cleanup (drops
+the model) -> unconfigured. Creating the services at activation lets a client's wait_for_service
+wait for a served model. /diagnostics reports in every state. The autostart parameter (default
+true) configures and activates the node by itself, at start and, while unconfigured, whenever a
+description arrives.
 
 Threads: services, parameters, the description topic, lifecycle transitions and diagnostics run on
 the main thread's executor; the stream runs on an executor thread of its own, with a second node
-``<name>_stream`` holding its subscription and publishers, so that a long service call (LCABA, a
-reload) never delays a torque. That node ignores the command line; its entities take the names the
-main node resolves, so that every remap written against the main node (``~/computed_torques``,
-``dynamics_node:joint_states``, ``__node``, ``__ns``) applies to them. The compiled kernels release
-the GIL, and the interpreter's switch interval is shortened so that the stream thread gets the GIL
-back within STREAM_GIL_SWITCH while the main thread runs Python. rclpy's MultiThreadedExecutor
-(9.1.2, rclpy issue #1452) cannot keep up with a control-rate stream, hence two executors of one
-thread each: EventsExecutor where rclpy has it (Jazzy, Kilted), else SingleThreadedExecutor.
-Autostart configures on a thread of its own, so that the node answers its services and signals
-while numba compiles.
+``_<name>_stream`` (hidden from ``ros2 node list``) holding its subscriptions and publishers, so
+that a long service call (LCABA, a reload) never delays a torque. That node ignores the command
+line; its entities take the names the main node resolves, so that every remap written against the
+main node (``~/computed_torques``, ``dynamics_node:joint_states``, ``__node``, ``__ns``) applies to
+them. The compiled kernels release the GIL, and the interpreter's switch interval is shortened so
+that the stream thread gets the GIL back within STREAM_GIL_SWITCH while the main thread runs
+Python. rclpy's MultiThreadedExecutor (9.1.2, rclpy issue #1452) cannot keep up with a control-rate
+stream, hence two executors of one thread each: EventsExecutor where rclpy has it (Jazzy, Kilted),
+else SingleThreadedExecutor. Autostart configures on a thread of its own, so that the node answers
+its signals while numba compiles.
 
 rclpy APIs used (all present in Humble's rclpy 3.3, Jazzy's 7.1 and Kilted's 9.1): rclpy.init (with
 SignalHandlerOptions.NO: SIGINT and SIGTERM are handled here, see main), rclpy.try_shutdown, Node
@@ -44,9 +46,11 @@ import faulthandler
 import os
 import signal
 import sys
+import tempfile
 import threading
 
 import rclpy
+from rclpy._rclpy_pybind11 import RCLError
 from rclpy.exceptions import ParameterException
 from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.lifecycle import LifecycleNode, TransitionCallbackReturn
@@ -69,10 +73,10 @@ _ENDING_LOCK = threading.Lock()   # guard.ENDING is set once the process is endi
 
 
 class DynamicsNode(LifecycleNode):
-    """Serves the dynamics of a URDF+ robot: services, torque stream, diagnostics. A managed
-    node: configure loads the description, activate serves it (services answer, the stream
-    publishes), deactivate stops serving, cleanup drops the model; autostart does the first two
-    by itself."""
+    """Serves the dynamics of a URDF+ robot: services, torque stream, TF, diagnostics. A managed
+    node: configure loads the description, activate serves it (creates the services, the stream
+    publishes), deactivate stops serving (withdraws them), cleanup drops the model; autostart does
+    the first two by itself."""
 
     def __init__(self, **kwargs):
         super().__init__('dynamics_node', **kwargs)
@@ -84,9 +88,9 @@ class DynamicsNode(LifecycleNode):
         logger = self.get_logger()
         self.stats = StreamStats()
         self._starting, self._start_again = threading.Lock(), False
+        self._served_services = []       # created at activate, destroyed at deactivate
         self.served = ServedModel(self.settings, self.stats, logger,
                                   self.autostart if self.settings['autostart'] else None)
-        create_services(self, self.served, self.settings, self.stats)
         self.stream_node = _stream_node(self)
         self.stream = Stream(self.stream_node, self.resolve_topic_name, self.served,
                              self.settings, self.stats, self.get_clock(), logger)
@@ -130,21 +134,31 @@ class DynamicsNode(LifecycleNode):
 
     def on_activate(self, state):
         self.served.state = 'active'
+        self._served_services = create_services(self, self.served, self.settings, self.stats)
         return super().on_activate(state)
 
     def on_deactivate(self, state):
         self.served.state = 'inactive'
+        self._destroy_services()
         return super().on_deactivate(state)
 
     def on_cleanup(self, state):
         self.served.state = 'unconfigured'
+        self._destroy_services()
         self.served.cleanup()
         return TransitionCallbackReturn.SUCCESS
 
     def on_shutdown(self, state):
         self.served.state = 'finalized'
+        self._destroy_services()
         self.served.cleanup()
         return TransitionCallbackReturn.SUCCESS
+
+    def _destroy_services(self):
+        """Withdraw the services: a client's wait_for_service waits for the next activation."""
+        for service in self._served_services:
+            self.destroy_service(service)
+        self._served_services = []
 
     def destroy_node(self):
         """Destroy the stream node, then this one."""
@@ -153,10 +167,11 @@ class DynamicsNode(LifecycleNode):
 
 
 def _stream_node(node):
-    """The node of the stream's entities: ``<name>_stream`` in node's namespace, deaf to the
-    command line's arguments (the stream's entities take the names node resolves, its remaps
-    included, so that remaps written against node apply to them, and apply once)."""
-    return Node(f'{node.get_name()}_stream', namespace=node.get_namespace(), context=node.context,
+    """The node of the stream's entities: ``_<name>_stream`` in node's namespace (hidden: a name
+    that starts with '_' is left out of ``ros2 node list``), deaf to the command line's arguments
+    (the stream's entities take the names node resolves, its remaps included, so that remaps
+    written against node apply to them, and apply once)."""
+    return Node(f'_{node.get_name()}_stream', namespace=node.get_namespace(), context=node.context,
                 use_global_arguments=False, start_parameter_services=False)
 
 
@@ -224,10 +239,37 @@ def _watch_signals():
     threading.Thread(target=watch, name='signals', daemon=True).start()
 
 
+def _init(args):
+    """rclpy.init, or, when the command line does not parse (e.g. an unquoted list of strings in
+    -p), one FATAL line with rcl's reason and exit status 1. rcl also logs its own error on
+    stderr, which is held back and shown only if init succeeds."""
+    with tempfile.TemporaryFile('w+') as held:
+        saved = os.dup(2)
+        os.dup2(held.fileno(), 2)
+        try:
+            rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
+        except RCLError as error:
+            failure = error
+        else:
+            failure = None
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+        if failure is None:
+            held.seek(0)
+            sys.stderr.write(held.read())
+            return
+    print(f'[FATAL] [dynamics_node]: invalid command line: {clip(failure)}. A -p value is YAML: '
+          'quote a list of strings (-p "stream.contacts:=[\'l_sole:6D\', \'r_sole:6D\']")',
+          file=sys.stderr)
+    sys.stderr.flush()
+    os._exit(1)
+
+
 def main(args=None):
     """Run the node until Ctrl-C, SIGTERM or an external shutdown, then end the process."""
     sys.setswitchinterval(STREAM_GIL_SWITCH)
-    rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
+    _init(args)
     _watch_signals()
     node = stream = None
     code = 0

@@ -19,7 +19,7 @@ from .. import bounds
 from .guard import clip, Guard
 
 STREAM_MODES = ('bias', 'gravity')
-EFFORT_LIMIT_POLICIES = ('reject', 'clamp')
+EFFORT_LIMIT_POLICIES = ('clamp', 'reject', 'ignore')
 
 
 def _range(low, high):
@@ -54,6 +54,10 @@ PARAMETERS = {
         'Extended URDF closures (YAML file: closed_loop, type, name_mot, joint_name, '
         'joint_type) applied to the description from any source (parameter, topic or '
         'robot_description_file); empty: none.'),
+    'floating_base': Spec(
+        False, 'Hang the root link on a floating joint (load_model(..., floating_base=True)): a '
+        'legged robot whose file has none. Its pose and twist come from odometry_topic (else the '
+        'identity, at rest). Setting it reloads.'),
     'autostart': Spec(
         True, 'Configure and activate the node by itself (lifecycle), at start and when a '
         'description first arrives; false: wait for a lifecycle manager.', True),
@@ -112,10 +116,12 @@ PARAMETERS = {
         'node clock; 0: always); older, the stream holds stream.contacts instead and '
         '/diagnostics warns.', extras=_range(0.0, 3600.0)),
     'stream.effort_limits': Spec(
-        'reject',
+        'clamp',
         "An effort beyond its joint's URDF <limit effort> (a limit of 0 or none: no limit): "
-        "'reject' drops the message (nothing published, counted), 'clamp' publishes the limit "
-        "instead (counted).",
+        "'clamp' publishes the limit instead, 'reject' drops the message (nothing published), "
+        "both counted and warned on /diagnostics; 'ignore' publishes the efforts as computed. At "
+        'load the node warns of limits that cannot hold the robot at its reference '
+        'configuration (placeholder limits).',
         extras=(('additional_constraints', 'one of ' + ', '.join(EFFORT_LIMIT_POLICIES)),)),
     'stream.completion_budget': Spec(
         1.0,
@@ -126,6 +132,10 @@ PARAMETERS = {
     'odometry_topic': Spec(
         '', 'nav_msgs/Odometry topic with the floating-base pose (world frame) and twist (base '
         'frame) for the stream; empty: the base rests at the identity pose.', True),
+    'publish_tf': Spec(
+        True, 'Publish every link\'s pose on /tf (the movable joints, with each output) and '
+        '/tf_static (the fixed joints, once per served model), as robot_state_publisher does; '
+        'false: none (robot_state_publisher on ~/completed_joint_states does it instead).', True),
     'forward_dynamics.method': Spec(
         'auto', "Method of ~/forward_dynamics when a request leaves it empty: 'auto', 'aba' or "
         "'lcaba'.", extras=(('additional_constraints', 'one of auto, aba, lcaba'),)),

@@ -184,19 +184,20 @@ def service_callback(name, handler, served, stats, logger, counted=True):
 
 
 def create_services(node, served, settings, stats):
-    """Create the services on node, answered from served's model (forward_dynamics with the default
-    method of settings); describe_model, a question about the node, counts no rejected request."""
+    """Create the services on node and return them, answered from served's model
+    (forward_dynamics with the default method of settings); describe_model, a question about the
+    node, counts no rejected request."""
     def forward(loaded, request, response):
         forward_dynamics(loaded, request, response, settings['forward_dynamics.method'])
-    for srv_type, name, handler, counted in (
-            (ForwardDynamics, 'forward_dynamics', forward, True),
-            (InverseDynamics, 'inverse_dynamics', inverse_dynamics, True),
-            (InverseOperationalSpaceInertia, 'inverse_operational_space_inertia',
-             inverse_operational_space_inertia, True),
-            (MassMatrix, 'mass_matrix', mass_matrix, True),
-            (BiasForces, 'bias_forces', bias_forces, True),
-            (LinkKinematics, 'link_kinematics', link_kinematics, True),
-            (DescribeModel, 'describe_model', describe_model, False)):
-        node.create_service(srv_type, f'~/{name}',
-                            service_callback(name, handler, served, stats, node.get_logger(),
-                                             counted))
+    handlers = ((ForwardDynamics, 'forward_dynamics', forward, True),
+                (InverseDynamics, 'inverse_dynamics', inverse_dynamics, True),
+                (InverseOperationalSpaceInertia, 'inverse_operational_space_inertia',
+                 inverse_operational_space_inertia, True),
+                (MassMatrix, 'mass_matrix', mass_matrix, True),
+                (BiasForces, 'bias_forces', bias_forces, True),
+                (LinkKinematics, 'link_kinematics', link_kinematics, True),
+                (DescribeModel, 'describe_model', describe_model, False))
+    return [node.create_service(srv_type, f'~/{name}',
+                                service_callback(name, handler, served, stats, node.get_logger(),
+                                                 counted))
+            for srv_type, name, handler, counted in handlers]

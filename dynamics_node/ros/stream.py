@@ -18,6 +18,7 @@ from rclpy.qos import (DurabilityPolicy, HistoryPolicy, qos_profile_sensor_data,
                        ReliabilityPolicy)
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
+from tf2_msgs.msg import TFMessage
 
 try:                                      # Iron and later
     from rclpy.event_handler import SubscriptionEventCallbacks, UnsupportedEventTypeError
@@ -35,10 +36,21 @@ JOINT_STATES_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1,
                               reliability=ReliabilityPolicy.BEST_EFFORT,
                               durability=DurabilityPolicy.VOLATILE)
 OUTPUT_QOS = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE)
+# /tf and /tf_static as robot_state_publisher publishes them (tf2_ros' broadcasters' QoS).
+TF_QOS = QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE)
+TF_STATIC_QOS = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
+                           durability=DurabilityPolicy.TRANSIENT_LOCAL)
 # The latest contact set, also for a node that starts after the scheduler published it.
 CONTACTS_QOS = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
                           durability=DurabilityPolicy.TRANSIENT_LOCAL)
 LATENCY_WINDOW = 60_000          # latest outputs whose latency a diagnostics period keeps
+# The kinds of errors /diagnostics headlines, each with what it counts.
+ERROR_KINDS = {'invalid': 'joint_states dropped', 'waiting': 'joint_states waiting',
+               'singular': 'joint_states dropped as singular',
+               'over_limit': 'joint_states dropped over <limit effort>',
+               'clamped': 'outputs clamped to <limit effort>', 'stale': 'joint_states stale',
+               'contacts': '~/contacts sets dropped', 'odometry': 'odometry messages dropped',
+               'rejected': 'requests or descriptions rejected'}
 
 
 def stale_reason(age, max_age):
@@ -51,9 +63,9 @@ def stale_reason(age, max_age):
 
 
 class StreamStats:
-    """Counters of the stream, of rejected requests and descriptions, and the last error; the
-    diagnostics timer reads them and resets the compute-time window. Written by the stream thread,
-    read by the main one."""
+    """Counters of the stream, of rejected requests and descriptions, and the errors of the current
+    diagnostics period by kind; the diagnostics timer reads them and resets the period. Written by
+    the stream thread, read by the main one."""
 
     def __init__(self):
         self.received = self.published = self.dropped = self.rejected = 0
@@ -69,7 +81,8 @@ class StreamStats:
         self.last_stamp = None          # ns of the last stamped input
         self.span = None                # (first ns, last ns, inputs, Hz) of the current stamp span
         self.lost_before_span = 0       # inputs inferred lost in the spans before it
-        self.last_error = ''
+        self.last_error = ''            # the last error of the period ('' if none)
+        self.errors = {}                # kind (ERROR_KINDS) -> [count, last reason] of the period
         self._count, self._total, self._max = 0, 0.0, 0.0
         self._latencies = np.empty(LATENCY_WINDOW)     # s, of the period's stamped outputs
         self._latency_count = 0
@@ -80,19 +93,32 @@ class StreamStats:
         self.published += 1
         self._count += 1
         self._total += seconds
-        self._max = max(self._max, seconds)
+        if seconds > self._max:
+            self._max = seconds
         if latency is not None:
             self._latencies[self._latency_count % LATENCY_WINDOW] = latency
             self._latency_count += 1
 
-    def drop(self, reason):
+    def drop(self, reason, kind='invalid'):
+        """An input dropped (counted) for reason, of a kind of ERROR_KINDS."""
         self.dropped += 1
-        self.last_error = clip(reason)
+        self.error(reason, kind)
 
     def reject(self, reason):
         """A service request answered with success=false, or a rejected description."""
         self.rejected += 1
-        self.last_error = clip(reason)
+        self.error(reason, 'rejected')
+
+    def error(self, reason, kind):
+        """Note an error of a kind of ERROR_KINDS in the period."""
+        reason = clip(reason)
+        entry = self.errors.get(kind)
+        if entry is None:
+            self.errors[kind] = [1, reason]
+        else:
+            entry[0] += 1
+            entry[1] = reason
+        self.last_error = reason
 
     def arrive(self, stamp, expected_rate):
         """Note an input stamped stamp (ns, 0: unstamped) of a stream expected at expected_rate Hz
@@ -130,16 +156,28 @@ class StreamStats:
 
     def take(self):
         """(received, published, dropped, compute mean s, compute max s, output latencies s: p50,
-        p99 and max of the period's stamped outputs (the last LATENCY_WINDOW), None if none);
-        resets the window."""
+        p99 and max of the period's stamped outputs (the last LATENCY_WINDOW), None if none;
+        errors of the period {kind: (count, last reason)}, the last error of the period); starts a
+        new period."""
         mean = self._total / self._count if self._count else 0.0
         latencies = self._latencies[:min(self._latency_count, LATENCY_WINDOW)]
         latency = (tuple(np.percentile(latencies, (50, 99))) + (latencies.max(),)
                    if len(latencies) else None)
-        snapshot = (self.received, self.published, self.dropped, mean, self._max, latency)
+        errors, self.errors = self.errors, {}
+        last_error, self.last_error = self.last_error, ''
+        snapshot = (self.received, self.published, self.dropped, mean, self._max, latency,
+                    {kind: tuple(entry) for kind, entry in errors.items()}, last_error)
         self._count, self._total, self._max = 0, 0.0, 0.0
         self._latency_count = 0
         return snapshot
+
+
+class OverLimit(ModelError):
+    """An effort beyond its joint's <limit effort> (stream.effort_limits: reject)."""
+
+
+class Waiting(ModelError):
+    """An input before every actuated joint has been named."""
 
 
 class Stream:
@@ -151,7 +189,7 @@ class Stream:
     def __init__(self, node, resolve, served, settings, stats, clock, logger):
         self.served, self.settings, self.stats = served, settings, stats
         self.clock, self.logger = clock, logger
-        self.base_state = None           # (pose[7], twist[6]) from odometry
+        self.base_state = None           # (pose[7], twist[6], frame) from odometry
         self.contact_set = None          # (Contacts, stamp ns) of the last valid ~/contacts
         self.torques = node.create_publisher(JointState, resolve('~/computed_torques'),
                                              OUTPUT_QOS)
@@ -159,6 +197,11 @@ class Stream:
                                              OUTPUT_QOS)
         self.completed = node.create_publisher(JointState, resolve('~/completed_joint_states'),
                                                OUTPUT_QOS)
+        self.tf = self.tf_static = None
+        if settings['publish_tf']:
+            self.tf = node.create_publisher(TFMessage, resolve('/tf'), TF_QOS)
+            self.tf_static = node.create_publisher(TFMessage, resolve('/tf_static'),
+                                                   TF_STATIC_QOS)
         try:
             node.create_subscription(
                 JointState, resolve('joint_states'), self.on_joint_state, JOINT_STATES_QOS,
@@ -173,6 +216,22 @@ class Stream:
         if settings['odometry_topic']:
             node.create_subscription(Odometry, resolve(settings['odometry_topic']),
                                      self.on_odometry, qos_profile_sensor_data)
+        served.on_serve.append(self.serve)
+
+    def serve(self, loaded):
+        """A model is served from now on: its fixed joints on /tf_static, and the contact set from
+        ~/contacts checked against it (dropped with a warning if the model lacks one of its
+        links)."""
+        if self.tf_static is not None:
+            self.tf_static.publish(loaded.frames.static_message(self.clock.now().to_msg()))
+        topic = self.contact_set
+        if topic is not None:
+            with Guard('~/contacts', self.logger) as outcome:
+                resolve_contacts(loaded.model, topic[0])
+            if outcome.failed:
+                self.contact_set = None
+                self.logger.warning(f'contact set from ~/contacts dropped: {outcome.reason}; '
+                                    'holding stream.contacts until a new set arrives')
 
     def on_message_lost(self, info):
         with Guard('joint_states message-lost event', self.logger, bad_input=()):
@@ -182,9 +241,13 @@ class Stream:
         with Guard('joint_states', self.logger) as outcome:
             self._answer(msg)
         if outcome.failed:
-            if isinstance(outcome.error, SingularConfigurationError):
+            error = outcome.error
+            if isinstance(error, SingularConfigurationError):
                 self.stats.singular += 1
-            self._drop(outcome.reason, 'joint_states')
+            self._drop(outcome.reason, 'joint_states',
+                       'singular' if isinstance(error, SingularConfigurationError) else
+                       'over_limit' if isinstance(error, OverLimit) else
+                       'waiting' if isinstance(error, Waiting) else 'invalid')
 
     def _answer(self, msg):
         """Unless the stream is off or the node inactive: count msg and, unless it is stale,
@@ -196,20 +259,22 @@ class Stream:
         start = time.perf_counter()
         stamp = msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec
         stats.arrive(stamp, settings['stream.expected_rate'])
+        now = self._now_ns() if stamp else 0
         if stamp:
-            stale = stale_reason((self._now_ns() - stamp) * 1e-9, settings['stream.max_age'])
+            stale = stale_reason((now - stamp) * 1e-9, settings['stream.max_age'])
             if stale:
                 stats.stale += 1
-                stats.last_error = stale
+                stats.error(stale, 'stale')
                 return
-        self._publish(msg, settings)
-        stats.publish(time.perf_counter() - start,
-                      (self._now_ns() - stamp) * 1e-9 if stamp else None)
+        self._publish(msg, settings, now)
+        end = time.perf_counter()
+        stats.publish(end - start, (now - stamp) * 1e-9 + (end - start) if stamp else None)
 
-    def _publish(self, msg, settings):
+    def _publish(self, msg, settings, now):
         """Merge msg into the stream state, compute the efforts, publish them (and the completed
-        state if anyone listens) with msg's stamp; the state is kept only if all succeeded, or when
-        the output waits for joints no message has named yet."""
+        state and TF if anyone listens) with msg's stamp; the state is kept only if all succeeded,
+        or when the output waits for joints no message has named yet. now: the node clock's ns
+        (0 if msg is unstamped)."""
         loaded = self.served.current()
         model, layout, stream = loaded.model, loaded.layout, loaded.stream
         base = self.base_state if layout.floating else None
@@ -219,11 +284,11 @@ class Stream:
             stream.commit()
             self.stats.waiting += 1
             self.stats.waiting_for = missing
-            raise ModelError(f'waiting for joint_states of {quote(list(missing))}: no message has '
-                             'named them yet')
+            raise Waiting(f'waiting for joint_states of {quote(list(missing))}: no message has '
+                          'named them yet')
         self.stats.waiting_for = ()
         q = model.complete_positions(positions, budget_ms=settings['stream.completion_budget'])
-        contacts = self._contacts() or None
+        contacts = self._contacts(now) or None
         if settings['stream.mode'] == 'gravity':
             tau = model.gravity_forces(q, contacts)
         elif contacts is None:
@@ -231,12 +296,14 @@ class Stream:
         else:   # measured velocities, projected onto those that keep the contacts
             held = model.contact_bias_forces(q, velocities, contacts, info=True)
             tau, self.stats.velocity_correction = held.efforts, held.velocity_correction
-        joints = self._limited(loaded, layout.split_independent(tau)[0],
-                               settings['stream.effort_limits'])
-        completed = None
+        joints = self._limited(loaded, tau[loaded.output_y], settings['stream.effort_limits'])
+        completed = tf = None
         if self.completed.get_subscription_count() > 0:
-            completed = JointState(header=msg.header)
-            layout.fill_joint_state(completed, q, model.spanning_velocities(q, velocities))
+            completed = loaded.file_joints.fill(JointState(header=msg.header), q,
+                                                model.spanning_velocities(q, velocities))
+        if self.tf is not None and self.tf.get_subscription_count() > 0:
+            tf = loaded.frames.message(q, msg.header.stamp,
+                                       base and (base[2], base[0]))
         stream.commit()
         torques, efforts = loaded.output, loaded.efforts
         torques.header, torques.effort = msg.header, conv.float64_array(joints)
@@ -245,25 +312,34 @@ class Stream:
         self.efforts.publish(efforts)
         if completed is not None:
             self.completed.publish(completed)
+        if tf is not None:
+            self.tf.publish(tf)
 
     def _limited(self, loaded, efforts, policy):
-        """efforts within their joints' <limit effort>: beyond one, ModelError (policy 'reject') or
-        the limit (policy 'clamp'), counted either way."""
-        over = np.abs(efforts) > loaded.limits
-        if not over.any():
+        """efforts within their joints' <limit effort>: beyond one, OverLimit (policy 'reject')
+        or the limit (policy 'clamp'), counted either way; policy 'ignore': efforts as they
+        are."""
+        if policy == 'ignore' or loaded.unlimited:
             return efforts
-        i = int(np.argmax(np.abs(efforts) - loaded.limits))
+        excess = np.abs(efforts) - loaded.limits
+        i = int(np.argmax(excess))
+        if excess[i] <= 0.0:
+            return efforts
         name = loaded.layout.independent_names[i]
+        beyond = (f'effort {efforts[i]:.6g} of joint {quote(name)} exceeds its <limit effort> '
+                  f'{loaded.limits[i]:g} (stream.effort_limits: {policy})')
         if policy == 'clamp':
             self.stats.clamped += 1
+            self.stats.error(f'{beyond}: published {np.sign(efforts[i]) * loaded.limits[i]:g}',
+                             'clamped')
             return np.clip(efforts, -loaded.limits, loaded.limits)
         self.stats.over_limit += 1
-        raise ModelError(f'effort {efforts[i]:.6g} of joint {quote(name)} exceeds its '
-                         f'<limit effort> {loaded.limits[i]:g} (stream.effort_limits: reject)')
+        raise OverLimit(beyond)
 
     def on_contacts(self, msg):
-        """A contact set from ~/contacts, in use from now on unless the loaded model lacks one of
-        its links (then dropped, the previous set stays)."""
+        """A contact set from ~/contacts, in use from now on unless the served model lacks one of
+        its links (then dropped, the previous set stays); a set that arrives before a model is
+        served is checked when one is (serve)."""
         with Guard('~/contacts', self.logger) as outcome:
             contacts = tuple(conv.contacts_from_msgs(msg.contacts) or ())
             loaded = self.served.loaded
@@ -272,16 +348,17 @@ class Stream:
             self.contact_set = (contacts, msg.header.stamp.sec * 1_000_000_000
                                 + msg.header.stamp.nanosec)
         if outcome.failed:
-            self._drop(outcome.reason, '~/contacts')
+            self._drop(outcome.reason, '~/contacts', 'contacts')
 
-    def _contacts(self):
+    def _contacts(self, now):
         """The contacts in effect, noted in stats: the last set from ~/contacts unless its stamp
-        is older than stream.contacts_max_age (a zero stamp never is), else stream.contacts."""
+        is older than stream.contacts_max_age (a zero stamp never is), else stream.contacts.
+        now: the node clock's ns, 0 if not read yet."""
         stats, topic = self.stats, self.contact_set
         if topic is not None:
             contacts, stamp = topic
-            age = (self._now_ns() - stamp) * 1e-9 if stamp else 0.0
             max_age = self.settings['stream.contacts_max_age']
+            age = (((now or self._now_ns()) - stamp) * 1e-9 if stamp and max_age else 0.0)
             stats.contacts_age = age
             if not max_age or age <= max_age:
                 stats.contacts, stats.contacts_expired = (contacts, '~/contacts'), ''
@@ -297,14 +374,15 @@ class Stream:
         cost of Clock.now())."""
         return self.clock.now().nanoseconds if self.clock.ros_time_is_active else time.time_ns()
 
-    def _drop(self, reason, topic):
-        self.stats.drop(reason)
+    def _drop(self, reason, topic, kind):
+        self.stats.drop(reason, kind)
         self.logger.warning(f'{topic} message dropped: {reason}', throttle_duration_sec=5.0)
 
     def on_odometry(self, msg):
-        """Keep the floating-base pose and twist of the latest valid odometry message."""
+        """Keep the floating-base pose, twist and frame of the latest valid odometry message."""
         with Guard('odometry', self.logger) as outcome:
             self.base_state = (conv.normalized_pose(msg.pose.pose, 'odometry pose'),
-                               conv.twist_to_array(msg.twist.twist, 'odometry twist'))
+                               conv.twist_to_array(msg.twist.twist, 'odometry twist'),
+                               msg.header.frame_id)
         if outcome.failed:
-            self._drop(outcome.reason, 'odometry')
+            self._drop(outcome.reason, 'odometry', 'odometry')
