@@ -281,8 +281,12 @@ class Model:
     def kernels_cached(self):
         """False where warm_up (or the first call) compiles the kernels: the first model of this
         process, with numba's on-disk cache missing or stale for one of them. True with the NumPy
-        reference."""
-        return not self.compiled or self._local.data.engine.kernels_cached()
+        reference. Asked before any workspace exists: building one already compiles (the
+        structures of the flat model and the LCABA plan)."""
+        if not self.compiled:
+            return True
+        from .engines.numba_engine import FastPath
+        return FastPath.kernels_cached()
 
     @property
     def floating_joint_names(self):
