@@ -16,7 +16,7 @@ unless a test makes them so on purpose. No test measures a time against a budget
 response end at TIMEOUT, an ample bound that only a hang reaches.
 """
 
-from contextlib import contextmanager
+from contextlib import contextmanager, ExitStack
 import os
 from pathlib import Path
 import re
@@ -44,10 +44,12 @@ from rclpy.parameter import Parameter
 from rclpy.qos import DurabilityPolicy, qos_profile_sensor_data, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
 from std_msgs.msg import String
+from tf2_msgs.msg import TFMessage
 
 from conftest import assert_close, robot
 from dynamics_node import bundled_extended_urdf, bundled_model, load_model, ModelError
 from dynamics_node.errors import quote
+from dynamics_node.ros.stream import TF_QOS, TF_STATIC_QOS
 
 # Used unless ROS_DOMAIN_ID is set in the environment (test_interfaces.py uses 61).
 TEST_DOMAIN_ID = 62
@@ -713,6 +715,20 @@ def collect(ros, topic, msg_type, qos):
         yield received
     finally:
         ros.node.destroy_subscription(subscription)
+
+
+@contextmanager
+def robot_state_outputs(ros, process, *more):
+    """(computed_torques, /tf, /tf_static, completed_joint_states, and the (topic, type, QoS) of
+    more) received while the context is open: what a stream's input makes the node publish."""
+    with collect(ros, f'{process.name}/computed_torques', JointState, torques_qos()) as torques, \
+            collect(ros, '/tf', TFMessage, TF_QOS) as tf, \
+            collect(ros, '/tf_static', TFMessage, TF_STATIC_QOS) as static, \
+            collect(ros, f'{process.name}/completed_joint_states', JointState,
+                    torques_qos()) as joints, \
+            ExitStack() as stack:
+        yield (torques, tf, static, joints,
+               *(stack.enter_context(collect(ros, *topic)) for topic in more))
 
 
 def torques_qos():

@@ -9,15 +9,14 @@ from diagnostic_msgs.msg import DiagnosticArray
 from lifecycle_msgs.msg import Transition
 from lifecycle_msgs.srv import ChangeState, GetState
 import pytest
-from rclpy._rclpy_pybind11 import NodeNameNonExistentError
 from rclpy.qos import DurabilityPolicy, qos_profile_sensor_data, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray, String
 
 from dynamics_node import bundled_extended_urdf, bundled_model, load_model
-from test_node import (collect, joint_state, MAX_AGE, NAMESPACE, node_values,  # noqa: F401
-                       NodeProcess, publish_and_wait, ros, set_parameters, stamp_of, torques_qos,
-                       wait_until_served)
+from test_node import (collect, has_service, joint_state, MAX_AGE, NAMESPACE,  # noqa: F401
+                       node_values, NodeProcess, publish_and_wait, ros, set_parameters, stamp_of,
+                       torques_qos, wait_until_served)
 
 FOUR_BAR = load_model(bundled_model('four_bar'))
 QUIET = 1.0             # s without an answer that shows the stream is silent
@@ -51,7 +50,7 @@ def managed(ros):  # noqa: F811 - the fixture imported above
     process = NodeProcess('managed', robot_description_file='four_bar', autostart='false',
                           stream__max_age=MAX_AGE)
     try:
-        assert ros.spin_until(lambda: _has_service(ros, process, 'get_state'), timeout=30.0), \
+        assert ros.spin_until(lambda: has_service(ros, process, 'get_state'), timeout=30.0), \
             process.output()
         yield process
     finally:
@@ -67,16 +66,6 @@ def latencies(diagnostics, process):
                 return tuple(float(values[f'output_latency_{k}_ms']) * 1e-3
                              for k in ('p50', 'p99', 'max'))
     return None
-
-
-def _has_service(client, process, name):
-    """True when process's node serves name (~/name); a client's own services do not count."""
-    namespace, node = process.name.rsplit('/', 1)
-    try:
-        services = client.node.get_service_names_and_types_by_node(node, namespace)
-    except NodeNameNonExistentError:          # not discovered yet
-        return False
-    return f'{process.name}/{name}' in dict(services)
 
 
 def test_lifecycle_serves_only_while_active(ros, managed):  # noqa: F811
@@ -100,7 +89,7 @@ def test_lifecycle_serves_only_while_active(ros, managed):  # noqa: F811
 
             def serving(expected, i):
                 """The services exist and answer, and the stream answers, only while active."""
-                available = _has_service(ros, process, 'describe_model')
+                available = has_service(ros, process, 'describe_model')
                 answer = publish_and_wait(ros, publisher, output, four_bar_input(i),
                                           10.0 if expected else QUIET)
                 assert available == expected and (answer is not None) == expected, answer
@@ -124,7 +113,7 @@ def test_lifecycle_serves_only_while_active(ros, managed):  # noqa: F811
                 (sent - stamp, p50, p99, peak, answered - stamp)
             assert change_state(ros, process, Transition.TRANSITION_DEACTIVATE)
             assert get_state(ros, process) == 'inactive'
-            assert ros.spin_until(lambda: not _has_service(ros, process, 'describe_model'))
+            assert ros.spin_until(lambda: not has_service(ros, process, 'describe_model'))
             serving(False, 3)
             assert change_state(ros, process, Transition.TRANSITION_CLEANUP)
             assert get_state(ros, process) == 'unconfigured' and reported('unconfigured')
@@ -151,11 +140,11 @@ def test_autostart_activates_when_a_description_arrives(ros):  # noqa: F811
     description (a parameter) configures and activates the node by itself."""
     process = NodeProcess('autostart')
     try:
-        assert ros.spin_until(lambda: _has_service(ros, process, 'get_state'), timeout=30.0), \
+        assert ros.spin_until(lambda: has_service(ros, process, 'get_state'), timeout=30.0), \
             process.output()
         # its own configure at start fails (no description): no service
         assert ros.spin_until(lambda: get_state(ros, process) == 'unconfigured')
-        assert not _has_service(ros, process, 'describe_model')
+        assert not has_service(ros, process, 'describe_model')
         assert set_parameters(ros, process.name, robot_description_file='four_bar').successful
         assert ros.spin_until(lambda: get_state(ros, process) == 'active', timeout=30.0), \
             process.output()

@@ -11,19 +11,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 from lxml import etree
-from rclpy.qos import DurabilityPolicy, qos_profile_sensor_data, QoSProfile, ReliabilityPolicy
+from rclpy.qos import qos_profile_sensor_data
 from sensor_msgs.msg import JointState
-from tf2_msgs.msg import TFMessage
 
 from dynamics_node import Contact, load_model
-from test_node import (collect, MAX_AGE, NodeProcess, publish_and_wait, ros,  # noqa: F401
-                       stamp_of, torques_qos, wait_until_served)
+from test_node import (MAX_AGE, NodeProcess, publish_and_wait, robot_state_outputs,  # noqa: F401
+                       ros, stamp_of, wait_until_served)
 from test_node_robot_state import chained_poses
 from test_standing import stance, two_legs
 
 MODELS = Path(__file__).parent / 'models'
-TF_STATIC_QOS = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
-                           durability=DurabilityPolicy.TRANSIENT_LOCAL)
 SOLES = "['left_sole:6D','right_sole:6D']"
 
 
@@ -69,12 +66,7 @@ def test_the_stream_holds_the_biped_on_its_feet(ros, standing, rng):  # noqa: F8
                                           process.name.rsplit('/', 1)[0] + '/joint_states',
                                           qos_profile_sensor_data)
     try:
-        with collect(ros, f'{process.name}/computed_torques', JointState,
-                     torques_qos()) as torques, \
-                collect(ros, '/tf', TFMessage, 100) as tf, \
-                collect(ros, '/tf_static', TFMessage, TF_STATIC_QOS) as static, \
-                collect(ros, f'{process.name}/completed_joint_states', JointState,
-                        torques_qos()) as joints:
+        with robot_state_outputs(ros, process) as (torques, tf, static, joints):
             answer = publish_and_wait(ros, publisher, torques, msg)
             assert answer is not None, process.output()
 

@@ -13,21 +13,18 @@ from cluster_dynamics.srv import DescribeModel
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
 import numpy as np
 import pytest
-from rclpy.qos import DurabilityPolicy, qos_profile_sensor_data, QoSProfile, ReliabilityPolicy
+from rclpy.qos import qos_profile_sensor_data
 from sensor_msgs.msg import JointState
-from tf2_msgs.msg import TFMessage
 
 from dynamics_node import load_model
-from test_node import (collect, EXECUTABLE, MAX_AGE, NAMESPACE, NodeProcess,  # noqa: F401
-                       publish_and_wait, ros, set_parameters, stamp_of, torques_qos)
+from test_node import (EXECUTABLE, MAX_AGE, NAMESPACE, NodeProcess,  # noqa: F401
+                       publish_and_wait, robot_state_outputs, ros, set_parameters, stamp_of)
 from test_node_robot_state import chained_poses
 
 MODELS = Path(__file__).parent / 'models'
 LEG, LEG_CLOSURES = str(MODELS / 'placeholder_leg.urdf'), str(MODELS / 'placeholder_leg.yaml')
 # tf2_msgs/msg/TFMessage's type hash on a ROS 2 Jazzy or Kilted graph (ros2 topic info -v /tf)
 TF_TYPE_HASH = 'RIHS01_e369d0f05a23ae52508854b66f6aa0437f3449d652e8cbf22d5abe85d020f087'
-TF_STATIC_QOS = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
-                           durability=DurabilityPolicy.TRANSIENT_LOCAL)
 
 
 @pytest.fixture(scope='module')
@@ -73,13 +70,8 @@ def test_clamped_torques_tf_and_the_file_joints(ros, leg):  # noqa: F811
     msg = JointState(name=names, position=[values[n] for n in names], velocity=[0.0] * 4)
     msg.header.stamp = stamp_of(7)
     try:
-        with collect(ros, f'{process.name}/computed_torques', JointState,
-                     torques_qos()) as torques, \
-                collect(ros, '/tf', TFMessage, 100) as tf, \
-                collect(ros, '/tf_static', TFMessage, TF_STATIC_QOS) as static, \
-                collect(ros, f'{process.name}/completed_joint_states', JointState,
-                        torques_qos()) as joints, \
-                collect(ros, '/diagnostics', DiagnosticArray, 100) as diagnostics:
+        with robot_state_outputs(ros, process, ('/diagnostics', DiagnosticArray, 100)) as (
+                torques, tf, static, joints, diagnostics):
             answer = publish_and_wait(ros, publisher, torques, msg)
             assert answer is not None, process.output()
 
