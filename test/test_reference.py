@@ -76,6 +76,12 @@ def test_floating_base_for_a_file_without_one(rng):
     assert hung.floating_base_joint == 'world_joint' and hung.root_link == 'world'
     assert_close(hung.link_pose(hung.reference_positions, 'base')[1], [0.0, 0.0, 0.5],
                  'the fixed joint\'s placement is the floating base\'s origin')
+    by_name = ('<robot name="n"><link name="base"/>' + link('arm') + '<joint name="j" '
+               'type="revolute"><parent name="base"/><child name="arm"/><axis xyz="0 0 1"/>'
+               '</joint></robot>')                       # URDF+ names links by name= too
+    assert load_model(by_name, floating_base=True).joint_names == ('root_joint', 'j')
+    assert load_model(compose([Part(by_name, 'a_'), Part(by_name, 'b_', joint='floating')])
+                      ).joint_names == ('a_j', 'b_root_joint', 'b_j')
     with pytest.raises(ModelError, match=r"^floating_base: the description has the floating "
                                          r"joint 'floating_base' already; load it without"):
         load_model(bundled_model('quadruped_rotors'), floating_base=True)

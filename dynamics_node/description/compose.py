@@ -29,9 +29,9 @@ JOINTS = ('fixed', 'floating')
 # elements whose name= is a name of the part, and the attributes of other elements that refer to
 # one: (tag, attribute)
 NAMED = ('link', 'joint', 'loop', 'coupling', 'material')
-REFERENCES = (('parent', 'link'), ('child', 'link'), ('mimic', 'joint'),
-              ('predecessor', 'link'), ('predecessor', 'name'), ('successor', 'link'),
-              ('successor', 'name'))
+REFERENCES = (('parent', 'link'), ('parent', 'name'), ('child', 'link'), ('child', 'name'),
+              ('mimic', 'joint'), ('predecessor', 'link'), ('predecessor', 'name'),
+              ('successor', 'link'), ('successor', 'name'))
 
 
 class Part(NamedTuple):
@@ -74,8 +74,8 @@ def compose(parts, name='scene'):
     for index, given in enumerate(parts):
         part = _part(given, index)
         where = f'part {index} (prefix {quote(part.prefix)})'
-        robot = _robot(part, where)
-        root = _root_link(robot, where)
+        robot, spec = _robot(part, where)
+        root = _root_link(spec, where)
         for element in robot.iter(*NAMED):
             if element.get('name') is not None and (element.getparent() is robot
                                                     or element.tag == 'material'):
@@ -133,22 +133,21 @@ def _part(given, index):
 
 
 def _robot(part, where):
-    """The part's <robot> element (a copy), Extended URDF converted; its errors named by part."""
+    """The part's <robot> element (a copy), Extended URDF converted, and its RobotSpec (the
+    reader's element checks, their errors named by part)."""
     try:
         source = (to_urdf_plus(part.description, part.closures) if part.closures is not None
                   else part.description)
         robot = copy.deepcopy(robot_element(source))
-        read_urdf(robot)                       # the reader's element checks, named by part
-        return robot
+        return robot, read_urdf(robot)
     except ModelError as error:
         raise ModelError(f'{where}: {error}') from None
 
 
-def _root_link(robot, where):
-    """The one link of the part that is no joint's child."""
-    children = {child.get('link') for child in robot.findall('joint/child')}
-    roots = [link.get('name') for link in robot.findall('link')
-             if link.get('name') not in children]
+def _root_link(spec, where):
+    """The one link of a description (its RobotSpec) that is no joint's child."""
+    children = {joint.child for joint in spec.joints}
+    roots = [link.name for link in spec.links if link.name not in children]
     if len(roots) != 1:
         raise ModelError(f'{where}: expected one root link (no joint\'s child), found '
                          f'{quote(roots) if roots else "none"}')
@@ -171,17 +170,17 @@ def float_root(source):
     single child (a 'world' link) has that joint made floating, at its placement; any other root
     link hangs from a new massless link 'world' by the floating joint 'root_joint'."""
     robot = copy.deepcopy(robot_element(source))
-    read_urdf(robot)                               # the reader's element checks first
-    floating = [j.get('name') for j in robot.findall('joint') if j.get('type') == 'floating']
+    spec = read_urdf(robot)                        # the reader's element checks first
+    floating = [joint.name for joint in spec.joints if joint.type == 'floating']
     if floating:
         raise ModelError(f'floating_base: the description has the floating joint '
                          f'{quote(floating[0])} already; load it without floating_base')
-    root = _root_link(robot, 'floating_base')
-    element = next(link for link in robot.findall('link') if link.get('name') == root)
-    below = [j for j in robot.findall('joint')
-             if root in (j.find('parent').get('link'), j.find('parent').get('name'))]
-    if element.find('inertial') is None and len(below) == 1 and below[0].get('type') == 'fixed':
-        below[0].set('type', 'floating')
+    root = _root_link(spec, 'floating_base')
+    below = [joint for joint in spec.joints if joint.parent == root]
+    massless = not next(link for link in spec.links if link.name == root).inertial.mass
+    if massless and len(below) == 1 and below[0].type == 'fixed':
+        next(e for e in robot.findall('joint') if e.get('name') == below[0].name).set(
+            'type', 'floating')
         return robot
     for kind, name in (('link', WORLD), ('joint', 'root_joint')):
         if any(e.get('name') == name for e in robot.findall(kind)):
