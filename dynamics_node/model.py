@@ -11,6 +11,7 @@ from dataclasses import dataclass
 import functools
 import math
 import threading
+from types import MappingProxyType
 
 import numpy as np
 
@@ -124,15 +125,27 @@ class Model:
         self.independent_q = _frozen(np.array(
             [self.idx_q[b] + k for b in range(1, self.nb) if self.joint_role[b] == 'independent'
              for k in range(self.nq_body[b])], dtype=int))
-        # (joint, first entry, size) of the independent positions of each named joint
-        starts = np.cumsum([0] + [self.nq_body[b] for b in range(1, self.nb)
-                                  if self.joint_role[b] == 'independent'])
-        self._independent_q_layout = tuple(
-            (self.joint_names[b - 1], int(start), self.nq_body[b]) for b, start in zip(
-                [b for b in range(1, self.nb) if self.joint_role[b] == 'independent'], starts))
+        # joint -> (first entry, size) of its positions in the independent positions
+        # (complete_positions' vector), and -> its first entry in y (split joints included)
+        named = [b for b in range(1, self.nb) if self.joint_role[b] == 'independent']
+        starts = np.cumsum([0] + [self.nq_body[b] for b in named])
+        self.independent_positions_index = MappingProxyType(
+            {self.joint_names[b - 1]: (int(start), self.nq_body[b])
+             for b, start in zip(named, starts)})
+        entries = {int(v): y for y, v in enumerate(self.independent_v)}
+        self.independent_velocities_index = MappingProxyType(
+            {self.joint_names[b - 1]: next(entries[v] for v in range(
+                self.idx_v[b], self.idx_v[b] + self.nv_body[b]) if v in entries)
+             for b in range(1, self.nb) if self.joint_role[b] != 'dependent'})
         self.Sbar = tuple(_frozen(_block_diagonal([self.S[b] for b in c.bodies]))
                           for c in clusters)
-        self.floating_base = any(t == 'floating' for t in self.joint_type[1:])
+        # every floating joint, in joint_names order (a robot's base, and in a scene those of
+        # every floating robot and free object: description/compose.py); the first is the base's
+        self.floating_joint_names = tuple(name for name, kind in zip(self.joint_names,
+                                                                     self.joint_type[1:])
+                                          if kind == 'floating')
+        self.floating_base_joint = next(iter(self.floating_joint_names), '')
+        self.floating_base = bool(self.floating_joint_names)
         self.clusters = tuple(self._describe(c, tree) for c in clusters)
         # q-dependent K
         self.loop_bodies = tuple(b for c in clusters if not c.linear for b in c.bodies)
@@ -287,19 +300,6 @@ class Model:
             return True
         from .engines.numba_engine import FastPath
         return FastPath.kernels_cached()
-
-    @property
-    def floating_joint_names(self):
-        """The floating joints, in joint_names order: a robot's floating base, and in a scene
-        (description/compose.py) those of every floating robot and free object."""
-        return tuple(name for name, kind in zip(self.joint_names, self.joint_type[1:])
-                     if kind == 'floating')
-
-    @property
-    def floating_base_joint(self):
-        """Name of the floating-base joint: the first of floating_joint_names ('' with a fixed
-        base)."""
-        return next(iter(self.floating_joint_names), '')
 
     def warm_up(self, progress=None):
         """Compile (or load from numba's cache) the fast path before the first real call; returns
@@ -686,25 +686,25 @@ class Model:
         return q
 
     def _independent_positions(self, by_name):
-        """The independent positions (complete_positions' layout) of a mapping of the actuated
-        (and floating) joints' positions, the passive ones at their reference positions."""
-        known = {name: (start, size) for name, start, size in self._independent_q_layout}
-        unknown = [name for name in by_name if name not in known]
+        """The independent positions (complete_positions' vector) of a mapping of the actuated
+        and floating joints' positions, the passive ones at their reference positions."""
+        index = self.independent_positions_index
+        unknown = [name for name in by_name if name not in index]
         if unknown:
             name = unknown[0]
             why = ('its position follows from the loops' if name in self.joint_names else
                    'no joint of the model has this name')
             raise ModelError(f'q_independent names joint {quote(name)}: {why}; name the actuated '
                              f'joints {quote(list(self.actuated_joint_names))}')
-        missing = [name for name in self.actuated_joint_names + (self.floating_base_joint,)
-                   if name and name not in by_name]
+        missing = [name for name in self.actuated_joint_names + self.floating_joint_names
+                   if name not in by_name]
         if missing:
-            raise ModelError(f'q_independent misses the actuated joints {quote(missing)}; name '
-                             'every actuated joint (the passive ones take their reference '
+            raise ModelError(f'q_independent misses the joints {quote(missing)}; name every '
+                             'actuated and floating joint (the passive ones take their reference '
                              'positions)')
         q_ind = self._reference_positions[self.independent_q]
         for name, value in by_name.items():
-            start, size = known[name]
+            start, size = index[name]
             q_ind[start:start + size] = vector(value, f'q_independent[{name!r}]',
                                                {size: 'positions'}, bounds.POSITION)
         return q_ind

@@ -151,8 +151,13 @@ def test_completion_from_the_actuated_joints_by_name():
         assert q[model.idx_q[b]] == reference[model.idx_q[b]], name
     missing = dict(by_name)
     del missing['right_knee']
-    with pytest.raises(ModelError, match=r"^q_independent misses the actuated joints "
-                                         r"\['right_knee'\]; name every actuated joint"):
+    with pytest.raises(ModelError, match=r"^q_independent misses the joints "
+                                         r"\['right_knee'\]; name every actuated and floating "
+                                         r'joint'):
+        model.complete_positions(missing)
+    del missing['root_joint']
+    with pytest.raises(ModelError, match=r"^q_independent misses the joints "
+                                         r"\['right_knee', 'root_joint'\]"):
         model.complete_positions(missing)
     with pytest.raises(ModelError, match=r"^q_independent names joint 'left_ankle_a': its "
                                          r'position follows from the loops; name the actuated'):

@@ -191,11 +191,11 @@ class JointLayout:
     def __init__(self, model):
         self.model = model
         body = {name: i + 1 for i, name in enumerate(model.joint_names)}
-        floating = [n for n in model.joint_names if model.joint_type[body[n]] == 'floating']
+        floating = model.floating_joint_names
         if len(floating) > 1:
-            raise ModelError(f'the model has {len(floating)} floating joints {floating}; the node '
-                             'supports one floating base')
-        self.base_joint = floating[0] if floating else None
+            raise ModelError(f'the model has {len(floating)} floating joints {list(floating)}; '
+                             'the node supports one floating base')
+        self.base_joint = model.floating_base_joint or None
         # joints a JointState cannot carry (several values, one per name: spherical, planar; the
         # joint-type table's carried) are taken only as dependent joints of loops, which the node
         # completes, or as split joints with one free column (a rod's idle spin: its rate is the
@@ -223,12 +223,8 @@ class JointLayout:
         self.actuated_names = tuple(model.actuated_joint_names)
         self.q_index = {n: int(model.idx_q[body[n]]) for n in model.joint_names}
         self.v_index = {n: int(model.idx_v[body[n]]) for n in model.joint_names}
-        self.y_index = {n: columns[0] for n, columns in y_columns.items()}
-        self.qi_index, qi = {}, 0
-        for n in model.independent_joint_names:
-            if n not in model.split_joint_names:
-                self.qi_index[n] = qi
-                qi += model.nq_body[body[n]]
+        self.y_index = model.independent_velocities_index
+        self.qi_index = {n: start for n, (start, _) in model.independent_positions_index.items()}
         self.nqi = model.independent_q.size
         # independent positions of the reference configuration, the base at the identity
         self.reference_qi = model.reference_positions[model.independent_q]

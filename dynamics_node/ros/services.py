@@ -31,7 +31,7 @@ def _positions(layout, request):
 def coordinate_names(model):
     """Names of the ny independent coordinates y: the independent joints, a floating base as six
     (its twist [linear; angular] in the base frame: <joint>.linear.x ... <joint>.angular.z)."""
-    names, base = [], model.floating_base_joint          # a property that searches the joints
+    names, base = [], model.floating_base_joint
     for name in model.independent_joint_names:
         if name == base:
             names += [f'{name}.{part}.{axis}' for part in ('linear', 'angular') for axis in 'xyz']
