@@ -124,3 +124,37 @@ def test_biped_moving_on_its_feet_round_trips(name, compiled, rng):
     scale = max(1.0, np.max(np.abs(qdd)))
     assert np.max(np.abs(replayed - qdd)) < 1e-8 * scale
     assert not np.any(held.efforts[model.unactuated_y])
+
+
+def test_the_loops_hold_the_idle_spins_and_nothing_else():
+    """The idle spins of the test robots, named: rods on balls (spherical joints, three revolutes,
+    halves welded off their line), a closure body between coaxial joints, Stewart actuators; a
+    passive coordinate that moves the mechanism (a five-bar with one motor) is a degree of freedom
+    and is not held."""
+    expected = {
+        ('ball_rod_ankle_leg',): ('rod_l_top', 'rod_r_top'),
+        ('cassie_like_leg',): ('knee_rod_top', 'ankle_rod_top', 'closedloop1_B'),
+        ('five_bar_closure_body',): ('closedloop1_A',),
+        ('loop_ankle_humanoid',): ('left_rod_1_rev2', 'left_rod_2_rev2', 'right_rod_1_rev5',
+                                   'right_rod_2_rev5'),
+        ('stewart_leg',): tuple(f'hip_ball_{k}_rev2' for k in range(1, 7)),
+    }
+    for (name,), spins in expected.items():
+        urdf, closures = pair(name)
+        model = load_model(urdf, closures=closures)
+        assert model.idle_spin_joint_names == spins, name
+    links = ''.join(f'<link name="{n}"><inertial><origin xyz="0.1 0 0"/><mass value="0.5"/>'
+                    '<inertia ixx="1e-4" ixy="0" ixz="0" iyy="1e-3" iyz="0" izz="1e-3"/>'
+                    '</inertial></link>' for n in ('crank_1', 'crank_2', 'bar_1', 'bar_2'))
+    joints = ''.join(
+        f'<joint name="{n}" type="revolute" {mark}><parent link="{p}"/><child link="{c}"/>'
+        f'<origin xyz="{x} 0 0"/><axis xyz="0 0 1"/></joint>'
+        for n, p, c, x, mark in (('motor_1', 'base', 'crank_1', 0.0, 'independent="true"'),
+                                 ('motor_2', 'base', 'crank_2', 0.4, ''),
+                                 ('elbow_1', 'crank_1', 'bar_1', 0.2, ''),
+                                 ('elbow_2', 'crank_2', 'bar_2', 0.2, '')))
+    five_bar = load_model(f'<robot name="five_bar"><link name="base"/>{links}{joints}'
+                          '<loop name="tips" type="revolute"><predecessor link="bar_1"><origin '
+                          'xyz="0.35 0 0"/></predecessor><successor link="bar_2"><origin '
+                          'xyz="0.35 0 0"/></successor><axis xyz="0 0 1"/></loop></robot>')
+    assert five_bar.passive_joint_names and not five_bar.held_joint_names

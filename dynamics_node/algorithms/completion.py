@@ -196,11 +196,11 @@ def explicit(model, data, cluster):
 
 
 def canonical_spins(model, data, cluster, q):
-    """Turn each split joint of cluster whose free direction is idle (idle_spin) to the rotation
-    nearest the reference configuration's: R exp(theta d^), d the unit direction of its column of G
-    at q, theta maximizing trace(R_ref^T R exp(theta d^))."""
+    """Turn each split joint of cluster whose free direction spins it alone (split_spin_column) to
+    the rotation nearest the reference configuration's: R exp(theta d^), d the unit direction of
+    its column of G at q, theta maximizing trace(R_ref^T R exp(theta d^))."""
     for b in cluster.bodies:
-        a = idle_spin(model, cluster, b)
+        a = split_spin_column(model, cluster, b)
         if a is None:
             continue
         s = _positions(model, b)
@@ -215,7 +215,7 @@ def canonical_spins(model, data, cluster, q):
         q[s] = turned if turned @ q[s] >= 0.0 else -turned
 
 
-def idle_spin(model, cluster, body):
+def split_spin_column(model, cluster, body):
     """The local independent column of the free direction of a split joint that moves that joint
     alone (a rod's spin about its own line), or None."""
     if model.joint_role[body] != 'split':

@@ -16,7 +16,7 @@ from numba.experimental import structref
 
 from ...algorithms import completion
 from ...joint_types import TYPES
-from ...algorithms.completion import idle_spin
+from ...algorithms.completion import split_spin_column
 from ...multibody.constraints import CouplingConstraint, TURNING
 from ... import bounds
 from ..borrowed import borrowed
@@ -67,7 +67,7 @@ CHECK_FIELDS = {   # name: meaning, shape (nl loops, nr coupling rows)
     'completion': 'completion.py constants at the indices of compiled_completion (7)',
     'reference': 'the reference configuration (Model.reference_positions) (nq)',
     'spin': 'per body: the local independent column of a split joint\'s idle spin '
-            '(completion.idle_spin), else -1',
+            '(completion.split_spin_column), else -1',
 }
 
 SCRATCH_FIELDS = {
@@ -226,7 +226,7 @@ def _completion_fields(model, couplings):
     spin = np.full(model.nb, -1, dtype=np.int64)   # the idle free column of a split joint, else -1
     for cluster in model.cluster_list:
         for b in cluster.bodies:
-            a = idle_spin(model, cluster, b)
+            a = split_spin_column(model, cluster, b)
             if a is not None:
                 spin[b] = a
     fields = {'coupling_cluster': _ints([row_of[con.name][0] for con in couplings]),
