@@ -9,6 +9,7 @@ description loads on a thread of its own, so that the node answers signals while
 """
 
 from dataclasses import dataclass, replace
+import functools
 import os
 
 import numpy as np
@@ -54,9 +55,10 @@ class Loaded:
         """Entries of layout.independent_names in y."""
         return self.layout.independent_y
 
-    @property
+    @functools.cached_property
     def unlimited(self):
-        """True when no joint of layout.independent_names has a <limit effort>."""
+        """True when no joint of layout.independent_names has a <limit effort> (once per
+        model)."""
         return not np.isfinite(self.limits).any()
 
 
