@@ -4,6 +4,7 @@ tolerances."""
 import functools
 from importlib import metadata
 import os
+import re
 import sys
 
 import numpy as np
@@ -19,6 +20,19 @@ ROBOTS = bundled_models()
 # dense factorizations stays far below this.
 RTOL = 1e-9
 SEED = int(os.environ.get('CLUSTER_DYNAMICS_TEST_SEED', '0'))
+# The DDS domain of the tests: the environment's ROS_DOMAIN_ID, else one of 100..199 chosen by this
+# process, so that two suites running at once on one machine (a CI beside a developer) are apart.
+TEST_DOMAIN_ID = int(os.environ.get('ROS_DOMAIN_ID') or 100 + os.getpid() % 100)
+# A line that Fast DDS's log writes into a process's standard output between colour codes, e.g.
+# "[RTPS_TRANSPORT_SHM Error] Failed init_port ...: open_and_lock_file failed".
+COLOUR = r'(\x1b\[[0-9;]*m)*'
+MIDDLEWARE_LOG_LINE = re.compile(rf'\[{COLOUR}RTPS_[A-Z_]+{COLOUR} (Error|Warning|Info)\]')
+
+
+def program_lines(lines):
+    """The lines a process printed itself (read as they come from a pipe, or from a list), without
+    the lines of the middleware's log."""
+    return (line.rstrip('\n') for line in lines if not MIDDLEWARE_LOG_LINE.search(line))
 
 
 def published_file(path):

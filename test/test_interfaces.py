@@ -27,8 +27,8 @@ from cluster_dynamics.srv import (
 import tf2_msgs
 from tf2_msgs.msg import TF2Error, TFMessage
 
-# Used unless ROS_DOMAIN_ID is set in the environment.
-TEST_DOMAIN_ID = 61
+from conftest import TEST_DOMAIN_ID
+
 
 EXPECTED_FIELDS = {
     Contact: [
@@ -198,7 +198,7 @@ def ros_context(monkeypatch):
     monkeypatch.setenv('ROS_AUTOMATIC_DISCOVERY_RANGE', 'LOCALHOST')
     context = Context()
     rclpy.init(context=context,
-               domain_id=int(os.environ.get('ROS_DOMAIN_ID') or TEST_DOMAIN_ID))
+               domain_id=TEST_DOMAIN_ID)
     yield context
     rclpy.shutdown(context=context)
 

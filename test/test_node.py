@@ -46,13 +46,11 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import String
 from tf2_msgs.msg import TFMessage
 
-from conftest import assert_close, robot
+from conftest import assert_close, program_lines, robot, TEST_DOMAIN_ID
 from dynamics_node import bundled_extended_urdf, bundled_model, load_model, ModelError
 from dynamics_node.errors import quote
 from dynamics_node.ros.stream import TF_QOS, TF_STATIC_QOS
 
-# Used unless ROS_DOMAIN_ID is set in the environment (test_interfaces.py uses 61).
-TEST_DOMAIN_ID = 62
 ROOT = Path(__file__).resolve().parents[1]
 EXECUTABLE = Path(sys.executable).parent / 'dynamics_node'
 NAMESPACE = f'/test_node_{os.getpid()}'      # keeps concurrent runs on one domain apart
@@ -1361,7 +1359,7 @@ def test_a_node_that_served_several_processes_ends_at_a_signal(ros, signum):
                                     text=True, stdout=subprocess.PIPE)
                    for calls in (5, 5, 100_000, 100_000)]
         for client in clients:
-            assert client.stdout.readline().startswith('served')
+            assert next(program_lines(client.stdout)) == 'served'
         for client in clients[:2]:
             assert client.wait(timeout=HANG) == 0
         for client in clients[2:]:
@@ -1517,9 +1515,10 @@ def test_readme_client_example_runs(nodes):
     model = robot('linkage_leg')
     efforts = model.inverse_dynamics(completed('linkage_leg', [0.8, 0.8]), np.zeros(2),
                                      np.zeros(2))
-    assert run.stdout.startswith(str(dict(zip(model.independent_joint_names,
-                                              efforts.round(3))))), run.stdout
-    assert run.stdout.splitlines()[1].startswith('lcaba'), run.stdout
+    lines = list(program_lines(run.stdout.splitlines()))
+    assert lines[0].startswith(str(dict(zip(model.independent_joint_names, efforts.round(3))))), \
+        run.stdout
+    assert lines[1].startswith('lcaba'), run.stdout
 
 
 def test_client_raises_model_error_with_the_reason(ros, nodes):
