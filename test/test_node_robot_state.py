@@ -19,7 +19,6 @@ from conftest import assert_close
 from dynamics_node import bundled_model, load_model, ModelError
 from dynamics_node.spatial import quaternion_matrix
 from dynamics_node.ros.description import load, ServedModel
-from dynamics_node.ros.conversions import StreamInput
 from dynamics_node.ros.diagnostics import Diagnostics
 from dynamics_node.ros.parameters import setting
 from dynamics_node.ros.stream import Stream, StreamStats
@@ -310,9 +309,14 @@ def test_floating_base_hangs_a_file_without_one_on_the_odometry():
     names = list(model.actuated_joint_names)
     msg = JointState(name=names, position=[0.8, 0.3], velocity=[0.2, -0.1])
     stream.on_joint_state(msg)
-    base = (np.array([0.0, 0.0, 0.7, 0.6, 0.0, 0.0, 0.8]), np.array([0, 0, 0, 0, 0.5, 0.0]))
-    qi, y = StreamInput(served.loaded.layout).stage(names, msg.position, msg.velocity, base)
-    tau = model.bias_forces(model.complete_positions(qi), y)
+    base = model.floating_base_joint
+    q = model.complete_positions({**dict(zip(names, msg.position)),
+                                  base: [0.0, 0.0, 0.7, 0.6, 0.0, 0.0, 0.8]})
+    y = np.zeros(model.ny)
+    for name, velocity in zip(names, msg.velocity):
+        y[model.independent_velocities_index[name]] = velocity
+    y[model.independent_velocities_index[base] + 4] = 0.5     # (linear, angular) in the base
+    tau = model.bias_forces(q, y)
     (torques,) = node.publishers['~/computed_torques'].sent
     assert_close(torques.effort, served.loaded.layout.split_independent(tau)[0], 'efforts', 1e-12)
     (tf,) = node.publishers['/tf'].sent
