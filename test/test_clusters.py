@@ -8,7 +8,7 @@ import pytest
 from conftest import assert_close, random_state, robot
 from dynamics_node import bundled_model, load_model
 from oracle import KKTOracle
-from test_model_errors import joint, LIMIT, link
+from urdf_text import joint, LIMIT, link
 
 # robot -> sorted multi-body clusters (their joints) and the number of clusters
 EXPECTED_CLUSTERS = {

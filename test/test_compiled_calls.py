@@ -12,7 +12,7 @@ from dynamics_node.multibody.clusters import constraint_jacobian
 from dynamics_node.algorithms.kinematics import update_transforms
 from dynamics_node.algorithms.lcaba import ProximalSettings
 from dynamics_node.bounds import VELOCITY_TOLERANCE
-from test_lcaba import dead_point, four_bar_positions, ROCKER_DRIVEN
+from singular_loops import dead_point, four_bar_positions, ROCKER_DRIVEN
 
 
 def calls(model, q, v, tau, a, wrenches, links):

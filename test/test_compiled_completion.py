@@ -10,8 +10,8 @@ import pytest
 
 from conftest import assert_close, random_independent_positions, ROBOTS
 from dynamics_node import bundled_model, load_model, ModelError
-from test_joint_types import MODELS as JOINT_MODELS
-from test_model_errors import four_bar
+from joint_type_models import MODELS as JOINT_MODELS
+from urdf_text import four_bar
 
 MODELS = os.path.join(os.path.dirname(__file__), 'models')
 

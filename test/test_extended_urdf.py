@@ -18,7 +18,7 @@ from dynamics_node import (bundled_extended_urdf, bundled_model, bundled_models,
                            ModelError)
 from dynamics_node.convert import main
 from dynamics_node.description.extended_urdf import to_urdf_plus
-from oracle import KKTOracle
+from oracle import independent_oracle
 
 URDF, CLOSURES = bundled_extended_urdf('rod_knee_leg')
 TEXT = Path(CLOSURES).read_text()
@@ -44,41 +44,6 @@ def yaml_with(**changes):
     return yaml.safe_dump(data)
 
 
-def independent_oracle(text=TEXT, urdf=URDF):
-    """A URDF+ of the pair built without the library: each closure frame resolved by Pinocchio's
-    frames of the original URDF (frame -> parent joint's child link + placement), the joint
-    replacements by hand."""
-    closures = yaml.safe_load(text)
-    root = etree.parse(urdf, etree.XMLParser(remove_comments=True)).getroot()
-    tree = pin.buildModelFromXML(etree.tostring(root).decode())
-    child_link = {j.get('name'): j.find('child').get('link') for j in root.findall('joint')}
-    for (a, b), kind in zip(closures['closed_loop'], closures['type']):
-        loop = etree.SubElement(root, 'loop', name=f'{a}-{b}',
-                                type={'6D': 'fixed', '3D': 'spherical'}[kind.upper()])
-        for tag, name in (('predecessor', a), ('successor', b)):
-            frame = tree.frames[tree.getFrameId(name)]
-            side = etree.SubElement(loop, tag, link=child_link[tree.names[frame.parentJoint]])
-            rpy = ' '.join(f'{x:.17g}' for x in pin.rpy.matrixToRpy(frame.placement.rotation))
-            xyz = ' '.join(f'{x:.17g}' for x in frame.placement.translation)
-            etree.SubElement(side, 'origin', xyz=xyz, rpy=rpy)
-    for name, kind in zip(closures.get('joint_name', []), closures.get('joint_type', [])):
-        joint = root.find(f"joint[@name='{name}']")
-        if kind in ('FIXED', 'SPHERICAL'):
-            joint.set('type', kind.lower())
-            continue
-        assert kind == 'UJOINT_YX'
-        child = joint.find('child').get('link')
-        joint.set('name', f'{name}_a')
-        joint.set('type', 'continuous')
-        joint.find('axis').set('xyz', '0 1 0')
-        joint.find('child').set('link', f'{name}_cross')
-        root.append(etree.fromstring(f'<link name="{name}_cross"/>'))
-        root.append(etree.fromstring(
-            f'<joint name="{name}_b" type="continuous"><parent link="{name}_cross"/><child '
-            f'link="{child}"/><axis xyz="1 0 0"/></joint>'))
-    return KKTOracle(etree.tostring(root).decode())
-
-
 def assert_matches_oracle(model, reference, rng, links=('foot', 'rod', 'closure_b')):
     """FD, ID, H_y and Lambda^-1 against the KKT oracle at random closed states (1e-9); the
     model's held coordinates (idle spins) held still in the oracle too."""
@@ -102,7 +67,7 @@ def assert_matches_oracle(model, reference, rng, links=('foot', 'rod', 'closure_
 
 @pytest.fixture(scope='module')
 def reference():
-    oracle = independent_oracle()
+    oracle = independent_oracle(TEXT, URDF)
     oracle.set_layout(extended().joint_names)
     return oracle
 
@@ -235,7 +200,7 @@ def test_three_d_closure_leaves_the_idle_spin_independent(compiled, rng):
     assert loop.independent_joints == ('knee_motor', 'rod_bottom')
     assert model.ny == 5
     assert etree.fromstring(to_urdf_plus(URDF, text)).find('loop').get('type') == 'spherical'
-    reference = independent_oracle(text)
+    reference = independent_oracle(text, URDF)
     reference.set_layout(model.joint_names)
     assert_matches_oracle(model, reference, rng)
 
@@ -247,7 +212,7 @@ def test_spherical_replacement(compiled, rng):
     model = extended(text, compiled)
     assert model.joint_type[model.joint_names.index('ankle') + 1] == 'spherical'
     assert (model.nq, model.nv, model.ny) == (9, 8, 5)
-    reference = independent_oracle(text)
+    reference = independent_oracle(text, URDF)
     reference.set_layout(model.joint_names)
     assert_matches_oracle(model, reference, rng)
 
@@ -367,7 +332,7 @@ def test_idle_rod_spin_is_an_independent_column(compiled, rng):
     rod_top = model.idx_v[model.joint_names.index('rod_top') + 1]
     assert list(model.independent_v) == [0, 1, rod_top + 2, rod_top + 3, 7, 8], (
         'the rod frame z column')
-    reference = independent_oracle(SPIN)
+    reference = independent_oracle(SPIN, URDF)
     reference.set_layout(model.joint_names)
     assert_matches_oracle(model, reference, rng)
     q = model.complete_positions([0.3, -0.5, 0.4, 0.2, 0.1])          # no entries for rod_top

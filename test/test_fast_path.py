@@ -28,9 +28,9 @@ from dynamics_node.algorithms.lcaba import ProximalSettings
 from dynamics_node.engines.numpy_engine import ReferencePath
 from dynamics_node.validation import external_forces
 from oracle import KKTOracle
-from test_lcaba import (dead_point, four_bar_positions, LCABA_RTOL, null_velocity, REDUNDANT,
-                        ROCKER_DRIVEN)
-from test_model_errors import four_bar, joint, link, robot as urdf
+from singular_loops import (dead_point, four_bar_positions, LCABA_RTOL, null_velocity, REDUNDANT,
+                            ROCKER_DRIVEN)
+from urdf_text import four_bar, joint, link, robot as urdf
 
 # Both paths run the same algorithms with the operations reordered: they differ by round-off only.
 RTOL = 1e-12

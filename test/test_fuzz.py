@@ -32,7 +32,7 @@ from dynamics_node import (bundled_extended_urdf, bundled_model, bundled_models,
                            compose, Contact, load_model, ModelError, Part, ProximalSettings)
 from dynamics_node.description.scenes import box  # noqa: E402
 # spherical, planar, universal joints
-from test_joint_types import MODELS as JOINT_TYPE_MODELS  # noqa: E402
+from joint_type_models import MODELS as JOINT_TYPE_MODELS  # noqa: E402
 
 HANG = 30.0             # seconds: a case that takes longer hangs (times are printed, not asserted)
 BASES = tuple(bundled_models())

@@ -13,7 +13,7 @@ from conftest import assert_close
 from dynamics_node import bundled_model, load_model, ModelError
 from dynamics_node.algorithms import completion
 from dynamics_node.engines.numba_engine import FRAME_SETS
-from test_model_errors import four_bar, geared, inertial, joint, link, robot
+from urdf_text import four_bar, geared, inertial, joint, link, robot
 
 QUADRUPED_STANDING = [0.0, 0.0, 0.3, 0.0, 0.0, 0.0, 1.0] + [0.0, 0.7, -1.4] * 4
 

@@ -19,7 +19,7 @@ import pytest
 from conftest import (assert_close, oracle, random_independent_positions,
                       robot, ROBOTS)
 from dynamics_node import ModelError, SingularConfigurationError
-import test_published_patterns as published
+import published_robots as published
 
 STATES = 3
 # Central difference step. Completion closes the loops to 1e-12 (completion.TOLERANCE), which puts

@@ -14,7 +14,7 @@ from rclpy.qos import qos_profile_sensor_data
 from sensor_msgs.msg import JointState
 
 from dynamics_node import load_model, SingularConfigurationError
-from test_lcaba import dead_point, ROCKER_DRIVEN
+from singular_loops import dead_point, ROCKER_DRIVEN
 from test_node import (collect, joint_state, MAX_AGE, NAMESPACE,  # noqa: F401 - a fixture
                        node_values, NodeProcess, publish_and_wait, ros, set_parameters, stamp_of,
                        torques_qos, wait_until_served)

@@ -18,7 +18,7 @@ from dynamics_node import Contact, load_model
 from test_node import (MAX_AGE, NodeProcess, publish_and_wait, robot_state_outputs,  # noqa: F401
                        ros, stamp_of, wait_until_served)
 from test_node_robot_state import chained_poses
-from test_standing import stance, two_legs
+from bipeds import stance, two_legs
 
 MODELS = Path(__file__).parent / 'models'
 SOLES = "['left_sole:6D','right_sole:6D']"

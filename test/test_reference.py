@@ -16,8 +16,8 @@ from dynamics_node.description.compose import float_root
 from dynamics_node.engines import numba_engine
 from dynamics_node.model import urdf_plus
 from dynamics_node.multibody import clusters
-from test_lcaba import dead_point, ROCKER_DRIVEN
-from test_model_errors import four_bar, joint, link, robot
+from singular_loops import dead_point, ROCKER_DRIVEN
+from urdf_text import four_bar, joint, link, robot
 
 MODELS = Path(__file__).parent / 'models'
 CASSIE = (str(MODELS / 'cassie_like_leg.urdf'), str(MODELS / 'cassie_like_leg.yaml'))

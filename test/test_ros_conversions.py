@@ -20,7 +20,7 @@ from dynamics_node.ros.conversions import (accel_to_array, array_to_accel, array
                                            link_wrenches_to_dict,
                                            normalized_pose, pose_to_array, StreamInput,
                                            twist_to_array)
-from test_joint_types import MODELS
+from joint_type_models import MODELS
 
 PLACEHOLDER_LEG = str(Path(__file__).parent / 'models' / 'placeholder_leg.urdf')
 PLACEHOLDER_CLOSURES = PLACEHOLDER_LEG[:-len('urdf')] + 'yaml'
