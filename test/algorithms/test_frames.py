@@ -1,5 +1,6 @@
-"""Model.link_bias_acceleration, Jdot yd: the classical acceleration of a link frame at zero
-independent accelerations, against two independent references.
+"""Link frames (algorithms/frames.py): link poses and Jacobians against Pinocchio's placements and
+LOCAL frame Jacobians; Model.link_bias_acceleration, Jdot yd: the classical acceleration of a
+link frame at zero independent accelerations, against two independent references.
 
 - Pinocchio (test/oracle.py, which never imports the library): forwardKinematics at (q, v = G yd,
   qdd = g), g the oracle's own explicit constraint bias (K g = k, zero on the independent joints;
@@ -16,7 +17,7 @@ import numpy as np
 import pinocchio as pin
 import pytest
 
-from conftest import (assert_close, oracle, random_independent_positions,
+from conftest import (_G, assert_close, oracle, random_independent_positions, random_state,
                       robot, ROBOTS)
 from dynamics_node import ModelError, SingularConfigurationError
 import published_robots as published
@@ -235,3 +236,30 @@ def test_dead_point_is_refused(compiled, side):
     with pytest.raises(SingularConfigurationError,
                        match=f"cluster '{model.clusters[0].name}'.*amplification_limit"):
         model.link_bias_acceleration(q, v, 'rocker')
+
+
+@ENGINES
+@pytest.mark.parametrize('name', ROBOTS)
+def test_link_kinematics_match_pinocchio(name, compiled, rng):
+    """Poses and Jacobians of every link against Pinocchio's placements and LOCAL frame Jacobians
+    (times G); the batch link_kinematics gives exactly what the single calls give (its bias
+    accelerations against Pinocchio: the tests above)."""
+    model, reference = robot(name, compiled), oracle(name)
+    q, yd, _ = random_state(model, rng)
+    G = _G(name, q)
+    rotations, origins = model.link_poses(q)
+    order = model.links[::-1]                        # the batch in an order of its own
+    batch = dict(zip(order, zip(*model.link_kinematics(q, yd, order))))
+    for link, R_all, p_all in zip(model.links, rotations, origins):
+        R, p = model.link_pose(q, link)
+        pose = reference.link_placement(q, link)
+        assert_close(R, pose.rotation, f'R of {link}')
+        assert_close(p, pose.translation, f'p of {link}')
+        assert_close(R_all, pose.rotation, f'link_poses R of {link}')
+        assert_close(p_all, pose.translation, f'link_poses p of {link}')
+        J = model.link_jacobian(q, link)
+        assert_close(J, reference.frame_jacobian(q, link) @ G, f'J of {link}')
+        for part, single, in_batch in zip(
+                ('R', 'p', 'J', 'Jdot yd'),
+                (R, p, J, model.link_bias_acceleration(q, yd, link)), batch[link]):
+            np.testing.assert_array_equal(in_batch, single, f'batch {part} of {link}')

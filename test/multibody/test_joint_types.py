@@ -50,7 +50,7 @@ def test_layouts():
 @pytest.mark.parametrize('name', NAMES)
 def test_dynamics_match_kkt(name, compiled, rng):
     """FD, ID, H_y and Lambda^-1 against the oracle at random closed states (as
-    test_dynamics.py)."""
+    the tests of test/algorithms/)."""
     model, reference = model_of(name, compiled), oracle_of(name)
     links = list(model.links[-2:])
     for _ in range(STATES):
