@@ -12,7 +12,7 @@ import numpy as np
 import pinocchio as pin
 import pytest
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from oracle import KKTOracle, rpy_to_matrix  # noqa: E402
 
 G0 = 9.81

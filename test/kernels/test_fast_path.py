@@ -3,7 +3,6 @@ readable NumPy reference (engines/numpy_engine.py: aba.py, rnea.py, crba.py, efp
 whatever Model's public methods dispatch to."""
 
 import concurrent.futures
-import functools
 import os
 import re
 import subprocess
@@ -16,10 +15,10 @@ from numba import njit, typeof, types
 from numba.core.errors import NumbaTypeError
 from numba.core.runtime import _nrt_python, rtsys
 
-from conftest import assert_close, random_state, robot, ROBOTS
+from conftest import assert_close, random_state, robot
 from dynamics_node import load_model, ModelError, SingularConfigurationError
-from dynamics_node.kernels import aba, borrowed, cache, calls, checks, completion, frames, lcaba
-from dynamics_node.kernels.flat import checks as flat_checks, lcaba as flat_lcaba, model as flat
+from dynamics_node.kernels import borrowed
+from dynamics_node.kernels.flat import lcaba as flat_lcaba
 from dynamics_node.engines.numba_engine import FastPath
 from dynamics_node.joint_types import TYPES
 from dynamics_node.algorithms.kinematics import (explicit_constraint, forward_pass,
@@ -27,6 +26,7 @@ from dynamics_node.algorithms.kinematics import (explicit_constraint, forward_pa
 from dynamics_node.algorithms.lcaba import ProximalSettings
 from dynamics_node.engines.numpy_engine import ReferencePath
 from dynamics_node.validation import external_forces
+from fast_paths import EXTRA_MODELS, hinge, loop, model_and_fast_path, MODELS
 from oracle import KKTOracle
 from singular_loops import (dead_point, four_bar_positions, LCABA_RTOL, null_velocity, REDUNDANT,
                             ROCKER_DRIVEN)
@@ -35,56 +35,6 @@ from urdf_text import four_bar, joint, link, robot as urdf
 # Both paths run the same algorithms with the operations reordered: they differ by round-off only.
 RTOL = 1e-12
 STATES = 3
-# Crank-rocker whose crank is the independent joint: a slot on the rocker guides a block hinged at
-# the crank tip (a prismatic loop; the bundled robots only close revolute loops).
-SLOTTED_ARM = urdf(link('base', ''), link('crank'), link('block'), link('rocker'),
-                   joint('crank_joint', 'base', 'crank', origin='0 0 0'),
-                   joint('block_joint', 'crank', 'block', origin='0.3 0 0',
-                         attributes='independent="false"'),
-                   joint('rocker_joint', 'base', 'rocker', origin='-1 0 0',
-                         attributes='independent="false"'),
-                   '<loop name="slot" type="prismatic"><predecessor link="rocker"/><successor '
-                   'link="block"/><axis xyz="1 0 0"/></loop>')
-
-
-def hinge(name, parent, child, axis, origin, dependent=True):
-    mark = 'independent="false"' if dependent else ''
-    return (f'<joint name="{name}" type="revolute" {mark}>'
-            f'<parent link="{parent}"/><child link="{child}"/><origin xyz="{origin}"/><axis '
-            f'xyz="{axis}"/><limit lower="-3.2" upper="3.2" effort="1" velocity="1"/></joint>')
-
-
-def loop(name, kind, predecessor, at, successor, at_successor, axis='0 0 1', extra=''):
-    return (f'<loop name="{name}" type="{kind}"><predecessor link="{predecessor}"><origin '
-            f'xyz="{at}"/></predecessor><successor link="{successor}"><origin '
-            f'xyz="{at_successor}"/></successor><axis xyz="{axis}"/>{extra}</loop>')
-
-
-# Loops the compiled rows (in the cluster's output frame) could get wrong where the NCA-based
-# reference does not: a four-bar hanging from a turning link A and closed at A itself (its
-# predecessor, then its successor, is its NCA: one path is empty; the output body is A, not the
-# ground). (delta's loops have their NCA inside their cluster.)
-HUNG_FOUR_BAR = ''.join((link('base', ''), link('A'), link('B'), link('C'), link('D'),
-                         hinge('A_j', 'base', 'A', '0 1 0', '0 0 0.5', False),
-                         hinge('B_j', 'A', 'B', '0 0 1', '0 0 0', False),
-                         hinge('C_j', 'B', 'C', '0 0 1', '0.3 0 0'),
-                         hinge('D_j', 'C', 'D', '0 0 1', '1.0 0 0')))
-EXTRA_MODELS = {
-    'closed_at_predecessor_nca': urdf(HUNG_FOUR_BAR,
-                                      loop('close', 'revolute', 'A', '1.0 0.2 0', 'D', '0.5 0 0')),
-    'closed_at_successor_nca': urdf(HUNG_FOUR_BAR,
-                                    loop('close', 'revolute', 'D', '0.5 0 0', 'A', '1.0 0.2 0')),
-    'slotted_arm': SLOTTED_ARM,
-}
-MODELS = ROBOTS + list(EXTRA_MODELS)
-
-
-@functools.lru_cache(maxsize=None)
-def model_and_fast_path(name):
-    model = load_model(EXTRA_MODELS[name]) if name in EXTRA_MODELS else robot(name)
-    fast = FastPath(model)
-    fast.warm_up()
-    return model, fast
 
 
 class Reference(ReferencePath):
@@ -308,7 +258,7 @@ def test_lcaba(name, rng):
 @pytest.mark.parametrize('xml', [ROCKER_DRIVEN, REDUNDANT],
                          ids=['revolute_loop', 'redundant_weld'])
 def test_lcaba_at_singular_and_redundant_loops(xml, kind, rng):
-    """The dead points of test_lcaba.py, where the cluster ABA raises, and a redundant weld
+    """The dead points of singular_loops.py, where the cluster ABA raises, and a redundant weld
     loop."""
     model = load_model(xml)
     fast = FastPath(model)
@@ -406,58 +356,6 @@ def test_quaternions_are_normalized_or_referred(rng):
     assert_close(scaled, q, 'normalized quaternion', 1e-15)
     scaled[i0:i0 + 4] *= 1.1
     assert not fast.accept_positions(scaled, False, 1e-6), 'norm 1.1 referred to the NumPy check'
-
-
-def test_kernels_cached_says_whether_warm_up_compiles(tmp_path):
-    """Model.kernels_cached (the node's notice that numba compiles): True in a fresh process whose
-    numba cache holds the kernels (the suite's, filled by the set-up), False in one with an empty
-    cache, True once warmed up."""
-    script = ("from dynamics_node import bundled_model, load_model\n"
-              "model = load_model(bundled_model('four_bar'))\n"
-              "print(model.kernels_cached)")
-    root = os.path.join(os.path.dirname(__file__), '..')
-    warm = subprocess.run([sys.executable, '-c', script], capture_output=True, text=True,
-                          timeout=300, cwd=root)
-    cold = subprocess.run([sys.executable, '-c', script], capture_output=True, text=True,
-                          timeout=600, cwd=root,
-                          env={**os.environ, 'NUMBA_CACHE_DIR': str(tmp_path)})
-    assert (warm.stdout.split(), cold.stdout.split()) == (['True'], ['False']), (warm, cold)
-    model, _ = model_and_fast_path('four_bar')
-    assert model.kernels_cached
-
-
-def test_warm_up_reports_each_kernel_once():
-    """Model.warm_up(progress) calls progress after each kernel, numbered 1 to n, in a fresh
-    process (here loading the kernels from the suite's numba cache), and not again."""
-    script = ("from dynamics_node import bundled_model, load_model\n"
-              "model = load_model(bundled_model('four_bar'))\n"
-              "for _ in range(2):\n"
-              "    model.warm_up(lambda name, i, n, seconds: print(name, i, n, seconds >= 0))\n")
-    done = subprocess.run([sys.executable, '-c', script], capture_output=True, text=True,
-                          timeout=300, cwd=os.path.join(os.path.dirname(__file__), '..'))
-    lines = [line.split() for line in done.stdout.splitlines()]
-    n = len(lines)
-    assert n >= 10 and len({name for name, *_ in lines}) == n, done
-    assert [(int(i), int(total), ok) for _, i, total, ok in lines] == \
-        [(i, n, 'True') for i in range(1, n + 1)], done
-
-
-def test_kernel_caches_are_keyed_on_every_kernel_module():
-    """Kernels inline the kernels of other modules and, like call_context, unbox and read Borrowed
-    handles (borrowed.py): their numba cache must go stale with any module of kernels/ and with the
-    joint-type table."""
-    kernels = os.path.dirname(os.path.abspath(cache.__file__))
-    modules = [os.path.join(root, f) for root, _, files in os.walk(kernels) for f in files
-               if f.endswith('.py')]
-    modules.append(os.path.join(os.path.dirname(kernels), 'joint_types.py'))
-    assert set(cache.HELPERS) == set(modules)
-    stamps = tuple((os.stat(path).st_mtime, os.stat(path).st_size) for path in sorted(modules))
-    for kernel in (aba.aba, lcaba.lcaba, checks.accept_positions, checks.velocity_violation,
-                   calls.forward_dynamics, calls.inverse_dynamics, completion.complete,
-                   frames.link_kinematics, calls.link_kinematics,
-                   flat_checks.call_context, flat._new_model_ref,
-                   flat._new_data_ref, flat_lcaba._new_plan_ref, flat_lcaba._new_data_ref):
-        assert kernel._cache._impl.locator.get_source_stamp()[1:] == stamps, kernel
 
 
 def test_borrowed_struct_types_are_not_those_of_plain_arrays():
@@ -613,7 +511,7 @@ def test_the_first_lcaba_call_of_a_process_takes_its_settings():
               np.max(np.abs(expected)))
     ''')
     run = subprocess.run([sys.executable, '-c', script], capture_output=True, text=True,
-                         timeout=300, cwd=os.path.join(os.path.dirname(__file__), '..'))
+                         timeout=300, cwd=os.path.join(os.path.dirname(__file__), '..', '..'))
     assert run.returncode == 0, run.stderr[-2000:]
     first, second, scale = (float(x) for x in run.stdout.split())
     assert first <= 1e-9 * max(1.0, scale) and second <= 1e-9 * max(1.0, scale), run.stdout

@@ -24,7 +24,7 @@ URDF, CLOSURES = bundled_extended_urdf('rod_knee_leg')
 TEXT = Path(CLOSURES).read_text()
 # a Digit-like ankle driven by two rods with ball joints at both ends (test model, parameters in
 # its comment)
-ANKLE = Path(__file__).parent / 'models' / 'ball_rod_ankle_leg'
+ANKLE = Path(__file__).parents[1] / 'models' / 'ball_rod_ankle_leg'
 ANKLE_URDF, ANKLE_CLOSURES = str(ANKLE.with_suffix('.urdf')), str(ANKLE.with_suffix('.yaml'))
 STATES = 3
 

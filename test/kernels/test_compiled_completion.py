@@ -13,7 +13,7 @@ from dynamics_node import bundled_model, load_model, ModelError
 from joint_type_models import MODELS as JOINT_MODELS
 from urdf_text import four_bar
 
-MODELS = os.path.join(os.path.dirname(__file__), 'models')
+MODELS = os.path.join(os.path.dirname(__file__), '..', 'models')
 
 
 def counted(model):

@@ -16,7 +16,7 @@ from dynamics_node.description import scenes
 from dynamics_node.errors import QUOTE_LIMIT
 from oracle import KKTOracle
 
-BIPED = os.path.join(os.path.dirname(__file__), 'models', 'digit_like_biped.urdf')
+BIPED = os.path.join(os.path.dirname(__file__), '..', 'models', 'digit_like_biped.urdf')
 IDENTITY = ((0, 0, 0), (0, 0, 0))
 
 

@@ -4,9 +4,9 @@ returns what it returns on a fresh model). The same for Extended URDF pairs (URD
 the console script extended_urdf_to_urdfplus (exit status 0, or 1 with one line on stderr), scenes
 (compose: XML text or ModelError) and the node's parameter checks and joint_states name lists.
 
-The suite runs a few hundred cases; ``python test/test_fuzz.py --descriptions 5000 --calls 5000
---pairs 3000 --joint-calls 3000 --scripts 50 --node 3000 --scenes 3000`` runs a bigger campaign
-and prints the counts of each outcome and the slowest case of each kind.
+The suite runs a few hundred cases; ``python test/model/test_fuzz.py --descriptions 5000
+--calls 5000 --pairs 3000 --joint-calls 3000 --scripts 50 --node 3000 --scenes 3000`` runs a bigger
+campaign and prints the counts of each outcome and the slowest case of each kind.
 """
 
 import argparse
@@ -25,7 +25,7 @@ from lxml import etree
 import numpy as np
 import pytest
 
-sys.path.insert(0, os.path.dirname(__file__))
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), '..'))
 
 from conftest import assert_close, random_independent_positions, random_state, SEED  # noqa: E402
 from dynamics_node import (bundled_extended_urdf, bundled_model, bundled_models,  # noqa: E402
@@ -415,7 +415,7 @@ def test_hostile_calls_on_spherical_planar_universal_joints(compiled, count):
 # ---- Extended URDF pairs ----
 
 PAIRS = {'rod_knee_leg': bundled_extended_urdf('rod_knee_leg'),
-         'ball_rod_ankle_leg': tuple(str(Path(__file__).parent / 'models'
+         'ball_rod_ankle_leg': tuple(str(Path(__file__).parents[1] / 'models'
                                          / f'ball_rod_ankle_leg.{ext}')
                                      for ext in ('urdf', 'yaml'))}
 KEYS = ('closed_loop', 'type', 'name_mot', 'joint_name', 'joint_type')

@@ -9,7 +9,7 @@ import re
 
 import numpy as np
 
-README = Path(__file__).parent.parent / 'README.md'
+README = Path(__file__).parents[2] / 'README.md'
 
 
 def test_library_quick_start_runs():
