@@ -15,12 +15,12 @@ from sensor_msgs.msg import JointState
 
 from dynamics_node import load_model, SingularConfigurationError
 from singular_loops import dead_point, ROCKER_DRIVEN
-from test_node import (collect, joint_state, MAX_AGE, NAMESPACE,  # noqa: F401 - a fixture
-                       node_values, NodeProcess, publish_and_wait, ros, set_parameters, stamp_of,
-                       torques_qos, wait_until_served)
+from node_helpers import (collect, joint_state, MAX_AGE, NAMESPACE,  # noqa: F401 - a fixture
+                          node_values, NodeProcess, publish_and_wait, ros, set_parameters,
+                          stamp_of, torques_qos, wait_until_served)
 
 EFFORT_LIMIT = 5.0          # the four-bar's <limit effort> of rocker_joint
-MODELS = Path(__file__).parent / 'models'
+MODELS = Path(__file__).parents[1] / 'models'
 
 
 @pytest.fixture(scope='module')

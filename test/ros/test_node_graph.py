@@ -14,9 +14,9 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray, String
 
 from dynamics_node import bundled_extended_urdf, bundled_model, load_model
-from test_node import (collect, has_service, joint_state, MAX_AGE, NAMESPACE,  # noqa: F401
-                       node_values, NodeProcess, publish_and_wait, ros, set_parameters, stamp_of,
-                       torques_qos, wait_until_served)
+from node_helpers import (collect, has_service, joint_state, MAX_AGE, NAMESPACE,  # noqa: F401
+                          node_values, NodeProcess, publish_and_wait, ros, set_parameters,
+                          stamp_of, torques_qos, wait_until_served)
 
 FOUR_BAR = load_model(bundled_model('four_bar'))
 QUIET = 1.0             # s without an answer that shows the stream is silent

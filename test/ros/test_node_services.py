@@ -1,7 +1,7 @@
 """The whole-body controller services (~/mass_matrix, ~/bias_forces, ~/link_kinematics) and the
 Python client's calls of them, over real DDS (loopback only) against node processes serving the
 loop robot linkage_leg and the floating quadruped_rotors, started as users start them (see
-test_node.py). Expected values come from the library in this process at the same state, to 1e-12
+node_helpers.py). Expected values come from the library in this process at the same state, to 1e-12
 relative: the node runs the same code on the same numbers.
 
 The cases (a request and the check of its answer) and the bad requests are defined here once and
@@ -19,11 +19,11 @@ import pytest
 from conftest import assert_close, program_lines, robot
 from dynamics_node import ModelError
 from dynamics_node.spatial import quaternion_matrix
-from test_node import (_loop_request, completed, floating_state, floating_state_request,
-                       joint_state, loop_state, NodeProcess, ROOT, serving, vector6)
-import test_node
+from node_helpers import (_loop_request, completed, floating_state, floating_state_request,
+                          joint_state, loop_state, NodeProcess, ROOT, serving, vector6)
+import node_helpers
 
-ros = test_node.ros                  # the fixture: a DDS client on the test domain
+ros = node_helpers.ros                  # the fixture: a DDS client on the test domain
 
 # The node's answers against the library called in this process on the same inputs.
 RTOL = 1e-12
@@ -269,7 +269,7 @@ def test_client_raises_model_error_with_the_reason(ros, nodes):
 def test_readme_client_example_runs(nodes):
     """The README's Python client example, run as written against the loop node: its whole-body
     lines print H_y ydd + C_y and a link's acceleration J ydd + Jdot yd as the library computes
-    them (its first two lines: test_node.py)."""
+    them (its first two lines: test_client.py)."""
     readme = (ROOT / 'README.md').read_text()
     blocks = [b.split('```')[0] for b in readme.split('```python\n')[1:]]
     example = next(b for b in blocks if 'DynamicsClient' in b)

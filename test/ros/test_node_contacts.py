@@ -15,9 +15,9 @@ from dynamics_node import bundled_model, Contact, load_model, ModelError
 from dynamics_node.ros.client import DynamicsClient
 from dynamics_node.ros.conversions import JointLayout
 from dynamics_node.ros.stream import CONTACTS_QOS
-from test_node import (collect, joint_state, MAX_AGE, NAMESPACE, node_status,  # noqa: F401
-                       node_values, NodeProcess, publish_and_wait, ros, set_parameters, stamp_of,
-                       torques_qos, wait_until_served)
+from node_helpers import (collect, joint_state, MAX_AGE, NAMESPACE, node_status,  # noqa: F401
+                          node_values, NodeProcess, publish_and_wait, ros, set_parameters,
+                          stamp_of, torques_qos, wait_until_served)
 from test_services import call, loaded, serving, set_parameters as set_local
 
 FEET = ('FL_foot', 'FR_foot', 'HL_foot', 'HR_foot')

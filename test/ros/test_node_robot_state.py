@@ -24,7 +24,7 @@ from dynamics_node.ros.parameters import setting
 from dynamics_node.ros.stream import Stream, StreamStats
 from test_services import FakeNode, Log, set_parameters, settings
 
-MODELS = Path(__file__).parent / 'models'
+MODELS = Path(__file__).parents[1] / 'models'
 LEG, LEG_CLOSURES = str(MODELS / 'placeholder_leg.urdf'), str(MODELS / 'placeholder_leg.yaml')
 LABEL = 'robot_description_file placeholder_leg'
 

@@ -22,7 +22,7 @@ from dynamics_node.ros.conversions import (accel_to_array, array_to_accel, array
                                            twist_to_array)
 from joint_type_models import MODELS
 
-PLACEHOLDER_LEG = str(Path(__file__).parent / 'models' / 'placeholder_leg.urdf')
+PLACEHOLDER_LEG = str(Path(__file__).parents[1] / 'models' / 'placeholder_leg.urdf')
 PLACEHOLDER_CLOSURES = PLACEHOLDER_LEG[:-len('urdf')] + 'yaml'
 
 # The crank-rocker closed configuration of four_bar.urdf's comment (closed[crank1]).

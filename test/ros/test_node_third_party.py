@@ -17,11 +17,11 @@ from rclpy.qos import qos_profile_sensor_data
 from sensor_msgs.msg import JointState
 
 from dynamics_node import load_model
-from test_node import (EXECUTABLE, MAX_AGE, NAMESPACE, NodeProcess,  # noqa: F401
-                       publish_and_wait, robot_state_outputs, ros, set_parameters, stamp_of)
+from node_helpers import (EXECUTABLE, MAX_AGE, NAMESPACE, NodeProcess,  # noqa: F401
+                          publish_and_wait, robot_state_outputs, ros, set_parameters, stamp_of)
 from test_node_robot_state import chained_poses
 
-MODELS = Path(__file__).parent / 'models'
+MODELS = Path(__file__).parents[1] / 'models'
 LEG, LEG_CLOSURES = str(MODELS / 'placeholder_leg.urdf'), str(MODELS / 'placeholder_leg.yaml')
 # tf2_msgs/msg/TFMessage's type hash on a ROS 2 Jazzy or Kilted graph (ros2 topic info -v /tf)
 TF_TYPE_HASH = 'RIHS01_e369d0f05a23ae52508854b66f6aa0437f3449d652e8cbf22d5abe85d020f087'

@@ -19,7 +19,7 @@ import types
 
 import pytest
 
-LAUNCH_FILE = Path(__file__).resolve().parents[1] / 'launch' / 'dynamics.launch.py'
+LAUNCH_FILE = Path(__file__).resolve().parents[2] / 'launch' / 'dynamics.launch.py'
 TEXT_ARGUMENTS = ('robot_description', 'xacro_file', 'robot_description_file', 'closures_file',
                   'joint_states_topic', 'computed_torques_topic', 'effort_commands_topic',
                   'namespace', 'launch_prefix')

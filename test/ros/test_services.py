@@ -23,8 +23,8 @@ from dynamics_node.ros.services import (bias_forces, describe_model, forward_dyn
                                         inverse_dynamics, inverse_operational_space_inertia,
                                         link_kinematics, mass_matrix, service_callback)
 from dynamics_node.ros.stream import StreamStats
-from test_node import (_loop_request, bad_base_states, BAD_REQUESTS, BAD_URDF,
-                       forward_dynamics_loop_independent_state_lcaba, SERVICE_CASES, text)
+from node_helpers import (_loop_request, bad_base_states, BAD_REQUESTS, BAD_URDF,
+                          forward_dynamics_loop_independent_state_lcaba, SERVICE_CASES, text)
 from test_node_services import WHOLE_BODY_BAD_REQUESTS, WHOLE_BODY_CASES
 
 HANDLERS = {ForwardDynamics: forward_dynamics, InverseDynamics: inverse_dynamics,

@@ -15,12 +15,12 @@ from rclpy.qos import qos_profile_sensor_data
 from sensor_msgs.msg import JointState
 
 from dynamics_node import Contact, load_model
-from test_node import (MAX_AGE, NodeProcess, publish_and_wait, robot_state_outputs,  # noqa: F401
-                       ros, stamp_of, wait_until_served)
-from test_node_robot_state import chained_poses
 from bipeds import stance, two_legs
+from node_helpers import (MAX_AGE, NodeProcess, publish_and_wait,  # noqa: F401
+                          robot_state_outputs, ros, stamp_of, wait_until_served)
+from test_node_robot_state import chained_poses
 
-MODELS = Path(__file__).parent / 'models'
+MODELS = Path(__file__).parents[1] / 'models'
 SOLES = "['left_sole:6D','right_sole:6D']"
 
 
