@@ -1,4 +1,4 @@
-"""The test robots of published patterns (test/models/, test_published_patterns.py) timed next to
+"""The test robots of published patterns (test/models/, test/published_robots.py) timed next to
 Pinocchio.
 
 Per robot, in one process, median microseconds of our public calls (compiled engine, inputs
