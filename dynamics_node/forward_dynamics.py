@@ -31,7 +31,7 @@ LCABA_CROSSOVER = 5.0
 # to max(1, ||qdd||_inf) 5e-11 to 1e-6, where the Delassus matrix J H^-1 J^T amplifies a residual
 # 1e4 to 1e5 times into the accelerations (errors 1e-6 to 99 %). Converged results stay below
 # the tolerance, or below 1e-13 relative where round-off bounds them (1500 random states of the
-# robots of test/test_contacts.py).
+# robots of test/algorithms/test_contacts.py).
 LCABA_RESIDUAL = 1e-12
 
 

@@ -1,8 +1,9 @@
 """The readable NumPy cluster algorithms behind the engine contract (contract.py), without fused
 calls.
 
-This is the reference the compiled kernels are tested against (test/test_fast_path.py), and
-the engine of a model loaded with ``compiled=False`` or where numba is not installed.
+This is the reference the compiled kernels are tested against
+(test/kernels/test_fast_path.py), and the engine of a model loaded with ``compiled=False`` or where
+numba is not installed.
 """
 
 import numpy as np
