@@ -23,6 +23,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 from cluster_dynamics.msg import LinkWrench
@@ -56,6 +57,9 @@ NAMESPACE = f'/test_node_{os.getpid()}'      # keeps concurrent runs on one doma
 
 
 TIMEOUT = 10.0                              # s, for any single response
+# s: leaving the ROS graph can be held up by DDS (the node's exit deadline knows it too); a test
+# module's client that has not left by then is left behind, and the tests go on
+LEAVE_DEADLINE = 60.0
 
 
 REPUBLISH = 1.0                             # s, between copies of an unanswered input
@@ -181,8 +185,14 @@ def ros():
     try:
         yield client
     finally:
-        client.close()
-        rclpy.shutdown(context=context)
+        def leave():
+            client.close()
+            rclpy.shutdown(context=context)
+        leaving = threading.Thread(target=leave, daemon=True)
+        leaving.start()
+        leaving.join(LEAVE_DEADLINE)
+        if leaving.is_alive():
+            print(f'the test client did not leave the ROS graph in {LEAVE_DEADLINE:.0f} s')
         for key, value in saved.items():
             if value is None:
                 os.environ.pop(key, None)
