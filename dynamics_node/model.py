@@ -8,7 +8,6 @@ contiguous ranges. q and v follow ``joint_names``; y (independent velocities) fo
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-import functools
 import math
 import threading
 from types import MappingProxyType
@@ -24,13 +23,18 @@ from .description.compose import float_root
 from .description.extended_urdf import to_urdf_plus
 from .description.urdf import read_urdf
 from .engines.numpy_engine import ReferencePath
-from .errors import first_repeated, ModelError, quote, SingularConfigurationError
-from .forward_dynamics import (aba_info, AUTO, auto_lcaba, check_method, check_settings,
-                               LCABA_RESIDUAL, lcaba_info, lcaba_is_cheaper)
+from .errors import first_repeated, ModelError, quote
+from .faults import (BIAS, error, Fault, FORWARD, GRAVITY, INVERSE, INVERSE_OSIM, link_call,
+                     MASS_MATRIX, message, vectors)
+from .forward_dynamics import (AUTO, call, check_method, check_settings, LCABA_RESIDUAL,
+                               lcaba_is_cheaper, route)
+from .kernels.codes import (ACCELERATION_VIOLATION, LENGTH, OK, OUT_OF_BOUND, POSITION_VIOLATION,
+                            QUATERNION)
 from .joint_types import NQ, NV
 from .multibody.clusters import (amplification, AMPLIFICATION_LIMIT, build_clusters,
                                  constraint_jacobian, mimic_roles, mimic_warnings,
                                  neighbourhood_amplification, REFERENCE_PROBE, regular)
+from .multibody.constraints import CouplingConstraint
 from .multibody.couplings import LinearConstraints
 from .multibody.joints import motion_subspace, neutral_position
 from .multibody.roles import held_coordinates, idle_spin, passive_joints
@@ -149,6 +153,13 @@ class Model:
         self.clusters = tuple(self._describe(c, tree) for c in clusters)
         # q-dependent K
         self.loop_bodies = tuple(b for c in clusters if not c.linear for b in c.bodies)
+        # (constraint, cluster) names as the position checks number them (kernels/flat/checks.py):
+        # the loops of the loop clusters, then every coupling
+        self.checked_constraints = tuple(
+            [(con.name, c.name) for c in clusters if not c.linear for con in c.constraints
+             if not isinstance(con, CouplingConstraint)]
+            + [(con.name, c.name) for c in clusters for con in c.constraints
+               if isinstance(con, CouplingConstraint)])
         self.couplings = LinearConstraints(self)       # the coupling-only clusters as A q + b = 0
         self.passive_joint_names = tuple(passive_joints(tree, clusters, self.joint_role,
                                                         mimic_roles(spec, tree)[1]))
@@ -365,71 +376,46 @@ class Model:
                 acceleration alone.
         """
         data = self._local.data
-        if (wrenches is None and contacts is None and method is AUTO and settings is None
-                and info is False and not data.f_ext_set):
-            # the common call
-            qdd = data.engine.fused_forward_dynamics(q, v, tau, self._auto_settings,
-                                                     LCABA_RESIDUAL)
-            if qdd is not None:
-                return qdd
-            lcaba = self.auto_lcaba
-        elif (contacts is not None and wrenches is None and info is False and not data.f_ext_set
-              and (method is AUTO or type(method) is str and method == 'lcaba')
-              and (settings is None or type(settings) is ProximalSettings)):
-            # the common call with contacts: LCABA
+        if wrenches is contacts is settings is None and method is AUTO and info is False \
+                and not data.f_ext_set and self._auto_settings is None:        # the common call
+            try:
+                code = data.forward_dynamics_entry(data.context, q, v, tau)
+            except TypeError:                  # not float64 vectors: converted once
+                code = call(data, data.forward_dynamics_entry, FORWARD, (q, v, tau))
+            if code == OK:
+                return data.qdd_out.copy()
+        if contacts is not None:
+            return self._contacts_forward_dynamics(data, q, v, tau, wrenches, contacts, method,
+                                                   settings, info)
+        self._set_wrenches(data, wrenches, data.forward_dynamics_entry, FORWARD, (q, v, tau))
+        return route(self, data, (q, v, tau), method, settings, info)
+
+    def _contacts_forward_dynamics(self, data, q, v, tau, wrenches, contacts, method, settings,
+                                   info):
+        """forward_dynamics with contacts (contacts.py): the fused LCABA call of a contact set
+        resolved before, else the contact routes on checked inputs."""
+        if (wrenches is None and info is False and not data.f_ext_set
+                and (method is AUTO or type(method) is str and method == 'lcaba')
+                and (settings is None or type(settings) is ProximalSettings)):
             qdd = data.engine.fused_forward_dynamics_contacts(
                 q, v, tau, contacts, settings or DEFAULT_SETTINGS,
                 LCABA_RESIDUAL if method is AUTO else math.inf)
             if qdd is not None:
                 return qdd
-            lcaba = method == 'lcaba' or self.auto_lcaba          # contacts=[]: none
-        else:
-            check_method(method)
-            check_settings(settings)
-            lcaba = method == 'lcaba' or method == 'auto' and self.auto_lcaba
-            if not info and self._wrenches_accepted(data, wrenches):
-                qdd, residual = None, LCABA_RESIDUAL if method == AUTO else math.inf
-                if contacts is None:
-                    qdd = data.engine.fused_forward_dynamics(
-                        q, v, tau, (settings or DEFAULT_SETTINGS) if lcaba else None, residual)
-                elif lcaba:
-                    qdd = data.engine.fused_forward_dynamics_contacts(
-                        q, v, tau, contacts, settings or DEFAULT_SETTINGS, residual)
-                if qdd is not None:
-                    return qdd
+        check_method(method)
+        check_settings(settings)
+        arguments = (q, v, tau)
         q = positions(self, data, q)
         v = vector(v, 'v', {self.nv: 'spanning', self.ny: 'independent'}, bounds.VELOCITY)
         tau = vector(tau, 'tau', {self.nv: 'spanning', self.ny: 'independent'}, bounds.FORCE)
         external_forces(self, data, wrenches)
-        inputs = [('q', q, bounds.POSITION), ('v', v, bounds.VELOCITY), ('tau', tau, bounds.FORCE),
-                  ('gravity', self._gravity, bounds.GRAVITY)]
-        frames = () if contacts is None else contact_routes.resolve(self, contacts)
-        if frames:
-            result = contact_routes.forward_dynamics(self, data, q, v, tau, frames, method,
-                                                     settings, info)
-            check_finite(self, 'accelerations and contact forces', inputs, result.acceleration,
-                         *result.contact_forces, *result.multipliers.values())
-            return result if info else result.acceleration
-        fallback_reason = ''
-        if not lcaba:
-            try:
-                yd = independent_velocities(self, data, v)
-                qdd = data.engine.forward_dynamics(q, yd, tau, data.f_ext, spanning=True)
-                check_finite(self, 'accelerations', inputs, qdd)
-                return aba_info(self, data, q, yd, qdd) if info else qdd
-            except SingularConfigurationError as error:
-                if method == 'aba':
-                    raise
-                fallback_reason = str(error)
-        if method == 'lcaba':
-            result = lcaba_info(self, data, q, v, tau, settings, multipliers=info)
-        else:                                       # the cluster ABA where it was not tried
-            exact = None if fallback_reason else functools.partial(
-                self.forward_dynamics, q, v, tau, wrenches, method='aba', info=True)
-            result = auto_lcaba(self, data, q, v, tau, settings, exact, fallback_reason,
-                                multipliers=info)
-        check_finite(self, 'accelerations and constraint forces', inputs, result.acceleration,
-                     *result.multipliers.values())
+        frames = contact_routes.resolve(self, contacts)
+        if not frames:                                              # contacts=[]: none
+            return route(self, data, arguments, method, settings, info)
+        result = contact_routes.forward_dynamics(self, data, q, v, tau, frames, method, settings,
+                                                 info)
+        check_finite(self, 'accelerations and contact forces', FORWARD.inputs(self, arguments),
+                     result.acceleration, *result.contact_forces, *result.multipliers.values())
         return result if info else result.acceleration
 
     def inverse_dynamics(self, q, v, a, wrenches=None, contacts=None, info=False, weights=None):
@@ -450,41 +436,50 @@ class Model:
             weights: ny positive numbers w (default ones; the actuated entries count): with
                 contacts, sum w tau^2 is the norm minimized.
         """
-        return self._inverse_dynamics(q, v, a, wrenches, 'generalized forces', contacts, info,
-                                      weights)
+        return self._inverse_dynamics(q, v, a, wrenches, INVERSE, contacts, info, weights)
 
-    def _inverse_dynamics(self, q, v, a, wrenches, what, contacts=None, info=False,
+    def _inverse_dynamics(self, q, v, a, wrenches, kind, contacts=None, info=False,
                           weights=None):
+        """inverse_dynamics, bias_forces and gravity_forces (kind: the faults.Call that names
+        their results): the engine's entry point, or the contact routes."""
         data = self._local.data
-        if (contacts is None and info is False and weights is None
-                and (wrenches is None and not data.f_ext_set
-                     or self._wrenches_accepted(data, wrenches))):
-            tau = data.engine.fused_inverse_dynamics(q, v, a)
-            if tau is not None:
-                return tau
+        if wrenches is contacts is weights is None and info is False and not data.f_ext_set:
+            try:                                                         # the common call
+                code = data.inverse_dynamics_entry(data.context, q, v, a)
+            except TypeError:                  # not float64 vectors: converted once
+                code = call(data, data.inverse_dynamics_entry, kind, (q, v, a))
+            if code == OK:
+                return data.tau_out.copy()
+            raise error(self, code, data.fault, kind, (q, v, a))
+        if contacts is None:
+            self._set_wrenches(data, wrenches, data.inverse_dynamics_entry, kind, (q, v, a))
+            code = call(data, data.inverse_dynamics_entry, kind, (q, v, a))
+            if code != OK:
+                raise error(self, code, data.fault, kind, (q, v, a))
+            tau = data.tau_out.copy()
+            self._weights(weights)
+            return contact_routes.InverseDynamicsInfo(tau) if info else tau
+        arguments = (q, v, a)
         q = positions(self, data, q)
         v = vector(v, 'v', {self.nv: 'spanning', self.ny: 'independent'}, bounds.VELOCITY)
-        yd = independent_velocities(self, data, v)
         x = vector(a, 'a', {self.nv: 'spanning', self.ny: 'independent'}, bounds.ACCELERATION)
+        yd = independent_velocities(self, data, v)
         ydd = x if x.size == self.ny and self.ny != self.nv else x[self.independent_v]
         external_forces(self, data, wrenches)
         w = self._weights(weights)
-        frames = () if contacts is None else contact_routes.resolve(self, contacts)
-        inputs = [('q', q, bounds.POSITION), ('v', v, bounds.VELOCITY),
-                  ('a', x, bounds.ACCELERATION), ('gravity', self._gravity, bounds.GRAVITY)]
+        frames = contact_routes.resolve(self, contacts)
         if x.size == self.nv:
             mismatch = np.max(np.abs(x - data.engine.spanning(q, yd, ydd)), initial=0.0)
             if mismatch > bounds.VELOCITY_TOLERANCE * max(1.0, np.max(np.abs(x))):
-                raise ModelError(f'a violates the constraints by {mismatch:.3g}: its dependent '
-                                 'entries must equal G ydd + g; pass consistent spanning values '
-                                 f'or the {self.ny} independent ones')
-        if frames:
-            result = contact_routes.inverse_dynamics(self, data, q, yd, ydd, frames, w)
-            check_finite(self, what, inputs, result.efforts, *result.contact_forces)
-            return result if info else result.efforts
-        tau = data.engine.inverse_dynamics(q, yd, ydd, data.f_ext)
-        check_finite(self, what, inputs, tau)
-        return contact_routes.InverseDynamicsInfo(tau) if info else tau
+                raise message(self, ACCELERATION_VIOLATION, Fault(value=mismatch))
+        if not frames:
+            tau = data.engine.inverse_dynamics(q, yd, ydd, data.f_ext)
+            check_finite(self, kind.what, kind.inputs(self, arguments), tau)
+            return contact_routes.InverseDynamicsInfo(tau) if info else tau
+        result = contact_routes.inverse_dynamics(self, data, q, yd, ydd, frames, w)
+        check_finite(self, kind.what, kind.inputs(self, arguments), result.efforts,
+                     *result.contact_forces)
+        return result if info else result.efforts
 
     def _weights(self, weights):
         """The weights of projected inverse dynamics: ny numbers, positive on the actuated
@@ -502,24 +497,20 @@ class Model:
     def mass_matrix(self, q):
         """H_y = G^T H G (ny x ny), from the cluster CRBA."""
         data = self._local.data
-        H = data.engine.fused_mass_matrix(q)
-        if H is not None:
-            return H
-        q = positions(self, data, q)
-        H = data.engine.mass_matrix(q)
-        check_finite(self, 'mass matrix entries', [('q', q, bounds.POSITION)], H)
-        return H
+        code = call(data, data.mass_matrix_entry, MASS_MATRIX, (q,))
+        if code != OK:
+            raise error(self, code, data.fault, MASS_MATRIX, (q,))
+        return data.H_out.copy()
 
     def bias_forces(self, q, v, wrenches=None, contacts=None):
         """Gravity + Coriolis/centrifugal forces C_y (ny): inverse dynamics at zero acceleration
         (with contacts: the actuated efforts that hold ydd = 0, which v must allow)."""
-        return self._inverse_dynamics(q, v, self._zero_y, wrenches, 'bias forces', contacts)
+        return self._inverse_dynamics(q, v, self._zero_y, wrenches, BIAS, contacts)
 
     def gravity_forces(self, q, contacts=None):
         """Gravity compensation forces (ny): inverse dynamics at rest (with contacts: the actuated
         efforts that hold a standing robot still)."""
-        return self._inverse_dynamics(q, self._zero_y, self._zero_y, None, 'gravity forces',
-                                      contacts)
+        return self._inverse_dynamics(q, self._zero_y, self._zero_y, None, GRAVITY, contacts)
 
     def contact_bias_forces(self, q, v, contacts, weights=None, info=False):
         """The actuated efforts that hold a robot on its contacts while it moves with measured
@@ -565,21 +556,17 @@ class Model:
         """Lambda^-1 = J_y H_y^-1 J_y^T (6k x 6k) for k links, from the cluster EFPA (Chignoli
         et al. 2023 Sec. VIII); blocks [linear; angular] in each link's own frame at its origin."""
         data = self._local.data
-        frames = data.engine.known_frame_set(links)          # links named before: checked then
-        if frames is None:
-            try:
-                frames = data.engine.frame_set(tuple(self._link_list(links)))
-            except ModelError:                                 # named after q's checks, as below
-                pass
-        Lambda_inv = None if frames is None else data.engine.fused_inverse_osim(q, frames)
-        if Lambda_inv is not None:
-            return Lambda_inv
-        q = positions(self, data, q)
-        links = self._link_list(links)
-        Lambda_inv = data.engine.inverse_osim(q, links)
-        check_finite(self, 'inverse operational-space inertia entries',
-                     [('q', q, bounds.POSITION)], Lambda_inv)
-        return Lambda_inv
+        try:
+            links = tuple(self._link_list(links))
+        except ModelError as link_error:                 # named after q's checks, as below
+            self._raise_first(data, data.mass_matrix_entry, MASS_MATRIX, (q,), link_error)
+        try:
+            code, Lambda_inv = data.engine.inverse_osim_call(q, links)
+        except TypeError:
+            code, Lambda_inv = data.engine.inverse_osim_call(*vectors(INVERSE_OSIM, (q,)), links)
+        if code != OK:
+            raise error(self, code, data.fault, INVERSE_OSIM, (q,))
+        return Lambda_inv.copy()
 
     def link_jacobian(self, q, link):
         """J (6 x ny): [linear; angular] velocity of the link frame, in that frame, from yd."""
@@ -632,20 +619,24 @@ class Model:
         ask, None for the others: the fused call, else the checked path in the order of the single
         calls: q (loops closed unless poses alone), v (with biases), each link (Model._link), the
         engine's pass, the finiteness of the results (what they are called in its message)."""
+        kind = link_call(what, biases)
         data = self._local.data
-        found = data.engine.fused_link_kinematics(q, v, links, poses, jacobians, biases)
-        if found is not None:
-            return found
-        q = positions(self, data, q, check=jacobians or biases)
-        inputs, yd = [('q', q, bounds.POSITION)], None
-        if biases:
-            v = vector(v, 'v', {self.nv: 'spanning', self.ny: 'independent'}, bounds.VELOCITY)
-            yd = independent_velocities(self, data, v)
-            inputs.append(('v', v, bounds.VELOCITY))
-        names = None if links is None else tuple(self._link(link) for link in links)
-        results = data.engine.link_kinematics(q, yd, names, poses, jacobians, biases)
-        check_finite(self, what, inputs, *[x for x in results if x is not None])
-        return results
+        arguments = (q, v) if biases else (q,)
+        selected = links
+
+        def entry(context, q, v=None):
+            return data.engine.link_call(q, v, selected, poses, jacobians, biases)
+        if links is not None:
+            try:
+                links = tuple(self._link(link) for link in links)
+            except ModelError as link_error:             # named after q's and v's checks
+                selected = ()
+                self._raise_first(data, entry, kind, arguments, link_error)
+        selected = links
+        code = call(data, entry, kind, arguments)
+        if code != OK:
+            raise error(self, code, data.fault, kind, arguments)
+        return data.engine.link_results(poses, jacobians, biases)
 
     def complete_positions(self, q_independent, budget_ms=None):
         """Spanning q (nq) on the assembly branch of reference_positions: couplings solved
@@ -719,14 +710,22 @@ class Model:
                      [('q', q, bounds.POSITION), ('yd', yd, bounds.VELOCITY)], qd)
         return qd
 
-    def _wrenches_accepted(self, data, wrenches):
-        """data.f_ext set from wrenches for a compiled call, or False where they are refused (the
-        Python path then names the error after those of the inputs checked before the wrenches)."""
+    def _set_wrenches(self, data, wrenches, entry, kind, arguments):
+        """data.f_ext from wrenches (validation.external_forces); a refused wrench is named after
+        the faults of the call's other inputs that validation.py checks before it."""
         try:
             external_forces(self, data, wrenches)
-        except ModelError:
-            return False
-        return True
+        except ModelError as wrench_error:
+            self._raise_first(data, entry, kind, arguments, wrench_error)
+
+    def _raise_first(self, data, entry, kind, arguments, later):
+        """Raises the error of an input fault the call's entry point finds in arguments before
+        the error later (a wrench's, a link's), else later."""
+        external_forces(self, data, None)
+        code = call(data, entry, kind, arguments)
+        if code in (LENGTH, OUT_OF_BOUND, QUATERNION, POSITION_VIOLATION):
+            raise error(self, code, data.fault, kind, arguments) from None
+        raise later
 
     def _link(self, link):
         """A link name of this model."""
@@ -764,7 +763,9 @@ class _ThreadWorkspace(threading.local):
 
 class Data:
     """Workspace reused across calls: per-body transforms and spatial vectors, per-cluster joint
-    quantities (Chignoli et al. 2023 notation)."""
+    quantities (Chignoli et al. 2023 notation); and, from its engine (numba or NumPy, built at the
+    first use), the public calls' entry points, their context, result buffers and fault
+    (contract.Engine.attach)."""
 
     def __init__(self, model):
         nb, nc = model.nb, len(model.cluster_list)
@@ -786,14 +787,19 @@ class Data:
         self.partial = None               # where the last failed continuation stopped
         self._model = model
 
-    @functools.cached_property
-    def engine(self):
-        """The algorithms on this workspace: the compiled FastPath, or the NumPy ReferencePath
-        (built at the first use, then a plain attribute)."""
-        if self._model.compiled:
+    def __getattr__(self, name):
+        """The engine and what it attaches (context, *_entry, *_out, fault), at the first use:
+        the compiled FastPath, or the NumPy ReferencePath."""
+        if name.startswith('_') or 'engine' in self.__dict__:
+            raise AttributeError(name)
+        model = self._model
+        if model.compiled:
             from .engines.numba_engine import FastPath
-            return FastPath(self._model, self._model.flat, self.f_ext)
-        return ReferencePath(self._model, self)
+            self.engine = FastPath(model, model.flat, self.f_ext)
+        else:
+            self.engine = ReferencePath(model, self)
+        self.engine.attach(self)
+        return getattr(self, name)
 
 
 def _joint_roles(clusters, nv):
