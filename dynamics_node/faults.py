@@ -150,7 +150,8 @@ def _shown(f):
 
 
 def _quaternion(model, f):
-    return ModelError(f'{model.joint_type[f.index]} joint {quote(model.joint_names[f.index - 1])}: '
+    joint = model.joint_names[f.index - 1]
+    return ModelError(f'{model.joint_type[f.index]} joint {quote(joint)}: '
                       f'quaternion (qx qy qz qw) has norm {f.value:.6g}; expected a unit '
                       'quaternion')
 
@@ -179,8 +180,8 @@ def _singular_split(model, f):
     cluster = model.cluster_list[f.index]
     return SingularConfigurationError(
         f'cluster {quote(cluster.name)} is at a singular configuration: its constraints '
-        f'{quote([con.name for con in cluster.constraints])} do not determine the dependent joints '
-        f'(conditioning {f.value:.1e}); use method="lcaba"')
+        f'{quote([con.name for con in cluster.constraints])} do not determine the dependent '
+        f'joints (conditioning {f.value:.1e}); use method="lcaba"')
 
 
 def _amplified(model, f):
@@ -196,8 +197,8 @@ def _amplified(model, f):
 
 def _d_not_positive(model, f):
     return SingularConfigurationError(
-        f'cluster {quote(model.cluster_list[f.index].name)}: its articulated inertia D = S^T I^A S '
-        'is not positive definite (singular configuration); use method="lcaba"')
+        f'cluster {quote(model.cluster_list[f.index].name)}: its articulated inertia '
+        'D = S^T I^A S is not positive definite (singular configuration); use method="lcaba"')
 
 
 def _d_ill_conditioned(model, f):

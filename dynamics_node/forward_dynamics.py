@@ -217,7 +217,8 @@ def route(model, data, arguments, method, settings, info):
                 return result if info else result.acceleration
             if code not in SINGULAR:
                 raise error(model, code, data.fault, FORWARD, arguments)
-            reasons.append(f'the exact route: {error(model, code, data.fault, FORWARD, arguments)}')
+            exact = error(model, code, data.fault, FORWARD, arguments)
+            reasons.append(f'the exact route: {exact}')
         code = LCABA_REJECTED
         if settings.mu < MAX_MU:
             settings = replace(settings, mu=MAX_MU)

@@ -557,8 +557,10 @@ class Model:
         et al. 2023 Sec. VIII); blocks [linear; angular] in each link's own frame at its origin."""
         data = self._local.data
         try:
-            links = tuple(self._link_list(links))
-        except ModelError as link_error:                 # named after q's checks, as below
+            links = ((links,) if isinstance(links, str) else tuple(links)) \
+                if data.engine.known_frame_set(links) is not None \
+                else tuple(self._link_list(links))      # links named before: checked then
+        except ModelError as link_error:                 # named after q's checks
             self._raise_first(data, data.mass_matrix_entry, MASS_MATRIX, (q,), link_error)
         try:
             code, Lambda_inv = data.engine.inverse_osim_call(q, links)

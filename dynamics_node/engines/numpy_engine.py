@@ -54,8 +54,8 @@ class ReferencePath(Engine):
     def forward_dynamics_call(self, q, v, tau):
         """Model.forward_dynamics by the cluster ABA: spanning qdd into self.qdd."""
         q, v, tau, yd = self._state(q, v, tau, 'tau', bounds.FORCE)
-        return self._run(self.qdd, lambda: self.forward_dynamics(q, yd, tau, self.data.f_ext,
-                                                                  spanning=True))
+        f_ext = self.data.f_ext
+        return self._run(self.qdd, lambda: self.forward_dynamics(q, yd, tau, f_ext, True))
 
     def inverse_dynamics_call(self, q, v, a):
         """Model.inverse_dynamics: tau_y into self.tau; spanning a must equal G ydd + g."""
