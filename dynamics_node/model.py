@@ -1,28 +1,19 @@
-"""The robot model (immutable after load) and its reusable workspace (Data).
-
-Layouts: bodies are numbered cluster by cluster (parent clusters first, Chignoli et al. 2023
-Sec. 1.3), so the bodies, spanning velocities and independent velocities of cluster k are
-contiguous ranges. q and v follow ``joint_names``; y (independent velocities) follows
-``independent_joint_names``.
-"""
+"""The robot model (immutable after load; its layout: layout.py) and its public calls: each takes
+the calling thread's workspace (data.py), calls its engine's entry point and returns the result,
+raises the error of the rule code (faults.py) or routes (forward_dynamics.route)."""
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 import math
-import threading
-from types import MappingProxyType
 
 import numpy as np
 
 from .algorithms.completion import complete_positions, MAX_BUDGET_MS
-from .algorithms.frames import world_twists
-from .algorithms.kinematics import forward_pass, update_transforms
 from .algorithms.lcaba import DEFAULT_SETTINGS, ProximalSettings
 from . import contacts as contact_routes
+from .data import Data, ThreadWorkspace
 from .description.compose import float_root
 from .description.extended_urdf import to_urdf_plus
 from .description.urdf import read_urdf
-from .engines.numpy_engine import ReferencePath
 from .errors import first_repeated, ModelError, quote
 from .faults import (BIAS, error, Fault, FORWARD, GRAVITY, INVERSE, INVERSE_OSIM, link_call,
                      MASS_MATRIX, message, vectors)
@@ -30,38 +21,11 @@ from .forward_dynamics import (AUTO, call, check_method, check_settings, LCABA_R
                                lcaba_is_cheaper, route)
 from .kernels.codes import (ACCELERATION_VIOLATION, LENGTH, OK, OUT_OF_BOUND, POSITION_VIOLATION,
                             QUATERNION)
-from .joint_types import NQ, NV
-from .multibody.clusters import (amplification, AMPLIFICATION_LIMIT, build_clusters,
-                                 constraint_jacobian, mimic_roles, mimic_warnings,
-                                 neighbourhood_amplification, REFERENCE_PROBE, regular)
-from .multibody.constraints import CouplingConstraint
-from .multibody.couplings import LinearConstraints
-from .multibody.joints import motion_subspace, neutral_position
-from .multibody.roles import held_coordinates, idle_spin, passive_joints
+from .layout import frozen, hold, lay_out, near_singularity, reference
+from .multibody.clusters import AMPLIFICATION_LIMIT, build_clusters
 from .multibody.topology import SpanningTree
-from .spatial import pose_transform
 from .validation import check_finite, external_forces, independent_velocities, positions, vector
 from . import bounds
-
-
-@dataclass(frozen=True)
-class ClusterInfo:
-    """Readable description of one cluster."""
-
-    name: str
-    parent: str                    # name of the parent cluster, '' for the ground
-    links: tuple                   # links moving with the cluster's bodies (fixed links included)
-    joints: tuple                  # spanning-tree joints of the cluster
-    independent_joints: tuple
-    dependent_joints: tuple
-    constraints: tuple             # names of its <loop>/<coupling>/<mimic> constraints
-
-    def __str__(self):
-        text = f'{self.name}: joints {list(self.joints)}'
-        if self.constraints:
-            text += (f', constraints {list(self.constraints)}, independent '
-                     f'{list(self.independent_joints)}, dependent {list(self.dependent_joints)}')
-        return text
 
 
 class Model:
@@ -73,148 +37,23 @@ class Model:
         clusters = build_clusters(spec, tree, split=False)
         tree.renumber([b for c in clusters for b in c.bodies])
         clusters = build_clusters(spec, tree)
-        self.name = spec.name
-        self.warnings = list(spec.warnings) + mimic_warnings(spec)  # loadable oddities
-        self.nb = len(tree.bodies)                       # bodies incl. the ground (body 0)
-        self.root_link = tree.root_link
-        self.parent = _frozen(tree.parent)               # parent body of each body
-        self.joint_type = tuple([None] + [b.joint.type for b in tree.bodies[1:]])
-        self.axis = _frozen([np.zeros(3)] + [b.joint.axis for b in tree.bodies[1:]])
-        self.X_tree = _frozen([b.X_tree for b in tree.bodies])      # ^{joint frame}X_{parent body}
-        self.inertia = _frozen([b.inertia for b in tree.bodies])    # spatial inertia, body
-        #                                                             coordinates
-        self.S = tuple([None] + [_frozen(motion_subspace(b.joint.type, b.joint.axis))
-                                 for b in tree.bodies[1:]])         # motion subspace, body
-        #                                                             coordinates
-        self.body_links = tuple(tuple(b.links) for b in tree.bodies)
-        # link -> (body, X_link_body)
-        self.link_frame = {link: (b, _frozen(pose_transform(pose.R, pose.p)))
-                           for link, (b, pose) in tree.link_frame.items()}
-        self.joint_names = tuple(b.joint.name for b in tree.bodies[1:])
-        self.effort_limits = {b.joint.name: b.joint.effort for b in tree.bodies[1:]
-                              if b.joint.effort > 0.0}
-        nq = [0] + [NQ[t] for t in self.joint_type[1:]]
-        nv = [0] + [NV[t] for t in self.joint_type[1:]]
-        self.idx_q = _frozen(np.cumsum([0] + nq[:-1]))  # first position index of each body's joint
-        self.idx_v = _frozen(np.cumsum([0] + nv[:-1]))  # first velocity index of each body's joint
-        self.nq_body, self.nv_body = tuple(nq), tuple(nv)
-        self.nq, self.nv = int(sum(nq)), int(sum(nv))
-        self.q_neutral = _frozen(np.concatenate(
-            [np.zeros(0)] + [neutral_position(t) for t in self.joint_type[1:]]))
-        self.cluster_list = tuple(clusters)
-        self.cluster_of = np.zeros(self.nb, dtype=int) - 1
-        y0 = 0
-        ranges = []
-        for c in clusters:
-            self.cluster_of[list(c.bodies)] = c.index
-            ranges.append((c.bodies[0], c.bodies[-1] + 1, int(self.idx_v[c.bodies[0]]), y0))
-            y0 += c.m
-        self.cluster_of = _frozen(self.cluster_of)
-        self.body_range = tuple((b0, b1) for b0, b1, _, _ in ranges)          # bodies of cluster k
-        self.v_range = tuple((v0, v0 + c.n) for (_, _, v0, _), c in zip(ranges, clusters))
-        self.y_range = tuple((y, y + c.m) for (_, _, _, y), c in zip(ranges, clusters))
-        self.ny = y0
-        self.independent_v = _frozen(np.concatenate(
-            [v0 + c.independent for (v0, _), c in zip(self.v_range, clusters)]).astype(int))
-        self.joint_role = _joint_roles(clusters, nv)     # per body: 'independent', 'dependent' or
-        #                                                  'split'
-        self.independent_joint_names = tuple(
-            self.joint_names[b - 1] for c in clusters for b in c.bodies
-            if self.joint_role[b] != 'dependent')
-        # partly dependent: their free directions are in y
-        self.split_joint_names = tuple(
-            self.joint_names[b - 1] for c in clusters for b in c.bodies
-            if self.joint_role[b] == 'split')
-        # q entries of the independent positions (not split joints)
-        self.independent_q = _frozen(np.array(
-            [self.idx_q[b] + k for b in range(1, self.nb) if self.joint_role[b] == 'independent'
-             for k in range(self.nq_body[b])], dtype=int))
-        # joint -> (first entry, size) of its positions in the independent positions
-        # (complete_positions' vector), and -> its first entry in y (split joints included)
-        named = [b for b in range(1, self.nb) if self.joint_role[b] == 'independent']
-        starts = np.cumsum([0] + [self.nq_body[b] for b in named])
-        self.independent_positions_index = MappingProxyType(
-            {self.joint_names[b - 1]: (int(start), self.nq_body[b])
-             for b, start in zip(named, starts)})
-        entries = {int(v): y for y, v in enumerate(self.independent_v)}
-        self.independent_velocities_index = MappingProxyType(
-            {self.joint_names[b - 1]: next(entries[v] for v in range(
-                self.idx_v[b], self.idx_v[b] + self.nv_body[b]) if v in entries)
-             for b in range(1, self.nb) if self.joint_role[b] != 'dependent'})
-        self.Sbar = tuple(_frozen(_block_diagonal([self.S[b] for b in c.bodies]))
-                          for c in clusters)
-        # every floating joint, in joint_names order (a robot's base, and in a scene those of
-        # every floating robot and free object: description/compose.py); the first is the base's
-        self.floating_joint_names = tuple(name for name, kind in zip(self.joint_names,
-                                                                     self.joint_type[1:])
-                                          if kind == 'floating')
-        self.floating_base_joint = next(iter(self.floating_joint_names), '')
-        self.floating_base = bool(self.floating_joint_names)
-        self.clusters = tuple(self._describe(c, tree) for c in clusters)
-        # q-dependent K
-        self.loop_bodies = tuple(b for c in clusters if not c.linear for b in c.bodies)
-        # (constraint, cluster) names as the position checks number them (kernels/flat/checks.py):
-        # the loops of the loop clusters, then every coupling
-        self.checked_constraints = tuple(
-            [(con.name, c.name) for c in clusters if not c.linear for con in c.constraints
-             if not isinstance(con, CouplingConstraint)]
-            + [(con.name, c.name) for c in clusters for con in c.constraints
-               if isinstance(con, CouplingConstraint)])
-        self.couplings = LinearConstraints(self)       # the coupling-only clusters as A q + b = 0
-        self.passive_joint_names = tuple(passive_joints(tree, clusters, self.joint_role,
-                                                        mimic_roles(spec, tree)[1]))
-        passive, kind = (set(self.passive_joint_names),
-                         dict(zip(self.joint_names, self.joint_type[1:])))
-        self.actuated_joint_names = tuple(name for name in self.independent_joint_names
-                                          if name not in passive and kind[name] != 'floating')
-        actuated = set(self.actuated_joint_names)     # their entries of y (contacts.py)
-        self.actuated_y = _frozen(np.array(
-            [y for y, v in enumerate(self.independent_v)
-             if self.joint_names[_body_of_entry(self.idx_v, v) - 1] in actuated], dtype=int))
+        lay_out(self, spec, tree, clusters)
         # method 'auto' starts with LCABA
         self._auto_settings = DEFAULT_SETTINGS if lcaba_is_cheaper(self) else None
-        self.G_constant = self.couplings.G             # constant G_k of coupling-only clusters
         self.compiled = numba_available() if compiled is None else bool(compiled)
         self._flat = None                              # the compiled model (flat.FlatModel), on
         #                                                first use
         self.gravity = np.array([0.0, 0.0, -9.81])
-        self._zero_y = _frozen(np.zeros(self.ny))
-        self._local = _ThreadWorkspace(self)           # ._local.data: the calling thread's
+        self._zero_y = frozen(np.zeros(self.ny))
+        self._local = ThreadWorkspace(self)           # ._local.data: the calling thread's
         #                                                workspace
         self._reference_positions, self.reference_amplification, neighbourhoods = \
-            self._reference(clusters, tree, reference_positions)
+            reference(self, clusters, tree, reference_positions)
         self.amplification_limit = amplification_limit
-        self.warnings += [_near_singularity(c, around, self.amplification_bound[c.index])
+        self.warnings += [near_singularity(c, around, self.amplification_bound[c.index])
                           for c, around in zip(clusters, neighbourhoods)
                           if around > 0.5 * self.amplification_bound[c.index]]
-        # the loops hold their idle spins (roles.py): unit motions at the reference configuration
-        data = Data(self)
-        passive_y = np.setdiff1d(np.arange(self.ny), self.actuated_y)
-        spins = []
-        for y in passive_y:
-            if not self.cluster_list[self._cluster_of_y(y)].linear:
-                forward_pass(self, data, self._reference_positions, np.eye(self.ny)[y])
-                if idle_spin(self, *world_twists(self, data)):
-                    spins.append(y)
-        self.held_y, self.locked_v = (_frozen(x) for x in held_coordinates(self, clusters, spins))
-        # what contacts must carry: neither actuated nor held (the floating base, passive joints)
-        self.unactuated_y = _frozen(np.setdiff1d(passive_y, self.held_y))
-        self.free_columns = tuple(np.setdiff1d(np.arange(y1 - y0), self.held_y - y0)
-                                  for y0, y1 in self.y_range)
-        self.free_joint_columns = tuple(
-            np.flatnonzero(~np.isin(np.arange(self.idx_v[i], self.idx_v[i] + nv[i]),
-                                    self.locked_v))
-            for i in range(self.nb))
-        self.idle_spin_joint_names = tuple(dict.fromkeys(
-            self.joint_names[_body_of_entry(self.idx_v, v) - 1]
-            for v in self.independent_v[spins]))
-        self.held_joint_names = tuple(dict.fromkeys(
-            self.joint_names[_body_of_entry(self.idx_v, v) - 1]
-            for v in self.independent_v[self.held_y]))
-        self.warnings += [f'joint {quote(name)} moves only bodies without inertia and no '
-                          'constraint determines it: forward dynamics holds it still'
-                          for name in self.held_joint_names
-                          if name not in self.idle_spin_joint_names]
+        hold(self, clusters)
 
     @property
     def reference_positions(self):
@@ -242,38 +81,10 @@ class Model:
     @amplification_limit.setter
     def amplification_limit(self, value):
         self._amplification_limit = _amplification_limit(value)
-        self.amplification_bound = _frozen(self._amplification_limit
-                                           * self.reference_amplification)
+        self.amplification_bound = frozen(self._amplification_limit
+                                          * self.reference_amplification)
         if self._flat is not None:
             self._flat.amplification_bound[:] = self.amplification_bound
-
-    def _reference(self, clusters, tree, given):
-        """The reference positions (given ones checked: closed, regular; else each loop cluster's
-        reference configuration with the couplings solved), each cluster's amplification there and
-        the largest in its neighbourhood (clusters.neighbourhood_amplification)."""
-        data = Data(self)
-        data.engine = ReferencePath(self, data)        # the NumPy checks: nothing compiles at load
-        if given is None:
-            q = self.q_neutral.copy()
-            for c in clusters:
-                for b, q_b in (c.reference or {}).items():
-                    q[self.idx_q[b]:self.idx_q[b] + self.nq_body[b]] = q_b
-            self.couplings.complete(q)
-        else:
-            q = positions(self, data, given)
-        update_transforms(self, data, q, self.loop_bodies)
-        gains, around = np.ones(len(clusters)), np.ones(len(clusters))
-        for c in clusters:
-            if not c.linear:
-                K = constraint_jacobian(c, data.Xup, self.S)[0][c.active_rows]
-                if not regular(c, K):
-                    raise ModelError(f'reference_positions: cluster {quote(c.name)} is (nearly) '
-                                     'singular there; give a regular closed configuration')
-                gains[c.index] = amplification(K, c.dependent, c.independent)
-                around[c.index] = c.reference_neighbourhood if given is None else \
-                    neighbourhood_amplification(c, tree, {
-                        b: q[self.idx_q[b]:self.idx_q[b] + self.nq_body[b]] for b in c.bodies})
-        return _frozen(q), _frozen(gains), around
 
     @property
     def auto_lcaba(self):
@@ -324,21 +135,6 @@ class Model:
     def links(self):
         """Every link name (frames of bodies and of the links fixed to them)."""
         return tuple(self.link_frame)
-
-    def _cluster_of_y(self, y):
-        """The index of the cluster whose independent velocities hold entry y."""
-        return next(k for k, (y0, y1) in enumerate(self.y_range) if y0 <= y < y1)
-
-    def _describe(self, c, tree):
-        joints = tuple(self.joint_names[b - 1] for b in c.bodies)
-        role = self.joint_role
-        return ClusterInfo(c.name, self.cluster_list[c.parent].name if c.parent >= 0 else '',
-                           tuple(link for b in c.bodies for link in self.body_links[b]), joints,
-                           tuple(self.joint_names[b - 1] for b in c.bodies
-                                 if role[b] != 'dependent'),
-                           tuple(self.joint_names[b - 1] for b in c.bodies
-                                 if role[b] != 'independent'),
-                           tuple(con.name for con in c.constraints))
 
     def create_data(self):
         """A fresh workspace for the algorithms (one per thread)."""
@@ -755,108 +551,12 @@ class Model:
         return links
 
 
-class _ThreadWorkspace(threading.local):
-    """``data``: a workspace (Data) per thread, made at the thread's first use, so that threads may
-    share one model (threading.local runs __init__ in every thread that uses the object)."""
-
-    def __init__(self, model):
-        self.data = Data(model)
-
-
-class Data:
-    """Workspace reused across calls: per-body transforms and spatial vectors, per-cluster joint
-    quantities (Chignoli et al. 2023 notation); and, from its engine (numba or NumPy, built at the
-    first use), the public calls' entry points, their context, result buffers and fault
-    (contract.Engine.attach)."""
-
-    def __init__(self, model):
-        nb, nc = model.nb, len(model.cluster_list)
-        self.Xup = np.zeros((nb, 6, 6))   # ^iX_parent(i)
-        self.Xup[0] = np.eye(6)
-        self.Xo = np.zeros((nb, 6, 6))    # ^iX_output(i): to the body's output body
-        self.v = np.zeros((nb, 6))        # body velocities, body coordinates
-        self.a = np.zeros((nb, 6))        # body accelerations
-        self.f = np.zeros((nb, 6))        # body forces (RNEA), articulated bias (ABA)
-        self.f_ext = np.zeros((nb, 6))    # external forces on the bodies, body coordinates
-        self.f_ext_set = False            # whether f_ext may hold non-zero entries
-        self.S = [None] * nc              # cluster motion subspaces S_k (6 nb_k x m_k)
-        self.G = [None] * nc              # explicit constraint Jacobians G_k (n_k x m_k)
-        self.g = [None] * nc              # explicit constraint biases g_k (n_k)
-        self.c = [None] * nc              # cluster velocity-product biases c_k (6 nb_k)
-        self.qd = np.zeros(model.nv)      # spanning velocities G yd
-        self.q_last = None                # last completed positions (tracking start of completion)
-        self.pending = None               # a completion whose budget ran out (completion.py)
-        self.partial = None               # where the last failed continuation stopped
-        self._model = model
-
-    def __getattr__(self, name):
-        """The engine and what it attaches (context, *_entry, *_out, fault), at the first use:
-        the compiled FastPath, or the NumPy ReferencePath."""
-        if name.startswith('_') or 'engine' in self.__dict__:
-            raise AttributeError(name)
-        model = self._model
-        if model.compiled:
-            from .engines.numba_engine import FastPath
-            self.engine = FastPath(model, model.flat, self.f_ext)
-        else:
-            self.engine = ReferencePath(model, self)
-        self.engine.attach(self)
-        return getattr(self, name)
-
-
-def _joint_roles(clusters, nv):
-    """Per body (None for the ground): 'independent' or 'dependent' where all its joint's velocity
-    columns are, else 'split' (a spherical joint whose idle spin the loops leave free)."""
-    roles = [None] * len(nv)
-    for c in clusters:
-        dependent = set(c.dependent)
-        for b in c.bodies:
-            n = len(dependent & set(range(c.col[b], c.col[b] + nv[b])))
-            roles[b] = 'dependent' if n == nv[b] else 'independent' if n == 0 else 'split'
-    return tuple(roles)
-
-
-def _near_singularity(cluster, around, bound):
-    """The load warning of a loop cluster whose reference lies near a singularity: in its
-    neighbourhood the amplification exceeds half its bound."""
-    found = (f'a configuration {REFERENCE_PROBE:g} rad from it is singular' if around == np.inf
-             else f'{REFERENCE_PROBE:g} rad from it the amplification reaches {around:.3g}, over '
-             f'half of its bound {bound:.3g}')
-    return (f'cluster {quote(cluster.name)}: its reference configuration lies near a singularity '
-            f'({found}), so inputs near it may be refused as singular; pass reference_positions '
-            'at a configuration inside the working range, or raise amplification_limit')
-
-
 def _amplification_limit(value):
     limit = vector(value, 'amplification_limit', {1: 'a ratio'}, bounds.AMPLIFICATION)[0]
     if limit < 1.0:
         raise ModelError(f'amplification_limit is {limit:g}; expected a ratio of at least 1 (G\'s '
                          'independent rows are the identity)')
     return float(limit)
-
-
-def _body_of_entry(starts, i):
-    """The body whose joint holds entry i of a vector laid out by starts (idx_q or idx_v)."""
-    return int(np.searchsorted(starts[1:], i, side='right'))
-
-
-def _frozen(values):
-    """A read-only array, so that an accidental write into the model fails loudly."""
-    array = np.array(values)
-    array.setflags(write=False)
-    return array
-
-
-def _block_diagonal(blocks):
-    rows = sum(b.shape[0] for b in blocks)
-    cols = sum(b.shape[1] for b in blocks)
-    M = np.zeros((rows, cols))
-    r = c = 0
-    for b in blocks:
-        M[r:r + b.shape[0], c:c + b.shape[1]] = b
-        r += b.shape[0]
-        c += b.shape[1]
-    return M
 
 
 def numba_available():
