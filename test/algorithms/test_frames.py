@@ -214,7 +214,7 @@ def test_a_request_longer_than_the_links_is_refused_before_any_kinematics(compil
     model = robot('linkage_leg', compiled)
     q = model.complete_positions([0.8, 0.1])
     engine = model._local.data.engine
-    for method in ('fused_link_kinematics', 'link_kinematics'):
+    for method in ('link_call', 'link_kinematics'):
         monkeypatch.setattr(engine, method, lambda *args, **kwargs: pytest.fail('kinematics ran'))
     for links, message in ((['foot', 'shank'] * 5_000,
                             "link 'foot' is named twice in links; name each link once"),

@@ -121,7 +121,8 @@ def test_link_kinematics(name, rng):
         expected = Reference(model).link_kinematics(q, yd, links)
         for label, result in (('engine', fast.link_kinematics(q, yd, links)),
                               ('engine, every link', fast.link_kinematics(q, yd, None)),
-                              ('fused', fast.fused_link_kinematics(q, v, links)),
+                              ('fused', fast.link_call(q, v, links) == 0
+                               and fast.link_results()),
                               ('public', model.link_kinematics(q, v, links)),
                               ('public NumPy', numpy_model.link_kinematics(q, yd, links))):
             for part, x, y in zip(('R', 'p', 'J', 'Jdot yd'), result, expected):
@@ -413,18 +414,24 @@ def test_inputs_of_any_layout(rng):
 def test_fused_calls_take_float64_vectors_only(rng):
     """borrowed.INPUT_VECTOR refuses what numba's own unboxing would read as float64 or overrun:
     int64 and byte-swapped views of valid vectors (the very bytes the call accepts as float64),
-    2-d, 0-d and 40-d arrays, lists, scalars, float32. The fused call then returns None (the Python
-    path converts or names them). Strided, reversed and read-only float64 vectors are taken as they
-    are."""
+    2-d, 0-d and 40-d arrays, lists, scalars, float32. The entry point then raises a TypeError
+    (Model converts them and calls again). Strided, reversed and read-only float64 vectors are
+    taken as they are."""
     model, fast = model_and_fast_path('six_bar')
     q, yd, _ = random_state(model, rng)
     v, a = model.spanning_velocities(q, yd), rng.normal(size=model.ny)
-    calls = {'forward_dynamics': lambda q, v, x: fast.fused_forward_dynamics(q, v, x),
-             'inverse_dynamics': lambda q, v, x: fast.fused_inverse_dynamics(q, v, x),
-             'mass_matrix': lambda q, v, x: fast.fused_mass_matrix(q)}
+    x, d = fast._x, fast.data
+
+    def result(code, out):
+        assert code == 0, code
+        return out.copy()
+    calls = {'forward_dynamics': lambda q, v, a: result(fast._fused_forward_dynamics(x, q, v, a),
+                                                        d.qdd),
+             'inverse_dynamics': lambda q, v, a: result(fast._fused_inverse_dynamics(x, q, v, a),
+                                                        d.tau),
+             'mass_matrix': lambda q, v, a: result(fast._fused_mass_matrix(x, q), d.H)}
     for name, call in calls.items():
         expected = call(q, v, a)
-        assert expected is not None, f'{name}: the valid inputs are taken'
         for position in range(1 if name == 'mass_matrix' else 3):
             valid = (q, v, a)[position]
             for label, bad in {'int64 view': valid.view(np.int64),
@@ -435,13 +442,14 @@ def test_fused_calls_take_float64_vectors_only(rng):
                                'float32': valid.astype(np.float32)}.items():
                 inputs = [q, v, a]
                 inputs[position] = bad
-                assert call(*inputs) is None, f'{name}: {label} input {position}'
+                with pytest.raises(TypeError):
+                    call(*inputs)
         strided = [np.repeat(x, 2)[::2] for x in (q, v, a)]
-        for x in strided:
-            x.setflags(write=False)
+        for x_ in strided:
+            x_.setflags(write=False)
         np.testing.assert_array_equal(call(*strided), expected,
                                       f'{name}: strided read-only inputs')
-        reversed_ = [x[::-1].copy()[::-1] for x in (q, v, a)]            # negative strides
+        reversed_ = [x_[::-1].copy()[::-1] for x_ in (q, v, a)]          # negative strides
         np.testing.assert_array_equal(call(*reversed_), expected, f'{name}: reversed views')
 
 
@@ -534,18 +542,22 @@ def test_kernels_allocate_nothing(name, rng):
              'lcaba': (lambda: fast.lcaba(q, v, tau, f_ext, ProximalSettings()), 1),
              'accept_positions': (lambda: fast.accept_positions(q_copy, True, 1e-6), 1),
              'velocity_violation': (lambda: fast.velocity_violation(v), 0),
-             'fused_forward_dynamics': (lambda: fast.fused_forward_dynamics(q, v, tau), 0),
+             'fused_forward_dynamics': (lambda: fast._fused_forward_dynamics(fast._x, q, v, tau)
+                                        == 0 or None, 0),
              'fused_forward_dynamics (LCABA)':
-                 (lambda: fast.fused_forward_dynamics(q, v, tau, ProximalSettings()), 0),
-             'fused_inverse_dynamics': (lambda: fast.fused_inverse_dynamics(q, yd, x), 0),
-             'fused_mass_matrix': (lambda: fast.fused_mass_matrix(q), 0),
+                 (lambda: fast.forward_dynamics_lcaba(q, v, tau, ProximalSettings(), np.inf)
+                  == 0 or None, 0),
+             'fused_inverse_dynamics': (lambda: fast._fused_inverse_dynamics(fast._x, q, yd, x)
+                                        == 0 or None, 0),
+             'fused_mass_matrix': (lambda: fast._fused_mass_matrix(fast._x, q) == 0 or None, 0),
              'fused_inverse_osim':
-                 (lambda: fast.fused_inverse_osim(q, fast.frame_set(tuple(model.links[:4]))), 0),
+                 (lambda: fast.inverse_osim_call(q, tuple(model.links[:4]))[0] == 0 or None, 0),
              'link_kinematics': (lambda: fast.link_kinematics(q, yd, model.links), 0),
-             'fused_link_kinematics': (lambda: fast.fused_link_kinematics(q, v, model.links), 0),
+             'fused_link_kinematics': (lambda: fast.link_call(q, v, model.links) == 0 or None,
+                                       0),
              'fused_link_kinematics (poses)':
-                 (lambda: fast.fused_link_kinematics(q, None, None, jacobians=False,
-                                                     biases=False), 0)}
+                 (lambda: fast.link_call(q, None, None, jacobians=False, biases=False) == 0
+                  or None, 0)}
     _nrt_python.memsys_enable_stats()
     try:
         for kernel, (call, arrays) in calls.items():

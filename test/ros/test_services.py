@@ -136,7 +136,7 @@ def test_a_long_link_request_is_refused_before_any_kinematics(monkeypatch):
                                 served.logger)
     links = list(served.loaded.model.links)
     with monkeypatch.context() as patch:
-        for method in ('fused_link_kinematics', 'link_kinematics'):
+        for method in ('link_call', 'link_kinematics'):
             patch.setattr(engine, method, lambda *args, **kwargs: pytest.fail('kinematics ran'))
         response = callback(_loop_request(LinkKinematics, links=links * 1_700),
                             LinkKinematics.Response())
