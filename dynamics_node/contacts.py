@@ -246,8 +246,12 @@ def exact_forward_dynamics(engine, data, q, yd, tau, frames):
 
 
 def _split(lam, frames):
-    """The stacked contact forces, one array per contact."""
-    return np.split(lam, np.cumsum([c.rows for c in frames])[:-1])
+    """The stacked contact forces, one array (a view) per contact."""
+    forces, r = [], 0
+    for contact in frames:
+        forces.append(lam[r:r + contact.rows])
+        r += contact.rows
+    return forces
 
 
 def _missing_rows(frames, relative):
@@ -432,10 +436,8 @@ def contact_bias_forces(model, data, q, yd, frames, weights):
     if calls is not None:
         result = calls.buffers
         _fault(model, frames, calls.contact_bias_forces(q, yd, data.f_ext, weights), result)
-        yd_c = result.yd_c.copy()
-        return ContactBiasInfo(result.efforts.copy(), yd_c, result.ydd.copy(),
-                               _split(result.lam.copy(), frames),
-                               float(np.max(np.abs(yd - yd_c))))
+        return ContactBiasInfo(result.efforts.copy(), result.yd_c.copy(), result.ydd.copy(),
+                               _split(result.lam.copy(), frames), float(result.info[1]))
     engine.inverse_dynamics(q, yd, zero, data.f_ext)
     J = engine.contact_state(frames)[0]
     U, s, Vt = np.linalg.svd(J, full_matrices=False)

@@ -20,11 +20,11 @@ from numba import njit
 
 from .aba import aba
 from .cache import key_on_helpers
-from .contacts import contact_jacobian
+from .contacts import contact_state
 from .dense import (apply_q, cholesky_pivots, cholesky_solve, householder_qr, least_norm,
                     least_squares, rank, solve_upper)
 from .efpa import efpa
-from .kinematics import OK
+from .kinematics import kinematics, OK
 from .rnea import rnea
 
 key_on_helpers(__file__)
@@ -176,7 +176,7 @@ def inverse_dynamics(m, d, p, w, b, q, yd, ydd, f_ext, weights):
     status = rnea(m, d, q, yd, ydd, f_ext)
     if status != OK:
         return status
-    contact_jacobian(m, d, p, w, b.J, b.out, False)
+    contact_state(m, d, p, w, b.J, b.out, False, True)
     factor(b, len(yd))
     return projected(m, d, b, yd, ydd, weights)
 
@@ -184,14 +184,15 @@ def inverse_dynamics(m, d, p, w, b, q, yd, ydd, f_ext, weights):
 @njit(cache=True, nogil=True, error_model='numpy')
 def contact_bias_forces(m, d, p, w, b, q, yd, f_ext, weights):
     """contacts.contact_bias_forces: yd_c = yd - J_c^+ J_c yd into b.yd_c, ydd = -J_c^+ Jdot yd_c
-    into b.ydd (PSEUDOINVERSE_CUTOFF), then inverse_dynamics there. J_c depends on q alone: its
-    factors serve every step."""
+    into b.ydd (PSEUDOINVERSE_CUTOFF), then inverse_dynamics there; |yd - yd_c|_inf into
+    b.info[1]. J_c depends on q alone: the transforms at q, J_c and its factors serve every
+    step."""
     ny, row0, nc, J, x, y = len(yd), b.sizes[0], b.sizes[1], b.J, b.x, b.y
     yd_c, ydd = b.yd_c, b.ydd
-    status = rnea(m, d, q, yd, d.zero_y, f_ext)
+    status = kinematics(m, d, q, yd)
     if status != OK:
         return status
-    contact_jacobian(m, d, p, w, J, b.out, False)
+    contact_state(m, d, p, w, J, b.out, False, True)
     factor(b, ny)
     r = rank(b.QR, ny, nc, b.limits[PSEUDOINVERSE_CUTOFF] * abs(b.QR[0, 0]))
     for i in range(nc):
@@ -202,10 +203,10 @@ def contact_bias_forces(m, d, p, w, b, q, yd, f_ext, weights):
     pseudo_inverse(b, ny, r, y, x)
     for j in range(ny):
         yd_c[j] = yd[j] - x[j]
-    status = rnea(m, d, q, yd_c, d.zero_y, f_ext)
+    status = kinematics(m, d, None, yd_c)
     if status != OK:
         return status
-    contact_jacobian(m, d, p, w, J, b.out, True)                    # Jdot yd_c
+    contact_state(m, d, p, w, J, b.out, True, False)                # Jdot yd_c
     for i in range(nc):
         y[i] = b.out[0, row0 + i]
     pseudo_inverse(b, ny, r, y, x)
@@ -220,11 +221,16 @@ def contact_bias_forces(m, d, p, w, b, q, yd, f_ext, weights):
     if gap > b.limits[VELOCITY_TOLERANCE] * largest(ydd, ny):
         b.info[0] = gap
         return NO_ACCELERATIONS
-    status = rnea(m, d, q, yd_c, ydd, f_ext)
+    status = rnea(m, d, None, yd_c, ydd, f_ext)
     if status != OK:
         return status
-    contact_jacobian(m, d, p, w, J, b.out, False)
-    return projected(m, d, b, yd_c, ydd, weights)
+    contact_state(m, d, p, w, J, b.out, False, False)
+    status = projected(m, d, b, yd_c, ydd, weights)
+    correction = 0.0
+    for j in range(ny):
+        correction = max(correction, abs(yd[j] - yd_c[j]))
+    b.info[1] = correction
+    return status
 
 
 @njit(error_model='numpy')
@@ -271,10 +277,10 @@ def exact_forward_dynamics(m, d, p, w, b, q, yd, tau, f_ext):
     status = aba(m, d, q, yd, tau, f_ext)
     if status != OK:
         return status
-    contact_jacobian(m, d, p, w, b.J, b.out, False)
+    contact_state(m, d, p, w, b.J, b.out, False, False)        # the rows K^b, k and the drift
     for i in range(nc):
         y[i] = b.out[0, row0 + i]
-    status = efpa(m, d, q, b.body, b.X, b.T, b.Omega)
+    status = efpa(m, d, None, b.body, b.X, b.T, b.Omega)     # the transforms at q
     if status != OK:
         return status
     delassus(p, w, b)
@@ -299,10 +305,10 @@ def exact_forward_dynamics(m, d, p, w, b, q, yd, tau, f_ext):
     for i in range(len(f)):
         for e in range(6):
             f[i, e] = f_ext[i, e] + f[i, e]
-    status = aba(m, d, q, yd, tau, f)
+    status = aba(m, d, None, yd, tau, f)
     if status != OK:
         return status
-    contact_jacobian(m, d, p, w, b.J, b.out, False)
+    contact_state(m, d, p, w, b.J, b.out, False, False)
     residual = 0.0
     for i in range(nc):
         residual = max(residual, abs(b.out[0, row0 + i]))
