@@ -217,10 +217,15 @@ def _exact(model, data, q, v, tau, frames, info):
         raise singular_delassus(frames, f': {rows} rows on {model.ny} coordinates')
     engine, yd = data.engine, independent_velocities(model, data, v)
     calls = engine.contact_calls(frames)
-    if calls is None:
+    status = compiled.SINGULAR_DELASSUS if calls is None else calls.forward_dynamics(
+        q, yd, tau, data.f_ext)
+    if status == compiled.SINGULAR_DELASSUS:
+        # the engine's algorithms step by step; on a compiled engine, where its one call found D
+        # singular: whether a D singular in exact arithmetic passes its pivots is round-off, which
+        # the steps judge as they always did (D from NumPy's products and Cholesky)
         lam, qdd, contact_residual = exact_forward_dynamics(engine, data, q, yd, tau, frames)
     else:
-        _fault(model, frames, calls.forward_dynamics(q, yd, tau, data.f_ext), calls.buffers)
+        _fault(model, frames, status, calls.buffers)
         lam, qdd = calls.buffers.lam.copy(), calls.qdd.copy()
         contact_residual = float(calls.buffers.info[0])
     forces = _split(lam, frames)
@@ -429,15 +434,16 @@ def contact_bias_forces(model, data, q, yd, frames, weights):
     accelerations that keep them. Then inverse_dynamics at (q, yd_c, ydd). At rest both are
     exactly zero; where J_c yd = 0 and Jdot yd = 0 exactly, yd_c = yd and ydd = 0 exactly. One
     compiled call where the engine has it (kernels/contact_dynamics.contact_bias_forces)."""
-    engine, zero = data.engine, np.zeros(model.ny)
-    if not frames:
-        return ContactBiasInfo(engine.inverse_dynamics(q, yd, zero, data.f_ext), yd.copy(), zero)
-    calls = engine.contact_calls(frames)
+    engine = data.engine
+    calls = engine.contact_calls(frames) if frames else None
     if calls is not None:
         result = calls.buffers
         _fault(model, frames, calls.contact_bias_forces(q, yd, data.f_ext, weights), result)
         return ContactBiasInfo(result.efforts.copy(), result.yd_c.copy(), result.ydd.copy(),
                                _split(result.lam.copy(), frames), float(result.info[1]))
+    zero = np.zeros(model.ny)
+    if not frames:
+        return ContactBiasInfo(engine.inverse_dynamics(q, yd, zero, data.f_ext), yd.copy(), zero)
     engine.inverse_dynamics(q, yd, zero, data.f_ext)
     J = engine.contact_state(frames)[0]
     U, s, Vt = np.linalg.svd(J, full_matrices=False)
