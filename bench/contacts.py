@@ -5,8 +5,9 @@ at the velocities and accelerations that output keeps the contacts with, the exa
 (forward_dynamics method='aba') and LCABA (method='lcaba', default settings), on the bundled
 quadruped (four 3D feet) and humanoid (two 6D soles) and the systems of Table II
 (bench/table_ii.py). Pinocchio sees the spanning tree with every loop and contact as a
-RigidConstraintModel (table_ii.Peer: the bundled robots' gear and belt couplings are not among
-them), one proximal iteration at mu = 1e-12: the exact KKT solve.
+RigidConstraintModel (table_ii.Peer; the bundled robots: their contacts alone, test_contacts'
+Reference, their gear and belt couplings are no Pinocchio constraint), one proximal iteration at
+mu = 1e-12: the exact KKT solve.
 
 Usage: .venv/bin/python bench/contacts.py
 """
@@ -25,6 +26,7 @@ sys.path.insert(0, os.path.join(ROOT, 'test'))
 from dynamics_node import bundled_model, Contact, load_model, ModelError  # noqa: E402
 from conftest import random_state  # noqa: E402  (test helper: closed random state)
 from table_ii import contacts_at, medians, Peer, systems  # noqa: E402
+from test_contacts import Reference  # noqa: E402  (test helper: the contacts on Pinocchio)
 from timing import Report  # noqa: E402
 
 HEADING = 'Contacts: the stream output, projected inverse dynamics, the exact route and LCABA'
@@ -42,7 +44,24 @@ def bundled():
                                          Contact('right_foot_sole', '6D')])}
 
 
-def measure(name, description, contacts, rng, seconds):
+class ContactsOnly:
+    """Pinocchio's spanning tree with the contacts alone (test_contacts.Reference), as Peer."""
+
+    def __init__(self, description, model, contacts):
+        reference = Reference(description, model, contacts)
+        self.reference, self.model = reference.oracle, reference.oracle.model
+        self.constraints = pin.StdVec_RigidConstraintModel(reference.constraint_models)
+        self.cdata = pin.StdVec_RigidConstraintData([c.createData() for c in self.constraints])
+        self.data = self.model.createData()
+        pin.initConstraintDynamics(self.model, self.data, self.constraints, self.cdata)
+        self.rows = sum(c.residualSize() for c in self.constraints)
+
+    def constraint_dynamics(self, q, v, tau, settings):
+        return pin.constraintDynamics(self.model, self.data, q, v, tau, self.constraints,
+                                      self.cdata, settings)
+
+
+def measure(name, description, contacts, rng, seconds, peer_type=Peer):
     """A row of the table; contacts: a list of Contacts or a function of (model, q)."""
     model = load_model(description)
     model.warm_up()
@@ -50,7 +69,7 @@ def measure(name, description, contacts, rng, seconds):
     tau = rng.normal(size=model.ny) * 5
     if callable(contacts):
         contacts = contacts(model, q)
-    peer = Peer(description, model, contacts)
+    peer = peer_type(description, model, contacts)
     o = peer.reference
     spanning_tau = np.zeros(model.nv)
     spanning_tau[model.independent_v] = tau
@@ -83,7 +102,7 @@ def measure(name, description, contacts, rng, seconds):
 
 
 def table(rng, seconds=SECONDS):
-    rows = [measure(name, description, contacts, rng, seconds)
+    rows = [measure(name, description, contacts, rng, seconds, ContactsOnly)
             for name, (description, contacts) in bundled().items()]
     for name, (description, world, held) in systems().items():
         if description is not None:
