@@ -139,6 +139,12 @@ class Engine:
         """D = J_c H_y^-1 J_c^T (m x m) from the cluster EFPA, after contact_state."""
         raise NotImplementedError
 
+    def contact_calls(self, contacts):
+        """The compiled projected inverse dynamics, contact bias forces and exact route of contacts
+        (engines/contact_calls.ContactCalls), or None: contacts.py runs them on the algorithms
+        here."""
+        return None
+
     def contact_wrenches(self, contacts, forces):
         """Body forces (nb x 6, body coordinates) sum_b K^b^T lambda of the contact forces (m),
         after contact_state."""

@@ -37,6 +37,7 @@ from ..kernels.flat.lcaba import lcaba_plan, LcabaPlan
 from ..kernels.flat.model import FlatModel
 from ..kernels.kinematics import OK
 from ..spatial import SWAP_LINEAR_ANGULAR
+from . import contact_calls
 from .contract import Engine
 
 _INPUT = INPUT_VECTOR                  # a float64 vector, else NotAFloat64Vector (borrowed.py)
@@ -49,6 +50,7 @@ _DISPATCHERS = {kernel.__name__: kernel for kernel in
 _DISPATCHERS.update({'fused_' + kernel.__name__: kernel for kernel in
                      (calls.forward_dynamics, calls.forward_dynamics_lcaba, calls.inverse_dynamics,
                       calls.mass_matrix, calls.inverse_osim, calls.link_kinematics)})
+_DISPATCHERS.update(contact_calls.KERNELS)
 _ENTRY_POINTS = {}              # name -> compiled entry point, filled by the first warm_up()
 FRAME_SETS = 64                 # link lists whose Lambda^-1 buffers are kept
 CONTACT_SETS = 64               # contact sets whose LCABA plans and workspaces are kept
@@ -359,8 +361,7 @@ class FastPath(Engine):
         called after kernel i of n, the first time in the process."""
         start = time.perf_counter()
         frames = self.frame_set((self.model.root_link,))
-        self._use(_compile_kernels(self._m, self._d, self._p, self._w, self._c, self._x, frames,
-                                   progress))
+        self._use(_compile_kernels(self, frames, progress))
         q = self.model.q_neutral
         y, f = self.data.zero_y, self.data.zero_f
         self._aba(self._m, self._d, q, y, y, f)               # statuses ignored: q may be singular
@@ -437,6 +438,14 @@ class FastPath(Engine):
         raise message(self.model, status, Fault(index=int(self.data.info[0]),
                                                 value=float(self.data.info[1])))
 
+    def contact_calls(self, contacts):
+        """The compiled contact routes (contact_calls.ContactCalls) of contacts (ContactFrames),
+        kept with their LCABA plan."""
+        entry = self._contact_set(contacts)
+        if entry.calls is None:
+            entry.calls = contact_calls.ContactCalls(self, entry)
+        return entry.calls
+
 
 class _ContactSet:
     """LCABA's plan with contacts (flat/lcaba.py) and its workspace in one FastPath, with the
@@ -450,6 +459,7 @@ class _ContactSet:
         self.context = Borrowed(call_context(fast._m, fast._d, fast._c, self.p, self.w_ref))
         self.settings = self.residual = None      # the ProximalSettings and accepted residual in
         #                                           w.settings
+        self.calls = None                         # contact_calls.ContactCalls, at first use
         self.J, self.out = np.zeros((plan.rows, model.ny)), np.zeros((2, plan.rows))
         self.row0 = int(plan.con_row0[len(plan.constraints)])
         moving = sorted({b for c in contacts for b in (c.body1, c.body2) if b > 0})
@@ -500,11 +510,12 @@ def _on_disk(dispatchers):
         return False
 
 
-def _compile_kernels(m, d, p, w, c, x, frames, progress=None):
+def _compile_kernels(fast, frames, progress=None):
     """The entry points of the kernels compiled for float64 arrays of any layout, once per process
     (progress(name, i, n, seconds) after each); later compilation is disabled (numba converts other
     float64 arrays to these signatures)."""
     if not _ENTRY_POINTS:
+        m, d, p, w, c, x = fast._m, fast._d, fast._p, fast._w, fast._c, fast._x
         model, data, checks, context = typeof(m), typeof(d), typeof(c), typeof(x)
         signatures = {
             'aba': (model, data, _INPUT, _INPUT, _INPUT, _FORCES),
@@ -530,6 +541,7 @@ def _compile_kernels(m, d, p, w, c, x, frames, progress=None):
                                 types.boolean, types.boolean),
             'fused_link_kinematics': (context, _INPUT, _INPUT, types.int64, types.boolean,
                                       types.boolean, types.boolean),
+            **contact_calls.signatures(fast, model, data, _FORCES, _INPUT),
         }
         # a fused call may compile other types of a kernel (the algorithms at the transforms of its
         # check)
