@@ -14,7 +14,8 @@ from .errors import ModelError, SingularConfigurationError
 from .forward_dynamics import ForwardDynamicsInfo
 from .data import Data
 from .layout import ClusterInfo
-from .model import load_model, Model
+from .loading import load_model
+from .model import Model
 from .robots import bundled_extended_urdf, bundled_model, bundled_models
 
 __all__ = ['ClusterInfo', 'Contact', 'ContactBiasInfo', 'Data', 'ForwardDynamicsInfo',

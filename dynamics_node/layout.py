@@ -12,7 +12,7 @@ import numpy as np
 
 from .algorithms.frames import world_twists
 from .algorithms.kinematics import forward_pass, update_transforms
-from .errors import ModelError, quote
+from .errors import first_repeated, ModelError, quote
 from .joint_types import NQ, NV
 from .multibody.clusters import (amplification, constraint_jacobian, mimic_roles, mimic_warnings,
                                  neighbourhood_amplification, REFERENCE_PROBE, regular)
@@ -22,7 +22,8 @@ from .multibody.joints import motion_subspace, neutral_position
 from .multibody.roles import held_coordinates, idle_spin, passive_joints
 from .spatial import pose_transform
 from .engines.numpy_engine import ReferencePath
-from .validation import positions
+from .validation import positions, vector
+from . import bounds
 from .data import Data
 
 
@@ -272,3 +273,64 @@ def _block_diagonal(blocks):
         r += b.shape[0]
         c += b.shape[1]
     return M
+
+
+def independent_positions(model, by_name):
+    """The independent positions (Model.complete_positions' vector) of a mapping of the actuated
+    and floating joints' positions, the passive ones at their reference positions."""
+    index = model.independent_positions_index
+    unknown = [name for name in by_name if name not in index]
+    if unknown:
+        name = unknown[0]
+        why = ('its position follows from the loops' if name in model.joint_names else
+               'no joint of the model has this name')
+        raise ModelError(f'q_independent names joint {quote(name)}: {why}; name the actuated '
+                         f'joints {quote(list(model.actuated_joint_names))}')
+    missing = [name for name in model.actuated_joint_names + model.floating_joint_names
+               if name not in by_name]
+    if missing:
+        raise ModelError(f'q_independent misses the joints {quote(missing)}; name every '
+                         'actuated and floating joint (the passive ones take their reference '
+                         'positions)')
+    q_ind = model.reference_positions[model.independent_q]
+    for name, value in by_name.items():
+        start, size = index[name]
+        q_ind[start:start + size] = vector(value, f'q_independent[{name!r}]',
+                                           {size: 'positions'}, bounds.POSITION)
+    return q_ind
+
+
+def checked_link(model, link):
+    """link, a link name of the model, else ModelError."""
+    if not isinstance(link, str) or link not in model.link_frame:
+        raise ModelError(f'unknown link {quote(link)}; links are '
+                         f'{quote(sorted(model.link_frame))}')
+    return link
+
+
+def checked_links(model, links, empty=False):
+    """Distinct link names of the model (a name alone is a list of one; none only where empty
+    is allowed), in time linear in their number."""
+    if isinstance(links, str):
+        return [checked_link(model, links)]
+    try:
+        links = [checked_link(model, link) for link in links]
+    except TypeError:
+        raise ModelError('links must be a link name or a list of them, got '
+                         f'{quote(links)}') from None
+    if not links and not empty:
+        raise ModelError('links is empty; name at least one link')
+    if len(set(links)) < len(links):
+        duplicate = first_repeated(links)
+        raise ModelError(f'link {quote(duplicate)} is named twice in links; name each link '
+                         'once')
+    return links
+
+
+def checked_amplification_limit(value):
+    """Model.amplification_limit from a value, else ModelError."""
+    limit = vector(value, 'amplification_limit', {1: 'a ratio'}, bounds.AMPLIFICATION)[0]
+    if limit < 1.0:
+        raise ModelError(f'amplification_limit is {limit:g}; expected a ratio of at least 1 (G\'s '
+                         'independent rows are the identity)')
+    return float(limit)

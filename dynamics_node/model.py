@@ -11,17 +11,16 @@ from .algorithms.completion import complete_positions, MAX_BUDGET_MS
 from .algorithms.lcaba import DEFAULT_SETTINGS, ProximalSettings
 from . import contacts as contact_routes
 from .data import Data, ThreadWorkspace
-from .description.compose import float_root
-from .description.extended_urdf import to_urdf_plus
-from .description.urdf import read_urdf
-from .errors import first_repeated, ModelError, quote
+from .engines import numba_available
+from .errors import ModelError
 from .faults import (BIAS, error, Fault, FORWARD, GRAVITY, INVERSE, INVERSE_OSIM, link_call,
                      MASS_MATRIX, message, vectors)
 from .forward_dynamics import (AUTO, call, check_method, check_settings, LCABA_RESIDUAL,
                                lcaba_is_cheaper, route)
 from .kernels.codes import (ACCELERATION_VIOLATION, LENGTH, OK, OUT_OF_BOUND, POSITION_VIOLATION,
                             QUATERNION)
-from .layout import frozen, hold, lay_out, near_singularity, reference
+from .layout import (checked_amplification_limit, checked_link, checked_links, frozen, hold,
+                     independent_positions, lay_out, near_singularity, reference)
 from .multibody.clusters import AMPLIFICATION_LIMIT, build_clusters
 from .multibody.topology import SpanningTree
 from .validation import check_finite, external_forces, independent_velocities, positions, vector
@@ -80,7 +79,7 @@ class Model:
 
     @amplification_limit.setter
     def amplification_limit(self, value):
-        self._amplification_limit = _amplification_limit(value)
+        self._amplification_limit = checked_amplification_limit(value)
         self.amplification_bound = frozen(self._amplification_limit
                                           * self.reference_amplification)
         if self._flat is not None:
@@ -139,8 +138,6 @@ class Model:
     def create_data(self):
         """A fresh workspace for the algorithms (one per thread)."""
         return Data(self)
-
-    # ---- public API; every method validates its inputs and raises ModelError ----
 
     def forward_dynamics(self, q, v, tau, wrenches=None, contacts=None, method=AUTO,
                          settings=None, info=False):
@@ -355,7 +352,7 @@ class Model:
         try:
             links = ((links,) if isinstance(links, str) else tuple(links)) \
                 if data.engine.known_frame_set(links) is not None \
-                else tuple(self._link_list(links))      # links named before: checked then
+                else tuple(checked_links(self, links))      # links named before: checked then
         except ModelError as link_error:                 # named after q's checks
             self._raise_first(data, data.mass_matrix_entry, MASS_MATRIX, (q,), link_error)
         try:
@@ -408,7 +405,7 @@ class Model:
                 names each of the model's links at most once, and a longer list is refused before
                 any kinematics.
         """
-        links = self._link_list(links, empty=True)
+        links = checked_links(self, links, empty=True)
         return self._link_kinematics(q, v, links, 'poses, Jacobians and bias accelerations',
                                      poses=True, jacobians=True, biases=True)
 
@@ -426,7 +423,7 @@ class Model:
             return data.engine.link_call(q, v, selected, poses, jacobians, biases)
         if links is not None:
             try:
-                links = tuple(self._link(link) for link in links)
+                links = tuple(checked_link(self, link) for link in links)
             except ModelError as link_error:             # named after q's and v's checks
                 selected = ()
                 self._raise_first(data, entry, kind, arguments, link_error)
@@ -453,7 +450,7 @@ class Model:
                 budget in milliseconds for a caller that must answer in time (the node's stream).
         """
         if isinstance(q_independent, Mapping):
-            q_independent = self._independent_positions(q_independent)
+            q_independent = independent_positions(self, q_independent)
         q_ind = vector(q_independent, 'q_independent',
                        {self.independent_q.size: 'independent positions'}, bounds.POSITION)
         budget = budget_ms if budget_ms is None or type(budget_ms) is float and \
@@ -473,30 +470,6 @@ class Model:
         #                                                succeeded
         data.engine.closed_positions(q)                # equal positions are not checked again
         return q
-
-    def _independent_positions(self, by_name):
-        """The independent positions (complete_positions' vector) of a mapping of the actuated
-        and floating joints' positions, the passive ones at their reference positions."""
-        index = self.independent_positions_index
-        unknown = [name for name in by_name if name not in index]
-        if unknown:
-            name = unknown[0]
-            why = ('its position follows from the loops' if name in self.joint_names else
-                   'no joint of the model has this name')
-            raise ModelError(f'q_independent names joint {quote(name)}: {why}; name the actuated '
-                             f'joints {quote(list(self.actuated_joint_names))}')
-        missing = [name for name in self.actuated_joint_names + self.floating_joint_names
-                   if name not in by_name]
-        if missing:
-            raise ModelError(f'q_independent misses the joints {quote(missing)}; name every '
-                             'actuated and floating joint (the passive ones take their reference '
-                             'positions)')
-        q_ind = self._reference_positions[self.independent_q]
-        for name, value in by_name.items():
-            start, size = index[name]
-            q_ind[start:start + size] = vector(value, f'q_independent[{name!r}]',
-                                               {size: 'positions'}, bounds.POSITION)
-        return q_ind
 
     def spanning_velocities(self, q, yd):
         """qd = G yd (nv) at positions q."""
@@ -524,86 +497,3 @@ class Model:
         if code in (LENGTH, OUT_OF_BOUND, QUATERNION, POSITION_VIOLATION):
             raise error(self, code, data.fault, kind, arguments) from None
         raise later
-
-    def _link(self, link):
-        """A link name of this model."""
-        if not isinstance(link, str) or link not in self.link_frame:
-            raise ModelError(f'unknown link {quote(link)}; links are '
-                             f'{quote(sorted(self.link_frame))}')
-        return link
-
-    def _link_list(self, links, empty=False):
-        """Distinct link names of this model (a name alone is a list of one; none only where empty
-        is allowed), in time linear in their number."""
-        if isinstance(links, str):
-            return [self._link(links)]
-        try:
-            links = [self._link(link) for link in links]
-        except TypeError:
-            raise ModelError('links must be a link name or a list of them, got '
-                             f'{quote(links)}') from None
-        if not links and not empty:
-            raise ModelError('links is empty; name at least one link')
-        if len(set(links)) < len(links):
-            duplicate = first_repeated(links)
-            raise ModelError(f'link {quote(duplicate)} is named twice in links; name each link '
-                             'once')
-        return links
-
-
-def _amplification_limit(value):
-    limit = vector(value, 'amplification_limit', {1: 'a ratio'}, bounds.AMPLIFICATION)[0]
-    if limit < 1.0:
-        raise ModelError(f'amplification_limit is {limit:g}; expected a ratio of at least 1 (G\'s '
-                         'independent rows are the identity)')
-    return float(limit)
-
-
-def numba_available():
-    """True where the compiled fast path can run: numba imports and NumPy lays out its arrays as
-    the kernels read them (borrowed.py); else the NumPy reference is used."""
-    try:
-        from .kernels import borrowed  # noqa: F401
-    except ImportError:
-        return False
-    return True
-
-
-def urdf_plus(urdf, closures):
-    """The URDF+ XML of an Extended URDF pair (description/extended_urdf.py), the URDF's own tree
-    checked first so that its errors come before those of the closures."""
-    SpanningTree(read_urdf(urdf))
-    return to_urdf_plus(urdf, closures)
-
-
-def load_model(source, compiled=None, strict=False, closures=None, reference_positions=None,
-               amplification_limit=AMPLIFICATION_LIMIT, floating_base=False):
-    """Load a URDF+ robot from a file path or an XML string (Chignoli, Slotine et al. 2024).
-
-    Links whose inertia breaks the triangle inequality or has zero principal moments (common in
-    CAD exports) load, and ``model.warnings`` names each of them; strict=True rejects them instead.
-
-    Args:
-        compiled: True for the numba fast path, False for the NumPy reference algorithms, None
-            (default) for the fast path where numba is installed.
-        closures: the YAML closures of an Extended URDF (a path or the YAML text; see
-            extended_urdf.py): the URDF is converted to URDF+ (loops, joint replacements, name_mot
-            as independent marks) and loaded as such.
-        reference_positions: a closed, regular configuration (nq) that fixes the assembly branch
-            complete_positions follows (default: found at load, Model.reference_positions).
-        amplification_limit: Model.amplification_limit.
-        floating_base: True hangs the root link on a floating joint (description/compose.py:
-            float_root), for a legged robot whose file has none: a massless root link fixed to one
-            child (a 'world' link) has that joint made floating, any other root link hangs from a
-            new link 'world' by the floating joint 'root_joint'. Every other name stays.
-    Raises:
-        ModelError: with the element, name and expectation, for any description the library cannot
-            use.
-    """
-    if closures is not None:
-        source = urdf_plus(source, closures)
-    if floating_base is True:
-        source = float_root(source)
-    elif floating_base is not False:
-        raise ModelError(f'floating_base must be True or False, got {quote(floating_base)}')
-    return Model(read_urdf(source, strict), compiled, reference_positions, amplification_limit)

@@ -16,20 +16,16 @@ each structref argument at every call.
 """
 
 import math
-import pickle
 import time
 
 import numpy as np
-from numba import typeof, types
 
 from ..algorithms import completion
 from ..algorithms.contacts import contact_set_key
 from ..algorithms.lcaba import DEFAULT_SETTINGS, LcabaResult
 from ..faults import Fault, message
-from ..kernels import aba, calls, checks, contacts, crba, efpa, lcaba, rnea
-from ..kernels import frames as link_frames
 from ..kernels import completion as compiled_completion
-from ..kernels.borrowed import Borrowed, INPUT_VECTOR
+from ..kernels.borrowed import Borrowed
 from ..kernels.codes import LCABA_NOT_POSITIVE
 from ..kernels.checks import REFER
 from ..kernels.flat.checks import call_context, check_plan, frame_set
@@ -38,20 +34,9 @@ from ..kernels.flat.model import FlatModel
 from ..kernels.kinematics import OK
 from ..spatial import SWAP_LINEAR_ANGULAR
 from . import contact_calls
+from .compilation import compile_kernels, DISPATCHERS, ENTRY_POINTS, on_disk
 from .contract import Engine
 
-_INPUT = INPUT_VECTOR                  # a float64 vector, else NotAFloat64Vector (borrowed.py)
-_FORCES = types.Array(types.float64, 2, 'A', readonly=True)
-_MATRIX = types.Array(types.float64, 2, 'C')
-_DISPATCHERS = {kernel.__name__: kernel for kernel in
-                (aba.aba, rnea.rnea, crba.crba, efpa.efpa, aba.spanning, lcaba.lcaba,
-                 contacts.contact_jacobian, checks.accept_positions, checks.velocity_violation,
-                 compiled_completion.complete, link_frames.link_kinematics)}
-_DISPATCHERS.update({'fused_' + kernel.__name__: kernel for kernel in
-                     (calls.forward_dynamics, calls.forward_dynamics_lcaba, calls.inverse_dynamics,
-                      calls.mass_matrix, calls.inverse_osim, calls.link_kinematics)})
-_DISPATCHERS.update(contact_calls.KERNELS)
-_ENTRY_POINTS = {}              # name -> compiled entry point, filled by the first warm_up()
 FRAME_SETS = 64                 # link lists whose Lambda^-1 buffers are kept
 CONTACT_SETS = 64               # contact sets whose LCABA plans and workspaces are kept
 _FAILURES = {compiled_completion.START_SINGULAR: 'start',
@@ -85,7 +70,7 @@ class FastPath(Engine):
         #                                           (fused_completion)
         self._links = 0                           # the links of the last link_call
         self.workspace = None                     # the Data attached (attach)
-        self._use(_ENTRY_POINTS or {name: self._warm_up_then(name) for name in _DISPATCHERS})
+        self._use(ENTRY_POINTS or {name: self._warm_up_then(name) for name in DISPATCHERS})
 
     def set_gravity(self, gravity):
         """Gravity acceleration (3) in the root frame, shared by every FastPath of this flat
@@ -306,7 +291,7 @@ class FastPath(Engine):
         branch or budget_ms (None: no budget) ran out (checked every completion.CHUNK_STEPS steps
         of a continuation from the reference; what it reached is finished first by the next call
         on nearby positions, as completion.complete_positions does)."""
-        if not _ENTRY_POINTS:
+        if not ENTRY_POINTS:
             self.warm_up()               # compiling or loading the kernels is no completion's time
         deadline = math.inf if budget_ms is None else time.perf_counter() + 1e-3 * budget_ms
         pending, self._pending = self._pending, None
@@ -353,7 +338,7 @@ class FastPath(Engine):
     def kernels_cached():
         """True unless warm_up() compiles: the kernels were warmed up in this process, or numba's
         on-disk cache holds every one, current with its sources."""
-        return bool(_ENTRY_POINTS) or _on_disk(_DISPATCHERS.values())
+        return bool(ENTRY_POINTS) or on_disk(DISPATCHERS.values())
 
     def warm_up(self, progress=None):
         """Compiles (or loads from the cache) every kernel, runs each once at a neutral state and
@@ -361,7 +346,7 @@ class FastPath(Engine):
         called after kernel i of n, the first time in the process."""
         start = time.perf_counter()
         frames = self.frame_set((self.model.root_link,))
-        self._use(_compile_kernels(self, frames, progress))
+        self._use(compile_kernels(self, frames, progress))
         q = self.model.q_neutral
         y, f = self.data.zero_y, self.data.zero_f
         self._aba(self._m, self._d, q, y, y, f)               # statuses ignored: q may be singular
@@ -498,59 +483,3 @@ def _settings(settings, residual):
     """The fused LCABA call's w.settings: ProximalSettings' mu, tolerance and max_iterations, and
     the residual it accepts relative to max(1, |qdd|_inf) (forward_dynamics.LCABA_RESIDUAL)."""
     return settings.mu, settings.tolerance, settings.max_iterations, residual
-
-
-def _on_disk(dispatchers):
-    """True where numba's on-disk cache holds every one of dispatchers, current with its sources
-    (kernels/cache.py's key): loading them compiles nothing. False where one is missing, stale or
-    unreadable (numba 0.68's cache index)."""
-    try:
-        return all(dispatcher._cache._cache_file._load_index() for dispatcher in dispatchers)
-    except (AttributeError, OSError, EOFError, pickle.UnpicklingError):
-        return False
-
-
-def _compile_kernels(fast, frames, progress=None):
-    """The entry points of the kernels compiled for float64 arrays of any layout, once per process
-    (progress(name, i, n, seconds) after each); later compilation is disabled (numba converts other
-    float64 arrays to these signatures)."""
-    if not _ENTRY_POINTS:
-        m, d, p, w, c, x = fast._m, fast._d, fast._p, fast._w, fast._c, fast._x
-        model, data, checks, context = typeof(m), typeof(d), typeof(c), typeof(x)
-        signatures = {
-            'aba': (model, data, _INPUT, _INPUT, _INPUT, _FORCES),
-            'rnea': (model, data, _INPUT, _INPUT, _INPUT, _FORCES),
-            'crba': (model, data, _INPUT),
-            'efpa': (model, data, _INPUT) + tuple(typeof(a) for a in frames[:4]),
-            'spanning': (model, data, _INPUT, _INPUT, _INPUT),
-            'lcaba': (model, data, typeof(p), typeof(w), _INPUT, _INPUT, _INPUT, _FORCES,
-                      types.float64, types.float64, types.int64),
-            'contact_jacobian': (model, data, typeof(p), typeof(w), _MATRIX, _MATRIX,
-                                 types.boolean),
-            'accept_positions': (model, data, checks, types.Array(types.float64, 1, 'C'),
-                                 types.boolean, types.float64, types.float64),
-            'velocity_violation': (model, data, checks, _INPUT),
-            'fused_forward_dynamics': (context, _INPUT, _INPUT, _INPUT),
-            'fused_forward_dynamics_lcaba': (context, _INPUT, _INPUT, _INPUT),
-            'fused_inverse_dynamics': (context, _INPUT, _INPUT, _INPUT),
-            'fused_mass_matrix': (context, _INPUT),
-            'complete': (context, _INPUT, _INPUT, types.boolean,
-                         types.Array(types.float64, 1, 'C'), types.boolean),
-            'fused_inverse_osim': (context, _INPUT, typeof(frames[4])),
-            'link_kinematics': (model, data, _INPUT, _INPUT, types.int64, types.boolean,
-                                types.boolean, types.boolean),
-            'fused_link_kinematics': (context, _INPUT, _INPUT, types.int64, types.boolean,
-                                      types.boolean, types.boolean),
-            **contact_calls.signatures(fast, model, data, _FORCES, _INPUT),
-        }
-        # a fused call may compile other types of a kernel (the algorithms at the transforms of its
-        # check)
-        for i, (name, signature) in enumerate(signatures.items(), 1):
-            start = time.perf_counter()
-            _DISPATCHERS[name].compile(signature)
-            if progress is not None:
-                progress(name, i, len(signatures), time.perf_counter() - start)
-        for name, signature in signatures.items():
-            _DISPATCHERS[name].disable_compile()
-            _ENTRY_POINTS[name] = _DISPATCHERS[name].get_overload(signature)
-    return _ENTRY_POINTS

@@ -210,7 +210,7 @@ def test_bad_input_raises_model_error_naming_it(compiled):
 def test_a_request_longer_than_the_links_is_refused_before_any_kinematics(compiled, monkeypatch):
     """link_kinematics names each link of the model at most once: 10,000 names, repeated or
     unknown, are refused by the name at fault before any kinematics (the engine's link calls are
-    never reached), their check linear in their number (Model._link_list)."""
+    never reached), their check linear in their number (layout.checked_links)."""
     model = robot('linkage_leg', compiled)
     q = model.complete_positions([0.8, 0.1])
     engine = model._local.data.engine

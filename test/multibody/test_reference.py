@@ -12,7 +12,7 @@ import pytest
 from conftest import assert_close
 from dynamics_node import bundled_model, compose, load_model, ModelError, Part
 from dynamics_node.description.compose import float_root
-from dynamics_node.model import urdf_plus
+from dynamics_node.loading import urdf_plus
 from dynamics_node.multibody import clusters
 from singular_loops import dead_point, ROCKER_DRIVEN
 from urdf_text import four_bar, joint, link, robot
