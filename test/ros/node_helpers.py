@@ -1,20 +1,8 @@
-"""End-to-end tests of the dynamics node over real DDS (loopback only).
-
-Each node runs in its own process, started as users start it: the .venv/bin/dynamics_node console
-script with the shipped config/dynamics_node.yaml and -p overrides. The test process is the client,
-with an rclpy Context of its own. Expected values come from the library in this process: every
-service on the loop model linkage_leg (a four-bar knee with a geared rotor) and on the
-floating-base quadruped_rotors; the torque stream; every kind of bad request; hot reload of the
-description through the parameter and the topic.
-
-The 500 Hz stream test runs the node as `make run` does (config/dynamics_node.yaml with the
-bundled quadruped_rotors). Partial messages, modes, drops, stale input, the completed joint states
-and the effort commands are tested on linkage_leg, where the dependent joints are completed through
-the loop. The nodes run with stream.max_age 3600 s (an integer given with -p), so that inputs
-stamped from the wall clock at the start of the module (up to 200 s ahead of it) are never stale
-unless a test makes them so on purpose. No test measures a time against a budget: waits for a
-response end at TIMEOUT, an ample bound that only a hang reaches.
-"""
+"""What the node tests over DDS share: node processes started as users start them (the
+.venv/bin/dynamics_node console script with the shipped config/dynamics_node.yaml and -p
+overrides), the test's client (an rclpy Context of its own, discovering this machine only), the
+`ros` and `nodes` fixtures, request cases and waits that end at TIMEOUT, an ample bound that only a
+hang reaches (test_node.py describes the nodes and what is expected of them)."""
 
 from contextlib import contextmanager, ExitStack
 import os
