@@ -11,7 +11,7 @@ from .algorithms.lcaba import DEFAULT_SETTINGS, MAX_MU, ProximalSettings
 from .errors import ModelError, quote, SingularConfigurationError
 from .faults import error, FORWARD, FORWARD_LCABA, vectors
 from .kernels.codes import LCABA_REJECTED, NOT_FINITE, OK, SINGULAR
-from .multibody.clusters import constraint_jacobian
+from .multibody.constraints import constraint_jacobian
 from .validation import all_finite, independent_velocities
 
 AUTO = 'auto'                      # the default method; Model checks any other object passed as

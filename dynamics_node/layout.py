@@ -14,9 +14,9 @@ from .algorithms.frames import world_twists
 from .algorithms.kinematics import forward_pass, update_transforms
 from .errors import first_repeated, ModelError, quote
 from .joint_types import NQ, NV
-from .multibody.clusters import (amplification, constraint_jacobian, mimic_roles, mimic_warnings,
-                                 neighbourhood_amplification, REFERENCE_PROBE, regular)
-from .multibody.constraints import CouplingConstraint
+from .multibody.clusters import mimic_roles, mimic_warnings
+from .multibody.constraints import amplification, constraint_jacobian, CouplingConstraint
+from .multibody.reference import neighbourhood_amplification, REFERENCE_PROBE, regular
 from .multibody.couplings import LinearConstraints
 from .multibody.joints import motion_subspace, neutral_position
 from .multibody.roles import held_coordinates, idle_spin, passive_joints
@@ -185,7 +185,7 @@ def hold(model, clusters):
 def reference(model, clusters, tree, given):
     """The reference positions (given ones checked: closed, regular; else each loop cluster's
     reference configuration with the couplings solved), each cluster's amplification there and
-    the largest in its neighbourhood (clusters.neighbourhood_amplification)."""
+    the largest in its neighbourhood (reference.neighbourhood_amplification)."""
     data = Data(model)
     data.engine = ReferencePath(model, data)        # the NumPy checks: nothing compiles at load
     if given is None:

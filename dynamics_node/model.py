@@ -57,8 +57,9 @@ class Model:
     @property
     def reference_positions(self):
         """The reference (assembly) configuration, spanning q (nq): the zero position where the
-        loops close there, else the closed configuration found from it at load (clusters.py), or
-        the positions given to load_model. complete_positions follows its assembly branch."""
+        loops close there, else the closed configuration found from it at load
+        (multibody/reference.py), or the positions given to load_model. complete_positions follows
+        its assembly branch."""
         return self._reference_positions.copy()
 
     @reference_positions.setter

@@ -14,7 +14,8 @@ import numpy as np
 
 from ..faults import Fault, message
 from ..kernels.codes import AMPLIFIED, SINGULAR_SPLIT
-from ..multibody.clusters import constraint_jacobian, SINGULARITY_THRESHOLD
+from ..multibody.clusters import SINGULARITY_THRESHOLD
+from ..multibody.constraints import constraint_jacobian
 from ..multibody.joints import joint_transform
 from ..spatial import cross_motion
 

@@ -24,7 +24,7 @@ from ..errors import SingularConfigurationError
 from ..faults import Fault, message
 from ..kernels.codes import ACCELERATION_VIOLATION, LCABA_REJECTED, LIFT_SINGULAR, NOT_FINITE, OK
 from ..algorithms.rnea import rnea
-from ..multibody.clusters import constraint_jacobian
+from ..multibody.constraints import constraint_jacobian
 from ..spatial import SWAP_LINEAR_ANGULAR
 from ..validation import all_finite, independent_velocities, positions, vector
 from .contract import Engine

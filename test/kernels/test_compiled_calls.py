@@ -8,7 +8,7 @@ import pytest
 
 from conftest import assert_close, random_state, robot, ROBOTS
 from dynamics_node import bundled_model, load_model, model as model_module, ModelError
-from dynamics_node.multibody.clusters import constraint_jacobian
+from dynamics_node.multibody.constraints import constraint_jacobian
 from dynamics_node.algorithms.kinematics import update_transforms
 from dynamics_node.algorithms.lcaba import ProximalSettings
 from dynamics_node.bounds import VELOCITY_TOLERANCE

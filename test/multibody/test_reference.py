@@ -13,7 +13,7 @@ from conftest import assert_close
 from dynamics_node import bundled_model, compose, load_model, ModelError, Part
 from dynamics_node.description.compose import float_root
 from dynamics_node.loading import urdf_plus
-from dynamics_node.multibody import clusters
+from dynamics_node.multibody.reference import REFERENCE_MARGIN
 from singular_loops import dead_point, ROCKER_DRIVEN
 from urdf_text import four_bar, joint, link, robot
 
@@ -103,7 +103,7 @@ def test_the_reference_keeps_clear_of_singularities():
         model = load_model(description, closures=closures)
         for cluster in model.cluster_list:
             if not cluster.linear:
-                assert cluster.reference_neighbourhood <= clusters.REFERENCE_MARGIN * \
+                assert cluster.reference_neighbourhood <= REFERENCE_MARGIN * \
                     model.reference_amplification[cluster.index], cluster.name
         assert not [w for w in model.warnings if 'singularity' in w]
     _, _, extreme = dead_point('stretched')
