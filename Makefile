@@ -22,8 +22,10 @@ run: setup
 	ROS_DOMAIN_ID=$(RUN_DOMAIN_ID) $(VENV)/bin/dynamics_node --ros-args \
 	  --params-file config/dynamics_node.yaml -p robot_description_file:=quadruped_rotors
 
+# TESTS narrows the run, e.g. `make test DISTRO=jazzy TESTS=test/ros`.
+TESTS ?= test
 test: setup
-	$(PYTHON) -m pytest -q test
+	$(PYTHON) -m pytest -q $(TESTS)
 
 # The colcon-style install, into a prefix of its own, serves from the installed tree.
 check-install: setup

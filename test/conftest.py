@@ -1,6 +1,7 @@
 """Shared fixtures: bundled robots, their Pinocchio KKT oracles, random consistent states,
 tolerances."""
 
+import faulthandler
 import functools
 from importlib import metadata
 import os
@@ -27,6 +28,27 @@ TEST_DOMAIN_ID = int(os.environ.get('ROS_DOMAIN_ID') or 100 + os.getpid() % 100)
 # "[RTPS_TRANSPORT_SHM Error] Failed init_port ...: open_and_lock_file failed".
 COLOUR = r'(\x1b\[[0-9;]*m)*'
 MIDDLEWARE_LOG_LINE = re.compile(rf'\[{COLOUR}RTPS_[A-Z_]+{COLOUR} (Error|Warning|Info)\]')
+
+
+# A test whose set-up, call or tear-down (module fixtures included) runs past HUNG_AFTER_S has
+# hung: every thread's stack goes to the terminal and the run ends with status 1, rather than
+# stalling until an outer limit with no word of where. A loaded machine starts the ROS tests' five
+# nodes in well under a minute.
+HUNG_AFTER_S = 600.0
+
+
+def pytest_configure(config):
+    """Keeps a copy of the terminal's standard error, which output capture leaves alone."""
+    config.hang_report = os.fdopen(os.dup(sys.stderr.fileno()), 'w')
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    faulthandler.dump_traceback_later(HUNG_AFTER_S, exit=True, file=item.config.hang_report)
+    try:
+        yield
+    finally:
+        faulthandler.cancel_dump_traceback_later()
 
 
 def program_lines(lines):
