@@ -45,6 +45,7 @@ NAMESPACE = f'/test_node_{os.getpid()}'      # keeps concurrent runs on one doma
 
 
 TIMEOUT = 10.0                              # s, for any single response
+HANG = 30.0                                 # s: a process that has not ended by then hangs
 # s: leaving the ROS graph can be held up by DDS (the node's exit deadline knows it too); a test
 # module's client that has not left by then is left behind, and the tests go on
 LEAVE_DEADLINE = 60.0
@@ -114,10 +115,12 @@ class NodeProcess:
             self.interrupted = True
 
     def stop(self):
-        """Interrupt the node, wait for its end (killed after 5 s), then drop its log."""
+        """Interrupt the node, wait for its end (killed after HANG), then drop its log. A killed
+        node leaves its DDS shared-memory ports locked behind it, which the next processes on the
+        machine trip over: a loaded machine gets the time to end cleanly."""
         self.interrupt()
         try:
-            self.process.wait(timeout=5.0)
+            self.process.wait(timeout=HANG)
         except subprocess.TimeoutExpired:
             self.process.kill()
             self.process.wait()
@@ -688,9 +691,6 @@ def loop_stream(ros, nodes, topic='computed_torques', msg_type=JointState):
             yield publisher, received
     finally:
         ros.node.destroy_publisher(publisher)
-
-
-HANG = 30.0                  # s: a process that has not ended by then hangs
 
 
 def wait_for_output(process, text, timeout=HANG):
