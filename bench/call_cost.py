@@ -1,7 +1,8 @@
 """Where the fixed cost of a public call goes, on the small robots where it decides the race: the
 public forward and inverse dynamics (also writing into a caller's array, out=) next to
-pinocchio.aba and rnea (same process, interleaved medians), and the parts of a call: the compiled entry point alone (unboxing, checks, algorithm),
-the copy of the result, the thread's workspace lookup, an empty Python call.
+pinocchio.aba and rnea (same process, interleaved medians), and the parts of a call: the compiled
+entry point alone (unboxing, checks, algorithm), the copy of the result, the thread's workspace
+lookup, an empty Python call.
 
 Usage: .venv/bin/python bench/call_cost.py [rounds]
 """

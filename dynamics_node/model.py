@@ -336,6 +336,10 @@ class Model:
                 contacts (their Jacobian loses rank at q).
         """
         data = self._local.data
+        if weights is None and not data.f_ext_set:           # contacts resolved before: one call
+            fused = data.engine.fused_contact_bias_forces(q, v, contacts)
+            if fused is not None:
+                return contact_routes.bias_info(*fused) if info else fused[0].efforts.copy()
         q = positions(self, data, q)
         v = vector(v, 'v', {self.nv: 'spanning', self.ny: 'independent'}, bounds.VELOCITY)
         yd = independent_velocities(self, data, v)
