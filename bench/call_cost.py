@@ -1,7 +1,8 @@
 """Where the fixed cost of a public call goes, on the small robots where it decides the race: the
-public forward and inverse dynamics next to pinocchio.aba and rnea (same process, interleaved
-medians), and the parts of a call: the compiled entry point alone (unboxing, checks, algorithm),
-the copy of the result, the thread's workspace lookup, an empty Python call.
+public forward and inverse dynamics (also writing into a caller's array, out=) next to
+pinocchio.aba and rnea (same process, interleaved medians), and the parts of a call: the compiled
+entry point alone (unboxing, checks, algorithm), the copy of the result, the thread's workspace
+lookup, an empty Python call.
 
 Usage: .venv/bin/python bench/call_cost.py [rounds]
 """
@@ -35,9 +36,12 @@ def parts(source, rounds, rng):
     qp = q.copy() if peer.nq == model.nq else pin.neutral(peer)
     data = model._local.data
     context, fd, id_ = data.context, data.forward_dynamics_entry, data.inverse_dynamics_entry
+    qdd, efforts = np.empty(model.nv), np.empty(model.ny)
     calls = {'FD': lambda: model.forward_dynamics(q, v, tau),
+             'FD out=': lambda: model.forward_dynamics(q, v, tau, out=qdd),
              'pin.aba': lambda: pin.aba(peer, peer_data, qp, v, tau),
              'ID': lambda: model.inverse_dynamics(q, v, a),
+             'ID out=': lambda: model.inverse_dynamics(q, v, a, out=efforts),
              'pin.rnea': lambda: pin.rnea(peer, peer_data, qp, v, a),
              'FD entry': lambda: fd(context, q, v, tau),
              'ID entry': lambda: id_(context, q, v, a),
@@ -57,11 +61,13 @@ def main():
     for label, source in cases:
         nv, t = parts(source, rounds, rng)
         rows.append([label, nv] + [f'{t[name]:.2f}' for name in
-                                   ('FD', 'pin.aba', 'ID', 'pin.rnea', 'FD entry', 'ID entry',
-                                    'copy', 'workspace', 'empty')]
-                    + [f'{t["FD"] / t["pin.aba"]:.2f}', f'{t["ID"] / t["pin.rnea"]:.2f}'])
-    print_table(('robot', 'nv', 'FD', 'pin.aba', 'ID', 'pin.rnea', 'FD entry', 'ID entry', 'copy',
-                 'workspace', 'empty call', 'FD/aba', 'ID/rnea'), rows)
+                                   ('FD', 'FD out=', 'pin.aba', 'ID', 'ID out=', 'pin.rnea',
+                                    'FD entry', 'ID entry', 'copy', 'workspace', 'empty')]
+                    + [f'{t[fd] / t["pin.aba"]:.2f}' for fd in ('FD', 'FD out=')]
+                    + [f'{t[id_] / t["pin.rnea"]:.2f}' for id_ in ('ID', 'ID out=')])
+    print_table(('robot', 'nv', 'FD', 'FD out=', 'pin.aba', 'ID', 'ID out=', 'pin.rnea',
+                 'FD entry', 'ID entry', 'copy', 'workspace', 'empty call', 'FD/aba',
+                 'FD out=/aba', 'ID/rnea', 'ID out=/rnea'), rows)
 
 
 if __name__ == '__main__':

@@ -437,10 +437,9 @@ def contact_bias_forces(model, data, q, yd, frames, weights):
     engine = data.engine
     calls = engine.contact_calls(frames) if frames else None
     if calls is not None:
-        result = calls.buffers
-        _fault(model, frames, calls.contact_bias_forces(q, yd, data.f_ext, weights), result)
-        return ContactBiasInfo(result.efforts.copy(), result.yd_c.copy(), result.ydd.copy(),
-                               _split(result.lam.copy(), frames), float(result.info[1]))
+        _fault(model, frames, calls.contact_bias_forces(q, yd, data.f_ext, weights),
+               calls.buffers)
+        return bias_info(calls.buffers, frames)
     zero = np.zeros(model.ny)
     if not frames:
         return ContactBiasInfo(engine.inverse_dynamics(q, yd, zero, data.f_ext), yd.copy(), zero)
@@ -462,3 +461,10 @@ def contact_bias_forces(model, data, q, yd, frames, weights):
     result = inverse_dynamics(model, data, q, yd_c, ydd, frames, weights)
     return ContactBiasInfo(result.efforts, yd_c, ydd, result.contact_forces,
                            float(np.max(np.abs(yd - yd_c))))
+
+
+def bias_info(buffers, frames):
+    """ContactBiasInfo of the compiled contact_bias_forces' results (contact_calls.ContactCalls
+    buffers) on the contacts frames."""
+    return ContactBiasInfo(buffers.efforts.copy(), buffers.yd_c.copy(), buffers.ydd.copy(),
+                           _split(buffers.lam.copy(), frames), float(buffers.info[1]))

@@ -10,9 +10,10 @@ from .algorithms.kinematics import update_transforms
 from .algorithms.lcaba import DEFAULT_SETTINGS, MAX_MU, ProximalSettings
 from .errors import ModelError, quote, SingularConfigurationError
 from .faults import error, FORWARD, FORWARD_LCABA, vectors
-from .kernels.codes import LCABA_REJECTED, NOT_FINITE, OK, SINGULAR
+from .kernels.codes import (LCABA_REJECTED, LENGTH, NOT_FINITE, OK, OUT_OF_BOUND,
+                            POSITION_VIOLATION, QUATERNION, SINGULAR)
 from .multibody.constraints import constraint_jacobian
-from .validation import all_finite, independent_velocities
+from .validation import all_finite, external_forces, independent_velocities
 
 AUTO = 'auto'                      # the default method; Model checks any other object passed as
 #                                    method
@@ -177,6 +178,25 @@ def call(data, entry, call_, arguments):
         return entry(data.context, *arguments)
     except TypeError:                    # NotAFloat64Vector: a list, an int or float32 array, ...
         return entry(data.context, *vectors(call_, arguments))
+
+
+def set_wrenches(model, data, wrenches, entry, call_, arguments):
+    """data.f_ext from wrenches (validation.external_forces); a refused wrench is named after the
+    faults of the call's other inputs that validation.py checks before it."""
+    try:
+        external_forces(model, data, wrenches)
+    except ModelError as wrench_error:
+        raise_first(model, data, entry, call_, arguments, wrench_error)
+
+
+def raise_first(model, data, entry, call_, arguments, later):
+    """Raises the error of an input fault the call's entry point finds in arguments before the
+    error later (a wrench's, a link's), else later."""
+    external_forces(model, data, None)
+    code = call(data, entry, call_, arguments)
+    if code in (LENGTH, OUT_OF_BOUND, QUATERNION, POSITION_VIOLATION):
+        raise error(model, code, data.fault, call_, arguments) from None
+    raise later
 
 
 def lcaba_call(data, arguments, settings, residual):

@@ -16,14 +16,14 @@ from .errors import ModelError
 from .faults import (BIAS, error, Fault, FORWARD, GRAVITY, INVERSE, INVERSE_OSIM, link_call,
                      MASS_MATRIX, message, vectors)
 from .forward_dynamics import (AUTO, call, check_method, check_settings, LCABA_RESIDUAL,
-                               lcaba_is_cheaper, route)
-from .kernels.codes import (ACCELERATION_VIOLATION, LENGTH, OK, OUT_OF_BOUND, POSITION_VIOLATION,
-                            QUATERNION)
+                               lcaba_is_cheaper, raise_first, route, set_wrenches)
+from .kernels.codes import ACCELERATION_VIOLATION, OK
 from .layout import (checked_amplification_limit, checked_link, checked_links, frozen, hold,
                      independent_positions, lay_out, near_singularity, reference)
 from .multibody.clusters import AMPLIFICATION_LIMIT, build_clusters
 from .multibody.topology import SpanningTree
-from .validation import check_finite, external_forces, independent_velocities, positions, vector
+from .validation import (check_finite, checked_weights, external_forces, independent_velocities,
+                         positions, vector, written)
 from . import bounds
 
 
@@ -141,7 +141,7 @@ class Model:
         return Data(self)
 
     def forward_dynamics(self, q, v, tau, wrenches=None, contacts=None, method=AUTO,
-                         settings=None, info=False):
+                         settings=None, info=False, out=None):
         """Spanning accelerations qdd (nv).
 
         method 'aba': qdd = G ydd + g, ydd from the cluster ABA (Chignoli et al. 2023, Alg. 1);
@@ -168,6 +168,8 @@ class Model:
             info: return a ForwardDynamicsInfo (acceleration, method used, fallback reason,
                 constraint residual, iterations, multipliers, contact forces) instead of the
                 acceleration alone.
+            out: a writable float64 array of nv entries to write the accelerations into and
+                return (no new array; with info, the info is returned).
         """
         data = self._local.data
         if wrenches is contacts is settings is None and method is AUTO and info is False \
@@ -177,12 +179,17 @@ class Model:
             except TypeError:                  # not float64 vectors: converted once
                 code = call(data, data.forward_dynamics_entry, FORWARD, (q, v, tau))
             if code == OK:
-                return data.qdd_out.copy()
+                return data.qdd_out.copy() if out is None else written(out, data.qdd_out)
         if contacts is not None:
-            return self._contacts_forward_dynamics(data, q, v, tau, wrenches, contacts, method,
-                                                   settings, info)
-        self._set_wrenches(data, wrenches, data.forward_dynamics_entry, FORWARD, (q, v, tau))
-        return route(self, data, (q, v, tau), method, settings, info)
+            result = self._contacts_forward_dynamics(data, q, v, tau, wrenches, contacts, method,
+                                                     settings, info)
+        else:
+            set_wrenches(self, data, wrenches, data.forward_dynamics_entry, FORWARD, (q, v, tau))
+            result = route(self, data, (q, v, tau), method, settings, info)
+        if out is None:
+            return result
+        qdd = written(out, result.acceleration if info else result)
+        return result if info else qdd
 
     def _contacts_forward_dynamics(self, data, q, v, tau, wrenches, contacts, method, settings,
                                    info):
@@ -212,7 +219,8 @@ class Model:
                      result.acceleration, *result.contact_forces, *result.multipliers.values())
         return result if info else result.acceleration
 
-    def inverse_dynamics(self, q, v, a, wrenches=None, contacts=None, info=False, weights=None):
+    def inverse_dynamics(self, q, v, a, wrenches=None, contacts=None, info=False, weights=None,
+                         out=None):
         """Independent generalized forces tau_y (ny) from the cluster RNEA (Chignoli et al. 2023,
         Sec. VI).
 
@@ -229,11 +237,13 @@ class Model:
                 residual).
             weights: ny positive numbers w (default ones; the actuated entries count): with
                 contacts, sum w tau^2 is the norm minimized.
+            out: a writable float64 array of ny entries to write the efforts into and return
+                (no new array; with info, the info is returned).
         """
-        return self._inverse_dynamics(q, v, a, wrenches, INVERSE, contacts, info, weights)
+        return self._inverse_dynamics(q, v, a, wrenches, INVERSE, contacts, info, weights, out)
 
     def _inverse_dynamics(self, q, v, a, wrenches, kind, contacts=None, info=False,
-                          weights=None):
+                          weights=None, out=None):
         """inverse_dynamics, bias_forces and gravity_forces (kind: the faults.Call that names
         their results): the engine's entry point, or the contact routes."""
         data = self._local.data
@@ -243,15 +253,19 @@ class Model:
             except TypeError:                  # not float64 vectors: converted once
                 code = call(data, data.inverse_dynamics_entry, kind, (q, v, a))
             if code == OK:
-                return data.tau_out.copy()
+                return data.tau_out.copy() if out is None else written(out, data.tau_out)
             raise error(self, code, data.fault, kind, (q, v, a))
+        if out is not None:                    # the routes below, their efforts written into out
+            result = self._inverse_dynamics(q, v, a, wrenches, kind, contacts, info, weights)
+            tau = written(out, result.efforts if info else result)
+            return result if info else tau
         if contacts is None:
-            self._set_wrenches(data, wrenches, data.inverse_dynamics_entry, kind, (q, v, a))
+            set_wrenches(self, data, wrenches, data.inverse_dynamics_entry, kind, (q, v, a))
             code = call(data, data.inverse_dynamics_entry, kind, (q, v, a))
             if code != OK:
                 raise error(self, code, data.fault, kind, (q, v, a))
             tau = data.tau_out.copy()
-            self._weights(weights)
+            checked_weights(self, weights)
             return contact_routes.InverseDynamicsInfo(tau) if info else tau
         arguments = (q, v, a)
         q = positions(self, data, q)
@@ -260,7 +274,7 @@ class Model:
         yd = independent_velocities(self, data, v)
         ydd = x if x.size == self.ny and self.ny != self.nv else x[self.independent_v]
         external_forces(self, data, wrenches)
-        w = self._weights(weights)
+        w = checked_weights(self, weights)
         frames = contact_routes.resolve(self, contacts)
         if x.size == self.nv:
             mismatch = np.max(np.abs(x - data.engine.spanning(q, yd, ydd)), initial=0.0)
@@ -275,36 +289,26 @@ class Model:
                      *result.contact_forces)
         return result if info else result.efforts
 
-    def _weights(self, weights):
-        """The weights of projected inverse dynamics: ny numbers, positive on the actuated
-        coordinates."""
-        if weights is None:
-            return np.ones(self.ny)
-        w = vector(weights, 'weights', {self.ny: 'one per independent coordinate'},
-                   bounds.WEIGHT)
-        bad = [y for y in self.actuated_y if not w[y] > 0.0]
-        if bad:
-            raise ModelError(f'weights[{bad[0]}] is {w[bad[0]]:.6g}; expected positive weights on '
-                             'the actuated coordinates')
-        return w
-
-    def mass_matrix(self, q):
-        """H_y = G^T H G (ny x ny), from the cluster CRBA."""
+    def mass_matrix(self, q, out=None):
+        """H_y = G^T H G (ny x ny), from the cluster CRBA (written into out, a writable float64
+        ny x ny array, and returned where given)."""
         data = self._local.data
         code = call(data, data.mass_matrix_entry, MASS_MATRIX, (q,))
         if code != OK:
             raise error(self, code, data.fault, MASS_MATRIX, (q,))
-        return data.H_out.copy()
+        return data.H_out.copy() if out is None else written(out, data.H_out)
 
-    def bias_forces(self, q, v, wrenches=None, contacts=None):
+    def bias_forces(self, q, v, wrenches=None, contacts=None, out=None):
         """Gravity + Coriolis/centrifugal forces C_y (ny): inverse dynamics at zero acceleration
-        (with contacts: the actuated efforts that hold ydd = 0, which v must allow)."""
-        return self._inverse_dynamics(q, v, self._zero_y, wrenches, BIAS, contacts)
+        (with contacts: the actuated efforts that hold ydd = 0, which v must allow); out as
+        inverse_dynamics."""
+        return self._inverse_dynamics(q, v, self._zero_y, wrenches, BIAS, contacts, out=out)
 
-    def gravity_forces(self, q, contacts=None):
+    def gravity_forces(self, q, contacts=None, out=None):
         """Gravity compensation forces (ny): inverse dynamics at rest (with contacts: the actuated
-        efforts that hold a standing robot still)."""
-        return self._inverse_dynamics(q, self._zero_y, self._zero_y, None, GRAVITY, contacts)
+        efforts that hold a standing robot still); out as inverse_dynamics."""
+        return self._inverse_dynamics(q, self._zero_y, self._zero_y, None, GRAVITY, contacts,
+                                      out=out)
 
     def contact_bias_forces(self, q, v, contacts, weights=None, info=False):
         """The actuated efforts that hold a robot on its contacts while it moves with measured
@@ -332,11 +336,15 @@ class Model:
                 contacts (their Jacobian loses rank at q).
         """
         data = self._local.data
+        if weights is None and not data.f_ext_set:           # contacts resolved before: one call
+            fused = data.engine.fused_contact_bias_forces(q, v, contacts)
+            if fused is not None:
+                return contact_routes.bias_info(*fused) if info else fused[0].efforts.copy()
         q = positions(self, data, q)
         v = vector(v, 'v', {self.nv: 'spanning', self.ny: 'independent'}, bounds.VELOCITY)
         yd = independent_velocities(self, data, v)
         external_forces(self, data, None)
-        w = self._weights(weights)
+        w = checked_weights(self, weights)
         frames = () if contacts is None else contact_routes.resolve(self, contacts)
         result = contact_routes.contact_bias_forces(self, data, q, yd, frames, w)
         check_finite(self, 'contact bias forces',
@@ -355,7 +363,7 @@ class Model:
                 if data.engine.known_frame_set(links) is not None \
                 else tuple(checked_links(self, links))      # links named before: checked then
         except ModelError as link_error:                 # named after q's checks
-            self._raise_first(data, data.mass_matrix_entry, MASS_MATRIX, (q,), link_error)
+            raise_first(self, data, data.mass_matrix_entry, MASS_MATRIX, (q,), link_error)
         try:
             code, Lambda_inv = data.engine.inverse_osim_call(q, links)
         except TypeError:
@@ -427,7 +435,7 @@ class Model:
                 links = tuple(checked_link(self, link) for link in links)
             except ModelError as link_error:             # named after q's and v's checks
                 selected = ()
-                self._raise_first(data, entry, kind, arguments, link_error)
+                raise_first(self, data, entry, kind, arguments, link_error)
         selected = links
         code = call(data, entry, kind, arguments)
         if code != OK:
@@ -481,20 +489,3 @@ class Model:
         check_finite(self, 'spanning velocities',
                      [('q', q, bounds.POSITION), ('yd', yd, bounds.VELOCITY)], qd)
         return qd
-
-    def _set_wrenches(self, data, wrenches, entry, kind, arguments):
-        """data.f_ext from wrenches (validation.external_forces); a refused wrench is named after
-        the faults of the call's other inputs that validation.py checks before it."""
-        try:
-            external_forces(self, data, wrenches)
-        except ModelError as wrench_error:
-            self._raise_first(data, entry, kind, arguments, wrench_error)
-
-    def _raise_first(self, data, entry, kind, arguments, later):
-        """Raises the error of an input fault the call's entry point finds in arguments before
-        the error later (a wrench's, a link's), else later."""
-        external_forces(self, data, None)
-        code = call(data, entry, kind, arguments)
-        if code in (LENGTH, OUT_OF_BOUND, QUATERNION, POSITION_VIOLATION):
-            raise error(self, code, data.fault, kind, arguments) from None
-        raise later

@@ -124,3 +124,30 @@ def check_finite(model, what, inputs, *results):
     if all([all_finite(r.reshape(-1)) for r in results]):
         return
     raise message(model, NOT_FINITE, Fault(what, given=inputs))
+
+
+def checked_weights(model, value):
+    """The weights of projected inverse dynamics: ny numbers, positive on the actuated
+    coordinates (ones where None)."""
+    if value is None:
+        return np.ones(model.ny)
+    w = vector(value, 'weights', {model.ny: 'one per independent coordinate'}, bounds.WEIGHT)
+    bad = [y for y in model.actuated_y if not w[y] > 0.0]
+    if bad:
+        raise ModelError(f'weights[{bad[0]}] is {w[bad[0]]:.6g}; expected positive weights on the '
+                         'actuated coordinates')
+    return w
+
+
+def written(out, result):
+    """result copied into out (a public call's out=: a writable float64 NumPy array of result's
+    shape, checked after the call's inputs) and out returned; else ModelError, out unchanged."""
+    if type(out) is np.ndarray and out.dtype.type is np.float64 and out.shape == result.shape:
+        try:
+            out[...] = result
+            return out
+        except ValueError:                     # read only
+            pass
+    shape = f'{result.shape[0]}' if result.ndim == 1 else ' x '.join(map(str, result.shape))
+    raise ModelError(f'out is {quote(out)}; expected a writable float64 NumPy array of shape '
+                     f'{shape} for the result')

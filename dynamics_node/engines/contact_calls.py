@@ -10,7 +10,7 @@ from ..algorithms.contacts import DELASSUS_CONDITION_LIMIT, DELASSUS_RESIDUAL_LI
 from ..bounds import VELOCITY_TOLERANCE
 from ..contacts import (PSEUDOINVERSE_CUTOFF, RANK_CUTOFF, robot_size, STANDARD_GRAVITY,
                         UNACTUATED_TOLERANCE)
-from ..kernels import contact_dynamics as kernels
+from ..kernels import calls, contact_dynamics as kernels
 from ..kernels.borrowed import Borrowed
 from ..kernels.flat.contacts import ContactBuffers
 
@@ -18,7 +18,8 @@ FAULTS = frozenset((kernels.MOVES, kernels.VIOLATES, kernels.UNACTUATED,
                     kernels.NO_ACCELERATIONS, kernels.SINGULAR_DELASSUS, kernels.MISSES_ROWS))
 KERNELS = {'contact_inverse_dynamics': kernels.inverse_dynamics,
            'contact_bias_forces': kernels.contact_bias_forces,
-           'exact_forward_dynamics': kernels.exact_forward_dynamics}
+           'exact_forward_dynamics': kernels.exact_forward_dynamics,
+           'fused_contact_bias_forces': calls.contact_bias_forces}
 
 
 def buffers(model, plan):
@@ -45,7 +46,8 @@ def signatures(fast, model_type, data_type, forces, vector):
     head = (model_type, data_type, p, w, b)
     return {'contact_inverse_dynamics': head + (vector, vector, vector, forces, vector),
             'contact_bias_forces': head + (vector, vector, forces, vector),
-            'exact_forward_dynamics': head + (vector, vector, vector, forces)}
+            'exact_forward_dynamics': head + (vector, vector, vector, forces),
+            'fused_contact_bias_forces': (fast._x.numba_type, b, vector, vector, vector)}
 
 
 class ContactCalls:
@@ -58,6 +60,7 @@ class ContactCalls:
         self.buffers = buffers(fast.model, entry.plan)
         self.qdd = fast.data.qdd                 # the exact route's spanning accelerations
         self._b = Borrowed(self.buffers.ref)
+        self.unit_weights = np.ones(fast.model.ny)
 
     def inverse_dynamics(self, q, yd, ydd, f_ext, weights):
         fast, entry = self.fast, self.entry
@@ -68,6 +71,13 @@ class ContactCalls:
         fast, entry = self.fast, self.entry
         return self._status(fast._contact_bias_forces(
             fast._m, fast._d, entry.p, entry.w_ref, self._b, q, yd, f_ext, weights))
+
+    def fused_contact_bias_forces(self, q, v):
+        """Model.contact_bias_forces(q, v, contacts) at unit weights in one compiled call
+        (calls.py): OK, else not OK (Model's checked path names the error); the results in
+        buffers."""
+        return self.fast._fused_contact_bias_forces(self.entry.context, self._b, q, v,
+                                                    self.unit_weights)
 
     def forward_dynamics(self, q, yd, tau, f_ext):
         fast, entry = self.fast, self.entry

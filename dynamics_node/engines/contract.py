@@ -66,6 +66,12 @@ class Engine:
         residual is accepted as in fused_forward_dynamics."""
         return None
 
+    def fused_contact_bias_forces(self, q, v, contacts):
+        """Model.contact_bias_forces(q, v, contacts) at unit weights: (buffers, ContactFrames) of
+        the results (efforts, yd_c, ydd, lam, info[1]: contact_calls.ContactCalls.buffers), or
+        None for Model's checked path."""
+        return None
+
     def fused_completion(self, q_independent, previous, budget_ms):
         """Model.complete_positions(q_independent) tracked from previous (None: from the
         reference)."""

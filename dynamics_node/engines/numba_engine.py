@@ -263,6 +263,18 @@ class FastPath(Engine):
             pass
         return None
 
+    def fused_contact_bias_forces(self, q, v, contacts):
+        """Model.contact_bias_forces(q, v, contacts) at unit weights, for contacts this workspace
+        resolved and ran before: (buffers, ContactFrames) of the results, else None."""
+        try:
+            entry = self._contact_sets.get(contact_set_key(contacts))
+            if entry is not None and entry.calls is not None and \
+                    entry.calls.fused_contact_bias_forces(q, v) == OK:
+                return entry.calls.buffers, entry.frames
+        except TypeError:              # NotAFloat64Vector, or an unhashable key
+            pass
+        return None
+
     def inverse_osim_call(self, q, links):
         """Model.inverse_osim(q, links) of a tuple of checked links: (rule code, Lambda^-1)."""
         frames = self.frame_set(links)
@@ -437,7 +449,7 @@ class _ContactSet:
     kernel handles, the fused calls' context and the buffers of contact_state and delassus."""
 
     def __init__(self, fast, contacts):
-        model = fast.model
+        model, self.frames = fast.model, contacts
         self.plan = plan = LcabaPlan(model, contacts)
         self.w = plan.create_data()
         self.p, self.w_ref = Borrowed(plan.ref), Borrowed(self.w.ref)

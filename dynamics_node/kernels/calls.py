@@ -45,6 +45,7 @@ from .checks import (ACCELERATION_BOUND, beyond, constraint_violation, couplings
 from .codes import (ACCELERATION_VIOLATION, FIRST, LCABA_NOT_POSITIVE, LCABA_REJECTED, LENGTH,
                     LIFT_SINGULAR, NOT_FINITE, OUT_OF_BOUND, POSITION_VIOLATION, QUATERNION,
                     SECOND, THIRD, VELOCITY_VIOLATION)
+from .contact_dynamics import contact_bias_forces as projected_bias_forces
 from .crba import crba
 from .efpa import efpa
 from . import frames
@@ -358,5 +359,31 @@ def link_kinematics(x, q, v, n, poses, jacobians, biases):
     if status == OK and (poses and not (finite(d.link_R[:n]) and finite(d.link_p[:n]))
                          or jacobians and not finite(d.link_J[:n])
                          or biases and not finite(d.link_bias[:n])):
+        status = NOT_FINITE
+    return status
+
+
+@njit(cache=True, nogil=True, error_model='numpy')
+def contact_bias_forces(x, b, q, v, weights):
+    """Model.contact_bias_forces on the contacts of x's plan, into their ContactBuffers b
+    (efforts, yd_c, ydd, the contact forces lam; contact_dynamics.contact_bias_forces): OK where
+    q and v pass the checks, the loops are closed, v is consistent and the results are finite;
+    else not OK (a check's code or a fault of the contact route, contact_dynamics.py, whose codes
+    are not codes.py's): Model's checked path then names the error. weights: checked by the
+    caller."""
+    m, d, c = x.m, x.d, x.c
+    status, known = positions(m, d, c, q)
+    if status == OK:
+        status = vector(m, d, v, SECOND, c.limits[VELOCITY_BOUND])
+    if status != OK:
+        return status
+    independent(m, v, d.yd_checked)
+    status = projected_bias_forces(m, d, x.p, x.w, b, None, d.yd_checked, d.f_ext, weights)
+    if status == OK:
+        status = closed(m, d, c, known)
+    if status == OK:
+        status = consistent(m, d, c, v, ROWS_IN_K)
+    if status == OK and not (finite(b.efforts) and finite(b.yd_c) and finite(b.ydd)
+                             and finite(b.lam)):
         status = NOT_FINITE
     return status

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from conftest import assert_close, random_state, robot, ROBOTS
-from dynamics_node import bundled_model, load_model, model as model_module, ModelError
+from dynamics_node import bundled_model, Contact, load_model, model as model_module, ModelError
 from dynamics_node.multibody.constraints import constraint_jacobian
 from dynamics_node.algorithms.kinematics import update_transforms
 from dynamics_node.algorithms.lcaba import ProximalSettings
@@ -267,3 +267,39 @@ def test_singular_configuration_falls_back_as_the_python_path(rng):
     assert info.method_used == 'lcaba' and info.fallback_reason
     np.testing.assert_array_equal(model.forward_dynamics(q, np.zeros(model.nv), np.ones(model.ny)),
                                   info.acceleration)
+
+
+CONTACTS = {'quadruped_rotors': [Contact(foot, '3D')
+                                 for foot in ('FL_foot', 'FR_foot', 'HL_foot', 'HR_foot')],
+            'humanoid_belts': [Contact('left_foot_sole', '6D'), Contact('right_foot_sole', '6D')],
+            'linkage_leg': [Contact('foot', '3D')]}
+
+
+@pytest.mark.parametrize('name', CONTACTS)
+def test_contact_bias_forces_in_one_call(name, rng, monkeypatch):
+    """Contacts resolved before: contact_bias_forces is one compiled call (the Python checks do not
+    run), equal to the NumPy engine's, and every input it refuses gets the error of the Python
+    path, the NumPy engine's."""
+    model, reference, contacts = robot(name), robot(name, compiled=False), CONTACTS[name]
+    q, yd, _ = random_state(model, rng)
+    v = model.spanning_velocities(q, yd)
+    model.contact_bias_forces(q, v, contacts)                   # resolves them: the Python path
+    expected = [reference.contact_bias_forces(q, x, contacts, info=True) for x in (v, yd)]
+    with monkeypatch.context() as patch:
+        patch.setattr(model_module, 'positions',
+                      lambda *args, **kwargs: pytest.fail('the Python path ran'))
+        for x, numpy in zip((v, yd), expected):
+            info = model.contact_bias_forces(q, x, contacts, info=True)
+            np.testing.assert_array_equal(model.contact_bias_forces(q, x, contacts), info.efforts)
+            for field in ('efforts', 'velocities', 'accelerations', 'contact_forces',
+                          'velocity_correction'):
+                assert_close(getattr(info, field), getattr(numpy, field), f'{name}: {field}')
+    tau = rng.normal(size=model.ny)
+    a = model.forward_dynamics(q, v, tau)
+    for label, (qb, vb, _, _) in _bad_inputs(model, q, v, yd, tau, a, rng).items():
+        fast, python = (_error(lambda q, v: m.contact_bias_forces(q, v, contacts), qb, vb)
+                        for m in (model, reference))
+        if isinstance(fast, tuple) or isinstance(python, tuple):
+            assert fast == python, f'{name}: {label}: compiled {fast}, NumPy {python}'
+        else:
+            assert_close(fast, python, f'{name}: {label}')
