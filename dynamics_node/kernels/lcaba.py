@@ -18,13 +18,13 @@ what differs:
   the others at every state), lcaba.py all of them;
 - transforms are (E, r) pairs (the kernels).
 The sweeps hold 6-vectors, transforms and 3x3 blocks of H as tuples (tuples.py), read from and
-written to the buffers with full indices. A tuple stays in registers, where an array element would be reloaded
-after every store into H (the compiler cannot rule out aliasing). Each kernel reads the fields it
-uses into locals first: numba emits no alias information, so a field read after a store into any
-buffer would be loaded again through the struct (the fields are BorrowedArrays, borrowed.py:
-nothing is reference counted). The sweeps call no other kernel (but constraint_penalties its three
-row kernels) and divide without checks (error_model='numpy': inf or nan, never an exception).
-fastmath={'contract'} fuses a * b + c into one rounding (FMA).
+written to the buffers with full indices. A tuple stays in registers, where an array element would
+be reloaded after every store into H (the compiler cannot rule out aliasing). Each kernel reads the
+fields it uses into locals first: numba emits no alias information, so a field read after a store
+into any buffer would be loaded again through the struct (the fields are BorrowedArrays,
+borrowed.py: nothing is reference counted). The sweeps call no other kernel (but
+constraint_penalties its three row kernels) and divide without checks (error_model='numpy': inf or
+nan, never an exception). fastmath={'contract'} fuses a * b + c into one rounding (FMA).
 No kernel allocates. ``lcaba`` returns OK or NOT_POSITIVE (w.info: the body) instead of raising.
 
 The kernels reuse the kernels's helpers, so numba's cache of this file is keyed on every kernel
