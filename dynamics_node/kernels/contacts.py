@@ -12,7 +12,8 @@ body i of each cluster k on the path, J[row, y_k] += K S_k (its rows of body i),
 from numba import njit
 
 from .cache import key_on_helpers
-from .lcaba import contact_rows, row6, row6_of
+from .lcaba import contact_rows
+from .tuples import row6, row6_of
 from .rnea import bias_acceleration
 from .spatial import dot6, transform_at, transposed_force
 
