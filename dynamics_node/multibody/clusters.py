@@ -320,10 +320,10 @@ def _check_dependent_flags(tree, components, owned):
                          '<coupling> constrains them')
 
 
-def constraint_jacobian(cluster, Xup, S, qd=None):
-    """Stacked K and k of a cluster's constraints (all rows) at the given transforms and velocities
-    (K alone, k = 0, without qd)."""
-    blocks = [c.evaluate(Xup, S, cluster.col, cluster.n, qd) for c in cluster.constraints]
+def constraint_jacobian(cluster, Xup, S, qd=None, along=None):
+    """Stacked K and k = -Kdot(along) qd of a cluster's constraints (all rows) at the given
+    transforms and velocities (K alone, k = 0, without qd; along defaults to qd: the bias)."""
+    blocks = [c.evaluate(Xup, S, cluster.col, cluster.n, qd, along) for c in cluster.constraints]
     return np.vstack([K for K, _ in blocks]), np.concatenate([k for _, k in blocks])
 
 
