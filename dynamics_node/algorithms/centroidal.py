@@ -10,8 +10,8 @@ al. 2023 Sec. 5.2) and I_i its spatial inertia, both in body coordinates:
   A_0 = sum_i ^iX_0^T I_i J_i         so that h_0 = A_0 yd
   m and m c: read off every body's inertia in root coordinates,
       sum_i ^iX_0^T I_i ^iX_0 = [[Ibar, m c x], [-m c x, m 1]]
-  h_g = ^GX_0^* h_0, G the frame at c with the root's axes: n_g = n_0 - c x f (eq. 3 of Orin et
-      al.); returned [linear; angular] (Pinocchio's Force order)
+  h_g = ^GX_0^* h_0, G the frame at c with the root's axes: n_g = n_0 - c x f;
+      returned [linear; angular] (Pinocchio's Force order)
   dh_g/dt = ^GX_0^* dh_0/dt, as c' x (m c') = 0, with dh_0/dt = sum_i ^iX_0^T (I_i a_i +
       v_i x* I_i v_i) (Featherstone & Orin 2000, eq. 5). At ydd = 0 the body accelerations
       a_i = ^iX_o a_o + c_k (eq. 33) carry the loops' bias g_k in c_k, so the centroidal bias is
