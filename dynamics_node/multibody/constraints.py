@@ -102,10 +102,11 @@ class LoopConstraint:
         Psi[:3, 0] = np.cross(self.frame[:, 2], R_rel @ self.axis2)
         return Psi
 
-    def turning_bias(self, R_rel, w_along, w_r):
-        """The universal row's extra bias -(a1 x (w_along x a2)) . w_r (module docstring), w_along
-        and w_r relative angular velocities in P coordinates; zeros for the other loop types, whose
-        Psi is fixed in P."""
+    def turning_bias(self, R_rel, w_r, w_along=None):
+        """The universal row's extra bias -(a1 x (w_along x a2)) . w_r (module docstring), w_r and
+        w_along (default w_r) relative angular velocities in P coordinates; zeros for the other
+        loop types, whose Psi is fixed in P."""
+        w_along = w_r if w_along is None else w_along
         k = np.zeros(self.rows)
         if self.rotation_rows == TURNING:
             a1, a2 = self.frame[:, 2], R_rel @ self.axis2
@@ -149,7 +150,7 @@ class LoopConstraint:
             return K, np.zeros(self.rows)
         k = Psi.T @ (cross_motion(uA, vB) - cross_motion(uA, vA) - (aB - aA))
         E = X_P_nca[:3, :3]
-        return K, k + self.turning_bias(R_rel, E @ (uB[:3] - uA[:3]), E @ (vB[:3] - vA[:3]))
+        return K, k + self.turning_bias(R_rel, E @ (vB[:3] - vA[:3]), E @ (uB[:3] - uA[:3]))
 
     def residual(self, Xup, q_of_body):
         """phi: rotation error and the position of S's origin in P, along the constrained
