@@ -1,8 +1,8 @@
 """The two forward-dynamics routes with contacts (dynamics_node/contacts.py): the exact route
 (method 'aba': cluster ABA, the contacts' Delassus matrix from the cluster EFPA, a second ABA) and
-LCABA with the contacts as cut constraints, on the robots of test/test_contacts.py at one random
-state each. Prints the median microseconds per public call (interleaved in one process), their
-ratio and LCABA's iterations; the numbers of docs/library.md#contacts come from here.
+LCABA with the contacts as cut constraints, on the robots of test/algorithms/test_contacts.py at
+one random state each. Prints the median microseconds per public call (interleaved in one process),
+their ratio and LCABA's iterations; the numbers of docs/library.md#contacts come from here.
 
 Usage: .venv/bin/python bench/contact_methods.py [numpy]   (numpy: the NumPy engine's models)
 """
@@ -15,6 +15,7 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, '..'))
 sys.path.insert(0, os.path.join(HERE, '..', 'test'))
+sys.path.insert(0, os.path.join(HERE, '..', 'test', 'algorithms'))
 
 from test_contacts import random_state, ROBOTS, setup  # noqa: E402
 from timing import interleaved_medians, print_table  # noqa: E402

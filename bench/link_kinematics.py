@@ -3,12 +3,12 @@
 On the geared quadruped_rotors and humanoid_belts, for one contact link and for every link of the
 model: our public Model.link_kinematics (one fused compiled call, Jacobians in the independent
 coordinates), the single calls link_pose + link_jacobian + link_bias_acceleration of one link, and
-the node's ~/link_kinematics handler (dynamics_node/ros/services.py, called as test_services.py
-calls it, without DDS: the request's conversion, the library call and the response's messages);
-next to Pinocchio on the spanning tree (test/oracle.py), whose frame Jacobians are
-framesForwardKinematics (forwardKinematics + updateFramePlacements) + computeJointJacobians +
-getFrameJacobian (LOCAL) per link, and with the bias forwardKinematics at (q, v, 0) instead and
-getFrameClassicalAcceleration (LOCAL) per link as well.
+the node's ~/link_kinematics handler (dynamics_node/ros/services.py, called as
+test/ros/test_services.py calls it, without DDS: the request's conversion, the library call and the
+response's messages); next to Pinocchio on the spanning tree (test/oracle.py), whose frame
+Jacobians are framesForwardKinematics (forwardKinematics + updateFramePlacements) +
+computeJointJacobians + getFrameJacobian (LOCAL) per link, and with the bias forwardKinematics at
+(q, v, 0) instead and getFrameClassicalAcceleration (LOCAL) per link as well.
 
 Usage: .venv/bin/python bench/link_kinematics.py (make bench runs it as a section of
 docs/performance.md).

@@ -1,4 +1,4 @@
-"""The test robots of published patterns (test/models/, test_published_patterns.py) timed next to
+"""The test robots of published patterns (test/models/, test/published_robots.py) timed next to
 Pinocchio.
 
 Per robot, in one process, median microseconds of our public calls (compiled engine, inputs
@@ -31,8 +31,8 @@ sys.path.insert(0, os.path.join(HERE, '..'))
 sys.path.insert(0, os.path.join(HERE, '..', 'test'))
 
 from dynamics_node import load_model, ModelError  # noqa: E402
-from test_published_patterns import (independent_positions, NAMES, oracle, paths,  # noqa: E402
-                                     seeded)
+from published_robots import (independent_positions, NAMES, oracle, paths,  # noqa: E402
+                              seeded)
 from timing import interleaved_medians, print_table  # noqa: E402
 
 STATES = 5

@@ -23,6 +23,9 @@ docs/performance.md.
 5. Link kinematics (bench/link_kinematics.py): poses, Jacobians and Jdot yd of one link and of
    every link, from the library and through the ~/link_kinematics handler, next to Pinocchio's
    framesForwardKinematics + getFrameJacobian (and getFrameClassicalAcceleration).
+6. Contacts (bench/contacts.py): the stream's output with contacts (contact_bias_forces), projected
+   inverse dynamics, the exact route and LCABA next to pinocchio.constraintDynamics, on the bundled
+   quadruped and humanoid and the systems of Table II.
 Then the first-run compile time and the cached warm-up, each from a fresh process sharing a
 temporary numba cache, and the node's end-to-end latency (bench/node_latency.py).
 Calls are timed in interleaved rounds of batches (bench/timing.py).
@@ -56,6 +59,7 @@ from oracle import KKTOracle  # noqa: E402  (test-only Pinocchio model of the sp
 from robots import arm6, jvrc_like, pendulum, published_arms  # noqa: E402
 from table_ii import HEADING as TABLE_II, report_section as table_ii_section  # noqa: E402
 from timing import interleaved_medians, Report  # noqa: E402
+from contacts import HEADING as CONTACTS, report_section as contacts_section  # noqa: E402
 from warm_loops import compile_loops, warm_times  # noqa: E402
 
 FIRST = ['quadruped_rotors', 'humanoid_belts']          # the two geared robots lead the table
@@ -299,6 +303,7 @@ def main():
     scaling_table(report, rng)
     table_ii_section(report, '4. ' + TABLE_II)
     links_section(report, '5. ' + LINKS, rng)
+    contacts_section(report, '6. ' + CONTACTS, rng)
 
     cold, cached = startup_times()
     report.heading('Compilation')

@@ -12,7 +12,10 @@ from .contacts import Contact, ContactBiasInfo, InverseDynamicsInfo
 from .description.compose import compose, Part
 from .errors import ModelError, SingularConfigurationError
 from .forward_dynamics import ForwardDynamicsInfo
-from .model import ClusterInfo, Data, load_model, Model
+from .data import Data
+from .layout import ClusterInfo
+from .loading import load_model
+from .model import Model
 from .robots import bundled_extended_urdf, bundled_model, bundled_models
 
 __all__ = ['ClusterInfo', 'Contact', 'ContactBiasInfo', 'Data', 'ForwardDynamicsInfo',

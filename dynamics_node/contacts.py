@@ -21,6 +21,7 @@ from .algorithms.contacts import (contact_set_key, ContactFrames, DELASSUS_RESID
                                   singular_delassus, solve_delassus)
 from .errors import ModelError, quote
 from .forward_dynamics import aba_info, auto_lcaba, ForwardDynamicsInfo, lcaba_info
+from .kernels import contact_dynamics as compiled
 from .spatial import pose_transform, quaternion_matrix
 from .validation import independent_velocities, vector
 from . import bounds
@@ -190,10 +191,10 @@ def forward_dynamics(model, data, q, v, tau, frames, method, settings, info=True
     """ForwardDynamicsInfo with contact_forces (inputs validated, data.f_ext set): the exact route
     for method 'aba' (SingularConfigurationError at a singular cluster or a singular Delassus
     matrix: redundant contacts), LCABA for 'lcaba' and 'auto', which takes the exact route where
-    LCABA's result does not keep the rows (forward_dynamics.auto_lcaba). LCABA took 0.05-0.22 of
-    the exact route's time on every robot measured, 0.27-0.72 on the NumPy engine
-    (bench/contact_methods.py, docs/library.md#contacts): one compiled call against several, and
-    one elimination with two or three reduced sweeps against two ABA passes and the EFPA."""
+    LCABA's result does not keep the rows (forward_dynamics.auto_lcaba). LCABA took 0.15-0.49 of
+    the exact route's time per public call on every robot measured (both one compiled call),
+    0.27-0.72 on the NumPy engine (bench/contact_methods.py, bench/contacts.py): one elimination
+    with two or three reduced sweeps against two ABA passes and the EFPA."""
     if method == 'aba':
         return _exact(model, data, q, v, tau, frames, info)
     if method == 'lcaba':
@@ -209,27 +210,91 @@ def _exact(model, data, q, v, tau, frames, info):
     K^b^T lambda added to the bodies'. SingularConfigurationError names the contacts where D is
     singular (redundant contacts): more rows than independent coordinates (checked before D is
     formed: it then stays within ny x ny), its Cholesky pivots, or accelerations that miss the
-    contacts' rows (DELASSUS_RESIDUAL_LIMIT)."""
+    contacts' rows (DELASSUS_RESIDUAL_LIMIT). One compiled call where the engine has it
+    (kernels/contact_dynamics.exact_forward_dynamics)."""
     rows = sum(c.rows for c in frames)
     if rows > model.ny:                        # D (rows x rows) has rank ny at most
         raise singular_delassus(frames, f': {rows} rows on {model.ny} coordinates')
     engine, yd = data.engine, independent_velocities(model, data, v)
-    engine.forward_dynamics(q, yd, tau, data.f_ext)
-    _, drift, _ = engine.contact_state(frames, jacobian=False)
-    lam = -solve_delassus(engine.delassus(q, frames), frames, drift)
-    qdd = engine.forward_dynamics(q, yd, tau, data.f_ext + engine.contact_wrenches(frames, lam),
-                                  spanning=True)
-    forces = np.split(lam, np.cumsum([c.rows for c in frames])[:-1])
-    contact_residual = np.max(np.abs(engine.contact_state(frames, jacobian=False)[1]))
-    scale = max(1.0, np.max(np.abs(qdd), initial=0.0))
-    if not contact_residual <= DELASSUS_RESIDUAL_LIMIT * scale:
-        raise singular_delassus(frames, f' (its accelerations miss the rows by '
-                                        f'{contact_residual / scale:.3g} relative)')
+    calls = engine.contact_calls(frames)
+    status = compiled.SINGULAR_DELASSUS if calls is None else calls.forward_dynamics(
+        q, yd, tau, data.f_ext)
+    if status == compiled.SINGULAR_DELASSUS:
+        # the engine's algorithms step by step; on a compiled engine, where its one call found D
+        # singular: whether a D singular in exact arithmetic passes its pivots is round-off, which
+        # the steps judge as they always did (D from NumPy's products and Cholesky)
+        lam, qdd, contact_residual = exact_forward_dynamics(engine, data, q, yd, tau, frames)
+    else:
+        _fault(model, frames, status, calls.buffers)
+        lam, qdd = calls.buffers.lam.copy(), calls.qdd.copy()
+        contact_residual = float(calls.buffers.info[0])
+    forces = _split(lam, frames)
     if not info:
         return ForwardDynamicsInfo(qdd, 'aba', contact_forces=forces)
     info = aba_info(model, data, q, yd, qdd)
     residual = max(info.constraint_residual, contact_residual)
     return replace(info, constraint_residual=float(residual), contact_forces=forces)
+
+
+def exact_forward_dynamics(engine, data, q, yd, tau, frames):
+    """(lambda, qdd, contact residual) of the exact route on the engine's algorithms (_exact)."""
+    engine.forward_dynamics(q, yd, tau, data.f_ext)
+    _, drift, _ = engine.contact_state(frames, jacobian=False)
+    lam = -solve_delassus(engine.delassus(q, frames), frames, drift)
+    qdd = engine.forward_dynamics(q, yd, tau, data.f_ext + engine.contact_wrenches(frames, lam),
+                                  spanning=True)
+    contact_residual = np.max(np.abs(engine.contact_state(frames, jacobian=False)[1]))
+    scale = max(1.0, np.max(np.abs(qdd), initial=0.0))
+    if not contact_residual <= DELASSUS_RESIDUAL_LIMIT * scale:
+        raise _missing_rows(frames, contact_residual / scale)
+    return lam, qdd, contact_residual
+
+
+def _split(lam, frames):
+    """The stacked contact forces, one array (a view) per contact."""
+    forces, r = [], 0
+    for contact in frames:
+        forces.append(lam[r:r + contact.rows])
+        r += contact.rows
+    return forces
+
+
+def _missing_rows(frames, relative):
+    return singular_delassus(frames, f' (its accelerations miss the rows by {relative:.3g} '
+                                     'relative)')
+
+
+def _moving(velocity):
+    return ModelError(f'v moves the contacts by {velocity:.3g} (relative velocity of the '
+                      'contact frames); pass velocities that keep the contacts')
+
+
+def _violating(residual):
+    return ModelError(f'a violates the contacts by {residual:.3g} (relative acceleration of '
+                      'the contact frames); pass accelerations that keep the contacts')
+
+
+def _no_accelerations(gap):
+    return ModelError(f'no accelerations keep the contacts at the projected velocities '
+                      f'(residual {gap:.3g}): their Jacobian loses rank at q, a singular '
+                      'configuration of the contacts')
+
+
+def _fault(model, frames, status, buffers):
+    """Raises the error of a compiled contact route's fault (kernels/contact_dynamics.py), with
+    the NumPy twins' message; nothing for OK."""
+    if status == compiled.MOVES:
+        raise _moving(buffers.info[0])
+    if status == compiled.VIOLATES:
+        raise _violating(buffers.info[0])
+    if status == compiled.UNACTUATED:
+        _check_unactuated(model, buffers.gap)
+    if status == compiled.NO_ACCELERATIONS:
+        raise _no_accelerations(buffers.info[0])
+    if status == compiled.SINGULAR_DELASSUS:
+        raise singular_delassus(frames)
+    if status == compiled.MISSES_ROWS:
+        raise _missing_rows(frames, buffers.info[1])
 
 
 @dataclass(frozen=True)
@@ -251,17 +316,23 @@ def inverse_dynamics(model, data, q, yd, ydd, frames, weights):
     unactuated rows (floating base, passive coordinates) g_u = V_u c = tau_id,u fix c up to the
     null space N of V_u; tau_a = tau_id,a - V_a (c_p + N z) is then a weighted least-squares
     problem in z. Raises ModelError where V_u c = tau_id,u has no solution (UNACTUATED_TOLERANCE of
-    the robot's weight)."""
+    the robot's weight). One compiled call where the engine has it
+    (kernels/contact_dynamics.inverse_dynamics)."""
+    calls = data.engine.contact_calls(frames)
+    if calls is not None:
+        _fault(model, frames, calls.inverse_dynamics(q, yd, ydd, data.f_ext, weights),
+               calls.buffers)
+        result = calls.buffers
+        return InverseDynamicsInfo(result.efforts.copy(), _split(result.lam.copy(), frames),
+                                   float(result.info[1]))
     tau_id = data.engine.inverse_dynamics(q, yd, ydd, data.f_ext)
     J, residual, velocity = data.engine.contact_state(frames)       # at the RNEA's state
     velocity = np.max(np.abs(velocity))
     if velocity > bounds.VELOCITY_TOLERANCE * max(1.0, np.max(np.abs(yd), initial=0.0)):
-        raise ModelError(f'v moves the contacts by {velocity:.3g} (relative velocity of the '
-                         'contact frames); pass velocities that keep the contacts')
+        raise _moving(velocity)
     residual = np.max(np.abs(residual))
     if residual > bounds.VELOCITY_TOLERANCE * max(1.0, np.max(np.abs(ydd), initial=0.0)):
-        raise ModelError(f'a violates the contacts by {residual:.3g} (relative acceleration of '
-                         'the contact frames); pass accelerations that keep the contacts')
+        raise _violating(residual)
     actuated, unactuated = model.actuated_y, model.unactuated_y
     U, s, V = _range(J)                                       # g = J_c^T lambda = V c
     c, N = _least_squares(V[unactuated], tau_id[unactuated])
@@ -273,8 +344,7 @@ def inverse_dynamics(model, data, q, yd, ydd, frames, weights):
     lam = U @ (c / s)
     efforts = np.zeros(model.ny)
     efforts[actuated] = tau_id[actuated] - J[:, actuated].T @ lam
-    forces = np.split(lam, np.cumsum([contact.rows for contact in frames])[:-1])
-    return InverseDynamicsInfo(efforts, forces, float(residual))
+    return InverseDynamicsInfo(efforts, _split(lam, frames), float(residual))
 
 
 def _range(J):
@@ -362,8 +432,16 @@ def contact_bias_forces(model, data, q, yd, frames, weights):
     the least change that keeps them, the projection onto the null space of J_c of projected
     dynamics (Aghili 2005; Mistry & Righetti 2012), and ydd = -J_c^+ Jdot yd_c, the least
     accelerations that keep them. Then inverse_dynamics at (q, yd_c, ydd). At rest both are
-    exactly zero; where J_c yd = 0 and Jdot yd = 0 exactly, yd_c = yd and ydd = 0 exactly."""
-    engine, zero = data.engine, np.zeros(model.ny)
+    exactly zero; where J_c yd = 0 and Jdot yd = 0 exactly, yd_c = yd and ydd = 0 exactly. One
+    compiled call where the engine has it (kernels/contact_dynamics.contact_bias_forces)."""
+    engine = data.engine
+    calls = engine.contact_calls(frames) if frames else None
+    if calls is not None:
+        result = calls.buffers
+        _fault(model, frames, calls.contact_bias_forces(q, yd, data.f_ext, weights), result)
+        return ContactBiasInfo(result.efforts.copy(), result.yd_c.copy(), result.ydd.copy(),
+                               _split(result.lam.copy(), frames), float(result.info[1]))
+    zero = np.zeros(model.ny)
     if not frames:
         return ContactBiasInfo(engine.inverse_dynamics(q, yd, zero, data.f_ext), yd.copy(), zero)
     engine.inverse_dynamics(q, yd, zero, data.f_ext)
@@ -380,9 +458,7 @@ def contact_bias_forces(model, data, q, yd, frames, weights):
     ydd = -pseudo_inverse(drift)
     gap = np.max(np.abs(J @ ydd + drift))
     if gap > bounds.VELOCITY_TOLERANCE * max(1.0, np.max(np.abs(ydd), initial=0.0)):
-        raise ModelError(f'no accelerations keep the contacts at the projected velocities '
-                         f'(residual {gap:.3g}): their Jacobian loses rank at q, a singular '
-                         'configuration of the contacts')
+        raise _no_accelerations(gap)
     result = inverse_dynamics(model, data, q, yd_c, ydd, frames, weights)
     return ContactBiasInfo(result.efforts, yd_c, ydd, result.contact_forces,
                            float(np.max(np.abs(yd - yd_c))))

@@ -6,7 +6,7 @@ import os
 import sys
 
 from .errors import ModelError, quote
-from .model import load_model, urdf_plus
+from .loading import load_model, urdf_plus
 
 
 def main(argv=None):

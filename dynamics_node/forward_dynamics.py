@@ -1,4 +1,5 @@
-"""Forward dynamics by method: the LCABA route of Model.forward_dynamics and the report it
+"""Forward dynamics by method: the routes of Model.forward_dynamics (route: from the rule codes of
+the engine's calls; auto_lcaba and lcaba_info for the contact routes) and the report it
 returns."""
 
 from dataclasses import dataclass, field, replace
@@ -8,8 +9,10 @@ import numpy as np
 from .algorithms.kinematics import update_transforms
 from .algorithms.lcaba import DEFAULT_SETTINGS, MAX_MU, ProximalSettings
 from .errors import ModelError, quote, SingularConfigurationError
-from .multibody.clusters import constraint_jacobian
-from .validation import independent_velocities
+from .faults import error, FORWARD, FORWARD_LCABA, vectors
+from .kernels.codes import LCABA_REJECTED, NOT_FINITE, OK, SINGULAR
+from .multibody.constraints import constraint_jacobian
+from .validation import all_finite, independent_velocities
 
 AUTO = 'auto'                      # the default method; Model checks any other object passed as
 #                                    method
@@ -31,7 +34,7 @@ LCABA_CROSSOVER = 5.0
 # to max(1, ||qdd||_inf) 5e-11 to 1e-6, where the Delassus matrix J H^-1 J^T amplifies a residual
 # 1e4 to 1e5 times into the accelerations (errors 1e-6 to 99 %). Converged results stay below
 # the tolerance, or below 1e-13 relative where round-off bounds them (1500 random states of the
-# robots of test/test_contacts.py).
+# robots of test/algorithms/test_contacts.py).
 LCABA_RESIDUAL = 1e-12
 
 
@@ -165,3 +168,81 @@ def _spanning_forces(model, tau):
     spanning = np.zeros(model.nv)
     spanning[model.independent_v] = tau
     return spanning
+
+
+def call(data, entry, call_, arguments):
+    """The rule code of a public call's entry point (contract.Engine.attach) on arguments, those
+    that are not float64 vectors converted once (faults.vectors)."""
+    try:
+        return entry(data.context, *arguments)
+    except TypeError:                    # NotAFloat64Vector: a list, an int or float32 array, ...
+        return entry(data.context, *vectors(call_, arguments))
+
+
+def lcaba_call(data, arguments, settings, residual):
+    """The rule code of the fused LCABA call (Engine.forward_dynamics_lcaba)."""
+    try:
+        return data.engine.forward_dynamics_lcaba(*arguments, settings, residual)
+    except TypeError:
+        return data.engine.forward_dynamics_lcaba(*vectors(FORWARD, arguments), settings,
+                                                  residual)
+
+
+def route(model, data, arguments, method, settings, info):
+    """Model.forward_dynamics without contacts, wrenches in data.f_ext: the method's entry point,
+    and from the rule codes it returns the routes of method 'auto' (auto_lcaba's, on the compiled
+    calls): a singular cluster to LCABA, an LCABA result beyond LCABA_RESIDUAL to the exact route
+    (the cluster ABA where it was not tried), else to LCABA at the largest penalty MAX_MU."""
+    check_method(method)
+    check_settings(settings)
+    settings = settings or DEFAULT_SETTINGS
+    residual = LCABA_RESIDUAL if method == AUTO else np.inf
+    reasons, tried = [], method == 'aba' or method == AUTO and not model.auto_lcaba
+    if tried:
+        code = call(data, data.forward_dynamics_entry, FORWARD, arguments)
+        if code == OK:
+            return _aba_result(model, data, info)
+        if code not in SINGULAR or method == 'aba':
+            raise error(model, code, data.fault, FORWARD, arguments)
+        reasons.append(str(error(model, code, data.fault, FORWARD, arguments)))
+    code = lcaba_call(data, arguments, settings, residual)
+    if code == LCABA_REJECTED:
+        reasons.append(f'LCABA leaves the constraints violated by {data.fault[2]:.3g} after '
+                       f'{int(data.fault[0])} iterations (mu {settings.mu:g})')
+        if not tried:
+            code = call(data, data.forward_dynamics_entry, FORWARD, arguments)
+            if code == OK:
+                result = _aba_result(model, data, True)
+                result = replace(result, fallback_reason=reasons[-1])
+                return result if info else result.acceleration
+            if code not in SINGULAR:
+                raise error(model, code, data.fault, FORWARD, arguments)
+            exact = error(model, code, data.fault, FORWARD, arguments)
+            reasons.append(f'the exact route: {exact}')
+        code = LCABA_REJECTED
+        if settings.mu < MAX_MU:
+            settings = replace(settings, mu=MAX_MU)
+            code = lcaba_call(data, arguments, settings, residual)
+            if code == LCABA_REJECTED:
+                reasons.append(f'at mu {MAX_MU:g} by {data.fault[2]:.3g}')
+        if code == LCABA_REJECTED:
+            raise ModelError('forward dynamics: no method keeps the constraints: '
+                             f'{"; ".join(reasons)}. Redundant contacts or loops have no solution '
+                             'where the velocities do not keep them: pass velocities that do, or '
+                             'method="lcaba" for its iterate (residual in info)')
+    if code != OK:
+        raise error(model, code, data.fault, FORWARD_LCABA, arguments)
+    if not info:
+        return data.engine.lcaba_qdd.copy()
+    result = data.engine.lcaba_result(multipliers=True)
+    if not all(all_finite(np.reshape(x, -1)) for x in result.multipliers.values()):
+        raise error(model, NOT_FINITE, data.fault, FORWARD_LCABA, arguments)
+    return ForwardDynamicsInfo(result.qdd, 'lcaba', '; '.join(reasons), result.residual,
+                               result.iterations, result.multipliers, model.held_joint_names,
+                               list(result.contact_forces))
+
+
+def _aba_result(model, data, info):
+    """The cluster ABA's qdd of the last call, with info its ForwardDynamicsInfo (aba_info)."""
+    qdd = data.qdd_out.copy()
+    return aba_info(model, data, *data.engine.checked(), qdd) if info else qdd

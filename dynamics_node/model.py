@@ -1,63 +1,30 @@
-"""The robot model (immutable after load) and its reusable workspace (Data).
-
-Layouts: bodies are numbered cluster by cluster (parent clusters first, Chignoli et al. 2023
-Sec. 1.3), so the bodies, spanning velocities and independent velocities of cluster k are
-contiguous ranges. q and v follow ``joint_names``; y (independent velocities) follows
-``independent_joint_names``.
-"""
+"""The robot model (immutable after load; its layout: layout.py) and its public calls: each takes
+the calling thread's workspace (data.py), calls its engine's entry point and returns the result,
+raises the error of the rule code (faults.py) or routes (forward_dynamics.route)."""
 
 from collections.abc import Mapping
-from dataclasses import dataclass
-import functools
 import math
-import threading
-from types import MappingProxyType
 
 import numpy as np
 
 from .algorithms.completion import complete_positions, MAX_BUDGET_MS
-from .algorithms.frames import world_twists
-from .algorithms.kinematics import forward_pass, update_transforms
 from .algorithms.lcaba import DEFAULT_SETTINGS, ProximalSettings
 from . import contacts as contact_routes
-from .description.compose import float_root
-from .description.extended_urdf import to_urdf_plus
-from .description.urdf import read_urdf
-from .engines.numpy_engine import ReferencePath
-from .errors import first_repeated, ModelError, quote, SingularConfigurationError
-from .forward_dynamics import (aba_info, AUTO, auto_lcaba, check_method, check_settings,
-                               LCABA_RESIDUAL, lcaba_info, lcaba_is_cheaper)
-from .joint_types import NQ, NV
-from .multibody.clusters import (amplification, AMPLIFICATION_LIMIT, build_clusters,
-                                 constraint_jacobian, mimic_roles, mimic_warnings,
-                                 neighbourhood_amplification, REFERENCE_PROBE, regular)
-from .multibody.couplings import LinearConstraints
-from .multibody.joints import motion_subspace, neutral_position
-from .multibody.roles import held_coordinates, idle_spin, passive_joints
+from .data import Data, ThreadWorkspace
+from .engines import numba_available
+from .errors import ModelError
+from .faults import (BIAS, error, Fault, FORWARD, GRAVITY, INVERSE, INVERSE_OSIM, link_call,
+                     MASS_MATRIX, message, vectors)
+from .forward_dynamics import (AUTO, call, check_method, check_settings, LCABA_RESIDUAL,
+                               lcaba_is_cheaper, route)
+from .kernels.codes import (ACCELERATION_VIOLATION, LENGTH, OK, OUT_OF_BOUND, POSITION_VIOLATION,
+                            QUATERNION)
+from .layout import (checked_amplification_limit, checked_link, checked_links, frozen, hold,
+                     independent_positions, lay_out, near_singularity, reference)
+from .multibody.clusters import AMPLIFICATION_LIMIT, build_clusters
 from .multibody.topology import SpanningTree
-from .spatial import pose_transform
 from .validation import check_finite, external_forces, independent_velocities, positions, vector
 from . import bounds
-
-
-@dataclass(frozen=True)
-class ClusterInfo:
-    """Readable description of one cluster."""
-
-    name: str
-    parent: str                    # name of the parent cluster, '' for the ground
-    links: tuple                   # links moving with the cluster's bodies (fixed links included)
-    joints: tuple                  # spanning-tree joints of the cluster
-    independent_joints: tuple
-    dependent_joints: tuple
-    constraints: tuple             # names of its <loop>/<coupling>/<mimic> constraints
-
-    def __str__(self):
-        text = f'{self.name}: joints {list(self.joints)}'
-        if self.constraints:
-            text += (f', constraints {list(self.constraints)}, independent '
-                     f'{list(self.independent_joints)}, dependent {list(self.dependent_joints)}')
-        return text
 
 
 class Model:
@@ -69,147 +36,30 @@ class Model:
         clusters = build_clusters(spec, tree, split=False)
         tree.renumber([b for c in clusters for b in c.bodies])
         clusters = build_clusters(spec, tree)
-        self.name = spec.name
-        self.warnings = list(spec.warnings) + mimic_warnings(spec)  # loadable oddities
-        self.nb = len(tree.bodies)                       # bodies incl. the ground (body 0)
-        self.root_link = tree.root_link
-        self.parent = _frozen(tree.parent)               # parent body of each body
-        self.joint_type = tuple([None] + [b.joint.type for b in tree.bodies[1:]])
-        self.axis = _frozen([np.zeros(3)] + [b.joint.axis for b in tree.bodies[1:]])
-        self.X_tree = _frozen([b.X_tree for b in tree.bodies])      # ^{joint frame}X_{parent body}
-        self.inertia = _frozen([b.inertia for b in tree.bodies])    # spatial inertia, body
-        #                                                             coordinates
-        self.S = tuple([None] + [_frozen(motion_subspace(b.joint.type, b.joint.axis))
-                                 for b in tree.bodies[1:]])         # motion subspace, body
-        #                                                             coordinates
-        self.body_links = tuple(tuple(b.links) for b in tree.bodies)
-        # link -> (body, X_link_body)
-        self.link_frame = {link: (b, _frozen(pose_transform(pose.R, pose.p)))
-                           for link, (b, pose) in tree.link_frame.items()}
-        self.joint_names = tuple(b.joint.name for b in tree.bodies[1:])
-        self.effort_limits = {b.joint.name: b.joint.effort for b in tree.bodies[1:]
-                              if b.joint.effort > 0.0}
-        nq = [0] + [NQ[t] for t in self.joint_type[1:]]
-        nv = [0] + [NV[t] for t in self.joint_type[1:]]
-        self.idx_q = _frozen(np.cumsum([0] + nq[:-1]))  # first position index of each body's joint
-        self.idx_v = _frozen(np.cumsum([0] + nv[:-1]))  # first velocity index of each body's joint
-        self.nq_body, self.nv_body = tuple(nq), tuple(nv)
-        self.nq, self.nv = int(sum(nq)), int(sum(nv))
-        self.q_neutral = _frozen(np.concatenate(
-            [np.zeros(0)] + [neutral_position(t) for t in self.joint_type[1:]]))
-        self.cluster_list = tuple(clusters)
-        self.cluster_of = np.zeros(self.nb, dtype=int) - 1
-        y0 = 0
-        ranges = []
-        for c in clusters:
-            self.cluster_of[list(c.bodies)] = c.index
-            ranges.append((c.bodies[0], c.bodies[-1] + 1, int(self.idx_v[c.bodies[0]]), y0))
-            y0 += c.m
-        self.cluster_of = _frozen(self.cluster_of)
-        self.body_range = tuple((b0, b1) for b0, b1, _, _ in ranges)          # bodies of cluster k
-        self.v_range = tuple((v0, v0 + c.n) for (_, _, v0, _), c in zip(ranges, clusters))
-        self.y_range = tuple((y, y + c.m) for (_, _, _, y), c in zip(ranges, clusters))
-        self.ny = y0
-        self.independent_v = _frozen(np.concatenate(
-            [v0 + c.independent for (v0, _), c in zip(self.v_range, clusters)]).astype(int))
-        self.joint_role = _joint_roles(clusters, nv)     # per body: 'independent', 'dependent' or
-        #                                                  'split'
-        self.independent_joint_names = tuple(
-            self.joint_names[b - 1] for c in clusters for b in c.bodies
-            if self.joint_role[b] != 'dependent')
-        # partly dependent: their free directions are in y
-        self.split_joint_names = tuple(
-            self.joint_names[b - 1] for c in clusters for b in c.bodies
-            if self.joint_role[b] == 'split')
-        # q entries of the independent positions (not split joints)
-        self.independent_q = _frozen(np.array(
-            [self.idx_q[b] + k for b in range(1, self.nb) if self.joint_role[b] == 'independent'
-             for k in range(self.nq_body[b])], dtype=int))
-        # joint -> (first entry, size) of its positions in the independent positions
-        # (complete_positions' vector), and -> its first entry in y (split joints included)
-        named = [b for b in range(1, self.nb) if self.joint_role[b] == 'independent']
-        starts = np.cumsum([0] + [self.nq_body[b] for b in named])
-        self.independent_positions_index = MappingProxyType(
-            {self.joint_names[b - 1]: (int(start), self.nq_body[b])
-             for b, start in zip(named, starts)})
-        entries = {int(v): y for y, v in enumerate(self.independent_v)}
-        self.independent_velocities_index = MappingProxyType(
-            {self.joint_names[b - 1]: next(entries[v] for v in range(
-                self.idx_v[b], self.idx_v[b] + self.nv_body[b]) if v in entries)
-             for b in range(1, self.nb) if self.joint_role[b] != 'dependent'})
-        self.Sbar = tuple(_frozen(_block_diagonal([self.S[b] for b in c.bodies]))
-                          for c in clusters)
-        # every floating joint, in joint_names order (a robot's base, and in a scene those of
-        # every floating robot and free object: description/compose.py); the first is the base's
-        self.floating_joint_names = tuple(name for name, kind in zip(self.joint_names,
-                                                                     self.joint_type[1:])
-                                          if kind == 'floating')
-        self.floating_base_joint = next(iter(self.floating_joint_names), '')
-        self.floating_base = bool(self.floating_joint_names)
-        self.clusters = tuple(self._describe(c, tree) for c in clusters)
-        # q-dependent K
-        self.loop_bodies = tuple(b for c in clusters if not c.linear for b in c.bodies)
-        self.couplings = LinearConstraints(self)       # the coupling-only clusters as A q + b = 0
-        self.passive_joint_names = tuple(passive_joints(tree, clusters, self.joint_role,
-                                                        mimic_roles(spec, tree)[1]))
-        passive, kind = (set(self.passive_joint_names),
-                         dict(zip(self.joint_names, self.joint_type[1:])))
-        self.actuated_joint_names = tuple(name for name in self.independent_joint_names
-                                          if name not in passive and kind[name] != 'floating')
-        actuated = set(self.actuated_joint_names)     # their entries of y (contacts.py)
-        self.actuated_y = _frozen(np.array(
-            [y for y, v in enumerate(self.independent_v)
-             if self.joint_names[_body_of_entry(self.idx_v, v) - 1] in actuated], dtype=int))
+        lay_out(self, spec, tree, clusters)
         # method 'auto' starts with LCABA
         self._auto_settings = DEFAULT_SETTINGS if lcaba_is_cheaper(self) else None
-        self.G_constant = self.couplings.G             # constant G_k of coupling-only clusters
         self.compiled = numba_available() if compiled is None else bool(compiled)
         self._flat = None                              # the compiled model (flat.FlatModel), on
         #                                                first use
         self.gravity = np.array([0.0, 0.0, -9.81])
-        self._zero_y = _frozen(np.zeros(self.ny))
-        self._local = _ThreadWorkspace(self)           # ._local.data: the calling thread's
+        self._zero_y = frozen(np.zeros(self.ny))
+        self._local = ThreadWorkspace(self)           # ._local.data: the calling thread's
         #                                                workspace
         self._reference_positions, self.reference_amplification, neighbourhoods = \
-            self._reference(clusters, tree, reference_positions)
+            reference(self, clusters, tree, reference_positions)
         self.amplification_limit = amplification_limit
-        self.warnings += [_near_singularity(c, around, self.amplification_bound[c.index])
+        self.warnings += [near_singularity(c, around, self.amplification_bound[c.index])
                           for c, around in zip(clusters, neighbourhoods)
                           if around > 0.5 * self.amplification_bound[c.index]]
-        # the loops hold their idle spins (roles.py): unit motions at the reference configuration
-        data = Data(self)
-        passive_y = np.setdiff1d(np.arange(self.ny), self.actuated_y)
-        spins = []
-        for y in passive_y:
-            if not self.cluster_list[self._cluster_of_y(y)].linear:
-                forward_pass(self, data, self._reference_positions, np.eye(self.ny)[y])
-                if idle_spin(self, *world_twists(self, data)):
-                    spins.append(y)
-        self.held_y, self.locked_v = (_frozen(x) for x in held_coordinates(self, clusters, spins))
-        # what contacts must carry: neither actuated nor held (the floating base, passive joints)
-        self.unactuated_y = _frozen(np.setdiff1d(passive_y, self.held_y))
-        self.free_columns = tuple(np.setdiff1d(np.arange(y1 - y0), self.held_y - y0)
-                                  for y0, y1 in self.y_range)
-        self.free_joint_columns = tuple(
-            np.flatnonzero(~np.isin(np.arange(self.idx_v[i], self.idx_v[i] + nv[i]),
-                                    self.locked_v))
-            for i in range(self.nb))
-        self.idle_spin_joint_names = tuple(dict.fromkeys(
-            self.joint_names[_body_of_entry(self.idx_v, v) - 1]
-            for v in self.independent_v[spins]))
-        self.held_joint_names = tuple(dict.fromkeys(
-            self.joint_names[_body_of_entry(self.idx_v, v) - 1]
-            for v in self.independent_v[self.held_y]))
-        self.warnings += [f'joint {quote(name)} moves only bodies without inertia and no '
-                          'constraint determines it: forward dynamics holds it still'
-                          for name in self.held_joint_names
-                          if name not in self.idle_spin_joint_names]
+        hold(self, clusters)
 
     @property
     def reference_positions(self):
         """The reference (assembly) configuration, spanning q (nq): the zero position where the
-        loops close there, else the closed configuration found from it at load (clusters.py), or
-        the positions given to load_model. complete_positions follows its assembly branch."""
+        loops close there, else the closed configuration found from it at load
+        (multibody/reference.py), or the positions given to load_model. complete_positions follows
+        its assembly branch."""
         return self._reference_positions.copy()
 
     @reference_positions.setter
@@ -230,39 +80,11 @@ class Model:
 
     @amplification_limit.setter
     def amplification_limit(self, value):
-        self._amplification_limit = _amplification_limit(value)
-        self.amplification_bound = _frozen(self._amplification_limit
-                                           * self.reference_amplification)
+        self._amplification_limit = checked_amplification_limit(value)
+        self.amplification_bound = frozen(self._amplification_limit
+                                          * self.reference_amplification)
         if self._flat is not None:
             self._flat.amplification_bound[:] = self.amplification_bound
-
-    def _reference(self, clusters, tree, given):
-        """The reference positions (given ones checked: closed, regular; else each loop cluster's
-        reference configuration with the couplings solved), each cluster's amplification there and
-        the largest in its neighbourhood (clusters.neighbourhood_amplification)."""
-        data = Data(self)
-        data.engine = ReferencePath(self, data)        # the NumPy checks: nothing compiles at load
-        if given is None:
-            q = self.q_neutral.copy()
-            for c in clusters:
-                for b, q_b in (c.reference or {}).items():
-                    q[self.idx_q[b]:self.idx_q[b] + self.nq_body[b]] = q_b
-            self.couplings.complete(q)
-        else:
-            q = positions(self, data, given)
-        update_transforms(self, data, q, self.loop_bodies)
-        gains, around = np.ones(len(clusters)), np.ones(len(clusters))
-        for c in clusters:
-            if not c.linear:
-                K = constraint_jacobian(c, data.Xup, self.S)[0][c.active_rows]
-                if not regular(c, K):
-                    raise ModelError(f'reference_positions: cluster {quote(c.name)} is (nearly) '
-                                     'singular there; give a regular closed configuration')
-                gains[c.index] = amplification(K, c.dependent, c.independent)
-                around[c.index] = c.reference_neighbourhood if given is None else \
-                    neighbourhood_amplification(c, tree, {
-                        b: q[self.idx_q[b]:self.idx_q[b] + self.nq_body[b]] for b in c.bodies})
-        return _frozen(q), _frozen(gains), around
 
     @property
     def auto_lcaba(self):
@@ -314,26 +136,9 @@ class Model:
         """Every link name (frames of bodies and of the links fixed to them)."""
         return tuple(self.link_frame)
 
-    def _cluster_of_y(self, y):
-        """The index of the cluster whose independent velocities hold entry y."""
-        return next(k for k, (y0, y1) in enumerate(self.y_range) if y0 <= y < y1)
-
-    def _describe(self, c, tree):
-        joints = tuple(self.joint_names[b - 1] for b in c.bodies)
-        role = self.joint_role
-        return ClusterInfo(c.name, self.cluster_list[c.parent].name if c.parent >= 0 else '',
-                           tuple(link for b in c.bodies for link in self.body_links[b]), joints,
-                           tuple(self.joint_names[b - 1] for b in c.bodies
-                                 if role[b] != 'dependent'),
-                           tuple(self.joint_names[b - 1] for b in c.bodies
-                                 if role[b] != 'independent'),
-                           tuple(con.name for con in c.constraints))
-
     def create_data(self):
         """A fresh workspace for the algorithms (one per thread)."""
         return Data(self)
-
-    # ---- public API; every method validates its inputs and raises ModelError ----
 
     def forward_dynamics(self, q, v, tau, wrenches=None, contacts=None, method=AUTO,
                          settings=None, info=False):
@@ -365,71 +170,46 @@ class Model:
                 acceleration alone.
         """
         data = self._local.data
-        if (wrenches is None and contacts is None and method is AUTO and settings is None
-                and info is False and not data.f_ext_set):
-            # the common call
-            qdd = data.engine.fused_forward_dynamics(q, v, tau, self._auto_settings,
-                                                     LCABA_RESIDUAL)
-            if qdd is not None:
-                return qdd
-            lcaba = self.auto_lcaba
-        elif (contacts is not None and wrenches is None and info is False and not data.f_ext_set
-              and (method is AUTO or type(method) is str and method == 'lcaba')
-              and (settings is None or type(settings) is ProximalSettings)):
-            # the common call with contacts: LCABA
+        if wrenches is contacts is settings is None and method is AUTO and info is False \
+                and not data.f_ext_set and self._auto_settings is None:        # the common call
+            try:
+                code = data.forward_dynamics_entry(data.context, q, v, tau)
+            except TypeError:                  # not float64 vectors: converted once
+                code = call(data, data.forward_dynamics_entry, FORWARD, (q, v, tau))
+            if code == OK:
+                return data.qdd_out.copy()
+        if contacts is not None:
+            return self._contacts_forward_dynamics(data, q, v, tau, wrenches, contacts, method,
+                                                   settings, info)
+        self._set_wrenches(data, wrenches, data.forward_dynamics_entry, FORWARD, (q, v, tau))
+        return route(self, data, (q, v, tau), method, settings, info)
+
+    def _contacts_forward_dynamics(self, data, q, v, tau, wrenches, contacts, method, settings,
+                                   info):
+        """forward_dynamics with contacts (contacts.py): the fused LCABA call of a contact set
+        resolved before, else the contact routes on checked inputs."""
+        if (wrenches is None and info is False and not data.f_ext_set
+                and (method is AUTO or type(method) is str and method == 'lcaba')
+                and (settings is None or type(settings) is ProximalSettings)):
             qdd = data.engine.fused_forward_dynamics_contacts(
                 q, v, tau, contacts, settings or DEFAULT_SETTINGS,
                 LCABA_RESIDUAL if method is AUTO else math.inf)
             if qdd is not None:
                 return qdd
-            lcaba = method == 'lcaba' or self.auto_lcaba          # contacts=[]: none
-        else:
-            check_method(method)
-            check_settings(settings)
-            lcaba = method == 'lcaba' or method == 'auto' and self.auto_lcaba
-            if not info and self._wrenches_accepted(data, wrenches):
-                qdd, residual = None, LCABA_RESIDUAL if method == AUTO else math.inf
-                if contacts is None:
-                    qdd = data.engine.fused_forward_dynamics(
-                        q, v, tau, (settings or DEFAULT_SETTINGS) if lcaba else None, residual)
-                elif lcaba:
-                    qdd = data.engine.fused_forward_dynamics_contacts(
-                        q, v, tau, contacts, settings or DEFAULT_SETTINGS, residual)
-                if qdd is not None:
-                    return qdd
+        check_method(method)
+        check_settings(settings)
+        arguments = (q, v, tau)
         q = positions(self, data, q)
         v = vector(v, 'v', {self.nv: 'spanning', self.ny: 'independent'}, bounds.VELOCITY)
         tau = vector(tau, 'tau', {self.nv: 'spanning', self.ny: 'independent'}, bounds.FORCE)
         external_forces(self, data, wrenches)
-        inputs = [('q', q, bounds.POSITION), ('v', v, bounds.VELOCITY), ('tau', tau, bounds.FORCE),
-                  ('gravity', self._gravity, bounds.GRAVITY)]
-        frames = () if contacts is None else contact_routes.resolve(self, contacts)
-        if frames:
-            result = contact_routes.forward_dynamics(self, data, q, v, tau, frames, method,
-                                                     settings, info)
-            check_finite(self, 'accelerations and contact forces', inputs, result.acceleration,
-                         *result.contact_forces, *result.multipliers.values())
-            return result if info else result.acceleration
-        fallback_reason = ''
-        if not lcaba:
-            try:
-                yd = independent_velocities(self, data, v)
-                qdd = data.engine.forward_dynamics(q, yd, tau, data.f_ext, spanning=True)
-                check_finite(self, 'accelerations', inputs, qdd)
-                return aba_info(self, data, q, yd, qdd) if info else qdd
-            except SingularConfigurationError as error:
-                if method == 'aba':
-                    raise
-                fallback_reason = str(error)
-        if method == 'lcaba':
-            result = lcaba_info(self, data, q, v, tau, settings, multipliers=info)
-        else:                                       # the cluster ABA where it was not tried
-            exact = None if fallback_reason else functools.partial(
-                self.forward_dynamics, q, v, tau, wrenches, method='aba', info=True)
-            result = auto_lcaba(self, data, q, v, tau, settings, exact, fallback_reason,
-                                multipliers=info)
-        check_finite(self, 'accelerations and constraint forces', inputs, result.acceleration,
-                     *result.multipliers.values())
+        frames = contact_routes.resolve(self, contacts)
+        if not frames:                                              # contacts=[]: none
+            return route(self, data, arguments, method, settings, info)
+        result = contact_routes.forward_dynamics(self, data, q, v, tau, frames, method, settings,
+                                                 info)
+        check_finite(self, 'accelerations and contact forces', FORWARD.inputs(self, arguments),
+                     result.acceleration, *result.contact_forces, *result.multipliers.values())
         return result if info else result.acceleration
 
     def inverse_dynamics(self, q, v, a, wrenches=None, contacts=None, info=False, weights=None):
@@ -450,41 +230,50 @@ class Model:
             weights: ny positive numbers w (default ones; the actuated entries count): with
                 contacts, sum w tau^2 is the norm minimized.
         """
-        return self._inverse_dynamics(q, v, a, wrenches, 'generalized forces', contacts, info,
-                                      weights)
+        return self._inverse_dynamics(q, v, a, wrenches, INVERSE, contacts, info, weights)
 
-    def _inverse_dynamics(self, q, v, a, wrenches, what, contacts=None, info=False,
+    def _inverse_dynamics(self, q, v, a, wrenches, kind, contacts=None, info=False,
                           weights=None):
+        """inverse_dynamics, bias_forces and gravity_forces (kind: the faults.Call that names
+        their results): the engine's entry point, or the contact routes."""
         data = self._local.data
-        if (contacts is None and info is False and weights is None
-                and (wrenches is None and not data.f_ext_set
-                     or self._wrenches_accepted(data, wrenches))):
-            tau = data.engine.fused_inverse_dynamics(q, v, a)
-            if tau is not None:
-                return tau
+        if wrenches is contacts is weights is None and info is False and not data.f_ext_set:
+            try:                                                         # the common call
+                code = data.inverse_dynamics_entry(data.context, q, v, a)
+            except TypeError:                  # not float64 vectors: converted once
+                code = call(data, data.inverse_dynamics_entry, kind, (q, v, a))
+            if code == OK:
+                return data.tau_out.copy()
+            raise error(self, code, data.fault, kind, (q, v, a))
+        if contacts is None:
+            self._set_wrenches(data, wrenches, data.inverse_dynamics_entry, kind, (q, v, a))
+            code = call(data, data.inverse_dynamics_entry, kind, (q, v, a))
+            if code != OK:
+                raise error(self, code, data.fault, kind, (q, v, a))
+            tau = data.tau_out.copy()
+            self._weights(weights)
+            return contact_routes.InverseDynamicsInfo(tau) if info else tau
+        arguments = (q, v, a)
         q = positions(self, data, q)
         v = vector(v, 'v', {self.nv: 'spanning', self.ny: 'independent'}, bounds.VELOCITY)
-        yd = independent_velocities(self, data, v)
         x = vector(a, 'a', {self.nv: 'spanning', self.ny: 'independent'}, bounds.ACCELERATION)
+        yd = independent_velocities(self, data, v)
         ydd = x if x.size == self.ny and self.ny != self.nv else x[self.independent_v]
         external_forces(self, data, wrenches)
         w = self._weights(weights)
-        frames = () if contacts is None else contact_routes.resolve(self, contacts)
-        inputs = [('q', q, bounds.POSITION), ('v', v, bounds.VELOCITY),
-                  ('a', x, bounds.ACCELERATION), ('gravity', self._gravity, bounds.GRAVITY)]
+        frames = contact_routes.resolve(self, contacts)
         if x.size == self.nv:
             mismatch = np.max(np.abs(x - data.engine.spanning(q, yd, ydd)), initial=0.0)
             if mismatch > bounds.VELOCITY_TOLERANCE * max(1.0, np.max(np.abs(x))):
-                raise ModelError(f'a violates the constraints by {mismatch:.3g}: its dependent '
-                                 'entries must equal G ydd + g; pass consistent spanning values '
-                                 f'or the {self.ny} independent ones')
-        if frames:
-            result = contact_routes.inverse_dynamics(self, data, q, yd, ydd, frames, w)
-            check_finite(self, what, inputs, result.efforts, *result.contact_forces)
-            return result if info else result.efforts
-        tau = data.engine.inverse_dynamics(q, yd, ydd, data.f_ext)
-        check_finite(self, what, inputs, tau)
-        return contact_routes.InverseDynamicsInfo(tau) if info else tau
+                raise message(self, ACCELERATION_VIOLATION, Fault(value=mismatch))
+        if not frames:
+            tau = data.engine.inverse_dynamics(q, yd, ydd, data.f_ext)
+            check_finite(self, kind.what, kind.inputs(self, arguments), tau)
+            return contact_routes.InverseDynamicsInfo(tau) if info else tau
+        result = contact_routes.inverse_dynamics(self, data, q, yd, ydd, frames, w)
+        check_finite(self, kind.what, kind.inputs(self, arguments), result.efforts,
+                     *result.contact_forces)
+        return result if info else result.efforts
 
     def _weights(self, weights):
         """The weights of projected inverse dynamics: ny numbers, positive on the actuated
@@ -502,24 +291,20 @@ class Model:
     def mass_matrix(self, q):
         """H_y = G^T H G (ny x ny), from the cluster CRBA."""
         data = self._local.data
-        H = data.engine.fused_mass_matrix(q)
-        if H is not None:
-            return H
-        q = positions(self, data, q)
-        H = data.engine.mass_matrix(q)
-        check_finite(self, 'mass matrix entries', [('q', q, bounds.POSITION)], H)
-        return H
+        code = call(data, data.mass_matrix_entry, MASS_MATRIX, (q,))
+        if code != OK:
+            raise error(self, code, data.fault, MASS_MATRIX, (q,))
+        return data.H_out.copy()
 
     def bias_forces(self, q, v, wrenches=None, contacts=None):
         """Gravity + Coriolis/centrifugal forces C_y (ny): inverse dynamics at zero acceleration
         (with contacts: the actuated efforts that hold ydd = 0, which v must allow)."""
-        return self._inverse_dynamics(q, v, self._zero_y, wrenches, 'bias forces', contacts)
+        return self._inverse_dynamics(q, v, self._zero_y, wrenches, BIAS, contacts)
 
     def gravity_forces(self, q, contacts=None):
         """Gravity compensation forces (ny): inverse dynamics at rest (with contacts: the actuated
         efforts that hold a standing robot still)."""
-        return self._inverse_dynamics(q, self._zero_y, self._zero_y, None, 'gravity forces',
-                                      contacts)
+        return self._inverse_dynamics(q, self._zero_y, self._zero_y, None, GRAVITY, contacts)
 
     def contact_bias_forces(self, q, v, contacts, weights=None, info=False):
         """The actuated efforts that hold a robot on its contacts while it moves with measured
@@ -565,21 +350,19 @@ class Model:
         """Lambda^-1 = J_y H_y^-1 J_y^T (6k x 6k) for k links, from the cluster EFPA (Chignoli
         et al. 2023 Sec. VIII); blocks [linear; angular] in each link's own frame at its origin."""
         data = self._local.data
-        frames = data.engine.known_frame_set(links)          # links named before: checked then
-        if frames is None:
-            try:
-                frames = data.engine.frame_set(tuple(self._link_list(links)))
-            except ModelError:                                 # named after q's checks, as below
-                pass
-        Lambda_inv = None if frames is None else data.engine.fused_inverse_osim(q, frames)
-        if Lambda_inv is not None:
-            return Lambda_inv
-        q = positions(self, data, q)
-        links = self._link_list(links)
-        Lambda_inv = data.engine.inverse_osim(q, links)
-        check_finite(self, 'inverse operational-space inertia entries',
-                     [('q', q, bounds.POSITION)], Lambda_inv)
-        return Lambda_inv
+        try:
+            links = ((links,) if isinstance(links, str) else tuple(links)) \
+                if data.engine.known_frame_set(links) is not None \
+                else tuple(checked_links(self, links))      # links named before: checked then
+        except ModelError as link_error:                 # named after q's checks
+            self._raise_first(data, data.mass_matrix_entry, MASS_MATRIX, (q,), link_error)
+        try:
+            code, Lambda_inv = data.engine.inverse_osim_call(q, links)
+        except TypeError:
+            code, Lambda_inv = data.engine.inverse_osim_call(*vectors(INVERSE_OSIM, (q,)), links)
+        if code != OK:
+            raise error(self, code, data.fault, INVERSE_OSIM, (q,))
+        return Lambda_inv.copy()
 
     def link_jacobian(self, q, link):
         """J (6 x ny): [linear; angular] velocity of the link frame, in that frame, from yd."""
@@ -623,7 +406,7 @@ class Model:
                 names each of the model's links at most once, and a longer list is refused before
                 any kinematics.
         """
-        links = self._link_list(links, empty=True)
+        links = checked_links(self, links, empty=True)
         return self._link_kinematics(q, v, links, 'poses, Jacobians and bias accelerations',
                                      poses=True, jacobians=True, biases=True)
 
@@ -632,20 +415,24 @@ class Model:
         ask, None for the others: the fused call, else the checked path in the order of the single
         calls: q (loops closed unless poses alone), v (with biases), each link (Model._link), the
         engine's pass, the finiteness of the results (what they are called in its message)."""
+        kind = link_call(what, biases)
         data = self._local.data
-        found = data.engine.fused_link_kinematics(q, v, links, poses, jacobians, biases)
-        if found is not None:
-            return found
-        q = positions(self, data, q, check=jacobians or biases)
-        inputs, yd = [('q', q, bounds.POSITION)], None
-        if biases:
-            v = vector(v, 'v', {self.nv: 'spanning', self.ny: 'independent'}, bounds.VELOCITY)
-            yd = independent_velocities(self, data, v)
-            inputs.append(('v', v, bounds.VELOCITY))
-        names = None if links is None else tuple(self._link(link) for link in links)
-        results = data.engine.link_kinematics(q, yd, names, poses, jacobians, biases)
-        check_finite(self, what, inputs, *[x for x in results if x is not None])
-        return results
+        arguments = (q, v) if biases else (q,)
+        selected = links
+
+        def entry(context, q, v=None):
+            return data.engine.link_call(q, v, selected, poses, jacobians, biases)
+        if links is not None:
+            try:
+                links = tuple(checked_link(self, link) for link in links)
+            except ModelError as link_error:             # named after q's and v's checks
+                selected = ()
+                self._raise_first(data, entry, kind, arguments, link_error)
+        selected = links
+        code = call(data, entry, kind, arguments)
+        if code != OK:
+            raise error(self, code, data.fault, kind, arguments)
+        return data.engine.link_results(poses, jacobians, biases)
 
     def complete_positions(self, q_independent, budget_ms=None):
         """Spanning q (nq) on the assembly branch of reference_positions: couplings solved
@@ -664,7 +451,7 @@ class Model:
                 budget in milliseconds for a caller that must answer in time (the node's stream).
         """
         if isinstance(q_independent, Mapping):
-            q_independent = self._independent_positions(q_independent)
+            q_independent = independent_positions(self, q_independent)
         q_ind = vector(q_independent, 'q_independent',
                        {self.independent_q.size: 'independent positions'}, bounds.POSITION)
         budget = budget_ms if budget_ms is None or type(budget_ms) is float and \
@@ -685,30 +472,6 @@ class Model:
         data.engine.closed_positions(q)                # equal positions are not checked again
         return q
 
-    def _independent_positions(self, by_name):
-        """The independent positions (complete_positions' vector) of a mapping of the actuated
-        and floating joints' positions, the passive ones at their reference positions."""
-        index = self.independent_positions_index
-        unknown = [name for name in by_name if name not in index]
-        if unknown:
-            name = unknown[0]
-            why = ('its position follows from the loops' if name in self.joint_names else
-                   'no joint of the model has this name')
-            raise ModelError(f'q_independent names joint {quote(name)}: {why}; name the actuated '
-                             f'joints {quote(list(self.actuated_joint_names))}')
-        missing = [name for name in self.actuated_joint_names + self.floating_joint_names
-                   if name not in by_name]
-        if missing:
-            raise ModelError(f'q_independent misses the joints {quote(missing)}; name every '
-                             'actuated and floating joint (the passive ones take their reference '
-                             'positions)')
-        q_ind = self._reference_positions[self.independent_q]
-        for name, value in by_name.items():
-            start, size = index[name]
-            q_ind[start:start + size] = vector(value, f'q_independent[{name!r}]',
-                                               {size: 'positions'}, bounds.POSITION)
-        return q_ind
-
     def spanning_velocities(self, q, yd):
         """qd = G yd (nv) at positions q."""
         data = self._local.data
@@ -719,183 +482,19 @@ class Model:
                      [('q', q, bounds.POSITION), ('yd', yd, bounds.VELOCITY)], qd)
         return qd
 
-    def _wrenches_accepted(self, data, wrenches):
-        """data.f_ext set from wrenches for a compiled call, or False where they are refused (the
-        Python path then names the error after those of the inputs checked before the wrenches)."""
+    def _set_wrenches(self, data, wrenches, entry, kind, arguments):
+        """data.f_ext from wrenches (validation.external_forces); a refused wrench is named after
+        the faults of the call's other inputs that validation.py checks before it."""
         try:
             external_forces(self, data, wrenches)
-        except ModelError:
-            return False
-        return True
+        except ModelError as wrench_error:
+            self._raise_first(data, entry, kind, arguments, wrench_error)
 
-    def _link(self, link):
-        """A link name of this model."""
-        if not isinstance(link, str) or link not in self.link_frame:
-            raise ModelError(f'unknown link {quote(link)}; links are '
-                             f'{quote(sorted(self.link_frame))}')
-        return link
-
-    def _link_list(self, links, empty=False):
-        """Distinct link names of this model (a name alone is a list of one; none only where empty
-        is allowed), in time linear in their number."""
-        if isinstance(links, str):
-            return [self._link(links)]
-        try:
-            links = [self._link(link) for link in links]
-        except TypeError:
-            raise ModelError('links must be a link name or a list of them, got '
-                             f'{quote(links)}') from None
-        if not links and not empty:
-            raise ModelError('links is empty; name at least one link')
-        if len(set(links)) < len(links):
-            duplicate = first_repeated(links)
-            raise ModelError(f'link {quote(duplicate)} is named twice in links; name each link '
-                             'once')
-        return links
-
-
-class _ThreadWorkspace(threading.local):
-    """``data``: a workspace (Data) per thread, made at the thread's first use, so that threads may
-    share one model (threading.local runs __init__ in every thread that uses the object)."""
-
-    def __init__(self, model):
-        self.data = Data(model)
-
-
-class Data:
-    """Workspace reused across calls: per-body transforms and spatial vectors, per-cluster joint
-    quantities (Chignoli et al. 2023 notation)."""
-
-    def __init__(self, model):
-        nb, nc = model.nb, len(model.cluster_list)
-        self.Xup = np.zeros((nb, 6, 6))   # ^iX_parent(i)
-        self.Xup[0] = np.eye(6)
-        self.Xo = np.zeros((nb, 6, 6))    # ^iX_output(i): to the body's output body
-        self.v = np.zeros((nb, 6))        # body velocities, body coordinates
-        self.a = np.zeros((nb, 6))        # body accelerations
-        self.f = np.zeros((nb, 6))        # body forces (RNEA), articulated bias (ABA)
-        self.f_ext = np.zeros((nb, 6))    # external forces on the bodies, body coordinates
-        self.f_ext_set = False            # whether f_ext may hold non-zero entries
-        self.S = [None] * nc              # cluster motion subspaces S_k (6 nb_k x m_k)
-        self.G = [None] * nc              # explicit constraint Jacobians G_k (n_k x m_k)
-        self.g = [None] * nc              # explicit constraint biases g_k (n_k)
-        self.c = [None] * nc              # cluster velocity-product biases c_k (6 nb_k)
-        self.qd = np.zeros(model.nv)      # spanning velocities G yd
-        self.q_last = None                # last completed positions (tracking start of completion)
-        self.pending = None               # a completion whose budget ran out (completion.py)
-        self.partial = None               # where the last failed continuation stopped
-        self._model = model
-
-    @functools.cached_property
-    def engine(self):
-        """The algorithms on this workspace: the compiled FastPath, or the NumPy ReferencePath
-        (built at the first use, then a plain attribute)."""
-        if self._model.compiled:
-            from .engines.numba_engine import FastPath
-            return FastPath(self._model, self._model.flat, self.f_ext)
-        return ReferencePath(self._model, self)
-
-
-def _joint_roles(clusters, nv):
-    """Per body (None for the ground): 'independent' or 'dependent' where all its joint's velocity
-    columns are, else 'split' (a spherical joint whose idle spin the loops leave free)."""
-    roles = [None] * len(nv)
-    for c in clusters:
-        dependent = set(c.dependent)
-        for b in c.bodies:
-            n = len(dependent & set(range(c.col[b], c.col[b] + nv[b])))
-            roles[b] = 'dependent' if n == nv[b] else 'independent' if n == 0 else 'split'
-    return tuple(roles)
-
-
-def _near_singularity(cluster, around, bound):
-    """The load warning of a loop cluster whose reference lies near a singularity: in its
-    neighbourhood the amplification exceeds half its bound."""
-    found = (f'a configuration {REFERENCE_PROBE:g} rad from it is singular' if around == np.inf
-             else f'{REFERENCE_PROBE:g} rad from it the amplification reaches {around:.3g}, over '
-             f'half of its bound {bound:.3g}')
-    return (f'cluster {quote(cluster.name)}: its reference configuration lies near a singularity '
-            f'({found}), so inputs near it may be refused as singular; pass reference_positions '
-            'at a configuration inside the working range, or raise amplification_limit')
-
-
-def _amplification_limit(value):
-    limit = vector(value, 'amplification_limit', {1: 'a ratio'}, bounds.AMPLIFICATION)[0]
-    if limit < 1.0:
-        raise ModelError(f'amplification_limit is {limit:g}; expected a ratio of at least 1 (G\'s '
-                         'independent rows are the identity)')
-    return float(limit)
-
-
-def _body_of_entry(starts, i):
-    """The body whose joint holds entry i of a vector laid out by starts (idx_q or idx_v)."""
-    return int(np.searchsorted(starts[1:], i, side='right'))
-
-
-def _frozen(values):
-    """A read-only array, so that an accidental write into the model fails loudly."""
-    array = np.array(values)
-    array.setflags(write=False)
-    return array
-
-
-def _block_diagonal(blocks):
-    rows = sum(b.shape[0] for b in blocks)
-    cols = sum(b.shape[1] for b in blocks)
-    M = np.zeros((rows, cols))
-    r = c = 0
-    for b in blocks:
-        M[r:r + b.shape[0], c:c + b.shape[1]] = b
-        r += b.shape[0]
-        c += b.shape[1]
-    return M
-
-
-def numba_available():
-    """True where the compiled fast path can run: numba imports and NumPy lays out its arrays as
-    the kernels read them (borrowed.py); else the NumPy reference is used."""
-    try:
-        from .kernels import borrowed  # noqa: F401
-    except ImportError:
-        return False
-    return True
-
-
-def urdf_plus(urdf, closures):
-    """The URDF+ XML of an Extended URDF pair (description/extended_urdf.py), the URDF's own tree
-    checked first so that its errors come before those of the closures."""
-    SpanningTree(read_urdf(urdf))
-    return to_urdf_plus(urdf, closures)
-
-
-def load_model(source, compiled=None, strict=False, closures=None, reference_positions=None,
-               amplification_limit=AMPLIFICATION_LIMIT, floating_base=False):
-    """Load a URDF+ robot from a file path or an XML string (Chignoli, Slotine et al. 2024).
-
-    Links whose inertia breaks the triangle inequality or has zero principal moments (common in
-    CAD exports) load, and ``model.warnings`` names each of them; strict=True rejects them instead.
-
-    Args:
-        compiled: True for the numba fast path, False for the NumPy reference algorithms, None
-            (default) for the fast path where numba is installed.
-        closures: the YAML closures of an Extended URDF (a path or the YAML text; see
-            extended_urdf.py): the URDF is converted to URDF+ (loops, joint replacements, name_mot
-            as independent marks) and loaded as such.
-        reference_positions: a closed, regular configuration (nq) that fixes the assembly branch
-            complete_positions follows (default: found at load, Model.reference_positions).
-        amplification_limit: Model.amplification_limit.
-        floating_base: True hangs the root link on a floating joint (description/compose.py:
-            float_root), for a legged robot whose file has none: a massless root link fixed to one
-            child (a 'world' link) has that joint made floating, any other root link hangs from a
-            new link 'world' by the floating joint 'root_joint'. Every other name stays.
-    Raises:
-        ModelError: with the element, name and expectation, for any description the library cannot
-            use.
-    """
-    if closures is not None:
-        source = urdf_plus(source, closures)
-    if floating_base is True:
-        source = float_root(source)
-    elif floating_base is not False:
-        raise ModelError(f'floating_base must be True or False, got {quote(floating_base)}')
-    return Model(read_urdf(source, strict), compiled, reference_positions, amplification_limit)
+    def _raise_first(self, data, entry, kind, arguments, later):
+        """Raises the error of an input fault the call's entry point finds in arguments before
+        the error later (a wrench's, a link's), else later."""
+        external_forces(self, data, None)
+        code = call(data, entry, kind, arguments)
+        if code in (LENGTH, OUT_OF_BOUND, QUATERNION, POSITION_VIOLATION):
+            raise error(self, code, data.fault, kind, arguments) from None
+        raise later

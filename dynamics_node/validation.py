@@ -3,13 +3,15 @@ constraint consistency, spanning <-> independent velocities and external wrenche
 
 from collections.abc import Mapping
 import functools
-import numbers
 
 import numpy as np
 
 from .algorithms.kinematics import update_transforms
 from .errors import ModelError, quote
+from .faults import Fault, message, NOT_FINITE, real_array
 from .joint_types import TYPES
+from .kernels.codes import (LENGTH, OUT_OF_BOUND, POSITION_VIOLATION, QUATERNION,
+                            VELOCITY_VIOLATION)
 from . import bounds
 
 LARGEST_FLOAT = float(np.finfo(float).max)   # |x| <= LARGEST_FLOAT: x is finite
@@ -17,16 +19,14 @@ LARGEST_FLOAT = float(np.finfo(float).max)   # |x| <= LARGEST_FLOAT: x is finite
 
 def vector(value, name, sizes, bound):
     """A real float vector whose length is one of sizes (a dict length -> meaning) and whose
-    entries are finite and at most bound in magnitude (bounds.py)."""
-    x, given = _real_array(value, name)
+    entries are finite and at most bound in magnitude (bounds.py): else LENGTH or OUT_OF_BOUND
+    (faults.py)."""
+    x, _ = real_array(value, name)
     if x.size not in sizes:
-        expected = ' or '.join(f'{n} ({meaning})' for n, meaning in sizes.items())
-        raise ModelError(f'{name} has {x.size} entries; expected {expected}')
+        raise message(None, LENGTH, Fault(name, sizes, bound, x.size))
     if not _within_check()(x, bound):
-        i = np.flatnonzero(~(np.abs(x) <= bound))[0]          # nan compares false
-        shown = quote(given[i]) if given is not None else f'{x[i]:.6g}'
-        raise ModelError(f'{name}[{i}] is {shown}; expected finite numbers of magnitude at most '
-                         f'{bound:g}')
+        i = int(np.flatnonzero(~(np.abs(x) <= bound))[0])          # nan compares false
+        raise message(None, OUT_OF_BOUND, Fault(name, sizes, bound, i, x[i], value))
     return x
 
 
@@ -38,31 +38,6 @@ def _within_check():
     except ImportError:
         return lambda x, bound: bool(np.all(np.abs(x) <= bound))
     return all_within
-
-
-def _real_array(value, name):
-    """(x, given): value as a flat float vector, and its entries as given when they were Python
-    objects (integers beyond float range turn into inf in x). Complex numbers and text are refused,
-    not cut."""
-    if type(value) is np.ndarray and value.dtype == np.float64:
-        return value.reshape(-1), None                 # the common case, without a copy
-    try:
-        array = np.asarray(value)
-    except (TypeError, ValueError, OverflowError):
-        raise ModelError(f'{name} must be a vector of real numbers, got {quote(value)}') from None
-    if array.dtype.kind in 'biuf':
-        return array.astype(float).reshape(-1), None
-    given = array.reshape(-1)
-    if array.dtype.kind != 'O' or not all(isinstance(e, numbers.Real) for e in given):
-        raise ModelError(f'{name} must be a vector of real numbers, got {quote(value)}')
-    return np.array([_float(e) for e in given]), given
-
-
-def _float(number):
-    try:
-        return float(number)
-    except OverflowError:
-        return np.inf
 
 
 def positions(model, data, q, check=True):
@@ -81,8 +56,7 @@ def positions(model, data, q, check=True):
             at = model.idx_q[i] + TYPES[kind].quaternion_at
             norm = np.linalg.norm(q[at:at + 4])
             if abs(norm - 1.0) > 1e-5:
-                raise ModelError(f'{kind} joint {quote(model.joint_names[i - 1])}: quaternion '
-                                 f'(qx qy qz qw) has norm {norm:.6g}; expected a unit quaternion')
+                raise message(model, QUATERNION, Fault(index=i, value=norm))
             q[at:at + 4] /= norm
     if check:
         violation, name, cluster = model.couplings.worst_position_violation(q)
@@ -94,9 +68,8 @@ def positions(model, data, q, check=True):
                     if phi > violation:
                         violation, name, cluster = phi, con.name, c.name
         if violation > bounds.POSITION_TOLERANCE:
-            raise ModelError(f'q violates constraint {quote(name)} of cluster {quote(cluster)} by '
-                             f'{violation:.3g} (tolerance {bounds.POSITION_TOLERANCE}); complete '
-                             'the dependent joints with complete_positions()')
+            index = model.checked_constraints.index((name, cluster))
+            raise message(model, POSITION_VIOLATION, Fault(index=index, value=violation))
     return q
 
 
@@ -108,9 +81,8 @@ def independent_velocities(model, data, x, name='v'):
         return x
     violation, cluster, scale = data.engine.velocity_violation(x)
     if violation > bounds.VELOCITY_TOLERANCE * max(1.0, scale):
-        raise ModelError(f'{name} violates the constraints of cluster {quote(cluster)} by '
-                         f'{violation:.3g}; pass consistent spanning values or the {model.ny} '
-                         'independent ones')
+        index = next(c.index for c in model.cluster_list if c.name == cluster)
+        raise message(model, VELOCITY_VIOLATION, Fault(name, index=index, value=violation))
     return x[model.independent_v]
 
 
@@ -144,31 +116,11 @@ def all_finite(x):
 
 
 def check_finite(model, what, inputs, *results):
-    """Nothing when every entry of results is finite (the only cost on success); else a ModelError
-    naming the input entry that is largest relative to its bound, the likely cause of the overflow.
+    """Nothing when every entry of results is finite (the only cost on success); else NOT_FINITE,
+    which names the input entry that is largest relative to its bound, the likely cause of the
+    overflow.
 
     inputs: (name, validated vector, bound) of each input of the call."""
     if all([all_finite(r.reshape(-1)) for r in results]):
         return
-    name, x, bound = max(inputs,
-                         key=lambda entry: np.max(np.abs(entry[1]), initial=0.0) / entry[2])
-    i = int(np.argmax(np.abs(x)))
-    joint = _joint_at(model, x.size, i)
-    raise ModelError(f'the {what} are not finite at this input (largest relative to its bound: '
-                     f'{name}[{i}] = {x[i]:.3g}{f" of joint {quote(joint)}" if joint else ""}, '
-                     f'bound {bound:g}); the model\'s masses, inertias or ratios may be out of '
-                     'scale')
-
-
-def _joint_at(model, size, i):
-    """Name of the joint of entry i of a position (nq), spanning (nv) or independent (ny)
-    vector."""
-    if size == model.nq:
-        starts = model.idx_q
-    elif size == model.nv:
-        starts = model.idx_v
-    elif size == model.ny:
-        i, starts = model.independent_v[i], model.idx_v
-    else:
-        return None
-    return model.joint_names[int(np.searchsorted(starts[1:], i, side='right')) - 1]
+    raise message(model, NOT_FINITE, Fault(what, given=inputs))

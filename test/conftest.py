@@ -100,3 +100,7 @@ def assert_close(actual, expected, name, rtol=RTOL):
 @pytest.fixture
 def rng():
     return np.random.default_rng(SEED)
+
+
+def _G(name, q):
+    return oracle(name).null_space_G(q, robot(name).independent_v)

@@ -37,6 +37,9 @@ Constraint rows (K qdd = k, k = -Kdot v):
     (a_* = body-frame spatial accelerations), hence k = -T (that at qdd = 0).
   * <coupling> (pred A, succ B, ratio r): r * sum(v on NCA->A) - sum(v on NCA->B).
   * <mimic joint=J multiplier=m> in joint K: v_K - m v_J.
+
+``independent_oracle(text, urdf)``: the oracle of an Extended URDF pair (the
+closures' YAML text, the URDF's path), converted without the library.
 """
 
 from __future__ import annotations
@@ -46,8 +49,9 @@ import os
 import numpy as np
 import pinocchio as pin
 from lxml import etree
+import yaml
 
-__all__ = ["KKTOracle", "rpy_to_matrix"]
+__all__ = ["independent_oracle", "KKTOracle", "rpy_to_matrix"]
 
 
 # ----------------------------------------------------------------------------
@@ -784,3 +788,38 @@ class KKTOracle:
         if np.abs(self.loop_residual(q)).max() > 1e3 * tol:
             raise RuntimeError("closure did not converge")
         return q
+
+
+def independent_oracle(text, urdf):
+    """A URDF+ of the pair built without the library: each closure frame resolved by Pinocchio's
+    frames of the original URDF (frame -> parent joint's child link + placement), the joint
+    replacements by hand."""
+    closures = yaml.safe_load(text)
+    root = etree.parse(urdf, etree.XMLParser(remove_comments=True)).getroot()
+    tree = pin.buildModelFromXML(etree.tostring(root).decode())
+    child_link = {j.get('name'): j.find('child').get('link') for j in root.findall('joint')}
+    for (a, b), kind in zip(closures['closed_loop'], closures['type']):
+        loop = etree.SubElement(root, 'loop', name=f'{a}-{b}',
+                                type={'6D': 'fixed', '3D': 'spherical'}[kind.upper()])
+        for tag, name in (('predecessor', a), ('successor', b)):
+            frame = tree.frames[tree.getFrameId(name)]
+            side = etree.SubElement(loop, tag, link=child_link[tree.names[frame.parentJoint]])
+            rpy = ' '.join(f'{x:.17g}' for x in pin.rpy.matrixToRpy(frame.placement.rotation))
+            xyz = ' '.join(f'{x:.17g}' for x in frame.placement.translation)
+            etree.SubElement(side, 'origin', xyz=xyz, rpy=rpy)
+    for name, kind in zip(closures.get('joint_name', []), closures.get('joint_type', [])):
+        joint = root.find(f"joint[@name='{name}']")
+        if kind in ('FIXED', 'SPHERICAL'):
+            joint.set('type', kind.lower())
+            continue
+        assert kind == 'UJOINT_YX'
+        child = joint.find('child').get('link')
+        joint.set('name', f'{name}_a')
+        joint.set('type', 'continuous')
+        joint.find('axis').set('xyz', '0 1 0')
+        joint.find('child').set('link', f'{name}_cross')
+        root.append(etree.fromstring(f'<link name="{name}_cross"/>'))
+        root.append(etree.fromstring(
+            f'<joint name="{name}_b" type="continuous"><parent link="{name}_cross"/><child '
+            f'link="{child}"/><axis xyz="1 0 0"/></joint>'))
+    return KKTOracle(etree.tostring(root).decode())

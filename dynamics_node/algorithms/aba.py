@@ -2,7 +2,8 @@
 
 import numpy as np
 
-from ..errors import quote, SingularConfigurationError
+from ..faults import Fault, message
+from ..kernels.codes import D_ILL_CONDITIONED, D_NOT_POSITIVE
 from ..spatial import cross_force
 from .kinematics import add_to_parent, body_inertias, forward_pass
 
@@ -38,7 +39,7 @@ def aba(model, data, q, yd, tau_y):
         y0, y1 = model.y_range[k]
         U[k] = IA[k] @ S
         D = S.T @ U[k]
-        D_factor[k] = articulated_cholesky(D, model.cluster_list[k].name)
+        D_factor[k] = articulated_cholesky(D, model, k)
         u[k] = tau_y[y0:y1][free] - S.T @ pA[k]
         parent = model.cluster_list[k].parent
         if parent >= 0:
@@ -64,21 +65,18 @@ def aba(model, data, q, yd, tau_y):
     return ydd
 
 
-def articulated_cholesky(D, name):
-    """Cholesky factor of the SPD D_k; a (near-)singular D_k means the cluster's motion subspace
-    has lost rank (a kinematic singularity) and is reported, never returned as garbage."""
+def articulated_cholesky(D, model, k):
+    """Cholesky factor of the SPD D_k of cluster k; a (near-)singular D_k means the cluster's
+    motion subspace has lost rank (a kinematic singularity) and is reported, never returned as
+    garbage."""
     try:
         L = np.linalg.cholesky(D)
     except np.linalg.LinAlgError:
-        raise SingularConfigurationError(
-            f'cluster {quote(name)}: its articulated inertia D = S^T I^A S is not positive '
-            'definite (singular configuration); use method="lcaba"') from None
+        raise message(model, D_NOT_POSITIVE, Fault(index=k)) from None
     diagonal = np.diag(L)
     # size 0: a rigid cluster
     if diagonal.size and diagonal.min() ** 2 <= D_CONDITION_LIMIT * diagonal.max() ** 2:
-        raise SingularConfigurationError(
-            f'cluster {quote(name)}: D = S^T I^A S is ill-conditioned (singular configuration); '
-            'use method="lcaba"')
+        raise message(model, D_ILL_CONDITIONED, Fault(index=k))
     return L
 
 

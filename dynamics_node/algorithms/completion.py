@@ -36,7 +36,8 @@ import time
 import numpy as np
 
 from ..errors import ModelError, quote, SingularConfigurationError
-from ..multibody.clusters import constraint_jacobian, explicit_jacobian, SINGULARITY_THRESHOLD
+from ..multibody.clusters import SINGULARITY_THRESHOLD
+from ..multibody.constraints import constraint_jacobian, explicit_jacobian
 from ..joint_types import TYPES
 from ..multibody.joints import retract
 from ..spatial import matrix_quaternion, quaternion_matrix, rotation_about, rotation_log

@@ -38,7 +38,7 @@ DELASSUS_CONDITION_LIMIT = 1e-12
 # accelerations beyond which it reports the contact set as singular although the Cholesky pivots
 # passed DELASSUS_CONDITION_LIMIT: a set redundant in exact arithmetic whose rows conflict (two 6D
 # feet on one side of a quadruped with 3-DoF legs, whose hip axes line up: 2e-4). Round-off leaves
-# below 3e-13 (test/test_contacts.py).
+# below 3e-13 (test/algorithms/test_contacts.py).
 DELASSUS_RESIDUAL_LIMIT = 1e-9
 
 

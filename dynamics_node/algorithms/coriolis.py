@@ -31,7 +31,7 @@ on the dependent rows as g is (kinematics.explicit_constraint); constraints.py g
 
 import numpy as np
 
-from ..multibody.clusters import constraint_jacobian
+from ..multibody.constraints import constraint_jacobian
 from ..spatial import crf, crm, skew
 from .frames import body_jacobian
 from .kinematics import forward_pass

@@ -32,7 +32,7 @@ def efpa(model, data, q, frames):
     for k in reversed(range(nc)):
         S = data.S[k][:, model.free_columns[k]]                       # held coordinates stay still
         D = S.T @ IA[k] @ S
-        K[k] = S @ cholesky_solve(articulated_cholesky(D, model.cluster_list[k].name), S.T)
+        K[k] = S @ cholesky_solve(articulated_cholesky(D, model, k), S.T)
         parent = model.cluster_list[k].parent
         if parent < 0:
             continue

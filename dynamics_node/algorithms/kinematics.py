@@ -12,8 +12,10 @@ For cluster k with bodies i and output bodies o(i):
 
 import numpy as np
 
-from ..errors import quote, SingularConfigurationError
-from ..multibody.clusters import constraint_jacobian, SINGULARITY_THRESHOLD
+from ..faults import Fault, message
+from ..kernels.codes import AMPLIFIED, SINGULAR_SPLIT
+from ..multibody.clusters import SINGULARITY_THRESHOLD
+from ..multibody.constraints import constraint_jacobian
 from ..multibody.joints import joint_transform
 from ..spatial import cross_motion
 
@@ -40,10 +42,8 @@ def explicit_constraint(model, data, k, yd):
     Q, R = np.linalg.qr(K[:, c.dependent])
     diagonal = np.abs(np.diag(R))
     if diagonal.min() <= SINGULARITY_THRESHOLD * max(diagonal.max(), 1.0):
-        raise SingularConfigurationError(
-            f'cluster {quote(c.name)} is at a singular configuration: its constraints '
-            f'{quote([con.name for con in c.constraints])} do not determine the dependent joints '
-            f'(conditioning {diagonal.min() / diagonal.max():.1e}); use method="lcaba"')
+        raise message(model, SINGULAR_SPLIT,
+                      Fault(index=k, value=diagonal.min() / diagonal.max()))
     G = np.zeros((c.n, c.m))
     G[c.independent] = np.eye(c.m)
     G[c.dependent] = -np.linalg.solve(R, Q.T @ K[:, c.independent])
@@ -56,20 +56,10 @@ def explicit_constraint(model, data, k, yd):
 
 
 def check_amplification(model, cluster, amplification):
-    """SingularConfigurationError where a loop cluster's amplification (the largest row sum of
-    |G_k|) exceeds its bound (Model.amplification_limit times its amplification at the reference
-    configuration)."""
+    """AMPLIFIED where a loop cluster's amplification (the largest row sum of |G_k|) exceeds its
+    bound (Model.amplification_limit times its amplification at the reference configuration)."""
     if amplification > model.amplification_bound[cluster.index]:
-        raise SingularConfigurationError(amplification_message(model, cluster, amplification))
-
-
-def amplification_message(model, cluster, amplification):
-    return (f'cluster {quote(cluster.name)} is near a singular configuration: a joint would move '
-            f'{amplification:.3g} times faster than the independent coordinates, more than '
-            f'{model.amplification_limit:g} times its '
-            f'{model.reference_amplification[cluster.index]:.3g} at the reference configuration '
-            '(amplification_limit; reference_positions nearer the working range may lower it); '
-            'use method="lcaba"')
+        raise message(model, AMPLIFIED, Fault(index=cluster.index, value=amplification))
 
 
 def cluster_motion(model, data, k, yd):

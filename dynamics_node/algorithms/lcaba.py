@@ -27,6 +27,8 @@ import weakref
 import numpy as np
 
 from ..errors import ModelError, quote
+from ..faults import Fault, message
+from ..kernels.codes import LCABA_NOT_POSITIVE
 from ..multibody.constraints import chain_transform, CouplingConstraint
 from ..spatial import cross_force, cross_motion, inverse_transform
 from .kinematics import update_transforms
@@ -313,8 +315,7 @@ def _backward_sweep(model, data, plan, H, f, c, tau, a0):
         try:
             np.linalg.cholesky(D)
         except np.linalg.LinAlgError:
-            raise ModelError(f'joint {quote(model.joint_names[i - 1])}: D = S^T H S is not '
-                             'positive definite; does its body have mass?') from None
+            raise message(model, LCABA_NOT_POSITIVE, Fault(index=i)) from None
         Dinv = np.linalg.inv(D)
         u = tau[model.idx_v[i] + free] + S.T @ f[i]
         UD = U @ Dinv

@@ -1,56 +1,69 @@
 """The engine contract: what Model asks of the algorithms of one model on one workspace.
 
-Model runs every public call as one sequence:
+Every public call is one call to an entry point, ``entry(context, *inputs) -> rule code``
+(kernels/codes.py): the call's input checks (in validation.py's order), its algorithm and the
+finiteness of its result in one step, the result in a buffer of the workspace, and for a fault the
+details (argument, index, value) in ``fault``. Model then returns a copy of the result, raises the
+error of faults.py's table for the code, or routes (a singular cluster in method 'auto' to LCABA,
+an LCABA result beyond LCABA_RESIDUAL to the exact route: forward_dynamics.route). Nothing is run a
+second time on another path.
 
-1. the fused call, ``fused_<call>(inputs as given)``: the whole public call (its input checks, the
-   algorithm and the finiteness check of its result) in one step. It returns the result, or None
-   for anything it does not accept, and never raises;
-2. else Model's checked path: the validation functions (validation.py) turn the inputs into checked
-   arrays or raise ModelError naming the fault, the engine's algorithm runs on them
-   (``forward_dynamics``, ``inverse_dynamics``, ...), and check_finite refuses a non-finite result
-   by name.
+``attach(data)`` hands the entry points to Model's per-thread workspace (Data): ``context``,
+``forward_dynamics_entry``, ``inverse_dynamics_entry``, ``mass_matrix_entry``, their results
+``qdd_out``, ``tau_out``, ``H_out``, and ``fault``; the other calls are engine methods that return
+a code the same way (forward_dynamics_lcaba, inverse_osim_call, link_call). The numba engine's
+entry points are compiled (kernels/calls.py) and take float64 vectors only: anything else raises
+a TypeError, and Model converts the inputs once (faults.vectors) and calls again. The NumPy
+engine's entry points check with validation.py, which raises the table's error for a bad input
+itself, and return the codes of the algorithms (a singular configuration, a non-finite result).
 
-The NumPy engine (numpy_engine.py) inherits the fused calls below, which accept nothing: every call
-takes the checked path. The numba engine (numba_engine.py) fuses them into one compiled entry point
-each, so that the common call crosses one Python frame (its fused_<call> method) between Model and
-compiled code.
+A new call (centroidal terms, derivatives, batches) adds: its checks and algorithm as one entry
+point per engine returning a code (reusing the checks of calls.py and validation.py), its result
+buffer, a faults.Call naming its arguments and results, and a public method of a few lines:
+take the thread's data, call the entry point, return a copy of the result or raise
+faults.error(model, code, data.fault, call, inputs).
 """
 
 
 class Engine:
-    """The contract; subclasses implement the algorithms and may fuse the public calls."""
+    """The contract; subclasses implement the entry points and the algorithms."""
 
-    # ---- 1. fused public calls: the result, or None where Model's checked path must run ----
+    def attach(self, data):
+        """Sets data.context, the entry points, their result buffers and data.fault."""
+        raise NotImplementedError
 
-    def fused_forward_dynamics(self, q, v, tau, settings=None, residual=float('inf')):
-        """Model.forward_dynamics(q, v, tau): spanning qdd by the cluster ABA, or by LCABA with
-        settings where its residual ||K qdd - k||_inf is within max(settings.tolerance, residual
-        max(1, ||qdd||_inf)) (method 'auto': forward_dynamics.LCABA_RESIDUAL; else inf)."""
-        return None
+    def forward_dynamics_lcaba(self, q, v, tau, settings, residual):
+        """Model.forward_dynamics(q, v, tau) by LCABA with settings: a rule code; LCABA_REJECTED
+        where its residual ||K qdd - k||_inf is beyond max(settings.tolerance, residual
+        max(1, ||qdd||_inf)) (method 'auto': forward_dynamics.LCABA_RESIDUAL; else inf); the
+        result in lcaba_qdd."""
+        raise NotImplementedError
+
+    def lcaba_result(self, multipliers=True):
+        """LcabaResult of the last forward_dynamics_lcaba call."""
+        raise NotImplementedError
+
+    def checked(self):
+        """(q, yd) of the last call: checked positions, independent velocities."""
+        raise NotImplementedError
+
+    def inverse_osim_call(self, q, links):
+        """(rule code, Lambda^-1) of a tuple of checked link names."""
+        raise NotImplementedError
+
+    def link_call(self, q, v, links, poses=True, jacobians=True, biases=True):
+        """A rule code of Model's link calls (checked link names; None: every link); the results
+        from link_results()."""
+        raise NotImplementedError
+
+    def link_results(self, poses=True, jacobians=True, biases=True):
+        """(R, p, J, bias) of the last link_call, those not asked None."""
+        raise NotImplementedError
 
     def fused_forward_dynamics_contacts(self, q, v, tau, contacts, settings,
                                         residual=float('inf')):
         """Model.forward_dynamics(q, v, tau, contacts=contacts) by LCABA with settings, where its
         residual is accepted as in fused_forward_dynamics."""
-        return None
-
-    def fused_inverse_dynamics(self, q, v, a):
-        """Model.inverse_dynamics(q, v, a): tau_y."""
-        return None
-
-    def fused_mass_matrix(self, q):
-        """Model.mass_matrix(q): H_y."""
-        return None
-
-    def fused_inverse_osim(self, q, frames):
-        """Model.inverse_osim(q, links) for the frame set of links this workspace checked
-        (known_frame_set)."""
-        return None
-
-    def fused_link_kinematics(self, q, v, links, poses=True, jacobians=True, biases=True):
-        """Model's link calls: (R, p, J, bias) of links (link names as given, not checked; None
-        for every link) as link_kinematics returns them, or None; v is not read without
-        biases."""
         return None
 
     def fused_completion(self, q_independent, previous, budget_ms):
@@ -67,10 +80,6 @@ class Engine:
     def known_frame_set(self, links):
         """The frame set of links if this workspace checked them before, else None."""
         return None
-
-    def frame_set(self, links):
-        """The frame set of a tuple of checked link names."""
-        return links
 
     def closed_positions(self, q):
         """Positions complete_positions returned (closed, within bounds): an engine may skip their
@@ -129,6 +138,12 @@ class Engine:
     def delassus(self, q, contacts):
         """D = J_c H_y^-1 J_c^T (m x m) from the cluster EFPA, after contact_state."""
         raise NotImplementedError
+
+    def contact_calls(self, contacts):
+        """The compiled projected inverse dynamics, contact bias forces and exact route of contacts
+        (engines/contact_calls.ContactCalls), or None: contacts.py runs them on the algorithms
+        here."""
+        return None
 
     def contact_wrenches(self, contacts, forces):
         """Body forces (nb x 6, body coordinates) sum_b K^b^T lambda of the contact forces (m),

@@ -16,40 +16,27 @@ each structref argument at every call.
 """
 
 import math
-import pickle
 import time
 
 import numpy as np
-from numba import typeof, types
 
 from ..algorithms import completion
 from ..algorithms.contacts import contact_set_key
-from ..algorithms.kinematics import amplification_message
 from ..algorithms.lcaba import DEFAULT_SETTINGS, LcabaResult
-from ..errors import ModelError, quote, SingularConfigurationError
-from ..kernels import aba, calls, checks, contacts, crba, efpa, kinematics, lcaba, rnea
-from ..kernels import frames as link_frames
+from ..faults import Fault, message
 from ..kernels import completion as compiled_completion
-from ..kernels.borrowed import Borrowed, INPUT_VECTOR, NotAFloat64Vector
+from ..kernels.borrowed import Borrowed
+from ..kernels.codes import LCABA_NOT_POSITIVE
 from ..kernels.checks import REFER
 from ..kernels.flat.checks import call_context, check_plan, frame_set
 from ..kernels.flat.lcaba import lcaba_plan, LcabaPlan
 from ..kernels.flat.model import FlatModel
 from ..kernels.kinematics import OK
 from ..spatial import SWAP_LINEAR_ANGULAR
+from . import contact_calls
+from .compilation import compile_kernels, DISPATCHERS, ENTRY_POINTS, on_disk
 from .contract import Engine
 
-_INPUT = INPUT_VECTOR                  # a float64 vector, else NotAFloat64Vector (borrowed.py)
-_FORCES = types.Array(types.float64, 2, 'A', readonly=True)
-_MATRIX = types.Array(types.float64, 2, 'C')
-_DISPATCHERS = {kernel.__name__: kernel for kernel in
-                (aba.aba, rnea.rnea, crba.crba, efpa.efpa, aba.spanning, lcaba.lcaba,
-                 contacts.contact_jacobian, checks.accept_positions, checks.velocity_violation,
-                 compiled_completion.complete, link_frames.link_kinematics)}
-_DISPATCHERS.update({'fused_' + kernel.__name__: kernel for kernel in
-                     (calls.forward_dynamics, calls.forward_dynamics_lcaba, calls.inverse_dynamics,
-                      calls.mass_matrix, calls.inverse_osim, calls.link_kinematics)})
-_ENTRY_POINTS = {}              # name -> compiled entry point, filled by the first warm_up()
 FRAME_SETS = 64                 # link lists whose Lambda^-1 buffers are kept
 CONTACT_SETS = 64               # contact sets whose LCABA plans and workspaces are kept
 _FAILURES = {compiled_completion.START_SINGULAR: 'start',
@@ -81,7 +68,9 @@ class FastPath(Engine):
         self._contact_sets = {}                   # tuple of Contacts -> _ContactSet
         self._pending = None                      # a completion whose budget ran out
         #                                           (fused_completion)
-        self._use(_ENTRY_POINTS or {name: self._warm_up_then(name) for name in _DISPATCHERS})
+        self._links = 0                           # the links of the last link_call
+        self.workspace = None                     # the Data attached (attach)
+        self._use(ENTRY_POINTS or {name: self._warm_up_then(name) for name in DISPATCHERS})
 
     def set_gravity(self, gravity):
         """Gravity acceleration (3) in the root frame, shared by every FastPath of this flat
@@ -174,9 +163,7 @@ class FastPath(Engine):
                              float(settings.mu), float(settings.tolerance),
                              int(settings.max_iterations))
         if status:
-            joint = self.model.joint_names[int(w.info[0]) - 1]
-            raise ModelError(f'joint {quote(joint)}: D = S^T H S is not positive definite; does '
-                             'its body have mass?')
+            raise message(self.model, LCABA_NOT_POSITIVE, Fault(index=int(w.info[0])))
         iterations, residual, converged = w.result
         return LcabaResult(w.qdd.copy(), int(iterations), float(residual), bool(converged),
                            plan.multipliers(w.lam) if multipliers else {},
@@ -218,27 +205,46 @@ class FastPath(Engine):
             entry = self._contact_sets[key] = _ContactSet(self, contacts)
         return entry
 
-    # ---- the public calls in one compiled call each (kernels/calls.py): the result, or None where
-    # the compiled checks refer to Model's Python path, which then names the error. Inputs of any
-    # other type than a float64 vector are referred as well: the kernels refuse them with
-    # NotAFloat64Vector (borrowed.INPUT_VECTOR).
+    # ---- the public calls: one compiled entry point each (kernels/calls.py), entry(context,
+    #      *inputs) -> rule code (codes.py), its details in fault; attach() hands them to Model's
+    #      workspace. Inputs of any other type than a float64 vector raise NotAFloat64Vector (a
+    #      TypeError; borrowed.INPUT_VECTOR): Model converts them and calls again.
 
-    def fused_forward_dynamics(self, q, v, tau, settings=None, residual=math.inf):
-        """Model.forward_dynamics(q, v, tau): spanning qdd by the cluster ABA, by LCABA with
-        settings where its residual is within max(tolerance, residual max(1, |qdd|_inf))."""
-        try:
-            if settings is None:
-                if self._fused_forward_dynamics(self._x, q, v, tau) == OK:
-                    return self.data.qdd.copy()
-            else:
-                # frozen settings: the same object, the same values
-                if settings is not self._settings or residual != self._residual:
-                    self._use_settings(settings, residual)
-                if self._fused_forward_dynamics_lcaba(self._x, q, v, tau) == OK:
-                    return self.lcaba_data.qdd.copy()
-        except NotAFloat64Vector:
-            pass
-        return None
+    def attach(self, data):
+        """data's entry points, context, result buffers and fault (contract.Engine.attach)."""
+        self.workspace = data
+        data.context = self._x
+        data.forward_dynamics_entry = self._fused_forward_dynamics
+        data.inverse_dynamics_entry = self._fused_inverse_dynamics
+        data.mass_matrix_entry = self._fused_mass_matrix
+        data.qdd_out, data.tau_out, data.H_out = self.data.qdd, self.data.tau, self.data.H
+        data.fault = self.data.fault
+
+    def forward_dynamics_lcaba(self, q, v, tau, settings, residual):
+        """Model.forward_dynamics(q, v, tau) by LCABA with settings: a rule code, LCABA_REJECTED
+        where its residual is beyond max(tolerance, residual max(1, |qdd|_inf)); the result in
+        lcaba_qdd."""
+        # frozen settings: the same object, the same values
+        if settings is not self._settings or residual != self._residual:
+            self._use_settings(settings, residual)
+        return self._fused_forward_dynamics_lcaba(self._x, q, v, tau)
+
+    @property
+    def lcaba_qdd(self):
+        return self.lcaba_data.qdd
+
+    def lcaba_result(self, multipliers=True):
+        """LcabaResult of the last forward_dynamics_lcaba call."""
+        w = self.lcaba_data
+        iterations, residual, converged = w.result
+        return LcabaResult(w.qdd.copy(), int(iterations), float(residual), bool(converged),
+                           self.plan.multipliers(w.lam) if multipliers else {},
+                           self.plan.contact_forces(w.lam))
+
+    def checked(self):
+        """(q, yd): the checked positions (quaternions normalized) and independent velocities of
+        the last call."""
+        return self.data.q_checked.copy(), self.data.yd_checked.copy()
 
     def fused_forward_dynamics_contacts(self, q, v, tau, contacts, settings, residual=math.inf):
         """Model.forward_dynamics(q, v, tau, contacts=contacts) by LCABA with settings, where its
@@ -253,49 +259,25 @@ class FastPath(Engine):
                     entry.settings, entry.residual = settings, residual
                 if self._fused_forward_dynamics_lcaba(entry.context, q, v, tau) == OK:
                     return entry.w.qdd.copy()
-        except (NotAFloat64Vector, TypeError):            # TypeError: an unhashable key
+        except TypeError:              # NotAFloat64Vector, or an unhashable key
             pass
         return None
 
-    def fused_inverse_dynamics(self, q, v, a):
-        """Model.inverse_dynamics(q, v, a): tau_y."""
-        try:
-            if self._fused_inverse_dynamics(self._x, q, v, a) == OK:
-                return self.data.tau.copy()
-        except NotAFloat64Vector:
-            pass
-        return None
+    def inverse_osim_call(self, q, links):
+        """Model.inverse_osim(q, links) of a tuple of checked links: (rule code, Lambda^-1)."""
+        frames = self.frame_set(links)
+        return self._fused_inverse_osim(self._x, q, frames[4]), frames[3]
 
-    def fused_mass_matrix(self, q):
-        """Model.mass_matrix(q): H_y."""
-        try:
-            if self._fused_mass_matrix(self._x, q) == OK:
-                return self.data.H.copy()
-        except NotAFloat64Vector:
-            pass
-        return None
+    def link_call(self, q, v, links, poses=True, jacobians=True, biases=True):
+        """Model's link calls of checked link names (None: every link): a rule code; the results
+        from link_results(). v is not read without biases."""
+        self._links = n = self.data.select_links(links)
+        return self._fused_link_kinematics(self._x, q, v if biases else self.data.zero_y, n,
+                                           poses, jacobians, biases)
 
-    def fused_inverse_osim(self, q, frames):
-        """Model.inverse_osim(q, links) for the frame set of checked links: Lambda^-1."""
-        try:
-            if self._fused_inverse_osim(self._x, q, frames[4]) == OK:
-                return frames[3].copy()
-        except NotAFloat64Vector:
-            pass
-        return None
-
-    def fused_link_kinematics(self, q, v, links, poses=True, jacobians=True, biases=True):
-        """Model's link calls: (R, p, J, bias) of links (names as given; None: every link), those
-        asked, or None; v is not read without biases."""
-        n = self.data.select_links(links)
-        try:
-            if n >= 0 and self._fused_link_kinematics(
-                    self._x, q, v if biases else self.data.zero_y, n, poses, jacobians,
-                    biases) == OK:
-                return self.data.link_results(n, poses, jacobians, biases)
-        except NotAFloat64Vector:
-            pass
-        return None
+    def link_results(self, poses=True, jacobians=True, biases=True):
+        """(R, p, J, bias) of the last link_call, those not asked None."""
+        return self.data.link_results(self._links, poses, jacobians, biases)
 
     def closed_positions(self, q):
         """Positions Model.complete_positions returns (checked, closed): equal positions then skip
@@ -309,7 +291,7 @@ class FastPath(Engine):
         branch or budget_ms (None: no budget) ran out (checked every completion.CHUNK_STEPS steps
         of a continuation from the reference; what it reached is finished first by the next call
         on nearby positions, as completion.complete_positions does)."""
-        if not _ENTRY_POINTS:
+        if not ENTRY_POINTS:
             self.warm_up()               # compiling or loading the kernels is no completion's time
         deadline = math.inf if budget_ms is None else time.perf_counter() + 1e-3 * budget_ms
         pending, self._pending = self._pending, None
@@ -356,7 +338,7 @@ class FastPath(Engine):
     def kernels_cached():
         """True unless warm_up() compiles: the kernels were warmed up in this process, or numba's
         on-disk cache holds every one, current with its sources."""
-        return bool(_ENTRY_POINTS) or _on_disk(_DISPATCHERS.values())
+        return bool(ENTRY_POINTS) or on_disk(DISPATCHERS.values())
 
     def warm_up(self, progress=None):
         """Compiles (or loads from the cache) every kernel, runs each once at a neutral state and
@@ -364,8 +346,7 @@ class FastPath(Engine):
         called after kernel i of n, the first time in the process."""
         start = time.perf_counter()
         frames = self.frame_set((self.model.root_link,))
-        self._use(_compile_kernels(self._m, self._d, self._p, self._w, self._c, self._x, frames,
-                                   progress))
+        self._use(compile_kernels(self, frames, progress))
         q = self.model.q_neutral
         y, f = self.data.zero_y, self.data.zero_f
         self._aba(self._m, self._d, q, y, y, f)               # statuses ignored: q may be singular
@@ -379,15 +360,17 @@ class FastPath(Engine):
                                np.zeros((2, self.plan.rows)), False)
         self._accept_positions(self._m, self._d, self._c, q.copy(), True, 1e-6, np.inf)
         self._velocity_violation(self._m, self._d, self._c, v)
-        self.fused_forward_dynamics(q, y, y)
+        self._fused_forward_dynamics(self._x, q, y, y)
         self._fused_forward_dynamics_lcaba(self._x, q, y, y)     # at the workspace's settings,
         #                                                          left as they are
-        self.fused_inverse_dynamics(q, y, y)
-        self.fused_mass_matrix(q)
-        self.fused_inverse_osim(q, frames)
+        self._fused_inverse_dynamics(self._x, q, y, y)
+        self._fused_mass_matrix(self._x, q)
+        self._fused_inverse_osim(self._x, q, frames[4])
         self._complete(self._x, q[self.model.independent_q], q, True, self.data.q_checked, False)
         self._link_kinematics(self._m, self._d, q, y, 0, True, True, True)
-        self.fused_link_kinematics(q, y, ())
+        self._fused_link_kinematics(self._x, q, y, 0, True, True, True)
+        if self.workspace is not None:
+            self.attach(self.workspace)                # the compiled entry points, not stand-ins
         return time.perf_counter() - start
 
     def _use_settings(self, settings, residual):
@@ -436,24 +419,17 @@ class FastPath(Engine):
         return self._frame_sets.get(tuple(links))
 
     def _raise(self, status):
-        """The reference's SingularConfigurationError for a kernel's status (d.info: cluster,
-        conditioning)."""
-        cluster = self.model.cluster_list[int(self.data.info[0])]
-        if status == kinematics.SINGULAR_SPLIT:
-            raise SingularConfigurationError(
-                f'cluster {quote(cluster.name)} is at a singular configuration: its constraints '
-                f'{quote([con.name for con in cluster.constraints])} do not determine the '
-                f'dependent joints (conditioning {self.data.info[1]:.1e}); use method="lcaba"')
-        if status == kinematics.AMPLIFIED:
-            raise SingularConfigurationError(
-                amplification_message(self.model, cluster, self.data.info[1]))
-        if status == kinematics.D_NOT_POSITIVE:
-            raise SingularConfigurationError(
-                f'cluster {quote(cluster.name)}: its articulated inertia D = S^T I^A S is not '
-                'positive definite (singular configuration); use method="lcaba"')
-        raise SingularConfigurationError(
-            f'cluster {quote(cluster.name)}: D = S^T I^A S is ill-conditioned (singular '
-            'configuration); use method="lcaba"')
+        """The error of a kernel's status (d.info: cluster, value; faults.py)."""
+        raise message(self.model, status, Fault(index=int(self.data.info[0]),
+                                                value=float(self.data.info[1])))
+
+    def contact_calls(self, contacts):
+        """The compiled contact routes (contact_calls.ContactCalls) of contacts (ContactFrames),
+        kept with their LCABA plan."""
+        entry = self._contact_set(contacts)
+        if entry.calls is None:
+            entry.calls = contact_calls.ContactCalls(self, entry)
+        return entry.calls
 
 
 class _ContactSet:
@@ -468,6 +444,7 @@ class _ContactSet:
         self.context = Borrowed(call_context(fast._m, fast._d, fast._c, self.p, self.w_ref))
         self.settings = self.residual = None      # the ProximalSettings and accepted residual in
         #                                           w.settings
+        self.calls = None                         # contact_calls.ContactCalls, at first use
         self.J, self.out = np.zeros((plan.rows, model.ny)), np.zeros((2, plan.rows))
         self.row0 = int(plan.con_row0[len(plan.constraints)])
         moving = sorted({b for c in contacts for b in (c.body1, c.body2) if b > 0})
@@ -506,57 +483,3 @@ def _settings(settings, residual):
     """The fused LCABA call's w.settings: ProximalSettings' mu, tolerance and max_iterations, and
     the residual it accepts relative to max(1, |qdd|_inf) (forward_dynamics.LCABA_RESIDUAL)."""
     return settings.mu, settings.tolerance, settings.max_iterations, residual
-
-
-def _on_disk(dispatchers):
-    """True where numba's on-disk cache holds every one of dispatchers, current with its sources
-    (kernels/cache.py's key): loading them compiles nothing. False where one is missing, stale or
-    unreadable (numba 0.68's cache index)."""
-    try:
-        return all(dispatcher._cache._cache_file._load_index() for dispatcher in dispatchers)
-    except (AttributeError, OSError, EOFError, pickle.UnpicklingError):
-        return False
-
-
-def _compile_kernels(m, d, p, w, c, x, frames, progress=None):
-    """The entry points of the kernels compiled for float64 arrays of any layout, once per process
-    (progress(name, i, n, seconds) after each); later compilation is disabled (numba converts other
-    float64 arrays to these signatures)."""
-    if not _ENTRY_POINTS:
-        model, data, checks, context = typeof(m), typeof(d), typeof(c), typeof(x)
-        signatures = {
-            'aba': (model, data, _INPUT, _INPUT, _INPUT, _FORCES),
-            'rnea': (model, data, _INPUT, _INPUT, _INPUT, _FORCES),
-            'crba': (model, data, _INPUT),
-            'efpa': (model, data, _INPUT) + tuple(typeof(a) for a in frames[:4]),
-            'spanning': (model, data, _INPUT, _INPUT, _INPUT),
-            'lcaba': (model, data, typeof(p), typeof(w), _INPUT, _INPUT, _INPUT, _FORCES,
-                      types.float64, types.float64, types.int64),
-            'contact_jacobian': (model, data, typeof(p), typeof(w), _MATRIX, _MATRIX,
-                                 types.boolean),
-            'accept_positions': (model, data, checks, types.Array(types.float64, 1, 'C'),
-                                 types.boolean, types.float64, types.float64),
-            'velocity_violation': (model, data, checks, _INPUT),
-            'fused_forward_dynamics': (context, _INPUT, _INPUT, _INPUT),
-            'fused_forward_dynamics_lcaba': (context, _INPUT, _INPUT, _INPUT),
-            'fused_inverse_dynamics': (context, _INPUT, _INPUT, _INPUT),
-            'fused_mass_matrix': (context, _INPUT),
-            'complete': (context, _INPUT, _INPUT, types.boolean,
-                         types.Array(types.float64, 1, 'C'), types.boolean),
-            'fused_inverse_osim': (context, _INPUT, typeof(frames[4])),
-            'link_kinematics': (model, data, _INPUT, _INPUT, types.int64, types.boolean,
-                                types.boolean, types.boolean),
-            'fused_link_kinematics': (context, _INPUT, _INPUT, types.int64, types.boolean,
-                                      types.boolean, types.boolean),
-        }
-        # a fused call may compile other types of a kernel (the algorithms at the transforms of its
-        # check)
-        for i, (name, signature) in enumerate(signatures.items(), 1):
-            start = time.perf_counter()
-            _DISPATCHERS[name].compile(signature)
-            if progress is not None:
-                progress(name, i, len(signatures), time.perf_counter() - start)
-        for name, signature in signatures.items():
-            _DISPATCHERS[name].disable_compile()
-            _ENTRY_POINTS[name] = _DISPATCHERS[name].get_overload(signature)
-    return _ENTRY_POINTS

@@ -1,11 +1,16 @@
-"""The readable NumPy cluster algorithms behind the engine contract (contract.py), without fused
-calls.
+"""The readable NumPy cluster algorithms behind the engine contract (contract.py): each public
+call's entry point checks its inputs with validation.py (raising the error of faults.py's table
+for a bad input), runs the algorithm and returns the rule code of a singular configuration or a
+non-finite result as the compiled calls do.
 
-This is the reference the compiled kernels are tested against (test/test_fast_path.py), and
-the engine of a model loaded with ``compiled=False`` or where numba is not installed.
+This is the reference the compiled kernels are tested against
+(test/kernels/test_fast_path.py), and the engine of a model loaded with ``compiled=False`` or where
+numba is not installed.
 """
 
 import numpy as np
+
+from .. import bounds
 
 from ..algorithms.aba import aba
 from ..algorithms.contacts import (add_contact_forces, contact_jacobian, contact_rows, delassus,
@@ -15,9 +20,13 @@ from ..algorithms.efpa import efpa
 from ..algorithms.frames import link_kinematics
 from ..algorithms.kinematics import forward_pass
 from ..algorithms.lcaba import lcaba
+from ..errors import SingularConfigurationError
+from ..faults import Fault, message
+from ..kernels.codes import ACCELERATION_VIOLATION, LCABA_REJECTED, LIFT_SINGULAR, NOT_FINITE, OK
 from ..algorithms.rnea import rnea
-from ..multibody.clusters import constraint_jacobian
+from ..multibody.constraints import constraint_jacobian
 from ..spatial import SWAP_LINEAR_ANGULAR
+from ..validation import all_finite, independent_velocities, positions, vector
 from .contract import Engine
 
 
@@ -26,6 +35,135 @@ class ReferencePath(Engine):
 
     def __init__(self, model, data):
         self.model, self.data = model, data
+        self.fault = np.zeros(3)
+        self.qdd, self.tau = np.zeros(model.nv), np.zeros(model.ny)
+        self.H = np.zeros((model.ny, model.ny))
+        self.lcaba_qdd = np.zeros(model.nv)
+        self._checked = self._lcaba = self._links = None
+
+    # ---- the public calls' entry points: entry(engine, *inputs) -> rule code ----
+
+    def attach(self, data):
+        """data's entry points, context, result buffers and fault (contract.Engine.attach)."""
+        data.context = self
+        data.forward_dynamics_entry = ReferencePath.forward_dynamics_call
+        data.inverse_dynamics_entry = ReferencePath.inverse_dynamics_call
+        data.mass_matrix_entry = ReferencePath.mass_matrix_call
+        data.qdd_out, data.tau_out, data.H_out = self.qdd, self.tau, self.H
+        data.fault = self.fault
+
+    def forward_dynamics_call(self, q, v, tau):
+        """Model.forward_dynamics by the cluster ABA: spanning qdd into self.qdd."""
+        q, v, tau, yd = self._state(q, v, tau, 'tau', bounds.FORCE)
+        f_ext = self.data.f_ext
+        return self._run(self.qdd, lambda: self.forward_dynamics(q, yd, tau, f_ext, True))
+
+    def inverse_dynamics_call(self, q, v, a):
+        """Model.inverse_dynamics: tau_y into self.tau; spanning a must equal G ydd + g."""
+        q, v, a, yd = self._state(q, v, a, 'a', bounds.ACCELERATION)
+        model = self.model
+        ydd = a if a.size == model.ny and model.ny != model.nv else a[model.independent_v]
+        if a.size == model.nv:
+            try:
+                mismatch = np.max(np.abs(a - self.spanning(q, yd, ydd)), initial=0.0)
+            except SingularConfigurationError as error:
+                return self._fault(error)
+            if mismatch > bounds.VELOCITY_TOLERANCE * max(1.0, np.max(np.abs(a))):
+                raise message(model, ACCELERATION_VIOLATION, Fault(value=mismatch))
+        return self._run(self.tau, lambda: self.inverse_dynamics(q, yd, ydd, self.data.f_ext))
+
+    def mass_matrix_call(self, q):
+        """Model.mass_matrix: H_y into self.H."""
+        q = positions(self.model, self.data, q)
+        return self._run(self.H, lambda: self.mass_matrix(q))
+
+    def forward_dynamics_lcaba(self, q, v, tau, settings, residual):
+        """Model.forward_dynamics by LCABA with settings into lcaba_qdd: LCABA_REJECTED where its
+        residual is beyond max(tolerance, residual max(1, |qdd|_inf))."""
+        model = self.model
+        q, v, tau, _ = self._state(q, v, tau, 'tau', bounds.FORCE)
+        qd = v
+        if v.size != model.nv:
+            try:
+                qd = self.spanning(q, np.zeros(model.ny), v)   # G yd: g vanishes at zero velocity
+            except SingularConfigurationError as error:
+                self.fault[:] = (error.code, error.details[1], error.details[2])
+                return LIFT_SINGULAR
+        spanning_tau = tau
+        if tau.size != model.nv:
+            spanning_tau = np.zeros(model.nv)
+            spanning_tau[model.independent_v] = tau
+        self._lcaba = result = self.lcaba(q, qd, spanning_tau, self.data.f_ext, settings)
+        self.lcaba_qdd[:] = result.qdd
+        if not (all_finite(result.qdd) and all(all_finite(np.reshape(x, -1))
+                                               for x in result.multipliers.values())):
+            return NOT_FINITE
+        scale = max(1.0, float(np.max(np.abs(result.qdd), initial=0.0)))
+        if result.residual > max(settings.tolerance, residual * scale):
+            self.fault[:] = (result.iterations, 0, result.residual)
+            return LCABA_REJECTED
+        return OK
+
+    def lcaba_result(self, multipliers=True):
+        """LcabaResult of the last forward_dynamics_lcaba call."""
+        return self._lcaba
+
+    def checked(self):
+        """(q, yd): the checked positions and independent velocities of the last call."""
+        return self._checked
+
+    def inverse_osim_call(self, q, links):
+        """(rule code, Lambda^-1) of a tuple of checked links."""
+        q = positions(self.model, self.data, q)
+        try:
+            result = self.inverse_osim(q, links)
+        except SingularConfigurationError as error:
+            return self._fault(error), None
+        return (OK if all_finite(result.reshape(-1)) else NOT_FINITE), result
+
+    def link_call(self, q, v, links, poses=True, jacobians=True, biases=True):
+        """Model's link calls of checked link names (None: every link): a rule code, the results
+        from link_results()."""
+        model = self.model
+        q = positions(model, self.data, q, check=jacobians or biases)
+        yd = None
+        if biases:
+            v = vector(v, 'v', {model.nv: 'spanning', model.ny: 'independent'}, bounds.VELOCITY)
+            yd = independent_velocities(model, self.data, v)
+        try:
+            self._links = self.link_kinematics(q, yd, links, poses, jacobians, biases)
+        except SingularConfigurationError as error:
+            return self._fault(error)
+        return OK if all(all_finite(x.reshape(-1)) for x in self._links if x is not None) \
+            else NOT_FINITE
+
+    def link_results(self, poses=True, jacobians=True, biases=True):
+        return self._links
+
+    def _state(self, q, v, x, name, bound):
+        """q, v and x (tau or a) checked in validation.py's order, and the independent
+        velocities."""
+        model, data = self.model, self.data
+        sizes = {model.nv: 'spanning', model.ny: 'independent'}
+        q = positions(model, data, q)
+        v = vector(v, 'v', sizes, bounds.VELOCITY)
+        x = vector(x, name, sizes, bound)
+        yd = independent_velocities(model, data, v)
+        self._checked = q, yd
+        return q, v, x, yd
+
+    def _run(self, out, algorithm):
+        """The algorithm's result into out: OK, NOT_FINITE, or the code of a singular
+        configuration."""
+        try:
+            out[...] = algorithm()
+        except SingularConfigurationError as error:
+            return self._fault(error)
+        return OK if all_finite(out.reshape(-1)) else NOT_FINITE
+
+    def _fault(self, error):
+        self.fault[:] = error.details
+        return error.code
 
     def forward_dynamics(self, q, yd, tau, f_ext=None, spanning=False):
         """ydd (ny) from the cluster ABA, or qdd = G ydd + g (nv) with spanning=True; tau

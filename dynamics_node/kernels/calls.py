@@ -7,10 +7,11 @@ of bounds.py, unit quaternions, closed loops and couplings, consistent spanning 
 accelerations; kernels/checks.py), runs its algorithm (the kernels, kernels/lcaba.py) and checks
 that the results are finite: one call from Python instead of one per check, whose Python glue would
 cost as much as a whole tree ABA. Inputs are float64 vectors
-(model.py makes sure of it). An entry point returns OK, or REFER for anything it does not accept:
-an input a check refuses, a singular configuration or a non-finite result. Model then takes its
-Python path, which names the error (or falls back to LCABA, or from an LCABA result that does not
-keep the constraints to the exact route): the compiled path only ever accepts.
+(model.py converts anything else once, up front). An entry point returns OK, or the rule code of
+the first check that refuses (codes.py), in the order validation.py checks, with its details in
+d.fault (argument, index, value): a bad input, a singular configuration, a non-finite result, or
+(LCABA_REJECTED) an LCABA result that does not keep the constraints. Model raises the error the
+code names (faults.py), or routes (forward_dynamics.py): nothing is run twice.
 
 Checks and algorithm share their work: the position check leaves d.Xup at q, where the algorithms
 start (q None); the loops are checked after the algorithm, at the transforms to each loop's ends
@@ -37,10 +38,13 @@ from numba import njit
 
 from .aba import aba, spanning_accelerations
 from .cache import key_on_helpers
-from .checks import (ACCELERATION_BOUND, accept_positions, all_within, constraint_violation,
-                     couplings_closed, FORCE_BOUND, loops_closed, normalize_quaternions,
-                     POSITION_BOUND,
-                     POSITION_TOLERANCE, REFER, VELOCITY_BOUND, VELOCITY_TOLERANCE)
+from .checks import (ACCELERATION_BOUND, beyond, constraint_violation, couplings_closed,
+                     FORCE_BOUND, loops_closed, normalize_quaternions, POSITION_BOUND,
+                     POSITION_TOLERANCE, unit_quaternions, VELOCITY_BOUND, VELOCITY_TOLERANCE,
+                     velocity_violation, worst_constraint)
+from .codes import (ACCELERATION_VIOLATION, FIRST, LCABA_NOT_POSITIVE, LCABA_REJECTED, LENGTH,
+                    LIFT_SINGULAR, NOT_FINITE, OUT_OF_BOUND, POSITION_VIOLATION, QUATERNION,
+                    SECOND, THIRD, VELOCITY_VIOLATION)
 from .crba import crba
 from .efpa import efpa
 from . import frames
@@ -52,8 +56,15 @@ from .rnea import rnea
 key_on_helpers(__file__)
 
 ROWS_IN_K = -1.0               # consistent(): the loop clusters' rows are in d.K, no LCABA measure
-# positions(): refused; checked but for the loops; known closed
-REFUSED, UNCLOSED, CLOSED = 0, 1, 2
+# positions(): the loops still to check after the algorithm (closed); nothing left to check
+UNCLOSED, CLOSED = 1, 2
+
+
+@njit(inline='always', error_model='numpy')
+def fail(d, code, argument, index, value):
+    """code, with its details in d.fault."""
+    d.fault[0], d.fault[1], d.fault[2] = argument, index, value
+    return code
 
 
 @njit(inline='always', error_model='numpy')
@@ -67,83 +78,137 @@ def finite(x):
 
 @njit(error_model='numpy')
 def positions(m, d, c, q, closure=True):
-    """validation.positions(check=True): q into d.q_checked, quaternions normalized, couplings
-    closed, d.Xup left at q, where the algorithms take it (their q None). Returns REFUSED;
-    UNCLOSED, the loops to be checked after the algorithm (closed); or CLOSED where q equals the
-    positions complete_positions returned last (d.q_closed, NaN before: closed to completion's
-    tolerance, within bounds, unit quaternions). Without closure, as
-    validation.positions(check=False): bounds and unit quaternions only (UNCLOSED, nothing to check
-    after)."""
+    """validation.positions(check=closure): (code, known). q into d.q_checked, bounds, unit
+    quaternions (normalized), couplings closed, d.Xup left at q, where the algorithms take it
+    (their q None). known is UNCLOSED where the loops are to be checked after the algorithm
+    (closed), CLOSED where nothing is left: without closure, or where q equals the positions
+    complete_positions returned last (d.q_closed, NaN before: closed to completion's tolerance,
+    within bounds, unit quaternions), whose checks are skipped."""
     if len(q) != len(d.q_checked):
-        return REFUSED
+        return fail(d, LENGTH, FIRST, 0, len(q)), CLOSED
     same = True
     for i in range(len(q)):
         d.q_checked[i] = q[i]
         same &= q[i] == d.q_closed[i]
-    if not (same or accept_positions(m, d, c, d.q_checked, False, 0.0, c.limits[POSITION_BOUND])):
-        return REFUSED
     if same:              # normalized as the check would: the same input gives the same result
         normalize_quaternions(m, d.q_checked)
+    else:
+        i = beyond(d.q_checked, c.limits[POSITION_BOUND])
+        if i >= 0:
+            return fail(d, OUT_OF_BOUND, FIRST, i, q[i]), CLOSED
+        body, norm = unit_quaternions(m, d.q_checked)
+        if body >= 0:
+            return fail(d, QUATERNION, FIRST, body, norm), CLOSED
     update_transforms(m, d, d.q_checked)
-    if same:
-        return CLOSED
-    if not closure or couplings_closed(c, d.q_checked, c.limits[POSITION_TOLERANCE]):
-        return UNCLOSED
-    return REFUSED
-
-
-@njit(inline='always', error_model='numpy')
-def closed(m, d, c, known):
-    """The loops of the checked q within tolerance (checks.loops_closed) at the loop ends the
-    algorithm's constraint rows left, unless positions() knew q closed."""
-    return known == CLOSED or loops_closed(m, d, c, c.limits[POSITION_TOLERANCE], False)
+    if same or not closure:
+        return OK, CLOSED
+    if not couplings_closed(c, d.q_checked, c.limits[POSITION_TOLERANCE]):
+        return violated(m, d, c), CLOSED
+    return OK, UNCLOSED
 
 
 @njit(error_model='numpy')
-def motion(m, x, bound, out):
-    """validation.vector of a velocity-like x (nv spanning or ny independent): its independent
-    entries into out (consistent() checks spanning x)."""
+def violated(m, d, c):
+    """POSITION_VIOLATION of the constraint farthest from closed at the checked q."""
+    which, worst = worst_constraint(m, d, c, d.q_checked)
+    return fail(d, POSITION_VIOLATION, FIRST, which, worst)
+
+
+@njit(error_model='numpy')
+def closed(m, d, c, known):
+    """The loops of the checked q within tolerance (checks.loops_closed) at the loop ends the
+    algorithm's constraint rows left, unless positions() left nothing to check: OK, else
+    POSITION_VIOLATION."""
+    if known == CLOSED or loops_closed(m, d, c, c.limits[POSITION_TOLERANCE], False):
+        return OK
+    return violated(m, d, c)
+
+
+@njit(error_model='numpy')
+def first(m, d, c, known, code):
+    """The fault validation.py names before code, a later check's: loops of q open (unless
+    positions() left nothing to check); else code as it is. For a refusal that comes after the
+    loops' check in validation.py's order, but before it here (where the algorithm's rows check
+    the loops)."""
+    if known == UNCLOSED and not loops_closed(m, d, c, c.limits[POSITION_TOLERANCE], True):
+        return violated(m, d, c)
+    return code
+
+
+@njit(error_model='numpy')
+def first_with(m, d, c, known, v, code):
+    """first(), then spanning velocities v off K at the checked q (checks.velocity_violation), for
+    a fault of the algorithm (validation.py checks v before it runs)."""
+    earlier = first(m, d, c, known, code)
+    if earlier != code or len(v) == m.ny and m.ny != m.nv:
+        return earlier
+    velocity_violation(m, d, c, v)
+    if c.worst[0] > c.limits[VELOCITY_TOLERANCE] * max(1.0, c.worst[2]):
+        return fail(d, VELOCITY_VIOLATION, SECOND, c.worst[1], c.worst[0])
+    return code
+
+
+@njit(error_model='numpy')
+def vector(m, d, x, argument, bound):
+    """validation.vector of a velocity-, acceleration- or force-like x: nv (spanning) or ny
+    (independent) entries within bound. OK, LENGTH or OUT_OF_BOUND."""
     n = len(x)
-    if not ((n == m.nv or n == m.ny) and all_within(x, bound)):
-        return False
-    independent = n == m.ny and m.ny != m.nv
+    if not (n == m.ny or n == m.nv):
+        return fail(d, LENGTH, argument, 0, n)
+    i = beyond(x, bound)
+    if i >= 0:
+        return fail(d, OUT_OF_BOUND, argument, i, x[i])
+    return OK
+
+
+@njit(error_model='numpy')
+def independent(m, x, out):
+    """The independent entries of a vector x that vector() accepted into out."""
+    spanning = len(x) == m.nv
     for j in range(m.ny):
-        out[j] = x[j] if independent else x[m.independent_v[j]]
-    return True
+        out[j] = x[m.independent_v[j]] if spanning else x[j]
 
 
 @njit(error_model='numpy')
 def consistent(m, d, c, x, lcaba_violation):
-    """validation.independent_velocities of a velocity-like x accepted by motion(): independent, or
-    spanning with K x = 0 within tolerance at the checked q: max |K x| over the coupling rows and
-    the loop clusters' active rows in d.K (the algorithm's kinematics built them;
+    """validation.independent_velocities of a velocity-like x accepted by vector(): independent,
+    or spanning with K x = 0 within tolerance at the checked q: max |K x| over the coupling rows
+    and the loop clusters' active rows in d.K (the algorithm's kinematics built them;
     constraint_violation), or LCABA's measure over the rows it keeps, the same rows
-    (flat.lcaba._kept_rows; ROWS_IN_K for the former)."""
+    (flat.lcaba._kept_rows; ROWS_IN_K for the former). OK or VELOCITY_VIOLATION."""
     if len(x) == m.ny and m.ny != m.nv:
-        return True
+        return OK
     constraint_violation(m, d, c, x, lcaba_violation == ROWS_IN_K)
-    return not (max(c.worst[0], lcaba_violation)
-                > c.limits[VELOCITY_TOLERANCE] * max(1.0, c.worst[2]))
-
-
-@njit(inline='always', error_model='numpy')
-def generalized(m, x, bound):
-    """validation.vector of spanning (nv) or independent (ny) forces or accelerations."""
-    return (len(x) == m.nv or len(x) == m.ny) and all_within(x, bound)
+    worst = c.worst[0]
+    if lcaba_violation > worst:
+        worst = lcaba_violation
+    if worst > c.limits[VELOCITY_TOLERANCE] * max(1.0, c.worst[2]):
+        return fail(d, VELOCITY_VIOLATION, SECOND, c.worst[1], worst)
+    return OK
 
 
 @njit(cache=True, nogil=True, error_model='numpy')
 def forward_dynamics(x, q, v, tau):
     """Model.forward_dynamics with the cluster ABA: spanning accelerations into d.qdd."""
     m, d, c = x.m, x.d, x.c
-    known = positions(m, d, c, q)
-    if not (known != REFUSED and motion(m, v, c.limits[VELOCITY_BOUND], d.yd_checked)
-            and generalized(m, tau, c.limits[FORCE_BOUND])):
-        return REFER
-    if aba(m, d, None, d.yd_checked, tau, d.f_ext) != OK or not closed(m, d, c, known) \
-            or not consistent(m, d, c, v, ROWS_IN_K) or not finite(d.qdd):
-        return REFER
-    return OK
+    status, known = positions(m, d, c, q)
+    if status != OK:
+        return status
+    status = vector(m, d, v, SECOND, c.limits[VELOCITY_BOUND])
+    if status == OK:
+        status = vector(m, d, tau, THIRD, c.limits[FORCE_BOUND])
+    if status != OK:
+        return first(m, d, c, known, status)
+    independent(m, v, d.yd_checked)
+    status = aba(m, d, None, d.yd_checked, tau, d.f_ext)
+    if status != OK:
+        return first_with(m, d, c, known, v, fail(d, status, FIRST, d.info[0], d.info[1]))
+    status = closed(m, d, c, known)
+    if status == OK:
+        status = consistent(m, d, c, v, ROWS_IN_K)
+    if status == OK and not finite(d.qdd):
+        status = NOT_FINITE
+    return status
 
 
 @njit(cache=True, nogil=True, error_model='numpy')
@@ -152,31 +217,48 @@ def inverse_dynamics(x, q, v, a):
     Spanning accelerations must equal G ydd + g (validation.py's VELOCITY_TOLERANCE, relative)."""
     m, d, c = x.m, x.d, x.c
     ydd = d.ydd_checked
-    known = positions(m, d, c, q)
-    if not (known != REFUSED and motion(m, v, c.limits[VELOCITY_BOUND], d.yd_checked)
-            and motion(m, a, c.limits[ACCELERATION_BOUND], ydd)):
-        return REFER
-    if rnea(m, d, None, d.yd_checked, ydd, d.f_ext) != OK or not closed(m, d, c, known) \
-            or not consistent(m, d, c, v, ROWS_IN_K) or not finite(d.tau):
-        return REFER
-    if len(a) == m.nv:                         # G and g are those of q, yd since rnea's kinematics
+    status, known = positions(m, d, c, q)
+    if status != OK:
+        return status
+    status = vector(m, d, v, SECOND, c.limits[VELOCITY_BOUND])
+    if status == OK:
+        status = vector(m, d, a, THIRD, c.limits[ACCELERATION_BOUND])
+    if status != OK:
+        return first(m, d, c, known, status)
+    independent(m, v, d.yd_checked)
+    independent(m, a, ydd)
+    status = rnea(m, d, None, d.yd_checked, ydd, d.f_ext)
+    if status != OK:
+        return first_with(m, d, c, known, v, fail(d, status, FIRST, d.info[0], d.info[1]))
+    status = closed(m, d, c, known)
+    if status == OK:
+        status = consistent(m, d, c, v, ROWS_IN_K)
+    if status == OK and len(a) == m.nv:       # G and g are those of q, yd since rnea's kinematics
         spanning_accelerations(m, d, ydd)
         mismatch, scale = 0.0, 1.0
         for j in range(m.nv):
             mismatch, scale = max(mismatch, abs(a[j] - d.qdd[j])), max(scale, abs(a[j]))
         if not mismatch <= c.limits[VELOCITY_TOLERANCE] * scale:
-            return REFER
-    return OK
+            status = fail(d, ACCELERATION_VIOLATION, THIRD, 0, mismatch)
+    if status == OK and not finite(d.tau):
+        status = NOT_FINITE
+    return status
 
 
 @njit(cache=True, nogil=True, error_model='numpy')
 def mass_matrix(x, q):
     """Model.mass_matrix: H_y into d.H."""
     m, d, c = x.m, x.d, x.c
-    known = positions(m, d, c, q)
-    if known == REFUSED or crba(m, d, None) != OK or not closed(m, d, c, known) or not finite(d.H):
-        return REFER
-    return OK
+    status, known = positions(m, d, c, q)
+    if status != OK:
+        return status
+    status = crba(m, d, None)
+    if status != OK:
+        return first(m, d, c, known, fail(d, status, FIRST, d.info[0], d.info[1]))
+    status = closed(m, d, c, known)
+    if status == OK and not finite(d.H):
+        status = NOT_FINITE
+    return status
 
 
 @njit(cache=True, nogil=True, error_model='numpy')
@@ -184,11 +266,16 @@ def inverse_osim(x, q, f):
     """Model.inverse_osim of the links of the FrameSet f (checked by the caller): Lambda^-1 into
     f.Omega."""
     m, d, c = x.m, x.d, x.c
-    known = positions(m, d, c, q)
-    if known == REFUSED or efpa(m, d, None, f.body, f.X, f.T, f.Omega) != OK \
-            or not closed(m, d, c, known) or not finite(f.Omega):
-        return REFER
-    return OK
+    status, known = positions(m, d, c, q)
+    if status != OK:
+        return status
+    status = efpa(m, d, None, f.body, f.X, f.T, f.Omega)
+    if status != OK:
+        return first(m, d, c, known, fail(d, status, FIRST, d.info[0], d.info[1]))
+    status = closed(m, d, c, known)
+    if status == OK and not finite(f.Omega):
+        status = NOT_FINITE
+    return status
 
 
 @njit(inline='always', error_model='numpy')
@@ -204,31 +291,44 @@ def accepted(w):
 @njit(cache=True, nogil=True, error_model='numpy')
 def forward_dynamics_lcaba(x, q, v, tau):
     """Model.forward_dynamics with LCABA at the settings in w.settings: spanning accelerations into
-    w.qdd, where its residual is accepted (accepted; Model's path then falls back). Independent
-    velocities are lifted to G yd (refused at a singular configuration), independent forces act on
-    their joints."""
+    w.qdd; LCABA_REJECTED where its residual is beyond what the call accepts (accepted; Model then
+    routes). Independent velocities are lifted to G yd (LIFT_SINGULAR at a singular
+    configuration), independent forces act on their joints."""
     m, d, c, p, w = x.m, x.d, x.c, x.p, x.w
-    known = positions(m, d, c, q)
-    if not (known != REFUSED and generalized(m, tau, c.limits[FORCE_BOUND])
-            and motion(m, v, c.limits[VELOCITY_BOUND], d.yd_checked)):
-        return REFER
+    status, known = positions(m, d, c, q)
+    if status != OK:
+        return status
+    status = vector(m, d, v, SECOND, c.limits[VELOCITY_BOUND])
+    if status == OK:
+        status = vector(m, d, tau, THIRD, c.limits[FORCE_BOUND])
+    if status != OK:
+        return first(m, d, c, known, status)
     qd, tau_spanning = d.qd, d.tau_spanning
+    independent(m, v, d.yd_checked)
     if len(v) == m.nv:
         for j in range(m.nv):
             qd[j] = v[j]
-    elif explicit_constraints(m, d, v) != OK:                  # qd = G v at the checked transforms
-        return REFER
+    else:                                                  # qd = G v at the checked transforms
+        status = explicit_constraints(m, d, v)
+        if status != OK:
+            return first(m, d, c, known,
+                         fail(d, LIFT_SINGULAR, status, d.info[0], d.info[1]))
     for j in range(m.nv):
         tau_spanning[j] = tau[j] if len(tau) == m.nv else 0.0
     if len(tau) != m.nv:
         for j in range(m.ny):
             tau_spanning[m.independent_v[j]] = tau[j]
     mu, tolerance, max_iterations = w.settings[0], w.settings[1], int(w.settings[2])
-    if lcaba(m, d, p, w, None, qd, tau_spanning, d.f_ext, mu, tolerance, max_iterations) != OK \
-            or not closed(m, d, c, known) or not consistent(m, d, c, v, w.violation[0]) \
-            or not finite(w.qdd) or not accepted(w):
-        return REFER
-    return OK
+    if lcaba(m, d, p, w, None, qd, tau_spanning, d.f_ext, mu, tolerance, max_iterations) != OK:
+        return first_with(m, d, c, known, v, fail(d, LCABA_NOT_POSITIVE, FIRST, w.info[0], 0.0))
+    status = closed(m, d, c, known)
+    if status == OK:
+        status = consistent(m, d, c, v, w.violation[0])
+    if status == OK and not finite(w.qdd):
+        status = NOT_FINITE
+    if status == OK and not accepted(w):
+        status = fail(d, LCABA_REJECTED, w.result[0], 0, w.result[1])
+    return status
 
 
 @njit(cache=True, nogil=True, error_model='numpy')
@@ -240,14 +340,23 @@ def link_kinematics(x, q, v, n, poses, jacobians, biases):
     need them closed, and bias accelerations velocities v."""
     m, d, c = x.m, x.d, x.c
     moving = jacobians or biases
-    known = positions(m, d, c, q, moving)
-    if known == REFUSED or biases and not motion(m, v, c.limits[VELOCITY_BOUND], d.yd_checked):
-        return REFER
-    if frames.link_kinematics(m, d, None, d.yd_checked, n, poses, jacobians, biases) != OK \
-            or moving and not closed(m, d, c, known) \
-            or biases and not consistent(m, d, c, v, ROWS_IN_K):
-        return REFER
-    if poses and not (finite(d.link_R[:n]) and finite(d.link_p[:n])) \
-            or jacobians and not finite(d.link_J[:n]) or biases and not finite(d.link_bias[:n]):
-        return REFER
-    return OK
+    status, known = positions(m, d, c, q, moving)
+    if status != OK:
+        return status
+    if biases:
+        status = vector(m, d, v, SECOND, c.limits[VELOCITY_BOUND])
+        if status != OK:
+            return first(m, d, c, known, status)
+        independent(m, v, d.yd_checked)
+    status = frames.link_kinematics(m, d, None, d.yd_checked, n, poses, jacobians, biases)
+    if status != OK:
+        fail(d, status, FIRST, d.info[0], d.info[1])
+        return first_with(m, d, c, known, v, status) if biases else first(m, d, c, known, status)
+    status = closed(m, d, c, known)
+    if status == OK and biases:
+        status = consistent(m, d, c, v, ROWS_IN_K)
+    if status == OK and (poses and not (finite(d.link_R[:n]) and finite(d.link_p[:n]))
+                         or jacobians and not finite(d.link_J[:n])
+                         or biases and not finite(d.link_bias[:n])):
+        status = NOT_FINITE
+    return status

@@ -42,6 +42,16 @@ def all_within(x, bound):
 
 
 @njit(error_model='numpy')
+def beyond(x, bound):
+    """The first entry i with not |x_i| <= bound (NaN included), -1 where none: the entry
+    validation.vector names."""
+    for i in range(len(x)):
+        if not abs(x[i]) <= bound:
+            return i
+    return -1
+
+
+@njit(error_model='numpy')
 def rotation_log_component(E, e):
     """e . log(R_rel) for R_rel = E^T, E a row-major 9-tuple (spatial.rotation_log, angles below
     pi)."""
@@ -149,6 +159,44 @@ def normalize_quaternions(m, q):
                 for j in range(4):
                     q[i0 + j] /= norm
     return unit
+
+
+@njit(error_model='numpy')
+def unit_quaternions(m, q):
+    """(body, norm) of the first joint whose quaternion is farther from unit norm than
+    QUATERNION_TOLERANCE ((-1, 1.0) where none), those before normalized in place
+    (validation.positions, in the same body order)."""
+    quaternion_at = m.quaternion_at
+    for i in range(1, len(quaternion_at)):
+        i0 = quaternion_at[i]
+        if i0 >= 0:
+            norm = math.sqrt(q[i0] ** 2 + q[i0 + 1] ** 2 + q[i0 + 2] ** 2 + q[i0 + 3] ** 2)
+            if not abs(norm - 1.0) <= QUATERNION_TOLERANCE:
+                return i, norm
+            for j in range(4):
+                q[i0 + j] /= norm
+    return -1, 1.0
+
+
+@njit(error_model='numpy')
+def worst_constraint(m, d, c, q):
+    """(constraint, violation) of the constraint farthest from closed at q and d.Xup: constraints
+    numbered loops first (l), then couplings (nl + r), as flat/checks.py lists them; the residuals
+    of validation.positions."""
+    loops, worst, which = len(c.rotation_mode), 0.0, -1
+    if loops:
+        loop_output_transforms(m, d)
+        loop_ends_at_outputs(m, d, 0, loops)
+    for lp in range(loops):
+        phi = loop_residuals(m, d, c, lp, lp + 1, c.rows)
+        if phi > worst or which < 0:
+            worst, which = phi, lp
+    b, q_rows, q_index, q_coefficient = c.b, c.q_rows, c.q_index, c.q_coefficient
+    for row in range(len(b)):
+        phi = abs(coupling_residual(b, q_rows, q_index, q_coefficient, row, q))
+        if phi > worst or which < 0:
+            worst, which = phi, loops + row
+    return which, worst
 
 
 @njit(error_model='numpy')

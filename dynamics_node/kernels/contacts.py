@@ -23,10 +23,16 @@ key_on_helpers(__file__)
 def contact_jacobian(m, d, p, w, J, out, drift):
     """Rows of every contact of p (K, k into w.K, w.k) at the workspace's state d: J_c into the
     rows con_row0[c] of J (rows x ny, the loops' rows left as they are), the residual K a - k into
-    out[0] and K v into out[1]. The rows are blind to gravity (a_0 = -a_g in d.a cancels); with
-    drift, d.a is first replaced by the accelerations at ydd = 0 without gravity, a_i = ^iX_o a_o +
-    c_i from a_0 = 0 (Chignoli et al. 2023 eq. 33), so that the residual is Jdot yd, exactly zero
-    on a contact whose bodies' paths do not move."""
+    out[0] and K v into out[1] (contact_state)."""
+    contact_state(m, d, p, w, J, out, drift, True)
+
+
+@njit(error_model='numpy', fastmath={'contract'})
+def contact_state(m, d, p, w, J, out, drift, jacobian):
+    """contact_jacobian; J left as it is without jacobian. The rows are blind to gravity (a_0 =
+    -a_g in d.a cancels); with drift, d.a is first replaced by the accelerations at ydd = 0
+    without gravity, a_i = ^iX_o a_o + c_i from a_0 = 0 (Chignoli et al. 2023 eq. 33), so that
+    the residual is Jdot yd, exactly zero on a contact whose bodies' paths do not move."""
     cluster, output, y_range, S, Xo_E, Xo_r, a, v = (
         m.cluster, m.output, m.y_range, d.S, d.Xo_E, d.Xo_r, d.a, d.v)
     if drift:
@@ -42,15 +48,16 @@ def contact_jacobian(m, d, p, w, J, out, drift):
         contact_rows(d, p, w, con)
         for row in range(con_rows[con]):
             r = con_row0[con] + row
-            for y in range(J.shape[1]):
-                J[r, y] = 0.0
+            if jacobian:
+                for y in range(J.shape[1]):
+                    J[r, y] = 0.0
             residual, velocity = -k[con, row], 0.0
             for e in range(con_entries[con, 0], con_entries[con, 1]):
                 body = entry_body[e]
                 chi = row6_of(K, e, row)
                 residual += dot6(chi, row6(a, body))
                 velocity += dot6(chi, row6(v, body))
-                while body > 0:
+                while jacobian and body > 0:
                     c = cluster[body]
                     y0 = y_range[c, 0]
                     for j in range(y_range[c, 1] - y0):

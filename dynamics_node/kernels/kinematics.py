@@ -9,6 +9,7 @@ import math
 from numba import njit
 
 from .cache import key_on_helpers
+from .codes import AMPLIFIED, D_ILL_CONDITIONED, D_NOT_POSITIVE, OK, SINGULAR_SPLIT  # noqa: F401
 from .joints import joint_column, joint_motion, joint_nv, joint_transform
 from .linalg import dependent_least_squares, qr_solve
 from .spatial import (add_scaled, compose, cross_motion, dot6, IDENTITY, inverse_motion, product,
@@ -17,7 +18,6 @@ from .spatial import (add_scaled, compose, cross_motion, dot6, IDENTITY, inverse
 key_on_helpers(__file__)
 
 SINGLE, COUPLED, LOOP = 0, 1, 2          # cluster kinds: one body (G = 1); constant G, g = 0; G(q)
-OK, SINGULAR_SPLIT, D_NOT_POSITIVE, D_ILL_CONDITIONED, AMPLIFIED = 0, 1, 2, 3, 4
 
 
 @njit(error_model='numpy')

@@ -16,6 +16,7 @@ from ..joint_types import NV
 from .joints import joint_transform, random_position, retract
 
 TOLERANCE = 1e-11              # max |phi| of a closed configuration, m or rad
+START_SPANS = (0.3, 1.0, np.pi)  # rad: the starts' joint angles, uniform in [-span, span] by turns
 MAX_STEPS = 60                 # Gauss-Newton steps per start
 STALL_STEPS = 6                # steps in a row that cut |phi| by less than STALL_RATIO end a start
 STALL_RATIO = 0.9

@@ -27,7 +27,7 @@ import numpy as np
 
 from ..spatial import cross_motion, inverse_transform, rotation_log
 from ..joint_types import TYPES
-from .joints import plane_frame
+from .joints import motion_subspace, plane_frame
 
 # A loop type's constrained directions in the predecessor loop frame P (axis frame (e1, e2, axis))
 # are its loop_rows in the joint-type table: rotation rows 'all', 'e1 e2' (perpendicular to the
@@ -191,3 +191,30 @@ class CouplingConstraint:
         """phi = sum_j c_j q_j + offset."""
         return np.array([sum(c * q_of_body(body) for body, c in self.coefficients.items())
                          + self.offset])
+
+
+def constraint_jacobian(cluster, Xup, S, qd=None, along=None):
+    """Stacked K and k = -Kdot(along) qd of a cluster's constraints (all rows) at the given
+    transforms and velocities (K alone, k = 0, without qd; along defaults to qd: the bias)."""
+    blocks = [c.evaluate(Xup, S, cluster.col, cluster.n, qd, along) for c in cluster.constraints]
+    return np.vstack([K for K, _ in blocks]), np.concatenate([k for _, k in blocks])
+
+
+def cluster_jacobian(cluster, tree):
+    """K(Xup) of a cluster's constraints over its spanning velocities (all rows)."""
+    S = {b: motion_subspace(tree.bodies[b].joint.type, tree.bodies[b].joint.axis)
+         for b in cluster.bodies}
+    return lambda Xup: constraint_jacobian(cluster, Xup, S)[0]
+
+
+def explicit_jacobian(K, dependent, independent):
+    """The dependent rows -K_d^+ K_i of G (Chignoli et al. 2023, eq. 3) from K at a closed
+    configuration."""
+    return -np.linalg.lstsq(K[:, dependent], K[:, independent], rcond=None)[0]
+
+
+def amplification(K, dependent, independent):
+    """The largest speed of a joint when every independent coordinate moves at unit speed: the
+    largest row sum of |G| (1 on the independent rows)."""
+    return max(1.0, float(
+        np.abs(explicit_jacobian(K, dependent, independent)).sum(axis=1).max(initial=0.0)))

@@ -19,7 +19,8 @@ from std_msgs.msg import Float64MultiArray
 
 from ..contacts import resolve as resolve_contacts
 from ..errors import ModelError, quote
-from ..model import load_model, Model
+from ..loading import load_model
+from ..model import Model
 from ..robots import bundled_model, bundled_models
 from . import conversions as conv
 from .guard import clip, Guard

@@ -19,7 +19,7 @@ from tf2_msgs.msg import TFMessage
 
 from ..description.compose import float_root
 from ..description.urdf import read_urdf
-from ..model import urdf_plus
+from ..loading import urdf_plus
 from ..spatial import matrix_quaternion
 from .conversions import float64_array
 

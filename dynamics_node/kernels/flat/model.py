@@ -158,6 +158,8 @@ DATA_FIELDS = {    # name: meaning, shape
     'end_r': 'their translations (nl, 2, 3)',
     'w6': 'scratch spatial vector (6)',
     'info': 'details of the last non-zero status: cluster, conditioning (2)',
+    'fault': 'details of the rule code a fused call returned: argument, index, value '
+             '(kernels/codes.py) (3)',
     'zero_y': 'zeros (ny), for calls without velocities or accelerations',
     'zero_f': 'zeros (nb, 6), for calls without external forces',
     'f_ext': 'external forces of the public calls, body coordinates (nb, 6): the workspace\'s '
@@ -264,7 +266,7 @@ class FlatData:
             'z': (M,), 'F': (M, 6), 'SL': (M, 6), 'E3': (3, 3), 'tau': (flat.ny,),
             'ydd': (flat.ny,), 'H': (flat.ny, flat.ny), 'K': (nc, R, N), 'QR': (R, N + 1),
             'beta': (N,), 'joint_o': (nb, 6, 6), 'Psi_o': (nl, 6, 6), 'loop_a': (nl, 2, 3),
-            'end_E': (nl, 2, 3, 3), 'end_r': (nl, 2, 3), 'w6': (6,), 'info': (2,),
+            'end_E': (nl, 2, 3, 3), 'end_r': (nl, 2, 3), 'w6': (6,), 'info': (2,), 'fault': (3,),
             'zero_y': (flat.ny,), 'zero_f': (nb, 6), 'f_ext': (nb, 6), 'q_checked': (flat.nq,),
             'q_closed': (flat.nq,), 'yd_checked': (flat.ny,), 'ydd_checked': (flat.ny,),
             'tau_spanning': (flat.nv,), 'root_E': (nb, 3, 3), 'root_r': (nb, 3),

@@ -1,0 +1,199 @@
+"""Small dense solves of the contact kernels (kernels/contact_dynamics.py), written out so that a
+call allocates nothing: Householder QR with column pivoting, the least-squares and least-norm
+solutions it gives, and a Cholesky factor with its pivots.
+
+Rank: the contacts' Jacobian J_c (m x ny, m <= 6 per contact) decides its rank by a cutoff on its
+singular values in the NumPy algorithms (contacts.py: numpy.linalg.svd). Here the QR of J_c^T with
+column pivoting (Businger & Golub 1965; Golub & Van Loan 2013, Alg. 5.4.1) decides it by the same
+cutoff on |R_kk|, non-increasing along the diagonal: R_00 is the largest row norm of J_c, within
+sqrt(m) of its largest singular value, and |R_kk| of a numerically dependent row falls to round-off
+as the singular value does, so that redundant contacts and contacts that repeat a loop's rows show
+alike. The least-squares solution of least norm then follows from the complete orthogonal
+decomposition J_c^T P = Q [R11 R12; 0 0] (Golub & Van Loan 2013 Sec. 5.4.2): the rows [R11 R12]
+have full rank, and a second QR of their transpose gives it (only where J_c loses rank). The
+solutions are those of the SVD (both give the unique least-norm least-squares solution), at a
+tenth of the cost, and no normal equations square the conditioning.
+
+Layout: A (rows x cols) factored in place, R on and above the diagonal, each reflector
+H_k = 1 - beta_k w_k w_k^T below it with its leading 1 implicit.
+"""
+
+import math
+
+from numba import njit
+
+from .cache import key_on_helpers
+
+key_on_helpers(__file__)
+
+
+@njit(inline='always', error_model='numpy')
+def _reflect(A, rows, k, beta, c):
+    """Column c of A <- H_k A[:, c]."""
+    s = A[k, c]
+    for i in range(k + 1, rows):
+        s += A[i, k] * A[i, c]
+    s *= beta
+    A[k, c] -= s
+    for i in range(k + 1, rows):
+        A[i, c] -= s * A[i, k]
+
+
+@njit(error_model='numpy')
+def householder_qr(A, rows, cols, beta, perm, pivoting):
+    """A[:rows, :cols] P = Q R in place (module docstring); perm[j]: the column of A that column j
+    of R came from (the identity without pivoting). Pivoting takes the remaining column of
+    largest norm first."""
+    for j in range(cols):
+        perm[j] = j
+    for k in range(min(rows, cols)):
+        if pivoting:
+            best, pivot = -1.0, k
+            for j in range(k, cols):
+                s = 0.0
+                for i in range(k, rows):
+                    s += A[i, j] * A[i, j]
+                if s > best:
+                    best, pivot = s, j
+            if pivot != k:
+                for i in range(rows):
+                    A[i, k], A[i, pivot] = A[i, pivot], A[i, k]
+                perm[k], perm[pivot] = perm[pivot], perm[k]
+        sigma = 0.0
+        for i in range(k + 1, rows):
+            sigma += A[i, k] * A[i, k]
+        beta[k] = 0.0
+        if sigma > 0.0:
+            alpha = A[k, k]
+            norm = math.sqrt(alpha * alpha + sigma)
+            r = -norm if alpha >= 0.0 else norm
+            head = alpha - r
+            for i in range(k + 1, rows):
+                A[i, k] /= head
+            beta[k] = -head / r
+            A[k, k] = r
+            for c in range(k + 1, cols):
+                _reflect(A, rows, k, beta[k], c)
+
+
+@njit(error_model='numpy')
+def rank(A, rows, cols, threshold):
+    """The leading diagonal entries of R above threshold (after a pivoted householder_qr of
+    A[:rows, :cols])."""
+    n = min(rows, cols)
+    r = 0
+    while r < n and abs(A[r, r]) > threshold:
+        r += 1
+    return r
+
+
+@njit(error_model='numpy')
+def apply_q(A, rows, steps, beta, x, transposed):
+    """x (rows) <- Q^T x (transposed) or Q x, Q = H_0 ... H_{steps-1}."""
+    for t in range(steps):
+        k = t if transposed else steps - 1 - t
+        s = x[k]
+        for i in range(k + 1, rows):
+            s += A[i, k] * x[i]
+        s *= beta[k]
+        x[k] -= s
+        for i in range(k + 1, rows):
+            x[i] -= s * A[i, k]
+
+
+@njit(error_model='numpy')
+def solve_upper(A, n, x, transposed):
+    """x <- R^-1 x (R = A[:n, :n] upper triangular) or, transposed, R^-T x."""
+    if transposed:
+        for i in range(n):
+            s = x[i]
+            for j in range(i):
+                s -= A[j, i] * x[j]
+            x[i] = s / A[i, i]
+    else:
+        for i in range(n - 1, -1, -1):
+            s = x[i]
+            for j in range(i + 1, n):
+                s -= A[i, j] * x[j]
+            x[i] = s / A[i, i]
+
+
+@njit(error_model='numpy')
+def _factor_rows(A, r, cols, B, beta_b, perm_b):
+    """B[:cols, :r] = [R11 R12]^T (the first r rows of R, r < cols), factored by QR."""
+    for i in range(cols):
+        for j in range(r):
+            B[i, j] = A[j, i] if i >= j else 0.0
+    householder_qr(B, cols, r, beta_b, perm_b, False)
+
+
+@njit(error_model='numpy')
+def least_squares(A, rows, cols, beta, perm, r, b, x, B, beta_b, perm_b, t):
+    """x (rows) <- the least-squares solution of least norm of M x = b (b: cols), M^T = A the
+    pivoted householder_qr of rank r: M = P [R11 R12]^T Q_r^T, x = Q_r [R11 R12]^T+ P^T b.
+    Scratch: t (cols), B (cols x cols) with beta_b and perm_b (cols)."""
+    for j in range(cols):
+        t[j] = b[perm[j]]
+    if r < cols:
+        _factor_rows(A, r, cols, B, beta_b, perm_b)
+        apply_q(B, cols, r, beta_b, t, True)
+        solve_upper(B, r, t, False)
+    else:
+        solve_upper(A, r, t, True)
+    for i in range(rows):
+        x[i] = t[i] if i < r else 0.0
+    apply_q(A, rows, min(rows, cols), beta, x, False)
+
+
+@njit(error_model='numpy')
+def least_norm(A, cols, perm, r, c, x, B, beta_b, perm_b, t):
+    """x (cols) <- the least-norm solution of [R11 R12] P^T x = c (c: r), the first r rows of the
+    pivoted householder_qr A: M x = Q_r c for M^T = A where Q_r c is in the range of M^T.
+    Scratch as least_squares."""
+    for j in range(r):
+        t[j] = c[j]
+    if r < cols:
+        _factor_rows(A, r, cols, B, beta_b, perm_b)
+        solve_upper(B, r, t, True)
+        for j in range(r, cols):
+            t[j] = 0.0
+        apply_q(B, cols, r, beta_b, t, False)
+    else:
+        solve_upper(A, r, t, False)
+    for j in range(cols):
+        x[perm[j]] = t[j]
+
+
+@njit(error_model='numpy')
+def cholesky_pivots(A, L, n):
+    """L (lower, n x n) <- the Cholesky factor of A[:n, :n]; returns min L_jj^2 / max L_jj^2 (0.0
+    where A is not positive definite)."""
+    smallest, largest = math.inf, 0.0
+    for j in range(n):
+        for i in range(j, n):
+            s = A[i, j]
+            for k in range(j):
+                s -= L[i, k] * L[j, k]
+            if i == j:
+                if not s > 0.0:
+                    return 0.0
+                L[j, j] = math.sqrt(s)
+                smallest, largest = min(smallest, s), max(largest, s)
+            else:
+                L[i, j] = s / L[j, j]
+    return smallest / largest if n else 1.0
+
+
+@njit(error_model='numpy')
+def cholesky_solve(L, n, x):
+    """x <- (L L^T)^-1 x."""
+    for i in range(n):
+        s = x[i]
+        for k in range(i):
+            s -= L[i, k] * x[k]
+        x[i] = s / L[i, i]
+    for i in range(n - 1, -1, -1):
+        s = x[i]
+        for k in range(i + 1, n):
+            s -= L[k, i] * x[k]
+        x[i] = s / L[i, i]
