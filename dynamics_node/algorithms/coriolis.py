@@ -43,7 +43,7 @@ def explicit_constraint_rate(model, data, k):
     c = model.cluster_list[k]
     G = data.G[k]
     Gdot = np.zeros_like(G)
-    if c.linear:
+    if c.linear or c.m == 0:                # a cluster its loops lock has no columns
         return Gdot
     v0, v1 = model.v_range[k]
     K, _ = constraint_jacobian(c, data.Xup, model.S)

@@ -31,6 +31,7 @@ from dynamics_node.algorithms.regressor import inertial_parameters, regressor
 from test_centroidal import pinocchio_terms
 from test_coriolis import pinocchio_coriolis
 from test_regressor import pinocchio_regressor
+from urdf_text import joint, link, robot
 from whole_body import data, state, tree, TREES
 
 ENGINES = (True, False)
@@ -174,6 +175,29 @@ def test_base_parameters(compiled, rng):
     Y = model.regressor(q, yd, ydd)
     assert_close(Y[:, drawn.kept] @ (drawn.B @ model.inertial_parameters),
                  model.inverse_dynamics(q, yd, ydd), 'W_kept beta', RTOL)
+
+
+LOCKED = robot(link('base', ''), link('crank'), link('a'), link('b'),
+               joint('crank_joint', 'base', 'crank', origin='0 0 0'),
+               joint('a_joint', 'crank', 'a', attributes='independent="false"', origin='0.3 0 0'),
+               joint('b_joint', 'crank', 'b', attributes='independent="false"',
+                     origin='0.3 0.5 0'),
+               '<loop name="lock" type="revolute"><predecessor link="a"><origin xyz="0.2 0.3 0"/>'
+               '</predecessor><successor link="b"><origin xyz="0.2 -0.2 0"/></successor>'
+               '<axis xyz="0 0 1"/></loop>')
+
+
+@pytest.mark.parametrize('compiled', ENGINES)
+def test_a_locked_loop(compiled, rng):
+    """Two links pinned to one body and to each other: their cluster has no independent
+    coordinate, no column in C_y (a case the description fuzz found)."""
+    model = load_model(LOCKED, compiled=compiled)
+    assert model.ny == 1
+    q, yd, ydd = state(model, rng)
+    assert_close(model.coriolis_matrix(q, yd) @ yd + model.gravity_forces(q),
+                 model.bias_forces(q, yd), 'C_y yd + gravity = bias', RTOL)
+    assert_close(model.regressor(q, yd, ydd) @ model.inertial_parameters,
+                 model.inverse_dynamics(q, yd, ydd), 'Y_y pi = inverse dynamics', RTOL)
 
 
 BAD_CALLS = [
