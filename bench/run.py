@@ -26,6 +26,11 @@ docs/performance.md.
 6. Contacts (bench/contacts.py): the stream's output with contacts (contact_bias_forces), projected
    inverse dynamics, the exact route and LCABA next to pinocchio.constraintDynamics, on the bundled
    quadruped and humanoid and the systems of Table II.
+7. Whole-body terms (bench/whole_body.py): the centroidal terms, the Coriolis matrix, the energies
+   and the regressor next to Pinocchio's ccrba, dccrba, computeCentroidalMomentumTimeVariation,
+   centerOfMass, jacobianCenterOfMass, computeCoriolisMatrix, computeKineticEnergy,
+   computePotentialEnergy and computeJointTorqueRegressor on Solo-12, Talos, UR5 and the bundled
+   quadruped.
 Then the first-run compile time and the cached warm-up, each from a fresh process sharing a
 temporary numba cache, and the node's end-to-end latency (bench/node_latency.py).
 Calls are timed in interleaved rounds of batches (bench/timing.py).
@@ -61,6 +66,7 @@ from table_ii import HEADING as TABLE_II, report_section as table_ii_section  # 
 from timing import interleaved_medians, Report  # noqa: E402
 from contacts import HEADING as CONTACTS, report_section as contacts_section  # noqa: E402
 from warm_loops import compile_loops, warm_times  # noqa: E402
+from whole_body import HEADING as WHOLE_BODY, report_section as whole_body_section  # noqa: E402
 
 FIRST = ['quadruped_rotors', 'humanoid_belts']          # the two geared robots lead the table
 ROUNDS, BATCH = 100, 20                                  # 2000 calls per function
@@ -304,6 +310,7 @@ def main():
     table_ii_section(report, '4. ' + TABLE_II)
     links_section(report, '5. ' + LINKS, rng)
     contacts_section(report, '6. ' + CONTACTS, rng)
+    whole_body_section(report, '7. ' + WHOLE_BODY, rng)
 
     cold, cached = startup_times()
     report.heading('Compilation')

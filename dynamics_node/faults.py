@@ -64,6 +64,18 @@ MASS_MATRIX = Call('mass matrix entries', ('q',), (bounds.POSITION,), gravity=Fa
 INVERSE_OSIM = Call('inverse operational-space inertia entries', ('q',), (bounds.POSITION,),
                     gravity=False)
 
+# the whole-body calls (whole_body.py)
+CENTER_OF_MASS = Call('centre of mass coordinates', ('q',), (bounds.POSITION,), gravity=False)
+POTENTIAL_ENERGY = Call('potential energy', ('q',), (bounds.POSITION,))
+MOMENTUM_MATRIX = Call('centroidal momentum matrix entries', ('q',), (bounds.POSITION,),
+                       gravity=False)
+COM_JACOBIAN = Call('centre of mass Jacobian entries', ('q',), (bounds.POSITION,), gravity=False)
+CENTROIDAL = Call('centroidal momentum and its bias', ('q', 'v'),
+                  (bounds.POSITION, bounds.VELOCITY), gravity=False)
+KINETIC_ENERGY = Call('kinetic energy', CENTROIDAL.names, CENTROIDAL.bounds, gravity=False)
+CORIOLIS = Call('Coriolis matrix entries', CENTROIDAL.names, CENTROIDAL.bounds, gravity=False)
+REGRESSOR = Call('regressor entries', INVERSE.names, INVERSE.bounds)
+
 
 def link_call(what, biases):
     """The link calls (Model._link_kinematics): q, and v where they compute bias

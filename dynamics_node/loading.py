@@ -6,6 +6,7 @@ from .description.extended_urdf import to_urdf_plus
 from .description.urdf import read_urdf
 from .errors import ModelError, quote
 from .model import Model
+from .whole_body import parameterized
 from .multibody.clusters import AMPLIFICATION_LIMIT
 from .multibody.topology import SpanningTree
 
@@ -18,7 +19,8 @@ def urdf_plus(urdf, closures):
 
 
 def load_model(source, compiled=None, strict=False, closures=None, reference_positions=None,
-               amplification_limit=AMPLIFICATION_LIMIT, floating_base=False):
+               amplification_limit=AMPLIFICATION_LIMIT, floating_base=False,
+               inertial_parameters=None):
     """Load a URDF+ robot from a file path or an XML string (Chignoli, Slotine et al. 2024).
 
     Links whose inertia breaks the triangle inequality or has zero principal moments (common in
@@ -37,6 +39,8 @@ def load_model(source, compiled=None, strict=False, closures=None, reference_pos
             float_root), for a legged robot whose file has none: a massless root link fixed to one
             child (a 'world' link) has that joint made floating, any other root link hangs from a
             new link 'world' by the floating joint 'root_joint'. Every other name stays.
+        inertial_parameters: the same structure with other inertial parameters (an identified
+            robot): 10 per moving body, as Model.inertial_parameters (whole_body.parameterized).
     Raises:
         ModelError: with the element, name and expectation, for any description the library cannot
             use.
@@ -47,4 +51,9 @@ def load_model(source, compiled=None, strict=False, closures=None, reference_pos
         source = float_root(source)
     elif floating_base is not False:
         raise ModelError(f'floating_base must be True or False, got {quote(floating_base)}')
-    return Model(read_urdf(source, strict), compiled, reference_positions, amplification_limit)
+    spec = read_urdf(source, strict)
+    model = Model(spec, compiled, reference_positions, amplification_limit)
+    if inertial_parameters is None:
+        return model
+    return Model(parameterized(model, spec, inertial_parameters), compiled,
+                 model.reference_positions, amplification_limit)

@@ -24,11 +24,12 @@ from .multibody.clusters import AMPLIFICATION_LIMIT, build_clusters
 from .multibody.topology import SpanningTree
 from .validation import (check_finite, checked_weights, external_forces, independent_velocities,
                          positions, vector, written)
+from .whole_body import WholeBodyTerms
 from . import bounds
 
 
-class Model:
-    """A URDF+ robot as a tree of clusters. Build it with ``load_model``."""
+class Model(WholeBodyTerms):
+    """A URDF+ robot as a tree of clusters (whole-body terms: whole_body.py); see load_model."""
 
     def __init__(self, spec, compiled=None, reference_positions=None,
                  amplification_limit=AMPLIFICATION_LIMIT):
@@ -40,8 +41,7 @@ class Model:
         # method 'auto' starts with LCABA
         self._auto_settings = DEFAULT_SETTINGS if lcaba_is_cheaper(self) else None
         self.compiled = numba_available() if compiled is None else bool(compiled)
-        self._flat = None                              # the compiled model (flat.FlatModel), on
-        #                                                first use
+        self._flat = None                     # the compiled model (flat.FlatModel), at first use
         self.gravity = np.array([0.0, 0.0, -9.81])
         self._zero_y = frozen(np.zeros(self.ny))
         self._local = ThreadWorkspace(self)           # ._local.data: the calling thread's

@@ -29,11 +29,14 @@ def link_pose(X_link_root):
     return X_link_root[:3, :3].T, translation_of(X_link_root)
 
 
-def body_jacobian(model, data, body, X_frame_body):
+def body_jacobian(model, data, body, X_frame_body, subspaces=None):
     """J (6 x ny): velocity of a frame on body, Featherstone order, frame coordinates, from yd.
 
     Walks from the body up through the output bodies: cluster k contributes ^frameX_i (S_k)_i, with
-    i the body of cluster k on the path (Chignoli et al. 2023 Sec. 5.2, contact Jacobians)."""
+    i the body of cluster k on the path (Chignoli et al. 2023 Sec. 5.2, contact Jacobians). With
+    subspaces (per cluster, 6 nb_k x m_k blocks in the bodies' coordinates) in place of data.S,
+    the same walk: their rates Sdot_k give Jdot (coriolis.py)."""
+    S = data.S if subspaces is None else subspaces
     J = np.zeros((6, model.ny))
     X = X_frame_body.copy()
     i = body
@@ -41,7 +44,7 @@ def body_jacobian(model, data, body, X_frame_body):
         k = model.cluster_of[i]
         b0 = model.body_range[k][0]
         y0, y1 = model.y_range[k]
-        J[:, y0:y1] = X @ data.S[k][6 * (i - b0):6 * (i - b0 + 1)]
+        J[:, y0:y1] = X @ S[k][6 * (i - b0):6 * (i - b0 + 1)]
         X = X @ data.Xo[i]
         i = model.cluster_list[k].output[i]
     return J

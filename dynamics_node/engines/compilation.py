@@ -11,7 +11,7 @@ from ..kernels import aba, calls, checks, contacts, crba, efpa, lcaba, rnea
 from ..kernels import completion as compiled_completion
 from ..kernels import frames as link_frames
 from ..kernels.borrowed import INPUT_VECTOR
-from . import contact_calls
+from . import contact_calls, whole_body_calls
 
 INPUT = INPUT_VECTOR                   # a float64 vector, else NotAFloat64Vector (borrowed.py)
 FORCES = types.Array(types.float64, 2, 'A', readonly=True)
@@ -24,6 +24,7 @@ DISPATCHERS.update({'fused_' + kernel.__name__: kernel for kernel in
                     (calls.forward_dynamics, calls.forward_dynamics_lcaba, calls.inverse_dynamics,
                      calls.mass_matrix, calls.inverse_osim, calls.link_kinematics)})
 DISPATCHERS.update(contact_calls.KERNELS)
+DISPATCHERS.update(whole_body_calls.KERNELS)
 ENTRY_POINTS = {}              # name -> compiled entry point, filled by the first warm_up()
 
 
@@ -69,6 +70,7 @@ def compile_kernels(fast, frames, progress=None):
             'fused_link_kinematics': (context, INPUT, INPUT, types.int64, types.boolean,
                                       types.boolean, types.boolean),
             **contact_calls.signatures(fast, model, data, FORCES, INPUT),
+            **whole_body_calls.signatures(context, INPUT),
         }
         # a fused call may compile other types of a kernel (the algorithms at the transforms of its
         # check)

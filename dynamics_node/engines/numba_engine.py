@@ -36,6 +36,7 @@ from ..spatial import SWAP_LINEAR_ANGULAR
 from . import contact_calls
 from .compilation import compile_kernels, DISPATCHERS, ENTRY_POINTS, on_disk
 from .contract import Engine
+from .whole_body_calls import WholeBodyCalls
 
 FRAME_SETS = 64                 # link lists whose Lambda^-1 buffers are kept
 CONTACT_SETS = 64               # contact sets whose LCABA plans and workspaces are kept
@@ -69,6 +70,7 @@ class FastPath(Engine):
         self._pending = None                      # a completion whose budget ran out
         #                                           (fused_completion)
         self._links = 0                           # the links of the last link_call
+        self._whole_body = None                   # WholeBodyCalls, at the first use
         self.workspace = None                     # the Data attached (attach)
         self._use(ENTRY_POINTS or {name: self._warm_up_then(name) for name in DISPATCHERS})
 
@@ -290,6 +292,12 @@ class FastPath(Engine):
     def link_results(self, poses=True, jacobians=True, biases=True):
         """(R, p, J, bias) of the last link_call, those not asked None."""
         return self.data.link_results(self._links, poses, jacobians, biases)
+
+    def whole_body(self):
+        """Model's whole-body calls on this workspace (whole_body_calls.WholeBodyCalls)."""
+        if self._whole_body is None:
+            self._whole_body = WholeBodyCalls(self)
+        return self._whole_body
 
     def closed_positions(self, q):
         """Positions Model.complete_positions returns (checked, closed): equal positions then skip

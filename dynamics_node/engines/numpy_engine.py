@@ -15,6 +15,8 @@ from .. import bounds
 from ..algorithms.aba import aba
 from ..algorithms.contacts import (add_contact_forces, contact_jacobian, contact_rows, delassus,
                                    residuals, velocity_product_accelerations)
+from ..algorithms import centroidal
+from ..algorithms.coriolis import coriolis_matrix
 from ..algorithms.crba import crba
 from ..algorithms.efpa import efpa
 from ..algorithms.frames import link_kinematics
@@ -23,6 +25,7 @@ from ..algorithms.lcaba import lcaba
 from ..errors import SingularConfigurationError
 from ..faults import Fault, message
 from ..kernels.codes import ACCELERATION_VIOLATION, LCABA_REJECTED, LIFT_SINGULAR, NOT_FINITE, OK
+from ..algorithms.regressor import regressor
 from ..algorithms.rnea import rnea
 from ..multibody.constraints import constraint_jacobian
 from ..spatial import SWAP_LINEAR_ANGULAR
@@ -39,7 +42,7 @@ class ReferencePath(Engine):
         self.qdd, self.tau = np.zeros(model.nv), np.zeros(model.ny)
         self.H = np.zeros((model.ny, model.ny))
         self.lcaba_qdd = np.zeros(model.nv)
-        self._checked = self._lcaba = self._links = None
+        self._checked = self._lcaba = self._links = self._whole_body = None
 
     # ---- the public calls' entry points: entry(engine, *inputs) -> rule code ----
 
@@ -61,16 +64,24 @@ class ReferencePath(Engine):
     def inverse_dynamics_call(self, q, v, a):
         """Model.inverse_dynamics: tau_y into self.tau; spanning a must equal G ydd + g."""
         q, v, a, yd = self._state(q, v, a, 'a', bounds.ACCELERATION)
+        code, ydd = self.accelerations(q, yd, a)
+        if code != OK:
+            return code
+        return self._run(self.tau, lambda: self.inverse_dynamics(q, yd, ydd, self.data.f_ext))
+
+    def accelerations(self, q, yd, a):
+        """(code, ydd): the independent accelerations of checked a; spanning a must equal
+        G ydd + g (ModelError), the code that of a singular configuration."""
         model = self.model
         ydd = a if a.size == model.ny and model.ny != model.nv else a[model.independent_v]
         if a.size == model.nv:
             try:
                 mismatch = np.max(np.abs(a - self.spanning(q, yd, ydd)), initial=0.0)
             except SingularConfigurationError as error:
-                return self._fault(error)
+                return self._fault(error), ydd
             if mismatch > bounds.VELOCITY_TOLERANCE * max(1.0, np.max(np.abs(a))):
                 raise message(model, ACCELERATION_VIOLATION, Fault(value=mismatch))
-        return self._run(self.tau, lambda: self.inverse_dynamics(q, yd, ydd, self.data.f_ext))
+        return OK, ydd
 
     def mass_matrix_call(self, q):
         """Model.mass_matrix: H_y into self.H."""
@@ -255,7 +266,86 @@ class ReferencePath(Engine):
         f[0] = 0.0                                 # the ground carries what it must
         return f
 
+    def whole_body(self):
+        """Model's whole-body calls on this workspace (WholeBodyReference)."""
+        if self._whole_body is None:
+            self._whole_body = WholeBodyReference(self)
+        return self._whole_body
+
     def _external_forces(self, f_ext):
         if f_ext is not self.data.f_ext:
             self.data.f_ext[:] = 0.0 if f_ext is None else f_ext
             self.data.f_ext_set = f_ext is not None
+
+
+class WholeBodyReference:
+    """Model's whole-body calls on the NumPy algorithms (algorithms/centroidal.py, coriolis.py,
+    regressor.py), inputs checked with validation.py: the methods and result buffers of the
+    compiled engine's whole_body_calls.WholeBodyCalls."""
+
+    def __init__(self, engine):
+        model = self.model = engine.model
+        self.engine, self.data = engine, engine.data
+        self.com, self.momentum, self.bias, self.energy = (np.zeros(3), np.zeros(6), np.zeros(6),
+                                                           np.zeros(1))
+        self.A, self.J = np.zeros((6, model.ny)), np.zeros((3, model.ny))
+        self.C, self.Y = np.zeros((model.ny, model.ny)), np.zeros((model.ny, 10 * (model.nb - 1)))
+
+    def center_of_mass(self, q):
+        q = positions(self.model, self.data, q)
+        return self._run((self.com,), lambda: (centroidal.center_of_mass(self.model, self.data,
+                                                                         q),))
+
+    def potential_energy(self, q):
+        q = positions(self.model, self.data, q)
+        return self._run((self.energy,), lambda: (centroidal.potential_energy(self.model,
+                                                                              self.data, q),))
+
+    def centroidal_momentum_matrix(self, q):
+        q = positions(self.model, self.data, q)
+        return self._run((self.A, self.com), lambda: centroidal.centroidal_momentum_matrix(
+            self.model, self.data, q))
+
+    def center_of_mass_jacobian(self, q):
+        q = positions(self.model, self.data, q)
+        return self._run((self.J,), lambda: (centroidal.center_of_mass_jacobian(
+            self.model, self.data, q),))
+
+    def centroidal_state(self, q, v):
+        q, yd = self._state(q, v)
+        return self._run((self.bias, self.momentum, self.com), lambda: centroidal.centroidal_bias(
+            self.model, self.data, q, yd))
+
+    def kinetic_energy(self, q, v):
+        q, yd = self._state(q, v)
+        return self._run((self.energy,), lambda: (centroidal.kinetic_energy(self.model,
+                                                                            self.data, q, yd),))
+
+    def coriolis_matrix(self, q, v):
+        q, yd = self._state(q, v)
+        return self._run((self.C,), lambda: (coriolis_matrix(self.model, self.data, q, yd),))
+
+    def regressor(self, q, v, a):
+        q, _, a, yd = self.engine._state(q, v, a, 'a', bounds.ACCELERATION)
+        code, ydd = self.engine.accelerations(q, yd, a)
+        if code != OK:
+            return code
+        return self._run((self.Y,), lambda: (regressor(self.model, self.data, q, yd, ydd),))
+
+    def _state(self, q, v):
+        """q and v checked in validation.py's order, and the independent velocities."""
+        model, data = self.model, self.data
+        q = positions(model, data, q)
+        v = vector(v, 'v', {model.nv: 'spanning', model.ny: 'independent'}, bounds.VELOCITY)
+        return q, independent_velocities(model, data, v)
+
+    def _run(self, outs, algorithm):
+        """The algorithm's results into outs: OK, NOT_FINITE, or the code of a singular
+        configuration."""
+        try:
+            results = algorithm()
+        except SingularConfigurationError as error:
+            return self.engine._fault(error)
+        for out, result in zip(outs, results):
+            out[...] = result
+        return OK if all(all_finite(out.reshape(-1)) for out in outs) else NOT_FINITE

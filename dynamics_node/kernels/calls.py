@@ -234,16 +234,27 @@ def inverse_dynamics(x, q, v, a):
     status = closed(m, d, c, known)
     if status == OK:
         status = consistent(m, d, c, v, ROWS_IN_K)
-    if status == OK and len(a) == m.nv:       # G and g are those of q, yd since rnea's kinematics
-        spanning_accelerations(m, d, ydd)
-        mismatch, scale = 0.0, 1.0
-        for j in range(m.nv):
-            mismatch, scale = max(mismatch, abs(a[j] - d.qdd[j])), max(scale, abs(a[j]))
-        if not mismatch <= c.limits[VELOCITY_TOLERANCE] * scale:
-            status = fail(d, ACCELERATION_VIOLATION, THIRD, 0, mismatch)
+    if status == OK:
+        status = accelerations(m, d, c, a, ydd)
     if status == OK and not finite(d.tau):
         status = NOT_FINITE
     return status
+
+
+@njit(error_model='numpy')
+def accelerations(m, d, c, a, ydd):
+    """Spanning accelerations a equal to G ydd + g (validation.py's VELOCITY_TOLERANCE, relative),
+    G and g those an algorithm's kinematics left: OK or ACCELERATION_VIOLATION (OK for independent
+    a)."""
+    if len(a) != m.nv:
+        return OK
+    spanning_accelerations(m, d, ydd)
+    mismatch, scale = 0.0, 1.0
+    for j in range(m.nv):
+        mismatch, scale = max(mismatch, abs(a[j] - d.qdd[j])), max(scale, abs(a[j]))
+    if not mismatch <= c.limits[VELOCITY_TOLERANCE] * scale:
+        return fail(d, ACCELERATION_VIOLATION, THIRD, 0, mismatch)
+    return OK
 
 
 @njit(cache=True, nogil=True, error_model='numpy')

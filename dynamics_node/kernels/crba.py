@@ -10,6 +10,23 @@ from .spatial import add_rigid, dot6, rigid_congruence, rigid_force, transform_f
 key_on_helpers(__file__)
 
 
+@njit(error_model='numpy')
+def composite_inertias(m, d):
+    """Ic_i = I_i + sum of ^jX_i^T Ic_j ^jX_i over the bodies j of the clusters hanging from body
+    i, as 10 parameters into d.Ic (Featherstone & Orin 2000, eq. 9), tips to base, at the output
+    transforms d.Xo."""
+    rigid, output, body_range = m.rigid_inertia, m.output, m.body_range
+    Xo_E, Xo_r, Ic = d.Xo_E, d.Xo_r, d.Ic
+    for i in range(1, len(rigid)):
+        for e in range(10):
+            Ic[i, e] = rigid[i, e]
+    for k in range(len(output) - 1, -1, -1):
+        o = output[k]
+        if o > 0:
+            for i in range(body_range[k, 0], body_range[k, 1]):
+                add_rigid(rigid_congruence(Xo_E[i], Xo_r[i], Ic[i]), Ic[o])
+
+
 @njit(cache=True, nogil=True, error_model='numpy')
 def crba(m, d, q):
     """H_y = G^T H G into d.H: composite rigid-body inertias Ic_o += ^iX_o^T Ic_i ^iX_o (as 10
@@ -18,19 +35,10 @@ def crba(m, d, q):
     status = kinematics(m, d, q, d.zero_y, False)
     if status != OK:
         return status
-    rigid, output, cluster, body_range, y_range = (
-        m.rigid_inertia, m.output, m.cluster, m.body_range, m.y_range)
+    composite_inertias(m, d)
+    output, cluster, body_range, y_range = m.output, m.cluster, m.body_range, m.y_range
     Xo_E, Xo_r, S, U, Ic, F, H = d.Xo_E, d.Xo_r, d.S, d.U, d.Ic, d.F, d.H
     nc = len(output)
-    for i in range(1, len(rigid)):
-        for e in range(10):
-            Ic[i, e] = rigid[i, e]
-    for k in range(nc - 1, -1, -1):
-        o = output[k]
-        if o > 0:
-            for i in range(body_range[k, 0], body_range[k, 1]):
-                # Featherstone & Orin 2000, eq. 9
-                add_rigid(rigid_congruence(Xo_E[i], Xo_r[i], Ic[i]), Ic[o])
     for r in range(H.shape[0]):
         for c in range(H.shape[1]):
             H[r, c] = 0.0

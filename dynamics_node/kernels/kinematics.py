@@ -169,28 +169,31 @@ def constraint_rows(m, d, k):
 
 
 @njit(inline='always', error_model='numpy')
-def branch_motion(joint, col, path, length, joint_o, qd):
-    """Velocity v relative to the NCA and bias acceleration a (qdd = 0) at the end of one path of a
-    loop, in the columns' frame: v = sum s qd and a = sum v x (s qd) down the path
-    (d/dt (s qd) = v x (s qd), s fixed in the body)."""
-    v = a = ZERO6
+def branch_motion(joint, col, path, length, joint_o, along, qd):
+    """Velocities v(qd) and v(along) relative to the NCA and bias acceleration a(along, qd) at the
+    end of one path of a loop, in the columns' frame: v = sum s qd and a = sum v(along) x (s qd)
+    down the path (d/dt (s qd) = v x (s qd), s fixed in the body; constraints.py)."""
+    v = u = a = ZERO6
     for p in range(length):
         body = path[p]
-        vJ = ZERO6
+        vJ = uJ = ZERO6
         for j in range(joint_nv(joint[body])):
             vJ = add_scaled(vJ, qd[col[body] + j], joint_o[body, j])
+            uJ = add_scaled(uJ, along[col[body] + j], joint_o[body, j])
         v = add_scaled(vJ, 1.0, v)
-        a = add_scaled(cross_motion(v, vJ), 1.0, a)
-    return v, a
+        u = add_scaled(uJ, 1.0, u)
+        a = add_scaled(cross_motion(u, vJ), 1.0, a)
+    return v, u, a
 
 
 @njit(error_model='numpy')
-def constraint_bias(m, d, k, qd, bias):
-    """k_k of the LOOP cluster k over its active rows into bias, at its spanning velocities qd:
-    zero on the coupling rows and, on the rows of each loop, Psi^T (v_P x v_S - (a_S - a_P)) with
-    the paths' velocities and bias accelerations (branch_motion), from the columns and Psi of
-    constraint_rows; a universal loop's first row adds (a1.w_r)(a2.w_r) - (a1.a2)|w_r|^2,
-    w_r = w_S - w_P (constraints.py)."""
+def constraint_bias(m, d, k, along, qd, bias):
+    """-Kdot(along) qd of the LOOP cluster k over its active rows into bias, at its spanning
+    velocities along and qd (k_k where along is qd): zero on the coupling rows and, on the rows of
+    each loop, Psi^T (v_P(along) x (v_S - v_P) - (a_S - a_P)) with the paths' velocities and bias
+    accelerations (branch_motion), from the columns and Psi of constraint_rows; a universal loop's
+    first row adds (a1.w_r(along))(a2.w_r) - (a1.a2)(w_r(along).w_r), w_r = w_S - w_P
+    (constraints.py)."""
     joint, col, loop_path, loop_path_len, loop_active, universal = m.joint, m.col, m.loop_path, \
         m.loop_path_len, m.loop_active, m.loop_universal
     joint_o, Psi_o, loop_a = d.joint_o, d.Psi_o, d.loop_a
@@ -198,21 +201,23 @@ def constraint_bias(m, d, k, qd, bias):
         bias[a] = 0.0
     for lp in range(m.loop_range[k, 0], m.loop_range[k, 1]):
         path, length, Psi = loop_path[lp], loop_path_len[lp], Psi_o[lp]
-        vP, aP = branch_motion(joint, col, path[0], length[0], joint_o, qd)
-        vS, aS = branch_motion(joint, col, path[1], length[1], joint_o, qd)
-        x = cross_motion(vP, vS)
-        w = (x[0] - aS[0] + aP[0], x[1] - aS[1] + aP[1], x[2] - aS[2] + aP[2],
-             x[3] - aS[3] + aP[3], x[4] - aS[4] + aP[4], x[5] - aS[5] + aP[5])
+        vP, uP, aP = branch_motion(joint, col, path[0], length[0], joint_o, along, qd)
+        vS, uS, aS = branch_motion(joint, col, path[1], length[1], joint_o, along, qd)
+        x, y = cross_motion(uP, vS), cross_motion(uP, vP)          # y = 0 where along is qd
+        w = (x[0] - y[0] - aS[0] + aP[0], x[1] - y[1] - aS[1] + aP[1],
+             x[2] - y[2] - aS[2] + aP[2], x[3] - y[3] - aS[3] + aP[3],
+             x[4] - y[4] - aS[4] + aP[4], x[5] - y[5] - aS[5] + aP[5])
         a0 = loop_active[lp, 0]
         for row in range(loop_active[lp, 1] - a0):
             bias[a0 + row] = dot6(Psi[row], w)
         if universal[lp]:
             a1, a2 = loop_a[lp, 0], loop_a[lp, 1]
             w0, w1, w2 = vS[0] - vP[0], vS[1] - vP[1], vS[2] - vP[2]
-            bias[a0] += ((a1[0] * w0 + a1[1] * w1 + a1[2] * w2)
+            u0, u1, u2 = uS[0] - uP[0], uS[1] - uP[1], uS[2] - uP[2]
+            bias[a0] += ((a1[0] * u0 + a1[1] * u1 + a1[2] * u2)
                          * (a2[0] * w0 + a2[1] * w1 + a2[2] * w2)
                          - (a1[0] * a2[0] + a1[1] * a2[1] + a1[2] * a2[2])
-                         * (w0 * w0 + w1 * w1 + w2 * w2))
+                         * (u0 * w0 + u1 * w1 + u2 * w2))
 
 
 @njit(error_model='numpy')
@@ -258,7 +263,7 @@ def loop_constraint(m, d, k, yd, velocities):
         for j in range(mk):
             t += G[j, r] * yd[y0 + j]
         qd[v0 + r] = t
-    constraint_bias(m, d, k, qd[v0:v1], A[:, n])
+    constraint_bias(m, d, k, qd[v0:v1], qd[v0:v1], A[:, n])
     qr_solve(m, k, A, nd, beta, n)
     for p in range(nd):
         g[v0 + dependent[p]] = A[pivot[p], n]

@@ -13,6 +13,14 @@ A universal loop keeps the origins together (3 rows) and its axis a1 (fixed in P
 its axis2 a2 (fixed in S): phi = -a1 . a2, K row n^T (w_S - w_P) with n = a1 x a2. As n also turns
 with S, dn/dt = w_P x n + a1 x (w_r x a2) (w_r = w_S - w_P), which adds
 -(a1 x (w_r x a2)) . w_r = (a1 . w_r)(a2 . w_r) - (a1 . a2)|w_r|^2 to k.
+
+The bias is the bilinear form -Kdot(u) w at u = w = qd: Kdot(u), the rate of K as the joints move
+with velocities u, applied to w. Apart, -Kdot(qd) w is the rate of the explicit constraint G, which
+the Coriolis matrix needs: K Gdot = -Kdot G (algorithms/coriolis.py). With v(u) a branch's
+velocity, a(u, w) = sum u_p x (s_p w_p) down its path (the column s_p turns with its body) and
+w_r(u) the relative angular velocity in P:
+-Kdot(u) w = Psi^T (v_P(u) x (v_S(w) - v_P(w)) - (a_S(u, w) - a_P(u, w)))
+             + (a1 . w_r(u))(a2 . w_r(w)) - (a1 . a2)(w_r(u) . w_r(w))      (universal row).
 """
 
 import numpy as np
@@ -94,24 +102,24 @@ class LoopConstraint:
         Psi[:3, 0] = np.cross(self.frame[:, 2], R_rel @ self.axis2)
         return Psi
 
-    def turning_bias(self, R_rel, w_r):
-        """The universal row's extra bias -(a1 x (w_r x a2)) . w_r (module docstring),
-        w_r = w_S - w_P in P coordinates; zeros for the other loop types, whose Psi is
-        fixed in P."""
+    def turning_bias(self, R_rel, w_r, w_along=None):
+        """The universal row's extra bias -(a1 x (w_along x a2)) . w_r (module docstring), w_r and
+        w_along (default w_r) relative angular velocities in P coordinates; zeros for the other
+        loop types, whose Psi is fixed in P."""
+        w_along = w_r if w_along is None else w_along
         k = np.zeros(self.rows)
         if self.rotation_rows == TURNING:
             a1, a2 = self.frame[:, 2], R_rel @ self.axis2
-            k[0] = (a1 @ w_r) * (a2 @ w_r) - (a1 @ a2) * (w_r @ w_r)
+            k[0] = (a1 @ w_along) * (a2 @ w_r) - (a1 @ a2) * (w_along @ w_r)
         return k
 
     @staticmethod
-    def _branch(path, Xup, S, col, qd):
+    def _branch(path, Xup, S, col, qd, along):
         """Walk one branch down from the NCA: the body transform, each joint's columns in NCA
-        coordinates, and (unless qd is None) the branch velocity and bias acceleration (qdd = 0) in
-        NCA coordinates."""
+        coordinates, and (unless qd is None) the branch velocities v(qd) and v(along) and the bias
+        acceleration a(along, qd) (module docstring) in NCA coordinates."""
         X = IDENTITY
-        v = np.zeros(6)
-        a = np.zeros(6)
+        v, u, a = np.zeros(6), np.zeros(6), np.zeros(6)
         columns = []
         for body in path:
             X = Xup[body] @ X
@@ -120,14 +128,16 @@ class LoopConstraint:
             if qd is not None:
                 vJ = s @ qd[col[body]:col[body] + s.shape[1]]
                 v = v + vJ
-                a = a + cross_motion(v, vJ)         # d/dt (s qd) = v x (s qd), s fixed in the body
-        return X, columns, v, a
+                u = u + s @ along[col[body]:col[body] + s.shape[1]]
+                a = a + cross_motion(u, vJ)         # d/dt (s qd) = u x (s qd), s fixed in the body
+        return X, columns, v, u, a
 
-    def evaluate(self, Xup, S, col, n, qd):
-        """K (rows x n) over the cluster's spanning velocities and k at velocities qd (k = 0 for qd
-        None: K alone)."""
-        XA, cols_p, vA, aA = self._branch(self.pred_path, Xup, S, col, qd)
-        XB, cols_s, vB, aB = self._branch(self.succ_path, Xup, S, col, qd)
+    def evaluate(self, Xup, S, col, n, qd, along=None):
+        """K (rows x n) over the cluster's spanning velocities and k = -Kdot(along) qd at
+        velocities qd (k = 0 for qd None: K alone; along defaults to qd: the bias)."""
+        along = qd if along is None else along
+        XA, cols_p, vA, uA, aA = self._branch(self.pred_path, Xup, S, col, qd, along)
+        XB, cols_s, vB, uB, aB = self._branch(self.succ_path, Xup, S, col, qd, along)
         X_P_nca = self.X_P_pred @ XA
         R_rel = self.relative_rotation(XA, XB)
         Psi = X_P_nca.T @ self.directions(R_rel)    # force-like, so it maps with X^T to NCA
@@ -138,8 +148,9 @@ class LoopConstraint:
                 K[:, c:c + s.shape[1]] += sign * (Psi.T @ s)
         if qd is None:
             return K, np.zeros(self.rows)
-        k = Psi.T @ (cross_motion(vA, vB) - (aB - aA))
-        return K, k + self.turning_bias(R_rel, X_P_nca[:3, :3] @ (vB[:3] - vA[:3]))
+        k = Psi.T @ (cross_motion(uA, vB) - cross_motion(uA, vA) - (aB - aA))
+        E = X_P_nca[:3, :3]
+        return K, k + self.turning_bias(R_rel, E @ (vB[:3] - vA[:3]), E @ (uB[:3] - uA[:3]))
 
     def residual(self, Xup, q_of_body):
         """phi: rotation error and the position of S's origin in P, along the constrained
@@ -169,7 +180,7 @@ class CouplingConstraint:
         self.rows = 1
         self.bodies = tuple(coefficients)
 
-    def evaluate(self, Xup, S, col, n, qd):
+    def evaluate(self, Xup, S, col, n, qd, along=None):
         """K (1 x n) over the cluster's spanning velocities and k = 0 (a linear relation)."""
         K = np.zeros((1, n))
         for body, c in self.coefficients.items():
@@ -182,10 +193,10 @@ class CouplingConstraint:
                          + self.offset])
 
 
-def constraint_jacobian(cluster, Xup, S, qd=None):
-    """Stacked K and k of a cluster's constraints (all rows) at the given transforms and velocities
-    (K alone, k = 0, without qd)."""
-    blocks = [c.evaluate(Xup, S, cluster.col, cluster.n, qd) for c in cluster.constraints]
+def constraint_jacobian(cluster, Xup, S, qd=None, along=None):
+    """Stacked K and k = -Kdot(along) qd of a cluster's constraints (all rows) at the given
+    transforms and velocities (K alone, k = 0, without qd; along defaults to qd: the bias)."""
+    blocks = [c.evaluate(Xup, S, cluster.col, cluster.n, qd, along) for c in cluster.constraints]
     return np.vstack([K for K, _ in blocks]), np.concatenate([k for _, k in blocks])
 
 

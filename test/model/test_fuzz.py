@@ -153,6 +153,13 @@ def _arrays(result):
                                                    *result.contact_forces)
 
 
+# the whole-body calls (whole_body.py) and their arguments
+WHOLE_BODY_CALLS = {'center_of_mass': 'q', 'potential_energy': 'q',
+                    'centroidal_momentum_matrix': 'q', 'center_of_mass_jacobian': 'q',
+                    'centroidal_momentum': 'qv', 'centroidal_bias': 'qv', 'kinetic_energy': 'qv',
+                    'coriolis_matrix': 'qv', 'regressor': 'qva'}
+
+
 def exercise(model, rng, outcomes, label):
     """The public calls on a loaded (maybe odd) model at a random state."""
     q_ind = random_independent_positions(model, rng)
@@ -173,6 +180,11 @@ def exercise(model, rng, outcomes, label):
     outcomes.run(f'{label} link_bias_acceleration',
                  lambda: model.link_bias_acceleration(q, v, link))
     outcomes.run(f'{label} link_kinematics', lambda: model.link_kinematics(q, v, model.links))
+    for name, arguments in WHOLE_BODY_CALLS.items():
+        outcomes.run(f'{label} {name}',
+                     lambda: getattr(model, name)(*(q, v, tau)[:len(arguments)]))
+    outcomes.run(f'{label} inertial_parameters',
+                 lambda: (model.inertial_parameters, np.array([model.total_mass])))
 
 
 def fuzz_descriptions(count, seed, outcomes, compiled=True):
@@ -266,6 +278,14 @@ def hostile_call(model, state, rng):
             return [Contact(link, '3D', ((1e-4 * i, 0, 0), (0, 0, 0, 1))) for i in range(20_000)]
         return (made, made, made, made[0], made * 2, 'abc', [made[0], 5])[choice]
 
+    def whole_body_call(name, arguments, hostile):
+        """A whole-body call with its argument hostile replaced."""
+        sizes = {'q': model.nq, 'v': model.nv, 'a': model.ny}
+        good = {'q': q, 'v': yd, 'a': yd}
+        return lambda: getattr(model, name)(*(
+            hostile_vector(rng, sizes[argument]) if argument == hostile else good[argument]
+            for argument in arguments))
+
     q_ind = _independent_positions(model, q)
     calls = [
         ('forward_dynamics q',
@@ -320,7 +340,11 @@ def hostile_call(model, state, rng):
         ('spanning_velocities',
          lambda: model.spanning_velocities(q, hostile_vector(rng, model.ny))),
         ('gravity', lambda: _set_gravity(model, hostile_vector(rng, 3))),
-    ]
+        ('center_of_mass v', lambda: model.center_of_mass(q, hostile_vector(rng, model.ny))),
+        ('base_parameters states',
+         lambda: model.base_parameters([(q, yd, yd), (q, yd, hostile_vector(rng, model.nv))])),
+    ] + [(f'{name} {argument}', whole_body_call(name, arguments, argument))
+         for name, arguments in WHOLE_BODY_CALLS.items() for argument in arguments]
     return calls[rng.integers(len(calls))]
 
 
@@ -337,7 +361,11 @@ def good_results(model, state):
             'inverse_dynamics': model.inverse_dynamics(q, yd, yd, wrenches),
             'mass_matrix': model.mass_matrix(q),
             'inverse_osim': model.inverse_osim(q, model.links[-2:]),
-            'gravity': model.gravity}
+            'gravity': model.gravity,
+            'centroidal_momentum_matrix': model.centroidal_momentum_matrix(q),
+            'centroidal_bias': model.centroidal_bias(q, yd),
+            'coriolis_matrix': model.coriolis_matrix(q, yd),
+            'regressor': model.regressor(q, yd, yd)}
 
 
 def fuzz_calls(count, seed, outcomes, compiled=True, sources=None):
@@ -410,6 +438,35 @@ def test_hostile_calls_on_spherical_planar_universal_joints(compiled, count):
     assert not outcomes.failures, '\n'.join(outcomes.failures[:20])
     assert (outcomes['call ModelError'] > 0.75 * count
             and outcomes['good call finite'] > 0.75 * count), dict(outcomes)
+
+
+def fuzz_parameters(count, seed, outcomes):
+    """load_model(inertial_parameters=...) with hostile vectors, and with one block of a good
+    vector scaled, negated or skewed: a model whose parameters are those given, or ModelError."""
+    rng = np.random.default_rng(seed)
+    names = ('linkage_leg', 'ambidex_wrist', 'quadruped_rotors')
+    good = {name: load_model(bundled_model(name), False).inertial_parameters for name in names}
+    for case in range(count):
+        name = names[case % len(names)]
+        pi = good[name].copy()
+        if rng.integers(2) == 0:
+            pi = hostile_vector(rng, pi.size)
+        else:
+            block = 10 * rng.integers(pi.size // 10)
+            pi[block + rng.integers(10)] *= (-1.0, 0.0, 1e3, -1e-3, 1e9)[rng.integers(5)]
+        model = outcomes.run(f'parameters {case} ({name})', lambda: load_model(
+            bundled_model(name), False, inertial_parameters=pi), kind='load')
+        if model is not None:
+            assert_close(model.inertial_parameters, np.asarray(pi, float).reshape(-1),
+                         f'{case} parameters', 1e-9)
+            exercise(model, rng, outcomes, f'parameters {case} ({name})')
+
+
+def test_hostile_inertial_parameters_follow_the_rule():
+    outcomes = Outcomes()
+    fuzz_parameters(60, SEED, outcomes)
+    assert not outcomes.failures, '\n'.join(outcomes.failures[:20])
+    assert outcomes['load loaded'] > 5 and outcomes['load ModelError'] > 20, dict(outcomes)
 
 
 # ---- Extended URDF pairs ----
