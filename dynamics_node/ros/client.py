@@ -24,7 +24,8 @@ import itertools
 import time
 
 from cluster_dynamics.msg import Contact as ContactMsg, LinkWrench
-from cluster_dynamics.srv import (BiasForces, DescribeModel, ForwardDynamics, InverseDynamics,
+from cluster_dynamics.srv import (BiasForces, Centroidal as CentroidalSrv, DescribeModel,
+                                  ForwardDynamics, InverseDynamics,
                                   InverseOperationalSpaceInertia, LinkKinematics, MassMatrix)
 import numpy as np
 import rclpy
@@ -39,6 +40,8 @@ Accelerations = namedtuple('Accelerations',
 Efforts = namedtuple('Efforts', 'names effort base_wrench contact_wrenches')
 Matrix = namedtuple('Matrix', 'names matrix')
 Kinematics = namedtuple('Kinematics', 'names poses jacobians bias_accelerations')
+Centroidal = namedtuple('Centroidal', 'names total_mass center_of_mass center_of_mass_velocity '
+                        'center_of_mass_jacobian momentum_matrix momentum bias')
 _instances = itertools.count()
 # An unanswered request is sent again after this many seconds: DDS can lose a response while
 # discovery between a new client and the node completes (ros2/rmw_fastrtps#392); the services
@@ -157,6 +160,24 @@ class DynamicsClient:
                           np.array(response.jacobians).reshape(k, 6, n),
                           np.array([_vector6(a.linear, a.angular)
                                     for a in response.bias_accelerations]).reshape(k, 6))
+
+    def centroidal(self, joints, q, v=(), *, base_pose=None, base_twist=None):
+        """Centroidal(names, total_mass, center_of_mass, center_of_mass_velocity,
+        center_of_mass_jacobian, momentum_matrix, momentum, bias): the CoM (3) and its velocity
+        (3) in the world frame, its Jacobian (3 x ny) and A_g (6 x ny) with columns names, h_g (6)
+        and the centroidal bias (6), [linear; angular] about the CoM on world axes."""
+        request = CentroidalSrv.Request(state=_state(joints, q, v))
+        _base(request, base_pose, base_twist)
+        response = self._call(CentroidalSrv, 'centroidal', request)
+        n = len(response.name)
+        com, velocity = response.center_of_mass, response.center_of_mass_velocity
+        return Centroidal(tuple(response.name), response.total_mass,
+                          np.array([com.x, com.y, com.z]),
+                          np.array([velocity.x, velocity.y, velocity.z]),
+                          np.array(response.center_of_mass_jacobian).reshape(3, n),
+                          np.array(response.centroidal_momentum_matrix).reshape(6, n),
+                          np.array(response.centroidal_momentum),
+                          np.array(response.centroidal_bias))
 
     def _call(self, srv_type, name, request):
         client = self._clients.get(name)

@@ -1,6 +1,6 @@
 """The services (private names): ``~/forward_dynamics``, ``~/inverse_dynamics``,
 ``~/inverse_operational_space_inertia``, ``~/mass_matrix``, ``~/bias_forces``,
-``~/link_kinematics``, ``~/describe_model``.
+``~/link_kinematics``, ``~/centroidal``, ``~/describe_model``.
 
 Each handler is a plain function of (Loaded model, request, response) that fills the response or
 raises ModelError with the reason; service_callback makes one the callback of its service,
@@ -10,9 +10,10 @@ answering success=true, or success=false with the reason.
 import numpy as np
 from cluster_dynamics.msg import ClusterInfo
 from geometry_msgs.msg import Wrench
-from cluster_dynamics.srv import (BiasForces, DescribeModel, ForwardDynamics, InverseDynamics,
-                                  InverseOperationalSpaceInertia, LinkKinematics, MassMatrix)
-from geometry_msgs.msg import Accel, Pose
+from cluster_dynamics.srv import (BiasForces, Centroidal, DescribeModel, ForwardDynamics,
+                                  InverseDynamics, InverseOperationalSpaceInertia, LinkKinematics,
+                                  MassMatrix)
+from geometry_msgs.msg import Accel, Point, Pose, Vector3
 
 from ..forward_dynamics import check_method
 from ..spatial import matrix_quaternion
@@ -145,9 +146,29 @@ def link_kinematics(loaded, request, response):
     response.bias_accelerations = [conv.array_to_accel(b, Accel()) for b in bias]
 
 
+def centroidal(loaded, request, response):
+    """A_g (6 x ny, row-major), h_g, the centroidal bias, the centre of mass, its velocity and
+    Jacobian (3 x ny, row-major) and the total mass at the requested state."""
+    layout, model = loaded.layout, loaded.model
+    selection, q = _positions(layout, request)
+    v = _velocities(layout, selection, request)
+    A = model.centroidal_momentum_matrix(q)
+    com, com_velocity = model.center_of_mass(q, v)
+    response.name = coordinate_names(model)
+    response.total_mass = float(model.total_mass)
+    response.center_of_mass = Point(x=com[0], y=com[1], z=com[2])
+    response.center_of_mass_velocity = Vector3(x=com_velocity[0], y=com_velocity[1],
+                                               z=com_velocity[2])
+    response.center_of_mass_jacobian = conv.float64_array(
+        model.center_of_mass_jacobian(q).reshape(-1))
+    response.centroidal_momentum_matrix = conv.float64_array(A.reshape(-1))
+    response.centroidal_momentum = conv.float64_array(model.centroidal_momentum(q, v))
+    response.centroidal_bias = conv.float64_array(model.centroidal_bias(q, v))
+
+
 def describe_model(loaded, request, response):
     """The served model: its source, names, sizes, floating-base joint, links, effort limits,
-    clusters and load warnings."""
+    clusters, total mass and load warnings."""
     model = loaded.model
     response.message = 'ok'
     response.description_source = loaded.source
@@ -165,6 +186,7 @@ def describe_model(loaded, request, response):
         name=c.name, links=list(c.links), joints=list(c.joints),
         independent_joints=list(c.independent_joints), constraints=list(c.constraints))
         for c in model.clusters]
+    response.total_mass = float(model.total_mass)
 
 
 def service_callback(name, handler, served, stats, logger, counted=True):
@@ -196,6 +218,7 @@ def create_services(node, served, settings, stats):
                 (MassMatrix, 'mass_matrix', mass_matrix, True),
                 (BiasForces, 'bias_forces', bias_forces, True),
                 (LinkKinematics, 'link_kinematics', link_kinematics, True),
+                (Centroidal, 'centroidal', centroidal, True),
                 (DescribeModel, 'describe_model', describe_model, False))
     return [node.create_service(srv_type, f'~/{name}',
                                 service_callback(name, handler, served, stats, node.get_logger(),

@@ -392,6 +392,7 @@ def describe_case(name):
                      tuple(c.constraints)) for c in response.clusters] == [
                 (c.name, c.links, c.joints, c.independent_joints, c.constraints)
                 for c in model.clusters]
+            assert response.total_mass == model.total_mass > 0
         return DescribeModel, name, DescribeModel.Request(), check
     return case
 

@@ -17,6 +17,7 @@ from rclpy.executors import SingleThreadedExecutor
 from cluster_dynamics.msg import ClusterInfo, Contact, ContactSet, LinkWrench
 from cluster_dynamics.srv import (
     BiasForces,
+    Centroidal,
     DescribeModel,
     ForwardDynamics,
     InverseDynamics,
@@ -154,6 +155,24 @@ EXPECTED_FIELDS = {
         ('link_names', 'sequence<string>'),
         ('effort_limits', 'sequence<double>'),
         ('clusters', 'sequence<cluster_dynamics/ClusterInfo>'),
+        ('total_mass', 'double'),
+    ],
+    Centroidal.Request: [
+        ('state', 'sensor_msgs/JointState'),
+        ('base_pose', 'geometry_msgs/Pose'),
+        ('base_twist', 'geometry_msgs/Twist'),
+    ],
+    Centroidal.Response: [
+        ('success', 'boolean'),
+        ('message', 'string'),
+        ('name', 'sequence<string>'),
+        ('total_mass', 'double'),
+        ('center_of_mass', 'geometry_msgs/Point'),
+        ('center_of_mass_velocity', 'geometry_msgs/Vector3'),
+        ('center_of_mass_jacobian', 'sequence<double>'),
+        ('centroidal_momentum_matrix', 'sequence<double>'),
+        ('centroidal_momentum', 'double[6]'),
+        ('centroidal_bias', 'double[6]'),
     ],
     TFMessage: [('transforms', 'sequence<geometry_msgs/TransformStamped>')],
     TF2Error: [('error', 'uint8'), ('error_string', 'string')],

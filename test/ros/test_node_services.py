@@ -1,4 +1,5 @@
-"""The whole-body controller services (~/mass_matrix, ~/bias_forces, ~/link_kinematics) and the
+"""The whole-body controller services (~/mass_matrix, ~/bias_forces, ~/link_kinematics,
+~/centroidal) and the
 Python client's calls of them, over real DDS (loopback only) against node processes serving the
 loop robot linkage_leg and the floating quadruped_rotors, started as users start them (see
 node_helpers.py). Expected values come from the library in this process at the same state, to 1e-12
@@ -12,7 +13,7 @@ import os
 import subprocess
 import sys
 
-from cluster_dynamics.srv import BiasForces, LinkKinematics, MassMatrix
+from cluster_dynamics.srv import BiasForces, Centroidal, LinkKinematics, MassMatrix
 import numpy as np
 import pytest
 
@@ -30,7 +31,7 @@ RTOL = 1e-12
 BASE = ['floating_base.linear.x', 'floating_base.linear.y', 'floating_base.linear.z',
         'floating_base.angular.x', 'floating_base.angular.y', 'floating_base.angular.z']
 SERVICE_NAMES = {MassMatrix: 'mass_matrix', BiasForces: 'bias_forces',
-                 LinkKinematics: 'link_kinematics'}
+                 LinkKinematics: 'link_kinematics', Centroidal: 'centroidal'}
 NODE_OF = {'linkage_leg': 'services_loop', 'quadruped_rotors': 'services_floating'}
 
 
@@ -123,6 +124,33 @@ def link_kinematics_case(name, links):
     return case
 
 
+def centroidal_case(name):
+    def case(rng):
+        model = robot(name)
+        request, q, v = (floating_request if model.floating_base else loop_request)(
+            Centroidal, rng)
+        com, com_velocity = model.center_of_mass(q, v)
+
+        def check(response):
+            names = ((BASE if model.floating_base else [])
+                     + [n for n in model.independent_joint_names if n != 'floating_base'])
+            assert list(response.name) == names
+            assert response.total_mass == model.total_mass
+            point, velocity = response.center_of_mass, response.center_of_mass_velocity
+            assert_close([point.x, point.y, point.z], com, 'CoM', RTOL)
+            assert_close([velocity.x, velocity.y, velocity.z], com_velocity, 'CoM velocity',
+                         RTOL)
+            assert_close(np.reshape(response.center_of_mass_jacobian, (3, model.ny)),
+                         model.center_of_mass_jacobian(q), 'CoM Jacobian', RTOL)
+            assert_close(np.reshape(response.centroidal_momentum_matrix, (6, model.ny)),
+                         model.centroidal_momentum_matrix(q), 'A_g', RTOL)
+            assert_close(response.centroidal_momentum, model.centroidal_momentum(q, v), 'h_g',
+                         RTOL)
+            assert_close(response.centroidal_bias, model.centroidal_bias(q, v), 'bias', RTOL)
+        return Centroidal, name, request, check
+    return case
+
+
 WHOLE_BODY_CASES = {
     'mass_matrix linkage_leg': mass_matrix_case('linkage_leg'),
     'mass_matrix quadruped_rotors': mass_matrix_case('quadruped_rotors'),
@@ -136,6 +164,8 @@ WHOLE_BODY_CASES = {
     'link_kinematics no links': link_kinematics_case('linkage_leg', []),
     'link_kinematics every link': link_kinematics_case('quadruped_rotors',
                                                        list(robot('quadruped_rotors').links)),
+    'centroidal linkage_leg': centroidal_case('linkage_leg'),
+    'centroidal quadruped_rotors': centroidal_case('quadruped_rotors'),
 }
 
 WHOLE_BODY_BAD_REQUESTS = [
@@ -151,6 +181,8 @@ WHOLE_BODY_BAD_REQUESTS = [
     (LinkKinematics, {'links': ['foot', 'hand' + 'x' * 1000]},
      f"unknown link 'hand{'x' * 76}'... (1004 characters); links are ['base', 'coupler', "
      "'crank', 'foot', 'motor_rotor', 'shank']"),
+    (Centroidal, {'state_velocity': [1.0, 0.0, 0.0, 0.0, 0.0]},
+     "v violates the constraints of cluster 'crank'"),
     (LinkKinematics, {'links': ['foot'], 'state_velocity': [0.0]},
      'state.velocity has 1 entries; expected 5 (one per state.name) or none'),
     # a request names each link at most once: longer ones are refused before any kinematics
@@ -210,10 +242,17 @@ def test_client_on_the_loop_robot(ros, nodes, rng):
         bias = dynamics.bias_forces(joints, q, v)
         gravity = dynamics.gravity_forces(joints, q)
         kinematics = dynamics.link_kinematics(joints, q, v, ['foot', 'crank'])
+        centroidal = dynamics.centroidal(joints, q, v)
         qdd = model.forward_dynamics(q, v, H.matrix @ ydd + bias.effort)
         tau = dynamics.inverse_dynamics(joints, q, v, qdd)
     assert H.names == bias.names == gravity.names == kinematics.names == tau.names
-    assert H.names == model.independent_joint_names
+    assert H.names == model.independent_joint_names == centroidal.names
+    assert centroidal.total_mass == model.total_mass
+    assert_close(centroidal.momentum_matrix, model.centroidal_momentum_matrix(q), 'A_g', RTOL)
+    assert_close(centroidal.momentum, centroidal.momentum_matrix @ yd, 'h_g = A_g yd', 1e-12)
+    assert_close(centroidal.bias, model.centroidal_bias(q, v), 'centroidal bias', RTOL)
+    assert_close(centroidal.center_of_mass_velocity, centroidal.center_of_mass_jacobian @ yd,
+                 'CoM velocity = J_com yd', 1e-12)
     assert_close(H.matrix, model.mass_matrix(q), 'H_y', RTOL)
     assert_close(bias.effort, model.bias_forces(q, yd), 'C_y', RTOL)
     assert_close(gravity.effort, model.gravity_forces(q), 'gravity', RTOL)
@@ -242,7 +281,14 @@ def test_client_on_the_floating_robot(ros, nodes, rng):
         bias = dynamics.bias_forces(joints, positions, y[6:], **base)
         gravity = dynamics.gravity_forces(joints, positions, base_pose=q[:7])
         kinematics = dynamics.link_kinematics(joints, positions, y[6:], ['FL_foot'], **base)
-    assert H.names == kinematics.names == tuple(BASE) + joints
+        centroidal = dynamics.centroidal(joints, positions, y[6:], **base)
+    assert H.names == kinematics.names == centroidal.names == tuple(BASE) + joints
+    com, com_velocity = model.center_of_mass(q, y)
+    assert_close(centroidal.center_of_mass, com, 'CoM', RTOL)
+    assert_close(centroidal.center_of_mass_velocity, com_velocity, 'CoM velocity', RTOL)
+    assert_close(centroidal.center_of_mass_jacobian, model.center_of_mass_jacobian(q), 'J_com',
+                 RTOL)
+    assert_close(centroidal.momentum, model.centroidal_momentum(q, y), 'h_g', RTOL)
     assert bias.names == gravity.names == joints
     assert_close(H.matrix, model.mass_matrix(q), 'H_y', RTOL)
     C = model.bias_forces(q, y)

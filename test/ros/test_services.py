@@ -5,8 +5,9 @@ a handler answers an internal error with its traceback logged."""
 
 import numpy as np
 import pytest
-from cluster_dynamics.srv import (BiasForces, DescribeModel, ForwardDynamics, InverseDynamics,
-                                  InverseOperationalSpaceInertia, LinkKinematics, MassMatrix)
+from cluster_dynamics.srv import (BiasForces, Centroidal, DescribeModel, ForwardDynamics,
+                                  InverseDynamics, InverseOperationalSpaceInertia, LinkKinematics,
+                                  MassMatrix)
 from diagnostic_msgs.msg import DiagnosticStatus
 from rclpy.clock import Clock
 from rclpy.parameter import Parameter
@@ -19,9 +20,10 @@ from dynamics_node.ros.description import load, select, ServedModel
 from dynamics_node.ros.diagnostics import Diagnostics
 from dynamics_node.ros.guard import clip, ENDING, Guard, MESSAGE_LIMIT
 from dynamics_node.ros.parameters import on_set_parameters, PARAMETERS, setting
-from dynamics_node.ros.services import (bias_forces, describe_model, forward_dynamics,
-                                        inverse_dynamics, inverse_operational_space_inertia,
-                                        link_kinematics, mass_matrix, service_callback)
+from dynamics_node.ros.services import (bias_forces, centroidal, describe_model,
+                                        forward_dynamics, inverse_dynamics,
+                                        inverse_operational_space_inertia, link_kinematics,
+                                        mass_matrix, service_callback)
 from dynamics_node.ros.stream import StreamStats
 from node_helpers import (_loop_request, bad_base_states, BAD_REQUESTS, BAD_URDF,
                           forward_dynamics_loop_independent_state_lcaba, SERVICE_CASES, text)
@@ -30,7 +32,7 @@ from test_node_services import WHOLE_BODY_BAD_REQUESTS, WHOLE_BODY_CASES
 HANDLERS = {ForwardDynamics: forward_dynamics, InverseDynamics: inverse_dynamics,
             InverseOperationalSpaceInertia: inverse_operational_space_inertia,
             DescribeModel: describe_model, MassMatrix: mass_matrix, BiasForces: bias_forces,
-            LinkKinematics: link_kinematics}
+            LinkKinematics: link_kinematics, Centroidal: centroidal}
 CASES = {**SERVICE_CASES, **WHOLE_BODY_CASES}
 BAD = BAD_REQUESTS + WHOLE_BODY_BAD_REQUESTS
 
