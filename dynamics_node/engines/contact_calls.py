@@ -2,7 +2,8 @@
 workspace: projected inverse dynamics, contact bias forces and the exact route, one compiled call
 each on the contacts' ContactBuffers (kernels/flat/contacts.py). A call returns OK or a fault of
 kernels/contact_dynamics.py, which contacts.py names; the kinematics' statuses are raised here, as
-every FastPath call raises them. Results stay in the buffers until the next call."""
+every FastPath call raises them. Results stay in the buffers until the next call. ContactSet holds
+a contact set's LCABA plan and workspace in one FastPath."""
 
 import numpy as np
 
@@ -12,7 +13,10 @@ from ..contacts import (PSEUDOINVERSE_CUTOFF, RANK_CUTOFF, robot_size, STANDARD_
                         UNACTUATED_TOLERANCE)
 from ..kernels import calls, contact_dynamics as kernels
 from ..kernels.borrowed import Borrowed
+from ..kernels.flat.checks import call_context
 from ..kernels.flat.contacts import ContactBuffers
+from ..kernels.flat.lcaba import LcabaPlan
+from ..spatial import SWAP_LINEAR_ANGULAR
 
 FAULTS = frozenset((kernels.MOVES, kernels.VIOLATES, kernels.UNACTUATED,
                     kernels.NO_ACCELERATIONS, kernels.SINGULAR_DELASSUS, kernels.MISSES_ROWS))
@@ -51,7 +55,7 @@ def signatures(fast, model_type, data_type, forces, vector):
 
 
 class ContactCalls:
-    """The compiled routes of the contacts of a numba_engine._ContactSet entry on FastPath fast;
+    """The compiled routes of the contacts of a ContactSet entry on FastPath fast;
     ``buffers`` holds the results (efforts, lam, yd_c, ydd, gap, info) and fast.data.qdd the
     exact route's accelerations."""
 
@@ -88,3 +92,50 @@ class ContactCalls:
         if status and status not in FAULTS:
             self.fast._raise(status)
         return status
+
+
+class ContactSet:
+    """LCABA's plan with contacts (flat/lcaba.py) and its workspace in one FastPath, with the
+    kernel handles, the fused calls' context and the buffers of contact_state and delassus."""
+
+    def __init__(self, fast, contacts):
+        model, self.frames = fast.model, contacts
+        self.plan = plan = LcabaPlan(model, contacts)
+        self.w = plan.create_data()
+        self.p, self.w_ref = Borrowed(plan.ref), Borrowed(self.w.ref)
+        self.context = Borrowed(call_context(fast._m, fast._d, fast._c, self.p, self.w_ref))
+        self.settings = self.residual = None      # the ProximalSettings and accepted residual in
+        #                                           w.settings
+        self.calls = None                         # contact_calls.ContactCalls, at first use
+        self.J, self.out = np.zeros((plan.rows, model.ny)), np.zeros((2, plan.rows))
+        self.row0 = int(plan.con_row0[len(plan.constraints)])
+        moving = sorted({b for c in contacts for b in (c.body1, c.body2) if b > 0})
+        self.slot = {b: 6 * i for i, b in enumerate(moving)}
+        n = len(moving)
+        self.bodies = (np.array(moving, dtype=np.int64), np.tile(np.eye(6), (n, 1, 1)),
+                       np.zeros((n, model.ny, 6)), np.zeros((6 * n, 6 * n)))
+        # every row of every entry: (row among the contacts', entry, its row, body)
+        pairs = [(int(plan.con_row0[c]) - self.row0 + j, e, j, int(plan.entry_body[e]))
+                 for c in range(len(plan.constraints), len(plan.con_rows))
+                 for e in range(*plan.con_entries[c]) for j in range(plan.con_rows[c])]
+        self.row, self.entry, self.entry_row, self.body = (
+            np.array(column, dtype=np.int64).reshape(-1) for column in zip(*pairs))
+        self.moving = self.body > 0
+        slots = [self.slot[b] for b in self.body[self.moving]]
+        self.columns = np.array(slots, dtype=np.int64)[:, None] + np.arange(6)
+
+    def pressing(self):
+        """P (m x 6 bodies) with P Omega P^T the Delassus matrix: the rows K^b of each body, their
+        columns in EFPA's [linear; angular] order."""
+        P = np.zeros((self.plan.rows - self.row0, len(self.slot) * 6))
+        m = self.moving
+        P[self.row[m][:, None], self.columns] = (
+            self.w.K[self.entry[m], self.entry_row[m]] @ SWAP_LINEAR_ANGULAR)
+        return P
+
+    def wrenches(self, forces):
+        """sum_b K^b^T lambda (nb x 6) of the contact forces (m), on the rows in w.K."""
+        f = np.zeros((self.plan.nb, 6))
+        np.add.at(f, self.body, forces[self.row][:, None] * self.w.K[self.entry, self.entry_row])
+        f[0] = 0.0                                 # the ground carries what it must
+        return f

@@ -29,10 +29,9 @@ from ..kernels.borrowed import Borrowed
 from ..kernels.codes import LCABA_NOT_POSITIVE
 from ..kernels.checks import REFER
 from ..kernels.flat.checks import call_context, check_plan, frame_set
-from ..kernels.flat.lcaba import lcaba_plan, LcabaPlan
+from ..kernels.flat.lcaba import lcaba_plan
 from ..kernels.flat.model import FlatModel
 from ..kernels.kinematics import OK
-from ..spatial import SWAP_LINEAR_ANGULAR
 from . import contact_calls
 from .compilation import compile_kernels, DISPATCHERS, ENTRY_POINTS, on_disk
 from .contract import Engine
@@ -66,7 +65,7 @@ class FastPath(Engine):
         self._residual = None                     # lcaba_data.settings
         self._use_settings(DEFAULT_SETTINGS, math.inf)
         self._frame_sets = {}
-        self._contact_sets = {}                   # tuple of Contacts -> _ContactSet
+        self._contact_sets = {}                   # tuple of Contacts -> contact_calls.ContactSet
         self._pending = None                      # a completion whose budget ran out
         #                                           (fused_completion)
         self._links = 0                           # the links of the last link_call
@@ -197,14 +196,14 @@ class FastPath(Engine):
         return self._contact_set(contacts).wrenches(forces)
 
     def _contact_set(self, contacts):
-        """The _ContactSet of contacts (ContactFrames), built at the first use of their Contacts;
-        the CONTACT_SETS most recently built are kept."""
+        """The contact_calls.ContactSet of contacts (ContactFrames), built at the first use of
+        their Contacts; the CONTACT_SETS most recently built are kept."""
         key = tuple(frames.contact for frames in contacts)
         entry = self._contact_sets.get(key)
         if entry is None:
             if len(self._contact_sets) == CONTACT_SETS:
                 del self._contact_sets[next(iter(self._contact_sets))]        # the oldest
-            entry = self._contact_sets[key] = _ContactSet(self, contacts)
+            entry = self._contact_sets[key] = contact_calls.ContactSet(self, contacts)
         return entry
 
     # ---- the public calls: one compiled entry point each (kernels/calls.py), entry(context,
@@ -450,53 +449,6 @@ class FastPath(Engine):
         if entry.calls is None:
             entry.calls = contact_calls.ContactCalls(self, entry)
         return entry.calls
-
-
-class _ContactSet:
-    """LCABA's plan with contacts (flat/lcaba.py) and its workspace in one FastPath, with the
-    kernel handles, the fused calls' context and the buffers of contact_state and delassus."""
-
-    def __init__(self, fast, contacts):
-        model, self.frames = fast.model, contacts
-        self.plan = plan = LcabaPlan(model, contacts)
-        self.w = plan.create_data()
-        self.p, self.w_ref = Borrowed(plan.ref), Borrowed(self.w.ref)
-        self.context = Borrowed(call_context(fast._m, fast._d, fast._c, self.p, self.w_ref))
-        self.settings = self.residual = None      # the ProximalSettings and accepted residual in
-        #                                           w.settings
-        self.calls = None                         # contact_calls.ContactCalls, at first use
-        self.J, self.out = np.zeros((plan.rows, model.ny)), np.zeros((2, plan.rows))
-        self.row0 = int(plan.con_row0[len(plan.constraints)])
-        moving = sorted({b for c in contacts for b in (c.body1, c.body2) if b > 0})
-        self.slot = {b: 6 * i for i, b in enumerate(moving)}
-        n = len(moving)
-        self.bodies = (np.array(moving, dtype=np.int64), np.tile(np.eye(6), (n, 1, 1)),
-                       np.zeros((n, model.ny, 6)), np.zeros((6 * n, 6 * n)))
-        # every row of every entry: (row among the contacts', entry, its row, body)
-        pairs = [(int(plan.con_row0[c]) - self.row0 + j, e, j, int(plan.entry_body[e]))
-                 for c in range(len(plan.constraints), len(plan.con_rows))
-                 for e in range(*plan.con_entries[c]) for j in range(plan.con_rows[c])]
-        self.row, self.entry, self.entry_row, self.body = (
-            np.array(column, dtype=np.int64).reshape(-1) for column in zip(*pairs))
-        self.moving = self.body > 0
-        slots = [self.slot[b] for b in self.body[self.moving]]
-        self.columns = np.array(slots, dtype=np.int64)[:, None] + np.arange(6)
-
-    def pressing(self):
-        """P (m x 6 bodies) with P Omega P^T the Delassus matrix: the rows K^b of each body, their
-        columns in EFPA's [linear; angular] order."""
-        P = np.zeros((self.plan.rows - self.row0, len(self.slot) * 6))
-        m = self.moving
-        P[self.row[m][:, None], self.columns] = (
-            self.w.K[self.entry[m], self.entry_row[m]] @ SWAP_LINEAR_ANGULAR)
-        return P
-
-    def wrenches(self, forces):
-        """sum_b K^b^T lambda (nb x 6) of the contact forces (m), on the rows in w.K."""
-        f = np.zeros((self.plan.nb, 6))
-        np.add.at(f, self.body, forces[self.row][:, None] * self.w.K[self.entry, self.entry_row])
-        f[0] = 0.0                                 # the ground carries what it must
-        return f
 
 
 def _settings(settings, residual):
