@@ -160,11 +160,11 @@ if ! up_to_date editable "$editable_hash"; then
 fi
 
 # numba's on-disk cache (dynamics_node/kernels/**/__pycache__) is keyed on the kernel modules and the
-# joint-type table; compiling takes 4 to 9 min on 2 cores, after which a node starts in about a second.
+# joint-type table; compiling takes 9 to 20 min on 2 cores, after which a node starts in about a second.
 kernels_hash="$({ echo "$deps_hash"; find dynamics_node/kernels -name '*.py' | sort | xargs sha256sum
   sha256sum dynamics_node/joint_types.py dynamics_node/engines/numba_engine.py; } | digest)"
 if ! up_to_date kernels "$kernels_hash"; then
-  log "compiling the dynamics kernels into numba's cache (once: 4 min on 2 idle cores, 9 min on busy ones; a line per kernel)"
+  log "compiling the dynamics kernels into numba's cache (once: 9 min on 2 idle cores, up to 20 on busy ones; a line per kernel)"
   "$VENV/bin/python" -c "import sys
 from dynamics_node import bundled_model, load_model
 load_model(bundled_model('linkage_leg')).warm_up(lambda name, i, n, seconds: print(
