@@ -215,8 +215,9 @@ class Model(WholeBodyTerms):
             return route(self, data, arguments, method, settings, info)
         result = contact_routes.forward_dynamics(self, data, q, v, tau, frames, method, settings,
                                                  info)
-        check_finite(self, 'accelerations and contact forces', FORWARD.inputs(self, arguments),
-                     result.acceleration, *result.contact_forces, *result.multipliers.values())
+        check_finite(self, 'accelerations and contact forces',
+                     lambda: FORWARD.inputs(self, arguments), result.acceleration,
+                     *result.contact_forces, *result.multipliers.values())
         return result if info else result.acceleration
 
     def inverse_dynamics(self, q, v, a, wrenches=None, contacts=None, info=False, weights=None,
@@ -282,10 +283,10 @@ class Model(WholeBodyTerms):
                 raise message(self, ACCELERATION_VIOLATION, Fault(value=mismatch))
         if not frames:
             tau = data.engine.inverse_dynamics(q, yd, ydd, data.f_ext)
-            check_finite(self, kind.what, kind.inputs(self, arguments), tau)
+            check_finite(self, kind.what, lambda: kind.inputs(self, arguments), tau)
             return contact_routes.InverseDynamicsInfo(tau) if info else tau
         result = contact_routes.inverse_dynamics(self, data, q, yd, ydd, frames, w)
-        check_finite(self, kind.what, kind.inputs(self, arguments), result.efforts,
+        check_finite(self, kind.what, lambda: kind.inputs(self, arguments), result.efforts,
                      *result.contact_forces)
         return result if info else result.efforts
 

@@ -120,10 +120,11 @@ def check_finite(model, what, inputs, *results):
     which names the input entry that is largest relative to its bound, the likely cause of the
     overflow.
 
-    inputs: (name, validated vector, bound) of each input of the call."""
+    inputs: (name, validated vector, bound) of each input of the call, or a function that gives
+    them, called only for the message."""
     if all([all_finite(r.reshape(-1)) for r in results]):
         return
-    raise message(model, NOT_FINITE, Fault(what, given=inputs))
+    raise message(model, NOT_FINITE, Fault(what, given=inputs() if callable(inputs) else inputs))
 
 
 def checked_weights(model, value):

@@ -77,6 +77,23 @@ def test_a_non_finite_result_is_an_error_naming_the_largest_input():
         model.forward_dynamics([0.0], [0.0], [1e9], method='lcaba')
 
 
+def test_the_finiteness_check_builds_its_message_only_on_failure():
+    """check_finite takes the inputs of its message as a function, called only when a result is
+    not finite: the contact routes' successful calls skip building them."""
+    from dynamics_node.validation import check_finite
+    model = load_model(robot(link('base', ''), link('a', inertial(1, 1, 1)),
+                             joint('j', 'base', 'a')))
+
+    def unused():
+        raise AssertionError('the message was built on success')
+    check_finite(model, 'accelerations', unused, np.zeros(1), np.ones((2, 3)))
+    with pytest.raises(ModelError, match=r"^the accelerations are not finite at this input "
+                                         r"\(largest relative to its bound: tau\[0\] = 1e\+09 of "
+                                         r"joint 'j', bound 1e\+09\)"):
+        check_finite(model, 'accelerations', lambda: [('tau', np.array([1e9]), 1e9)],
+                     np.zeros(1), np.array([np.inf]))
+
+
 # ---- finding 3: bounds on descriptions and inputs ----
 
 def one_joint(joint_xml='', inertial_xml=None):
