@@ -142,8 +142,10 @@ def test_autostart_activates_when_a_description_arrives(ros):  # noqa: F811
     try:
         assert ros.spin_until(lambda: has_service(ros, process, 'get_state'), timeout=30.0), \
             process.output()
-        # its own configure at start fails (no description): no service
-        assert ros.spin_until(lambda: get_state(ros, process) == 'unconfigured')
+        # its own configure at start fails (no description): no service. Each get_state is a
+        # service call that can take seconds while discovery completes on a loaded machine.
+        assert ros.spin_until(lambda: get_state(ros, process) == 'unconfigured', timeout=30.0), \
+            process.output()
         assert not has_service(ros, process, 'describe_model')
         assert set_parameters(ros, process.name, robot_description_file='four_bar').successful
         assert ros.spin_until(lambda: get_state(ros, process) == 'active', timeout=30.0), \
