@@ -12,6 +12,7 @@ ModelError faults.py names for it.
 
 from collections import namedtuple
 import dataclasses
+import functools
 import math
 
 import numpy as np
@@ -42,9 +43,10 @@ BASE_RTOL = 1e-8        # a column is kept where |R_jj| > BASE_RTOL |W_j| (algor
 class WholeBodyTerms:
     """Model's whole-body calls (module docstring)."""
 
-    @property
+    @functools.cached_property
     def total_mass(self):
-        """The sum of every moving body's mass, rotors included (kg)."""
+        """The sum of every moving body's mass, rotors included (kg): summed once, the inertias
+        being frozen at load."""
         return total_mass(self)
 
     @property
