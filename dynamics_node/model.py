@@ -193,14 +193,17 @@ class Model(WholeBodyTerms):
 
     def _contacts_forward_dynamics(self, data, q, v, tau, wrenches, contacts, method, settings,
                                    info):
-        """forward_dynamics with contacts (contacts.py): the fused LCABA call of a contact set
-        resolved before, else the contact routes on checked inputs."""
+        """forward_dynamics with contacts (contacts.py): the fused call (LCABA or the exact route)
+        of a contact set resolved before, else the contact routes on checked inputs."""
         if (wrenches is None and info is False and not data.f_ext_set
-                and (method is AUTO or type(method) is str and method == 'lcaba')
                 and (settings is None or type(settings) is ProximalSettings)):
-            qdd = data.engine.fused_forward_dynamics_contacts(
-                q, v, tau, contacts, settings or DEFAULT_SETTINGS,
-                LCABA_RESIDUAL if method is AUTO else math.inf)
+            qdd = None
+            if method is AUTO or type(method) is str and method == 'lcaba':
+                qdd = data.engine.fused_forward_dynamics_contacts(
+                    q, v, tau, contacts, settings or DEFAULT_SETTINGS,
+                    LCABA_RESIDUAL if method is AUTO else math.inf)
+            elif type(method) is str and method == 'aba':
+                qdd = data.engine.fused_exact_forward_dynamics(q, v, tau, contacts)
             if qdd is not None:
                 return qdd
         check_method(method)

@@ -23,7 +23,8 @@ FAULTS = frozenset((kernels.MOVES, kernels.VIOLATES, kernels.UNACTUATED,
 KERNELS = {'contact_inverse_dynamics': kernels.inverse_dynamics,
            'contact_bias_forces': kernels.contact_bias_forces,
            'exact_forward_dynamics': kernels.exact_forward_dynamics,
-           'fused_contact_bias_forces': calls.contact_bias_forces}
+           'fused_contact_bias_forces': calls.contact_bias_forces,
+           'fused_forward_dynamics_exact': calls.forward_dynamics_exact}
 
 
 def buffers(model, plan):
@@ -51,7 +52,8 @@ def signatures(fast, model_type, data_type, forces, vector):
     return {'contact_inverse_dynamics': head + (vector, vector, vector, forces, vector),
             'contact_bias_forces': head + (vector, vector, forces, vector),
             'exact_forward_dynamics': head + (vector, vector, vector, forces),
-            'fused_contact_bias_forces': (fast._x.numba_type, b, vector, vector, vector)}
+            'fused_contact_bias_forces': (fast._x.numba_type, b, vector, vector, vector),
+            'fused_forward_dynamics_exact': (fast._x.numba_type, b, vector, vector, vector)}
 
 
 class ContactCalls:
@@ -82,6 +84,12 @@ class ContactCalls:
         buffers."""
         return self.fast._fused_contact_bias_forces(self.entry.context, self._b, q, v,
                                                     self.unit_weights)
+
+    def fused_forward_dynamics(self, q, v, tau):
+        """Model.forward_dynamics(q, v, tau, contacts, method='aba') in one compiled call
+        (calls.py): OK, else not OK (Model's checked path names the error); the accelerations in
+        qdd, the contact forces in buffers."""
+        return self.fast._fused_forward_dynamics_exact(self.entry.context, self._b, q, v, tau)
 
     def forward_dynamics(self, q, yd, tau, f_ext):
         fast, entry = self.fast, self.entry

@@ -66,6 +66,11 @@ class Engine:
         residual is accepted as in fused_forward_dynamics."""
         return None
 
+    def fused_exact_forward_dynamics(self, q, v, tau, contacts):
+        """Model.forward_dynamics(q, v, tau, contacts=contacts, method='aba'): the accelerations,
+        or None for Model's checked path."""
+        return None
+
     def fused_contact_bias_forces(self, q, v, contacts):
         """Model.contact_bias_forces(q, v, contacts) at unit weights: (buffers, ContactFrames) of
         the results (efforts, yd_c, ydd, lam, info[1]: contact_calls.ContactCalls.buffers), or

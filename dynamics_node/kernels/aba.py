@@ -176,8 +176,15 @@ def aba(m, d, q, yd, tau, f_ext):
     status = kinematics(m, d, q, yd)
     if status == OK:
         status = articulated_inertias(m, d)                          # backward pass
-    if status != OK:
-        return status
+    if status == OK:
+        aba_forces(m, d, tau, f_ext)
+    return status
+
+
+@njit(error_model='numpy')
+def aba_forces(m, d, tau, f_ext):
+    """The passes of aba that read the forces, at the velocities and articulated inertias that
+    d holds: p^A, u and p^a tips to base, then the accelerations base to tips (Alg. 1)."""
     rigid, v, pA = m.rigid_inertia, d.v, d.f
     for i in range(1, len(rigid)):
         bias_force(rigid[i], v[i], f_ext[i], pA[i])                  # p^A = v x* I v - f_ext
@@ -185,7 +192,6 @@ def aba(m, d, q, yd, tau, f_ext):
     set_base_acceleration(m, d)
     aba_accelerations(m, d)                                          # forward pass
     spanning_accelerations(m, d, d.ydd)
-    return OK
 
 
 @njit(cache=True, nogil=True, error_model='numpy')

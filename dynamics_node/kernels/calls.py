@@ -45,7 +45,8 @@ from .checks import (ACCELERATION_BOUND, beyond, constraint_violation, couplings
 from .codes import (ACCELERATION_VIOLATION, FIRST, LCABA_NOT_POSITIVE, LCABA_REJECTED, LENGTH,
                     LIFT_SINGULAR, NOT_FINITE, OUT_OF_BOUND, POSITION_VIOLATION, QUATERNION,
                     SECOND, THIRD, VELOCITY_VIOLATION)
-from .contact_dynamics import contact_bias_forces as projected_bias_forces
+from .contact_dynamics import (contact_bias_forces as projected_bias_forces,
+                               exact_forward_dynamics as exact_route)
 from .crba import crba
 from .efpa import efpa
 from . import frames
@@ -188,28 +189,57 @@ def consistent(m, d, c, x, lcaba_violation):
     return OK
 
 
+@njit(error_model='numpy')
+def velocities(m, d, c, known, v, u=None, bound=0.0):
+    """v within bounds (nv or ny entries) and, where given, the call's third argument u within
+    bound; v's independent entries into d.yd_checked: OK, else the first fault."""
+    status = vector(m, d, v, SECOND, c.limits[VELOCITY_BOUND])
+    if status == OK and u is not None:
+        status = vector(m, d, u, THIRD, bound)
+    if status != OK:
+        return first(m, d, c, known, status)
+    independent(m, v, d.yd_checked)
+    return OK
+
+
+@njit(inline='always', error_model='numpy')
+def singular(d, status):
+    """A kernel's singular status with its details (d.info: cluster, value) in d.fault."""
+    if status != OK:
+        d.fault[0], d.fault[1], d.fault[2] = FIRST, d.info[0], d.info[1]
+    return status
+
+
+@njit(error_model='numpy')
+def after(m, d, c, known, v, status, result, a=None):
+    """The checks after an algorithm with velocities v (None: without) returned status: the loops,
+    consistent spanning v, spanning accelerations a equal to G ydd + g (where given), a finite
+    result."""
+    if status != OK:
+        if v is None:
+            return first(m, d, c, known, status)
+        return first_with(m, d, c, known, v, status)
+    status = closed(m, d, c, known)
+    if status == OK and v is not None:
+        status = consistent(m, d, c, v, ROWS_IN_K)
+    if status == OK and a is not None:
+        status = accelerations(m, d, c, a, d.ydd_checked)
+    if status == OK and not finite(result):
+        status = NOT_FINITE
+    return status
+
+
 @njit(cache=True, nogil=True, error_model='numpy')
 def forward_dynamics(x, q, v, tau):
     """Model.forward_dynamics with the cluster ABA: spanning accelerations into d.qdd."""
     m, d, c = x.m, x.d, x.c
     status, known = positions(m, d, c, q)
+    if status == OK:
+        status = velocities(m, d, c, known, v, tau, c.limits[FORCE_BOUND])
     if status != OK:
         return status
-    status = vector(m, d, v, SECOND, c.limits[VELOCITY_BOUND])
-    if status == OK:
-        status = vector(m, d, tau, THIRD, c.limits[FORCE_BOUND])
-    if status != OK:
-        return first(m, d, c, known, status)
-    independent(m, v, d.yd_checked)
-    status = aba(m, d, None, d.yd_checked, tau, d.f_ext)
-    if status != OK:
-        return first_with(m, d, c, known, v, fail(d, status, FIRST, d.info[0], d.info[1]))
-    status = closed(m, d, c, known)
-    if status == OK:
-        status = consistent(m, d, c, v, ROWS_IN_K)
-    if status == OK and not finite(d.qdd):
-        status = NOT_FINITE
-    return status
+    status = singular(d, aba(m, d, None, d.yd_checked, tau, d.f_ext))
+    return after(m, d, c, known, v, status, d.qdd)
 
 
 @njit(cache=True, nogil=True, error_model='numpy')
@@ -217,28 +247,14 @@ def inverse_dynamics(x, q, v, a):
     """Model.inverse_dynamics (bias and gravity forces: a, v zero): independent forces into d.tau.
     Spanning accelerations must equal G ydd + g (validation.py's VELOCITY_TOLERANCE, relative)."""
     m, d, c = x.m, x.d, x.c
-    ydd = d.ydd_checked
     status, known = positions(m, d, c, q)
+    if status == OK:
+        status = velocities(m, d, c, known, v, a, c.limits[ACCELERATION_BOUND])
     if status != OK:
         return status
-    status = vector(m, d, v, SECOND, c.limits[VELOCITY_BOUND])
-    if status == OK:
-        status = vector(m, d, a, THIRD, c.limits[ACCELERATION_BOUND])
-    if status != OK:
-        return first(m, d, c, known, status)
-    independent(m, v, d.yd_checked)
-    independent(m, a, ydd)
-    status = rnea(m, d, None, d.yd_checked, ydd, d.f_ext)
-    if status != OK:
-        return first_with(m, d, c, known, v, fail(d, status, FIRST, d.info[0], d.info[1]))
-    status = closed(m, d, c, known)
-    if status == OK:
-        status = consistent(m, d, c, v, ROWS_IN_K)
-    if status == OK:
-        status = accelerations(m, d, c, a, ydd)
-    if status == OK and not finite(d.tau):
-        status = NOT_FINITE
-    return status
+    independent(m, a, d.ydd_checked)
+    status = singular(d, rnea(m, d, None, d.yd_checked, d.ydd_checked, d.f_ext))
+    return after(m, d, c, known, v, status, d.tau, a)
 
 
 @njit(error_model='numpy')
@@ -264,13 +280,7 @@ def mass_matrix(x, q):
     status, known = positions(m, d, c, q)
     if status != OK:
         return status
-    status = crba(m, d, None)
-    if status != OK:
-        return first(m, d, c, known, fail(d, status, FIRST, d.info[0], d.info[1]))
-    status = closed(m, d, c, known)
-    if status == OK and not finite(d.H):
-        status = NOT_FINITE
-    return status
+    return after(m, d, c, known, None, singular(d, crba(m, d, None)), d.H)
 
 
 @njit(cache=True, nogil=True, error_model='numpy')
@@ -281,13 +291,8 @@ def inverse_osim(x, q, f):
     status, known = positions(m, d, c, q)
     if status != OK:
         return status
-    status = efpa(m, d, None, f.body, f.X, f.T, f.Omega)
-    if status != OK:
-        return first(m, d, c, known, fail(d, status, FIRST, d.info[0], d.info[1]))
-    status = closed(m, d, c, known)
-    if status == OK and not finite(f.Omega):
-        status = NOT_FINITE
-    return status
+    return after(m, d, c, known, None, singular(d, efpa(m, d, None, f.body, f.X, f.T, f.Omega)),
+                 f.Omega)
 
 
 @njit(inline='always', error_model='numpy')
@@ -308,15 +313,11 @@ def forward_dynamics_lcaba(x, q, v, tau):
     configuration), independent forces act on their joints."""
     m, d, c, p, w = x.m, x.d, x.c, x.p, x.w
     status, known = positions(m, d, c, q)
+    if status == OK:
+        status = velocities(m, d, c, known, v, tau, c.limits[FORCE_BOUND])
     if status != OK:
         return status
-    status = vector(m, d, v, SECOND, c.limits[VELOCITY_BOUND])
-    if status == OK:
-        status = vector(m, d, tau, THIRD, c.limits[FORCE_BOUND])
-    if status != OK:
-        return first(m, d, c, known, status)
     qd, tau_spanning = d.qd, d.tau_spanning
-    independent(m, v, d.yd_checked)
     if len(v) == m.nv:
         for j in range(m.nv):
             qd[j] = v[j]
@@ -356,10 +357,9 @@ def link_kinematics(x, q, v, n, poses, jacobians, biases):
     if status != OK:
         return status
     if biases:
-        status = vector(m, d, v, SECOND, c.limits[VELOCITY_BOUND])
+        status = velocities(m, d, c, known, v)
         if status != OK:
-            return first(m, d, c, known, status)
-        independent(m, v, d.yd_checked)
+            return status
     status = frames.link_kinematics(m, d, None, d.yd_checked, n, poses, jacobians, biases)
     if status != OK:
         fail(d, status, FIRST, d.info[0], d.info[1])
@@ -385,16 +385,30 @@ def contact_bias_forces(x, b, q, v, weights):
     m, d, c = x.m, x.d, x.c
     status, known = positions(m, d, c, q)
     if status == OK:
-        status = vector(m, d, v, SECOND, c.limits[VELOCITY_BOUND])
+        status = velocities(m, d, c, known, v)
     if status != OK:
         return status
-    independent(m, v, d.yd_checked)
     status = projected_bias_forces(m, d, x.p, x.w, b, None, d.yd_checked, d.f_ext, weights)
+    status = after(m, d, c, known, v, status, b.efforts)
+    if status == OK and not (finite(b.yd_c) and finite(b.ydd) and finite(b.lam)):
+        status = NOT_FINITE
+    return status
+
+
+@njit(cache=True, nogil=True, error_model='numpy')
+def forward_dynamics_exact(x, b, q, v, tau):
+    """Model.forward_dynamics(q, v, tau, contacts, method='aba') on the contacts of x's plan: the
+    exact route (contact_dynamics.exact_forward_dynamics), d.qdd and the contact forces b.lam. OK
+    where q, v and tau pass the checks, the loops are closed, v is consistent and the results are
+    finite; else not OK, as contact_bias_forces."""
+    m, d, c = x.m, x.d, x.c
+    status, known = positions(m, d, c, q)
     if status == OK:
-        status = closed(m, d, c, known)
-    if status == OK:
-        status = consistent(m, d, c, v, ROWS_IN_K)
-    if status == OK and not (finite(b.efforts) and finite(b.yd_c) and finite(b.ydd)
-                             and finite(b.lam)):
+        status = velocities(m, d, c, known, v, tau, c.limits[FORCE_BOUND])
+    if status != OK:
+        return status
+    status = exact_route(m, d, x.p, x.w, b, None, d.yd_checked, tau, d.f_ext)
+    status = after(m, d, c, known, v, status, d.qdd)
+    if status == OK and not finite(b.lam):
         status = NOT_FINITE
     return status

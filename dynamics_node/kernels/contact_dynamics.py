@@ -18,12 +18,12 @@ import math
 
 from numba import njit
 
-from .aba import aba
+from .aba import aba, aba_forces
 from .cache import key_on_helpers
 from .contacts import contact_state
 from .dense import (apply_q, cholesky_pivots, cholesky_solve, householder_qr, least_norm,
                     least_squares, rank, solve_upper)
-from .efpa import efpa
+from .efpa import inverse_inertia
 from .kinematics import kinematics, OK
 from .rnea import rnea
 
@@ -269,20 +269,21 @@ def delassus(p, w, b):
 @njit(cache=True, nogil=True, error_model='numpy')
 def exact_forward_dynamics(m, d, p, w, b, q, yd, tau, f_ext):
     """contacts._exact: the free accelerations (cluster ABA), D lambda = -(J_c ydd_free + Jdot yd)
-    with D from the cluster EFPA (Cholesky; SINGULAR_DELASSUS where its squared pivot ratio is
-    at most DELASSUS_CONDITION_LIMIT), the cluster ABA again with K^b^T lambda added to the
-    bodies' forces: d.qdd, b.lam, the contact residual in b.info[0] (MISSES_ROWS where it exceeds
-    DELASSUS_RESIDUAL_LIMIT max(1, |qdd|), relative in b.info[1])."""
+    with D from the cluster EFPA on the ABA's articulated inertias (Cholesky; SINGULAR_DELASSUS
+    where its squared pivot ratio is at most DELASSUS_CONDITION_LIMIT), the force passes of the
+    cluster ABA again with K^b^T lambda added to the bodies' forces: d.qdd, b.lam, the contact
+    residual in b.info[0] (MISSES_ROWS where it exceeds DELASSUS_RESIDUAL_LIMIT max(1, |qdd|),
+    relative in b.info[1])."""
     row0, nc, y, lam, f, K = b.sizes[0], b.sizes[1], b.y, b.lam, b.f, w.K
+    if nc > m.ny:                        # D has rank ny at most: not formed (b.D holds nothing)
+        return SINGULAR_DELASSUS
     status = aba(m, d, q, yd, tau, f_ext)
     if status != OK:
         return status
     contact_state(m, d, p, w, b.J, b.out, False, False)        # the rows K^b, k and the drift
     for i in range(nc):
         y[i] = b.out[0, row0 + i]
-    status = efpa(m, d, None, b.body, b.X, b.T, b.Omega)     # the transforms at q
-    if status != OK:
-        return status
+    inverse_inertia(m, d, b.body, b.X, b.T, b.Omega)         # from the ABA's factors at q
     delassus(p, w, b)
     if not cholesky_pivots(b.D, b.L, nc) > b.limits[DELASSUS_CONDITION_LIMIT]:
         return SINGULAR_DELASSUS
@@ -305,9 +306,7 @@ def exact_forward_dynamics(m, d, p, w, b, q, yd, tau, f_ext):
     for i in range(len(f)):
         for e in range(6):
             f[i, e] = f_ext[i, e] + f[i, e]
-    status = aba(m, d, None, yd, tau, f)
-    if status != OK:
-        return status
+    aba_forces(m, d, tau, f)                                 # at the same inertias
     contact_state(m, d, p, w, b.J, b.out, False, False)
     residual = 0.0
     for i in range(nc):

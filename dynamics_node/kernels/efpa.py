@@ -76,8 +76,15 @@ def efpa(m, d, q, frame_body, frame_X, T, Omega):
     status = kinematics(m, d, q, d.zero_y, False)
     if status == OK:
         status = articulated_inertias(m, d)
-    if status != OK:
-        return status
+    if status == OK:
+        inverse_inertia(m, d, frame_body, frame_X, T, Omega)
+    return status
+
+
+@njit(error_model='numpy')
+def inverse_inertia(m, d, frame_body, frame_X, T, Omega):
+    """efpa's Lambda^-1 = T T^T from the factors L_k, V_k of the articulated inertias at the
+    positions that d holds (any velocities)."""
     frame_propagators(m, d, frame_body, frame_X, T)
     output, cluster, y_support, nf = m.output, m.cluster, m.y_support, len(frame_body)
     for e1 in range(nf):
@@ -91,4 +98,3 @@ def efpa(m, d, q, frame_body, frame_X, T, Omega):
                 for c in range(6):
                     Omega[6 * e1 + r, 6 * e2 + c] = Omega[6 * e2 + c, 6 * e1 + r] = a[c]
                     Omega[6 * e1 + r + 1, 6 * e2 + c] = Omega[6 * e2 + c, 6 * e1 + r + 1] = b[c]
-    return OK

@@ -8,7 +8,7 @@ from numba import njit
 
 from .cache import key_on_helpers
 from .kinematics import kinematics, OK
-from .rnea import bias_acceleration, set_base_acceleration
+from .rnea import body_acceleration, set_base_acceleration
 from .spatial import cross_force, dot6, rigid_force, transform_force
 
 key_on_helpers(__file__)
@@ -41,7 +41,7 @@ def regressor(m, d, q, yd, ydd, w_Y, w_F, w_unit):
     if status != OK:
         return status
     cluster, output, y_range, Xo_E, Xo_r = m.cluster, m.output, m.y_range, d.Xo_E, d.Xo_r
-    S, v, a, c = d.S, d.v, d.a, d.c
+    S, v, a = d.S, d.v, d.a
     set_base_acceleration(m, d)
     for p in range(10):
         w_unit[p] = 0.0
@@ -49,12 +49,7 @@ def regressor(m, d, q, yd, ydd, w_Y, w_F, w_unit):
         for col in range(w_Y.shape[1]):
             w_Y[r, col] = 0.0
     for i in range(1, len(cluster)):                               # forward pass (rnea.py)
-        k = cluster[i]
-        y0 = y_range[k, 0]
-        bias_acceleration(Xo_E, Xo_r, a, c, i, output[k])
-        for e in range(6):
-            for j in range(y_range[k, 1] - y0):
-                a[i, e] += S[i, j, e] * ydd[y0 + j]                  # eq. (33)
+        body_acceleration(m, d, i, ydd)
     for i in range(1, len(cluster)):
         for p in range(10):
             w_unit[RIGID_INDEX[p]] = 1.0

@@ -33,23 +33,28 @@ def bias_acceleration(Xo_E, Xo_r, a, c, i, o):
         a[i, e] += c[i, e]
 
 
+@njit(inline='always', error_model='numpy')
+def body_acceleration(m, d, i, ydd):
+    """a_i = ^iX_o a_o + c_i + S_k ydd_k: eq. (33), body i's step of the forward pass."""
+    k = m.cluster[i]
+    y0, a, S = m.y_range[k, 0], d.a, d.S
+    bias_acceleration(d.Xo_E, d.Xo_r, a, d.c, i, m.output[k])
+    for e in range(6):
+        for j in range(m.y_range[k, 1] - y0):
+            a[i, e] += S[i, j, e] * ydd[y0 + j]
+
+
 @njit(cache=True, nogil=True, error_model='numpy')
 def rnea(m, d, q, yd, ydd, f_ext):
     """Independent forces tau_y = S_k^T f_k into d.tau (rnea.py)."""
     status = kinematics(m, d, q, yd)
     if status != OK:
         return status
-    rigid, cluster, output, body_range, y_range = (
-        m.rigid_inertia, m.cluster, m.output, m.body_range, m.y_range)
-    Xo_E, Xo_r, S, v, a, c, f, tau = d.Xo_E, d.Xo_r, d.S, d.v, d.a, d.c, d.f, d.tau
+    rigid, output, body_range, y_range = m.rigid_inertia, m.output, m.body_range, m.y_range
+    Xo_E, Xo_r, S, v, a, f, tau = d.Xo_E, d.Xo_r, d.S, d.v, d.a, d.f, d.tau
     set_base_acceleration(m, d)
     for i in range(1, len(rigid)):                               # forward pass, cluster by cluster
-        k = cluster[i]
-        y0 = y_range[k, 0]
-        bias_acceleration(Xo_E, Xo_r, a, c, i, output[k])
-        for e in range(6):
-            for j in range(y_range[k, 1] - y0):
-                a[i, e] += S[i, j, e] * ydd[y0 + j]                  # eq. (33)
+        body_acceleration(m, d, i, ydd)
         bias_force(rigid[i], v[i], f_ext[i], f[i])
         x = rigid_force(rigid[i], a[i])
         for e in range(6):

@@ -8,53 +8,18 @@ Returns OK or the rule code of the first check that refuses (codes.py), details 
 from numba import njit
 
 from .cache import key_on_helpers
-from .calls import (accelerations, closed, consistent, first, first_with, finite, independent,
-                    positions, ROWS_IN_K, vector)
+from .calls import after, first, finite, independent, positions, singular, velocities
 from .centroidal import (center_of_mass as com_kernel, center_of_mass_jacobian as
                          com_jacobian_kernel, centroidal_bias, centroidal_momentum_matrix as
                          momentum_matrix_kernel, kinetic_energy as kinetic_kernel,
                          potential_energy as potential_kernel)
-from .checks import ACCELERATION_BOUND, VELOCITY_BOUND
-from .codes import FIRST, NOT_FINITE, SECOND, THIRD
+from .checks import ACCELERATION_BOUND
+from .codes import NOT_FINITE
 from .coriolis import coriolis_matrix as coriolis_kernel
 from .kinematics import OK
 from .regressor import regressor as regressor_kernel
 
 key_on_helpers(__file__)
-
-
-@njit(error_model='numpy')
-def velocities(m, d, c, v, known):
-    """v within bounds (nv or ny entries) into d.yd_checked: OK, else the first fault."""
-    status = vector(m, d, v, SECOND, c.limits[VELOCITY_BOUND])
-    if status != OK:
-        return first(m, d, c, known, status)
-    independent(m, v, d.yd_checked)
-    return OK
-
-
-@njit(error_model='numpy')
-def after(m, d, c, known, v, status, result):
-    """The checks after an algorithm with velocities v (None: without) returned status: the loops,
-    consistent spanning v, a finite result."""
-    if status != OK:
-        if v is None:
-            return first(m, d, c, known, status)
-        return first_with(m, d, c, known, v, status)
-    status = closed(m, d, c, known)
-    if status == OK and v is not None:
-        status = consistent(m, d, c, v, ROWS_IN_K)
-    if status == OK and not finite(result):
-        status = NOT_FINITE
-    return status
-
-
-@njit(inline='always', error_model='numpy')
-def singular(d, status):
-    """A kernel's singular status with its details (d.info: cluster, value) in d.fault."""
-    if status != OK:
-        d.fault[0], d.fault[1], d.fault[2] = FIRST, d.info[0], d.info[1]
-    return status
 
 
 @njit(cache=True, nogil=True, error_model='numpy')
@@ -115,7 +80,7 @@ def centroidal_state(x, q, v, bias, momentum, com):
     status, known = positions(m, d, c, q)
     if status != OK:
         return status
-    status = velocities(m, d, c, v, known)
+    status = velocities(m, d, c, known, v)
     if status != OK:
         return status
     status = singular(d, centroidal_bias(m, d, None, d.yd_checked, bias, momentum, com))
@@ -132,7 +97,7 @@ def kinetic_energy(x, q, v, energy):
     status, known = positions(m, d, c, q)
     if status != OK:
         return status
-    status = velocities(m, d, c, v, known)
+    status = velocities(m, d, c, known, v)
     if status != OK:
         return status
     status = singular(d, kinetic_kernel(m, d, None, d.yd_checked, energy))
@@ -146,7 +111,7 @@ def coriolis_matrix(x, q, v, C, Gdot, Sdot, Idot, hc, U, F, F1, F2):
     status, known = positions(m, d, c, q)
     if status != OK:
         return status
-    status = velocities(m, d, c, v, known)
+    status = velocities(m, d, c, known, v)
     if status != OK:
         return status
     status = singular(d, coriolis_kernel(m, d, None, d.yd_checked, C, Gdot, Sdot, Idot, hc, U, F,
@@ -162,21 +127,9 @@ def regressor(x, q, v, a, Y, F, unit):
     status, known = positions(m, d, c, q)
     if status != OK:
         return status
-    status = vector(m, d, v, SECOND, c.limits[VELOCITY_BOUND])
-    if status == OK:
-        status = vector(m, d, a, THIRD, c.limits[ACCELERATION_BOUND])
+    status = velocities(m, d, c, known, v, a, c.limits[ACCELERATION_BOUND])
     if status != OK:
-        return first(m, d, c, known, status)
-    independent(m, v, d.yd_checked)
+        return status
     independent(m, a, d.ydd_checked)
     status = singular(d, regressor_kernel(m, d, None, d.yd_checked, d.ydd_checked, Y, F, unit))
-    if status != OK:
-        return first_with(m, d, c, known, v, status)
-    status = closed(m, d, c, known)
-    if status == OK:
-        status = consistent(m, d, c, v, ROWS_IN_K)
-    if status == OK:
-        status = accelerations(m, d, c, a, d.ydd_checked)
-    if status == OK and not finite(Y):
-        status = NOT_FINITE
-    return status
+    return after(m, d, c, known, v, status, Y, a)

@@ -256,11 +256,14 @@ def test_forward_dynamics_against_references(name, engine):
 
 
 def test_compiled_and_reference_models_agree():
-    """LCABA with contacts: the compiled kernel, first on the checked path (which builds the
-    contacts' plan), then in one fused call, agrees with the NumPy algorithms to round-off; the
-    exact route runs the NumPy algorithms on both."""
+    """LCABA and the exact route with contacts: the compiled kernels, first on the checked path
+    (which builds the contacts' plan), then in one fused call each, agree with the NumPy
+    algorithms to round-off."""
     text, contacts, _ = ROBOTS['quadruped_rotors 3D feet']
     compiled, numpy_model = load_model(text()), load_model(text(), compiled=False)
+    engine, fused = compiled._local.data.engine, []
+    exact = engine.fused_exact_forward_dynamics
+    engine.fused_exact_forward_dynamics = lambda *args: fused.append(exact(*args)) or fused[-1]
     rng = np.random.default_rng(SEED)
     for _ in range(3):
         q, yd, tau = random_state(numpy_model, rng)
@@ -270,9 +273,11 @@ def test_compiled_and_reference_models_agree():
                                                       method='lcaba'), expected) < LCABA_RTOL
         assert relative(compiled.forward_dynamics(q, yd, tau, contacts=tuple(contacts)),
                         expected) < LCABA_RTOL, 'a tuple of the same Contacts'
-        assert relative(compiled.forward_dynamics(q, yd, tau, contacts=contacts, method='aba'),
-                        numpy_model.forward_dynamics(q, yd, tau, contacts=contacts,
-                                                     method='aba')) < 1e-12
+        expected = numpy_model.forward_dynamics(q, yd, tau, contacts=contacts, method='aba')
+        for _ in range(2):
+            assert relative(compiled.forward_dynamics(q, yd, tau, contacts=contacts,
+                                                      method='aba'), expected) < 1e-12
+    assert sum(qdd is not None for qdd in fused) == 5, 'the checked path once, then fused'
 
 
 def test_many_contact_sets():
@@ -649,12 +654,17 @@ def test_bad_inputs_after_the_contact_set_was_resolved():
     feet = reference.contacts
     q, yd, tau = random_state(model, np.random.default_rng(SEED))
     model.forward_dynamics(q, yd, tau, contacts=feet)
+    model.forward_dynamics(q, yd, tau, contacts=feet, method='aba')
     bad_q = q.copy()
     bad_q[-1] = np.nan
     for call, message in (
-            (lambda: model.forward_dynamics(bad_q, yd, tau, contacts=feet), r'q\[.*\] is nan'),
-            (lambda: model.forward_dynamics(q, yd[:3], tau, contacts=feet), 'v has 3 entries'),
-            (lambda: model.forward_dynamics(q, yd, tau * np.inf, contacts=feet), 'tau'),
+            *((lambda m=method: model.forward_dynamics(bad_q, yd, tau, contacts=feet, method=m),
+               r'q\[.*\] is nan') for method in ('auto', 'aba')),
+            *((lambda m=method: model.forward_dynamics(q, yd[:3], tau, contacts=feet, method=m),
+               'v has 3 entries') for method in ('auto', 'aba')),
+            *((lambda m=method: model.forward_dynamics(q, yd, tau * np.inf, contacts=feet,
+                                                       method=m), 'tau')
+              for method in ('auto', 'aba')),
             (lambda: model.forward_dynamics(q, yd, tau, contacts=feet, method='ABA'),
              "method 'ABA' is unknown"),
             (lambda: model.forward_dynamics(q, yd, tau, contacts=feet, settings=1e6),
