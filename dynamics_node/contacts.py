@@ -322,9 +322,7 @@ def inverse_dynamics(model, data, q, yd, ydd, frames, weights):
     if calls is not None:
         _fault(model, frames, calls.inverse_dynamics(q, yd, ydd, data.f_ext, weights),
                calls.buffers)
-        result = calls.buffers
-        return InverseDynamicsInfo(result.efforts.copy(), _split(result.lam.copy(), frames),
-                                   float(result.info[1]))
+        return inverse_info(calls, frames)
     tau_id = data.engine.inverse_dynamics(q, yd, ydd, data.f_ext)
     J, residual, velocity = data.engine.contact_state(frames)       # at the RNEA's state
     velocity = np.max(np.abs(velocity))
@@ -439,7 +437,7 @@ def contact_bias_forces(model, data, q, yd, frames, weights):
     if calls is not None:
         _fault(model, frames, calls.contact_bias_forces(q, yd, data.f_ext, weights),
                calls.buffers)
-        return bias_info(calls.buffers, frames)
+        return bias_info(calls, frames)
     zero = np.zeros(model.ny)
     if not frames:
         return ContactBiasInfo(engine.inverse_dynamics(q, yd, zero, data.f_ext), yd.copy(), zero)
@@ -463,8 +461,15 @@ def contact_bias_forces(model, data, q, yd, frames, weights):
                            float(np.max(np.abs(yd - yd_c))))
 
 
-def bias_info(buffers, frames):
-    """ContactBiasInfo of the compiled contact_bias_forces' results (contact_calls.ContactCalls
-    buffers) on the contacts frames."""
-    return ContactBiasInfo(buffers.efforts.copy(), buffers.yd_c.copy(), buffers.ydd.copy(),
-                           _split(buffers.lam.copy(), frames), float(buffers.info[1]))
+def bias_info(calls, frames):
+    """ContactBiasInfo of the compiled contact_bias_forces' results (in the buffers of
+    contact_calls.ContactCalls calls) on the contacts frames."""
+    b = calls.buffers
+    return ContactBiasInfo(b.efforts.copy(), b.yd_c.copy(), b.ydd.copy(),
+                           _split(b.lam.copy(), frames), float(b.info[1]))
+
+
+def inverse_info(calls, frames):
+    """InverseDynamicsInfo of the compiled projected inverse dynamics' results, as bias_info."""
+    b = calls.buffers
+    return InverseDynamicsInfo(b.efforts.copy(), _split(b.lam.copy(), frames), float(b.info[1]))

@@ -203,7 +203,8 @@ class Model(WholeBodyTerms):
                     q, v, tau, contacts, settings or DEFAULT_SETTINGS,
                     LCABA_RESIDUAL if method is AUTO else math.inf)
             elif type(method) is str and method == 'aba':
-                qdd = data.engine.fused_exact_forward_dynamics(q, v, tau, contacts)
+                fused = data.engine.fused_contacts('fused_forward_dynamics', contacts, q, v, tau)
+                qdd = None if fused is None else fused[0].qdd.copy()
             if qdd is not None:
                 return qdd
         check_method(method)
@@ -271,6 +272,11 @@ class Model(WholeBodyTerms):
             tau = data.tau_out.copy()
             checked_weights(self, weights)
             return contact_routes.InverseDynamicsInfo(tau) if info else tau
+        if wrenches is weights is None and not data.f_ext_set:   # contacts resolved before
+            fused = data.engine.fused_contacts('fused_inverse_dynamics', contacts, q, v, a)
+            if fused is not None:
+                return (contact_routes.inverse_info(*fused) if info
+                        else fused[0].buffers.efforts.copy())
         arguments = (q, v, a)
         q = positions(self, data, q)
         v = vector(v, 'v', {self.nv: 'spanning', self.ny: 'independent'}, bounds.VELOCITY)
@@ -341,9 +347,10 @@ class Model(WholeBodyTerms):
         """
         data = self._local.data
         if weights is None and not data.f_ext_set:           # contacts resolved before: one call
-            fused = data.engine.fused_contact_bias_forces(q, v, contacts)
+            fused = data.engine.fused_contacts('fused_bias_forces', contacts, q, v)
             if fused is not None:
-                return contact_routes.bias_info(*fused) if info else fused[0].efforts.copy()
+                return (contact_routes.bias_info(*fused) if info
+                        else fused[0].buffers.efforts.copy())
         q = positions(self, data, q)
         v = vector(v, 'v', {self.nv: 'spanning', self.ny: 'independent'}, bounds.VELOCITY)
         yd = independent_velocities(self, data, v)

@@ -24,7 +24,8 @@ KERNELS = {'contact_inverse_dynamics': kernels.inverse_dynamics,
            'contact_bias_forces': kernels.contact_bias_forces,
            'exact_forward_dynamics': kernels.exact_forward_dynamics,
            'fused_contact_bias_forces': calls.contact_bias_forces,
-           'fused_forward_dynamics_exact': calls.forward_dynamics_exact}
+           'fused_forward_dynamics_exact': calls.forward_dynamics_exact,
+           'fused_inverse_dynamics_contacts': calls.inverse_dynamics_contacts}
 
 
 def buffers(model, plan):
@@ -53,7 +54,9 @@ def signatures(fast, model_type, data_type, forces, vector):
             'contact_bias_forces': head + (vector, vector, forces, vector),
             'exact_forward_dynamics': head + (vector, vector, vector, forces),
             'fused_contact_bias_forces': (fast._x.numba_type, b, vector, vector, vector),
-            'fused_forward_dynamics_exact': (fast._x.numba_type, b, vector, vector, vector)}
+            'fused_forward_dynamics_exact': (fast._x.numba_type, b, vector, vector, vector),
+            'fused_inverse_dynamics_contacts': (fast._x.numba_type, b, vector, vector, vector,
+                                                vector)}
 
 
 class ContactCalls:
@@ -78,17 +81,22 @@ class ContactCalls:
         return self._status(fast._contact_bias_forces(
             fast._m, fast._d, entry.p, entry.w_ref, self._b, q, yd, f_ext, weights))
 
-    def fused_contact_bias_forces(self, q, v):
-        """Model.contact_bias_forces(q, v, contacts) at unit weights in one compiled call
-        (calls.py): OK, else not OK (Model's checked path names the error); the results in
-        buffers."""
+    # the whole public call in one compiled call each (calls.py), on inputs as Model got them,
+    # at unit weights: OK, else not OK (Model's checked path names the error); the results in
+    # buffers (and qdd)
+
+    def fused_bias_forces(self, q, v):
+        """Model.contact_bias_forces(q, v, contacts)."""
         return self.fast._fused_contact_bias_forces(self.entry.context, self._b, q, v,
                                                     self.unit_weights)
 
+    def fused_inverse_dynamics(self, q, v, a):
+        """Model.inverse_dynamics(q, v, a, contacts) (bias_forces, gravity_forces)."""
+        return self.fast._fused_inverse_dynamics_contacts(self.entry.context, self._b, q, v, a,
+                                                          self.unit_weights)
+
     def fused_forward_dynamics(self, q, v, tau):
-        """Model.forward_dynamics(q, v, tau, contacts, method='aba') in one compiled call
-        (calls.py): OK, else not OK (Model's checked path names the error); the accelerations in
-        qdd, the contact forces in buffers."""
+        """Model.forward_dynamics(q, v, tau, contacts, method='aba')."""
         return self.fast._fused_forward_dynamics_exact(self.entry.context, self._b, q, v, tau)
 
     def forward_dynamics(self, q, yd, tau, f_ext):

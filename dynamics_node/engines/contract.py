@@ -66,15 +66,12 @@ class Engine:
         residual is accepted as in fused_forward_dynamics."""
         return None
 
-    def fused_exact_forward_dynamics(self, q, v, tau, contacts):
-        """Model.forward_dynamics(q, v, tau, contacts=contacts, method='aba'): the accelerations,
-        or None for Model's checked path."""
-        return None
-
-    def fused_contact_bias_forces(self, q, v, contacts):
-        """Model.contact_bias_forces(q, v, contacts) at unit weights: (buffers, ContactFrames) of
-        the results (efforts, yd_c, ydd, lam, info[1]: contact_calls.ContactCalls.buffers), or
-        None for Model's checked path."""
+    def fused_contacts(self, route, contacts, *inputs):
+        """A contact route of Model on inputs as Model got them, at unit weights, in one call
+        (route 'fused_forward_dynamics': the exact route, 'fused_inverse_dynamics': projected
+        inverse dynamics, 'fused_bias_forces': contact_bias_forces): (calls, ContactFrames),
+        the results in calls.buffers (efforts, lam, yd_c, ydd, info: contact_calls.ContactCalls)
+        and calls.qdd, or None for Model's checked path."""
         return None
 
     def fused_completion(self, q_independent, previous, budget_ms):

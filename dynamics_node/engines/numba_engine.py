@@ -264,26 +264,15 @@ class FastPath(Engine):
             pass
         return None
 
-    def fused_exact_forward_dynamics(self, q, v, tau, contacts):
-        """Model.forward_dynamics(q, v, tau, contacts=contacts, method='aba'), for contacts this
-        workspace resolved and ran before: the accelerations, else None."""
+    def fused_contacts(self, route, contacts, *inputs):
+        """A contact route of Model at unit weights in one compiled call (route: a fused method
+        of contact_calls.ContactCalls), for contacts this workspace resolved and ran before:
+        (ContactCalls, ContactFrames) with the results, else None."""
         try:
             entry = self._contact_sets.get(contact_set_key(contacts))
             if entry is not None and entry.calls is not None and \
-                    entry.calls.fused_forward_dynamics(q, v, tau) == OK:
-                return entry.calls.qdd.copy()
-        except TypeError:              # NotAFloat64Vector, or an unhashable key
-            pass
-        return None
-
-    def fused_contact_bias_forces(self, q, v, contacts):
-        """Model.contact_bias_forces(q, v, contacts) at unit weights, for contacts this workspace
-        resolved and ran before: (buffers, ContactFrames) of the results, else None."""
-        try:
-            entry = self._contact_sets.get(contact_set_key(contacts))
-            if entry is not None and entry.calls is not None and \
-                    entry.calls.fused_contact_bias_forces(q, v) == OK:
-                return entry.calls.buffers, entry.frames
+                    getattr(entry.calls, route)(*inputs) == OK:
+                return entry.calls, entry.frames
         except TypeError:              # NotAFloat64Vector, or an unhashable key
             pass
         return None

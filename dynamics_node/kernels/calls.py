@@ -46,7 +46,8 @@ from .codes import (ACCELERATION_VIOLATION, FIRST, LCABA_NOT_POSITIVE, LCABA_REJ
                     LIFT_SINGULAR, NOT_FINITE, OUT_OF_BOUND, POSITION_VIOLATION, QUATERNION,
                     SECOND, THIRD, VELOCITY_VIOLATION)
 from .contact_dynamics import (contact_bias_forces as projected_bias_forces,
-                               exact_forward_dynamics as exact_route)
+                               exact_forward_dynamics as exact_route,
+                               inverse_dynamics as projected_inverse_dynamics)
 from .crba import crba
 from .efpa import efpa
 from . import frames
@@ -409,6 +410,26 @@ def forward_dynamics_exact(x, b, q, v, tau):
         return status
     status = exact_route(m, d, x.p, x.w, b, None, d.yd_checked, tau, d.f_ext)
     status = after(m, d, c, known, v, status, d.qdd)
+    if status == OK and not finite(b.lam):
+        status = NOT_FINITE
+    return status
+
+
+@njit(cache=True, nogil=True, error_model='numpy')
+def inverse_dynamics_contacts(x, b, q, v, a, weights):
+    """Model.inverse_dynamics(q, v, a, contacts) (bias_forces and gravity_forces: v, a zero) on
+    the contacts of x's plan: projected inverse dynamics (contact_dynamics.inverse_dynamics),
+    b.efforts and the contact forces b.lam; OK or not OK as contact_bias_forces."""
+    m, d, c = x.m, x.d, x.c
+    status, known = positions(m, d, c, q)
+    if status == OK:
+        status = velocities(m, d, c, known, v, a, c.limits[ACCELERATION_BOUND])
+    if status != OK:
+        return status
+    independent(m, a, d.ydd_checked)
+    status = projected_inverse_dynamics(m, d, x.p, x.w, b, None, d.yd_checked, d.ydd_checked,
+                                        d.f_ext, weights)
+    status = after(m, d, c, known, v, status, b.efforts, a)
     if status == OK and not finite(b.lam):
         status = NOT_FINITE
     return status

@@ -11,8 +11,8 @@ import pytest
 from conftest import SEED
 from dynamics_node import (bounds, Contact, ContactBiasInfo, InverseDynamicsInfo, load_model,
                            ModelError, SingularConfigurationError)
-from test_contacts import (ARM, held_state, OFFSET, QUADRUPED_FEET, random_state, REDUNDANT_FEET,
-                           ROBOTS, setup, spanning)
+from test_contacts import (ARM, fused_calls, held_state, OFFSET, QUADRUPED_FEET, random_state,
+                           REDUNDANT_FEET, ROBOTS, setup, spanning)
 
 ROUND_OFF = 1e-12        # compiled against NumPy, relative to max(1, |NumPy's|)
 PINOCCHIO = 1e-9         # against constraintDynamics
@@ -62,7 +62,10 @@ def kept_state(model, contacts, rng):
 
 @pytest.mark.parametrize('name, contacts', CASES)
 def test_projected_inverse_dynamics_against_numpy(name, contacts):
-    compiled, reference = engines(name)
+    """Weighted on the checked path, at unit weights in one fused call (the contacts resolved by
+    kept_state), with info or without."""
+    compiled, reference = load_model(ROBOTS[name][0]()), setup(name, 'numpy')[0]
+    fused = fused_calls(compiled)
     rng = np.random.default_rng(SEED + 31)
     for _ in range(STATES):
         q, yd, ydd = kept_state(reference, contacts, rng)
@@ -73,8 +76,12 @@ def test_projected_inverse_dynamics_against_numpy(name, contacts):
             got = compiled.inverse_dynamics(q, yd, ydd, contacts=contacts, weights=w, info=True)
             assert isinstance(got, InverseDynamicsInfo)
             same_result(got, expected)
+        assert relative(compiled.inverse_dynamics(q, yd, ydd, contacts=contacts),
+                        reference.inverse_dynamics(q, yd, ydd, contacts=contacts)) < ROUND_OFF
         assert relative(compiled.gravity_forces(q, contacts=contacts),
                         reference.gravity_forces(q, contacts=contacts)) < ROUND_OFF
+    # the first call resolves the contacts on the checked path; then three fused calls a state
+    assert fused.count('fused_inverse_dynamics') == 3 * STATES - 1
 
 
 @pytest.mark.parametrize('name, contacts', CASES)
