@@ -1,5 +1,6 @@
 """The two forward-dynamics routes with contacts (dynamics_node/contacts.py): the exact route
-(method 'aba': cluster ABA, the contacts' Delassus matrix from the cluster EFPA, a second ABA) and
+(method 'aba': cluster ABA, the contacts' Delassus matrix from the cluster EFPA, the ABA's force
+passes again) and
 LCABA with the contacts as cut constraints, on the robots of test/algorithms/test_contacts.py at
 one random state each. Prints the median microseconds per public call (interleaved in one process),
 their ratio and LCABA's iterations; the numbers of docs/library.md#contacts come from here.

@@ -24,9 +24,9 @@ Timed as in the paper: penalty mu = 10 (Pinocchio's mu = 0.1: its ProximalSettin
 inverse), 1 and 3 iterations (tolerance 1e-14, so that none stops early). Ours is the public
 Model.forward_dynamics(contacts=..., method='lcaba') on the spanning v and tau that Pinocchio gets
 (one fused compiled call once the contact set was resolved). The exact route (method='aba':
-cluster ABA, the contacts' Delassus matrix, a second ABA) where the contact set is not redundant;
-pin.aba on the spanning tree without constraints, the paper's ABA column. Medians of interleaved
-rounds, each with one batch of every call. Prints the table and writes it as the Table II section
+cluster ABA, the contacts' Delassus matrix, the ABA's force passes again) where the contact set is
+not redundant; pin.aba on the spanning tree without constraints, the paper's ABA column. Medians of
+interleaved rounds, each with one batch of every call. Prints the table and writes it as the Table II section
 of docs/performance.md (which `make bench`, bench/run.py, writes whole).
 
 Usage: .venv/bin/python bench/table_ii.py
@@ -320,8 +320,9 @@ NOTE = (
     'settings=ProximalSettings(mu=10, tolerance=1e-14, max_iterations=it)) with the spanning v '
     'and tau that Pinocchio gets: the input checks, the compiled LCABA with the contacts as cut '
     'constraints and the result copy in one compiled call, the contact set\'s plan built at its '
-    'first call. **exact**: method=\'aba\' (cluster ABA, the contacts\' Delassus matrix from '
-    'the EFPA, a second ABA: compiled kernels joined by NumPy, whose fixed cost dominates here), '
+    'first call. **exact**: method=\'aba\' (the cluster ABA, the contacts\' Delassus matrix '
+    'from the EFPA on its articulated inertias, its force passes again with the contact forces: '
+    'one compiled call), '
     'on every row where the contact set is not redundant. '
     '**pin.lcaba**, **pin.cD** (constraintDynamics, the paper\'s proxLTL): the spanning tree with '
     'each loop and each contact as a RigidConstraintModel (LOCAL). **pin.aba**: the spanning tree '

@@ -191,10 +191,9 @@ def forward_dynamics(model, data, q, v, tau, frames, method, settings, info=True
     """ForwardDynamicsInfo with contact_forces (inputs validated, data.f_ext set): the exact route
     for method 'aba' (SingularConfigurationError at a singular cluster or a singular Delassus
     matrix: redundant contacts), LCABA for 'lcaba' and 'auto', which takes the exact route where
-    LCABA's result does not keep the rows (forward_dynamics.auto_lcaba). LCABA took 0.15-0.49 of
-    the exact route's time per public call on every robot measured (both one compiled call),
-    0.27-0.72 on the NumPy engine (bench/contact_methods.py, bench/contacts.py): one elimination
-    with two or three reduced sweeps against two ABA passes and the EFPA."""
+    LCABA's result does not keep the rows (forward_dynamics.auto_lcaba). LCABA took 0.50-1.32 of
+    the exact route's time per public call on the robots measured (both one compiled call),
+    0.27-0.71 on the NumPy engine (bench/contact_methods.py, docs/library.md#contacts)."""
     if method == 'aba':
         return _exact(model, data, q, v, tau, frames, info)
     if method == 'lcaba':

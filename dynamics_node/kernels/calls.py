@@ -203,6 +203,15 @@ def velocities(m, d, c, known, v, u=None, bound=0.0):
     return OK
 
 
+@njit(error_model='numpy')
+def checked(m, d, c, q, v, u=None, bound=0.0):
+    """positions(), then velocities() where they pass: (code, known)."""
+    status, known = positions(m, d, c, q)
+    if status == OK:
+        status = velocities(m, d, c, known, v, u, bound)
+    return status, known
+
+
 @njit(inline='always', error_model='numpy')
 def singular(d, status):
     """A kernel's singular status with its details (d.info: cluster, value) in d.fault."""
@@ -234,9 +243,7 @@ def after(m, d, c, known, v, status, result, a=None):
 def forward_dynamics(x, q, v, tau):
     """Model.forward_dynamics with the cluster ABA: spanning accelerations into d.qdd."""
     m, d, c = x.m, x.d, x.c
-    status, known = positions(m, d, c, q)
-    if status == OK:
-        status = velocities(m, d, c, known, v, tau, c.limits[FORCE_BOUND])
+    status, known = checked(m, d, c, q, v, tau, c.limits[FORCE_BOUND])
     if status != OK:
         return status
     status = singular(d, aba(m, d, None, d.yd_checked, tau, d.f_ext))
@@ -248,9 +255,7 @@ def inverse_dynamics(x, q, v, a):
     """Model.inverse_dynamics (bias and gravity forces: a, v zero): independent forces into d.tau.
     Spanning accelerations must equal G ydd + g (validation.py's VELOCITY_TOLERANCE, relative)."""
     m, d, c = x.m, x.d, x.c
-    status, known = positions(m, d, c, q)
-    if status == OK:
-        status = velocities(m, d, c, known, v, a, c.limits[ACCELERATION_BOUND])
+    status, known = checked(m, d, c, q, v, a, c.limits[ACCELERATION_BOUND])
     if status != OK:
         return status
     independent(m, a, d.ydd_checked)
@@ -313,9 +318,7 @@ def forward_dynamics_lcaba(x, q, v, tau):
     routes). Independent velocities are lifted to G yd (LIFT_SINGULAR at a singular
     configuration), independent forces act on their joints."""
     m, d, c, p, w = x.m, x.d, x.c, x.p, x.w
-    status, known = positions(m, d, c, q)
-    if status == OK:
-        status = velocities(m, d, c, known, v, tau, c.limits[FORCE_BOUND])
+    status, known = checked(m, d, c, q, v, tau, c.limits[FORCE_BOUND])
     if status != OK:
         return status
     qd, tau_spanning = d.qd, d.tau_spanning
@@ -384,9 +387,7 @@ def contact_bias_forces(x, b, q, v, weights):
     are not codes.py's): Model's checked path then names the error. weights: checked by the
     caller."""
     m, d, c = x.m, x.d, x.c
-    status, known = positions(m, d, c, q)
-    if status == OK:
-        status = velocities(m, d, c, known, v)
+    status, known = checked(m, d, c, q, v)
     if status != OK:
         return status
     status = projected_bias_forces(m, d, x.p, x.w, b, None, d.yd_checked, d.f_ext, weights)
@@ -403,9 +404,7 @@ def forward_dynamics_exact(x, b, q, v, tau):
     where q, v and tau pass the checks, the loops are closed, v is consistent and the results are
     finite; else not OK, as contact_bias_forces."""
     m, d, c = x.m, x.d, x.c
-    status, known = positions(m, d, c, q)
-    if status == OK:
-        status = velocities(m, d, c, known, v, tau, c.limits[FORCE_BOUND])
+    status, known = checked(m, d, c, q, v, tau, c.limits[FORCE_BOUND])
     if status != OK:
         return status
     status = exact_route(m, d, x.p, x.w, b, None, d.yd_checked, tau, d.f_ext)
@@ -421,9 +420,7 @@ def inverse_dynamics_contacts(x, b, q, v, a, weights):
     the contacts of x's plan: projected inverse dynamics (contact_dynamics.inverse_dynamics),
     b.efforts and the contact forces b.lam; OK or not OK as contact_bias_forces."""
     m, d, c = x.m, x.d, x.c
-    status, known = positions(m, d, c, q)
-    if status == OK:
-        status = velocities(m, d, c, known, v, a, c.limits[ACCELERATION_BOUND])
+    status, known = checked(m, d, c, q, v, a, c.limits[ACCELERATION_BOUND])
     if status != OK:
         return status
     independent(m, a, d.ydd_checked)

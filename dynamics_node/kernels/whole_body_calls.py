@@ -8,7 +8,7 @@ Returns OK or the rule code of the first check that refuses (codes.py), details 
 from numba import njit
 
 from .cache import key_on_helpers
-from .calls import after, first, finite, independent, positions, singular, velocities
+from .calls import after, checked, first, finite, independent, positions, singular
 from .centroidal import (center_of_mass as com_kernel, center_of_mass_jacobian as
                          com_jacobian_kernel, centroidal_bias, centroidal_momentum_matrix as
                          momentum_matrix_kernel, kinetic_energy as kinetic_kernel,
@@ -77,10 +77,7 @@ def centroidal_state(x, q, v, bias, momentum, com):
     """Model.centroidal_bias, centroidal_momentum and center_of_mass(q, v): dh_g/dt at ydd = 0
     into bias, h_g into momentum, the CoM into com."""
     m, d, c = x.m, x.d, x.c
-    status, known = positions(m, d, c, q)
-    if status != OK:
-        return status
-    status = velocities(m, d, c, known, v)
+    status, known = checked(m, d, c, q, v)
     if status != OK:
         return status
     status = singular(d, centroidal_bias(m, d, None, d.yd_checked, bias, momentum, com))
@@ -94,10 +91,7 @@ def centroidal_state(x, q, v, bias, momentum, com):
 def kinetic_energy(x, q, v, energy):
     """Model.kinetic_energy(q, v) into energy[0]."""
     m, d, c = x.m, x.d, x.c
-    status, known = positions(m, d, c, q)
-    if status != OK:
-        return status
-    status = velocities(m, d, c, known, v)
+    status, known = checked(m, d, c, q, v)
     if status != OK:
         return status
     status = singular(d, kinetic_kernel(m, d, None, d.yd_checked, energy))
@@ -108,10 +102,7 @@ def kinetic_energy(x, q, v, energy):
 def coriolis_matrix(x, q, v, C, Gdot, Sdot, Idot, hc, U, F, F1, F2):
     """Model.coriolis_matrix(q, v): C_y into C (the other buffers: coriolis.CoriolisWorkspace)."""
     m, d, c = x.m, x.d, x.c
-    status, known = positions(m, d, c, q)
-    if status != OK:
-        return status
-    status = velocities(m, d, c, known, v)
+    status, known = checked(m, d, c, q, v)
     if status != OK:
         return status
     status = singular(d, coriolis_kernel(m, d, None, d.yd_checked, C, Gdot, Sdot, Idot, hc, U, F,
@@ -124,10 +115,7 @@ def regressor(x, q, v, a, Y, F, unit):
     """Model.regressor(q, v, a): Y_y into Y (F, unit: regressor.RegressorWorkspace). Spanning a
     must equal G ydd + g, as inverse_dynamics asks."""
     m, d, c = x.m, x.d, x.c
-    status, known = positions(m, d, c, q)
-    if status != OK:
-        return status
-    status = velocities(m, d, c, known, v, a, c.limits[ACCELERATION_BOUND])
+    status, known = checked(m, d, c, q, v, a, c.limits[ACCELERATION_BOUND])
     if status != OK:
         return status
     independent(m, a, d.ydd_checked)
