@@ -22,6 +22,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, ROOT)
 sys.path.insert(0, os.path.join(ROOT, 'test'))
+sys.path.append(os.path.join(ROOT, 'test', 'algorithms'))  # after bench/: its whole_body.py
 
 from dynamics_node import bundled_model, Contact, load_model, ModelError  # noqa: E402
 from conftest import random_state  # noqa: E402  (test helper: closed random state)

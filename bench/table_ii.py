@@ -26,8 +26,8 @@ Model.forward_dynamics(contacts=..., method='lcaba') on the spanning v and tau t
 (one fused compiled call once the contact set was resolved). The exact route (method='aba':
 cluster ABA, the contacts' Delassus matrix, the ABA's force passes again) where the contact set is
 not redundant; pin.aba on the spanning tree without constraints, the paper's ABA column. Medians of
-interleaved rounds, each with one batch of every call. Prints the table and writes it as the Table II section
-of docs/performance.md (which `make bench`, bench/run.py, writes whole).
+interleaved rounds, each with one batch of every call. Prints the table and writes it as the
+Table II section of docs/performance.md (which `make bench`, bench/run.py, writes whole).
 
 Usage: .venv/bin/python bench/table_ii.py
 """

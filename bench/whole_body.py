@@ -20,7 +20,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, ROOT)
 sys.path.insert(0, os.path.join(ROOT, 'test'))
-sys.path.insert(0, os.path.join(ROOT, 'test', 'algorithms'))
+sys.path.append(os.path.join(ROOT, 'test', 'algorithms'))  # after bench/: its whole_body.py
 
 from dynamics_node import bundled_model, load_model  # noqa: E402
 from conftest import published_file, random_state  # noqa: E402  (test helpers)
