@@ -2,6 +2,7 @@
 tolerances."""
 
 import faulthandler
+import fcntl
 import functools
 from importlib import metadata
 import os
@@ -38,8 +39,51 @@ HUNG_AFTER_S = 600.0
 
 
 def pytest_configure(config):
-    """Keeps a copy of the terminal's standard error, which output capture leaves alone."""
+    """Keeps a copy of the terminal's standard error, which output capture leaves alone, and
+    removes Fast DDS's zombie shared-memory ports and segments."""
     config.hang_report = os.fdopen(os.dup(sys.stderr.fileno()), 'w')
+    clean_shared_memory()
+
+
+def clean_shared_memory():
+    """Removes Fast DDS's shared-memory ports and segments that no live process owns, as `fastdds
+    shm clean` does (its tool needs psutil, which the venvs lack; it also leaves the ports whose
+    lock files are gone): an owner holds its lock file (_el or _sl). A process killed while it
+    held a port's mutex leaves the mutex locked: the next process to open that port regenerates
+    it and waits on the mutex for ever, holding Python's lock (a suite once stalled so in its
+    first node test, on a machine where earlier suites' nodes had been killed)."""
+    directory = '/dev/shm'
+    try:
+        names = os.listdir(directory)
+    except OSError:
+        return
+    owners = {match.group(1) for match in map(SHARED_MEMORY_FILE.match, names) if match}
+    for owner in owners:
+        files = [os.path.join(directory, owner + suffix) for suffix in ('_el', '_sl')]
+        if any(held(path) for path in files if os.path.exists(path)):
+            continue
+        for path in files + [os.path.join(directory, owner),
+                             os.path.join(directory, f'sem.{owner}_mutex')]:
+            try:
+                os.remove(path)
+            except OSError:
+                pass
+
+
+# a Fast DDS port or segment (2.x: fastrtps_, 3.x: fastdds_), its lock file or its port's mutex;
+# group 1 the port or segment
+SHARED_MEMORY_FILE = re.compile(
+    r'^(?:sem\.)?((?:fastrtps|fastdds)_(?:port\d+|[0-9a-z]{16}))(?:_el|_sl|_mutex)?$')
+
+
+def held(path):
+    """Whether a live process holds the lock file at path (an exclusive flock is refused)."""
+    try:
+        with open(path, 'ab') as file:
+            fcntl.flock(file, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return False
+    except OSError:
+        return True
 
 
 @pytest.hookimpl(hookwrapper=True)
