@@ -460,15 +460,19 @@ def contact_bias_forces(model, data, q, yd, frames, weights):
                            float(np.max(np.abs(yd - yd_c))))
 
 
-def bias_info(calls, frames):
+def bias_info(calls, frames, info=True):
     """ContactBiasInfo of the compiled contact_bias_forces' results (in the buffers of
-    contact_calls.ContactCalls calls) on the contacts frames."""
+    contact_calls.ContactCalls calls) on the contacts frames; without info the efforts alone."""
     b = calls.buffers
+    if not info:
+        return b.efforts.copy()
     return ContactBiasInfo(b.efforts.copy(), b.yd_c.copy(), b.ydd.copy(),
                            _split(b.lam.copy(), frames), float(b.info[1]))
 
 
-def inverse_info(calls, frames):
+def inverse_info(calls, frames, info=True):
     """InverseDynamicsInfo of the compiled projected inverse dynamics' results, as bias_info."""
     b = calls.buffers
+    if not info:
+        return b.efforts.copy()
     return InverseDynamicsInfo(b.efforts.copy(), _split(b.lam.copy(), frames), float(b.info[1]))

@@ -275,8 +275,7 @@ class Model(WholeBodyTerms):
         if wrenches is weights is None and not data.f_ext_set:   # contacts resolved before
             fused = data.engine.fused_contacts('fused_inverse_dynamics', contacts, q, v, a)
             if fused is not None:
-                return (contact_routes.inverse_info(*fused) if info
-                        else fused[0].buffers.efforts.copy())
+                return contact_routes.inverse_info(*fused, info)
         arguments = (q, v, a)
         q = positions(self, data, q)
         v = vector(v, 'v', {self.nv: 'spanning', self.ny: 'independent'}, bounds.VELOCITY)
@@ -349,8 +348,7 @@ class Model(WholeBodyTerms):
         if weights is None and not data.f_ext_set:           # contacts resolved before: one call
             fused = data.engine.fused_contacts('fused_bias_forces', contacts, q, v)
             if fused is not None:
-                return (contact_routes.bias_info(*fused) if info
-                        else fused[0].buffers.efforts.copy())
+                return contact_routes.bias_info(*fused, info)
         q = positions(self, data, q)
         v = vector(v, 'v', {self.nv: 'spanning', self.ny: 'independent'}, bounds.VELOCITY)
         yd = independent_velocities(self, data, v)
