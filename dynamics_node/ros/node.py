@@ -67,8 +67,10 @@ from .services import create_services
 from .stream import Stream, StreamStats
 
 STREAM_GIL_SWITCH = 5e-5     # s, interpreter switch interval (Python's default is 5 ms)
-EXIT_DEADLINE = 0.7          # s from SIGINT/SIGTERM (or an external shutdown) to the end of the
-#                              process
+# s from SIGINT/SIGTERM (or an external shutdown) to the end of the process: time for DDS to
+# destroy the participant (ended by force in the middle, it can leave a shared-memory port locked
+# for every later process on the machine), under ros2 launch's 5 s from SIGINT to SIGTERM
+EXIT_DEADLINE = 4.0
 _ENDING_LOCK = threading.Lock()   # guard.ENDING is set once the process is ending (_end_within)
 
 
@@ -294,7 +296,7 @@ def main(args=None):
         if node is not None:
             node.destroy_node()
     # The interpreter's own finalization (numba, llvmlite) takes ~0.7 s, and would wait for a
-    # compilation in progress: skip it, so that a signal ends the node well within 1 s.
+    # compilation in progress: skip it (destroying the last node destroyed the DDS participant).
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(code)

@@ -88,8 +88,10 @@ def test_lifecycle_serves_only_while_active(ros, managed):  # noqa: F811
                                       .get('lifecycle_state') == state)
 
             def serving(expected, i):
-                """The services exist and answer, and the stream answers, only while active."""
-                available = has_service(ros, process, 'describe_model')
+                """The services exist and answer, and the stream answers, only while active
+                (a service created at activate reaches this graph's cache some time after)."""
+                available = (ros.spin_until(lambda: has_service(ros, process, 'describe_model'))
+                             if expected else has_service(ros, process, 'describe_model'))
                 answer = publish_and_wait(ros, publisher, output, four_bar_input(i),
                                           10.0 if expected else QUIET)
                 assert available == expected and (answer is not None) == expected, answer
