@@ -48,11 +48,12 @@ def largest(x, n):
 
 @njit(error_model='numpy')
 def factor(b, ny):
-    """The contacts' J_c^T (rows sizes[0]... of b.J) into b.QR, factored with column pivoting."""
+    """The contacts' J_c^T into b.QR (stored by columns: the rows sizes[0]... of b.J), factored
+    with column pivoting."""
     row0, m = b.sizes[0], b.sizes[1]
     for i in range(m):
         for y in range(ny):
-            b.QR[y, i] = b.J[row0 + i, y]
+            b.QR[i, y] = b.J[row0 + i, y]
     householder_qr(b.QR, ny, m, b.beta, b.perm, True)
 
 
@@ -63,15 +64,36 @@ def pseudo_inverse(b, ny, r, rhs, x):
 
 
 @njit(error_model='numpy')
+def range_rows(b, ny, r):
+    """b.Vu (nu x r) <- the unactuated rows of V = Q[:, :r], the range of J_c^T: row u of V is
+    (Q^T e_u)[:r], one product with Q^T per unactuated coordinate (V itself is never formed)."""
+    u, x = b.unactuated, b.x
+    for i in range(len(u)):
+        for y in range(ny):
+            x[y] = 1.0 if y == u[i] else 0.0
+        apply_q(b.QR, ny, min(ny, b.sizes[1]), b.beta, x, True)
+        for j in range(r):
+            b.Vu[i, j] = x[j]
+
+
+@njit(error_model='numpy')
+def in_range(b, ny, r, coordinates, x):
+    """x (ny) <- V coordinates (r): Q [coordinates; 0]."""
+    for y in range(ny):
+        x[y] = coordinates[y] if y < r else 0.0
+    apply_q(b.QR, ny, min(ny, b.sizes[1]), b.beta, x, False)
+
+
+@njit(error_model='numpy')
 def check_unactuated(m, b, r, tau_id):
-    """c (r) <- the least-norm least-squares solution of V_u c = tau_id,u (V = b.Qr[:, :r]), b.gap
-    its residual, b.N (r x (r - ru)) the null space of V_u; returns ru and whether the residual is
+    """c (r) <- the least-norm least-squares solution of V_u c = tau_id,u (b.Vu), b.gap its
+    residual, b.N (r x (r - ru)) the null space of V_u; returns ru and whether the residual is
     within UNACTUATED_TOLERANCE of the robot's weight (times its reach for a moment)."""
-    u, Qr, Au, c, limits = b.unactuated, b.Qr, b.Au, b.c, b.limits
+    u, Vu, Au, c, limits = b.unactuated, b.Vu, b.Au, b.c, b.limits
     nu = len(u)
-    for j in range(r):
-        for i in range(nu):
-            Au[j, i] = Qr[u[i], j]
+    for i in range(nu):                                      # V_u^T, stored by columns
+        for j in range(r):
+            Au[i, j] = Vu[i, j]
     householder_qr(Au, r, nu, b.beta_u, b.perm_u, True)
     ru = rank(Au, r, nu, limits[RANK_CUTOFF])       # singular values of V_u are at most 1
     for i in range(nu):
@@ -89,7 +111,7 @@ def check_unactuated(m, b, r, tau_id):
     for i in range(nu):
         s = 0.0
         for j in range(r):
-            s += Qr[u[i], j] * c[j]
+            s += Vu[i, j] * c[j]
         b.gap[i] = s - tau_id[u[i]]
         scale = weight * (limits[REACH] if b.rotational[i] else 1.0)
         if abs(b.gap[i]) / max(scale, 2.2250738585072014e-308) > ratio:
@@ -103,41 +125,51 @@ def check_unactuated(m, b, r, tau_id):
 @njit(error_model='numpy')
 def projected_efforts(m, b, ny, tau_id, weights):
     """Projected inverse dynamics after factor() (contacts.inverse_dynamics): b.efforts, b.lam;
-    False where the unactuated rows cannot be balanced (b.gap)."""
-    Qr, N, c, x, limits, a = b.Qr, b.N, b.c, b.x, b.limits, b.actuated
+    False where the unactuated rows cannot be balanced (b.gap). V = Q[:, :r] enters through
+    products with Q alone: its unactuated rows, V c, V^T of a vector (the cost of a product each,
+    not r to form V)."""
+    N, c, x, t, a = b.N, b.c, b.x, b.t, b.actuated
     row0, nc = b.sizes[0], b.sizes[1]
-    r = rank(b.QR, ny, nc, limits[RANK_CUTOFF] * abs(b.QR[0, 0]))
-    for j in range(r):                                       # V: the range of J_c^T
-        for y in range(ny):
-            x[y] = 1.0 if y == j else 0.0
-        apply_q(b.QR, ny, min(ny, nc), b.beta, x, False)
-        for y in range(ny):
-            Qr[y, j] = x[y]
+    r = rank(b.QR, ny, nc, b.limits[RANK_CUTOFF] * abs(b.QR[0, 0]))
+    range_rows(b, ny, r)
     ru, balanced = check_unactuated(m, b, r, tau_id)
     if not balanced:
         return False
     nz, na = r - ru, len(a)
     if nz > 0 and na > 0:        # tau_a = tau_id,a - V_a (c + N z): weighted least squares in z
-        M, rhs = b.M, b.rhs
+        in_range(b, ny, r, c, t)                             # t = V c
+        unit = True
         for i in range(na):
-            w = math.sqrt(weights[a[i]])
-            s = tau_id[a[i]]
-            for j in range(r):
-                s -= Qr[a[i], j] * c[j]
-            rhs[i] = w * s
+            unit &= weights[a[i]] == 1.0
+        z = b.rhs
+        if unit:
+            # V_a N has orthonormal columns (V does, and V_u N = 0): z = (V_a N)^T (tau_id - V c)_a
+            for y in range(ny):
+                x[y] = 0.0
+            for i in range(na):
+                x[a[i]] = tau_id[a[i]] - t[a[i]]
+            apply_q(b.QR, ny, min(ny, nc), b.beta, x, True)    # its first r entries: V^T x
             for k in range(nz):
                 s = 0.0
                 for j in range(r):
-                    s += Qr[a[i], j] * N[j, k]
-                M[i, k] = w * s
-        # V_a N has orthonormal columns (V does, and V_u N = 0): M is the weights times them, of
-        # full column rank, and its plain QR solves the least squares
-        householder_qr(M, na, nz, b.beta_m, b.perm_m, False)
-        apply_q(M, na, min(na, nz), b.beta_m, rhs, True)
-        solve_upper(M, nz, rhs, False)
+                    s += N[j, k] * x[j]
+                z[k] = s
+        else:
+            # M = W^(1/2) V_a N, of full column rank (the columns above times the weights): its
+            # plain QR solves the least squares
+            M = b.M
+            for k in range(nz):
+                in_range(b, ny, r, N[:, k], x)               # V N[:, k]
+                for i in range(na):
+                    M[k, i] = math.sqrt(weights[a[i]]) * x[a[i]]     # stored by columns
+            for i in range(na):
+                z[i] = math.sqrt(weights[a[i]]) * (tau_id[a[i]] - t[a[i]])
+            householder_qr(M, na, nz, b.beta_m, b.perm_m, False)
+            apply_q(M, na, min(na, nz), b.beta_m, z, True)
+            solve_upper(M, nz, z, False)
         for j in range(r):
             for k in range(nz):
-                c[j] += N[j, k] * rhs[k]
+                c[j] += N[j, k] * z[k]
     least_norm(b.QR, nc, b.perm, r, c, b.lam, b.B, b.beta_b, b.perm_b, b.t)   # lambda
     for y in range(ny):
         b.efforts[y] = 0.0
@@ -235,29 +267,30 @@ def contact_bias_forces(m, d, p, w, b, q, yd, f_ext, weights):
 
 @njit(error_model='numpy')
 def delassus(p, w, b):
-    """b.D = P Lambda^-1 P^T, P the contacts' rows K^b (w.K) of their moving bodies in EFPA's
-    [linear; angular] order (algorithms/contacts.delassus)."""
+    """b.D = P Lambda^-1 P^T (its lower triangle, which cholesky_pivots reads), P the contacts'
+    rows K^b (w.K) of their moving bodies in EFPA's [linear; angular] order
+    (algorithms/contacts.delassus)."""
     row0, n6, K, Omega, Y, D, slot = b.sizes[0], 6 * b.sizes[2], w.K, b.Omega, b.Y, b.D, \
         b.entry_slot
     for con in range(len(p.con_rows)):
         if p.con_contact[con] < 0:
             continue
         for row in range(p.con_rows[con]):
-            r = p.con_row0[con] - row0 + row
+            Y_row = Y[p.con_row0[con] - row0 + row]     # rows as 1-d views: the loops vectorize
             for col in range(n6):
-                Y[r, col] = 0.0
+                Y_row[col] = 0.0
             for e in range(p.con_entries[con, 0], p.con_entries[con, 1]):
                 if slot[e] >= 0:
                     for c in range(6):
-                        k = K[e, row, (c + 3) % 6]
+                        k, Omega_row = K[e, row, (c + 3) % 6], Omega[6 * slot[e] + c]
                         for col in range(n6):
-                            Y[r, col] += k * Omega[6 * slot[e] + c, col]
-    for con in range(len(p.con_rows)):
+                            Y_row[col] += k * Omega_row[col]
+    for con in range(len(p.con_rows)):                    # the lower triangle of D = Y P^T
         if p.con_contact[con] < 0:
             continue
         for row in range(p.con_rows[con]):
             r2 = p.con_row0[con] - row0 + row
-            for r1 in range(b.sizes[1]):
+            for r1 in range(r2, b.sizes[1]):
                 s = 0.0
                 for e in range(p.con_entries[con, 0], p.con_entries[con, 1]):
                     if slot[e] >= 0:

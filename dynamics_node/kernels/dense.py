@@ -14,8 +14,16 @@ have full rank, and a second QR of their transpose gives it (only where J_c lose
 solutions are those of the SVD (both give the unique least-norm least-squares solution), at a
 tenth of the cost, and no normal equations square the conditioning.
 
-Layout: A (rows x cols) factored in place, R on and above the diagonal, each reflector
-H_k = 1 - beta_k w_k w_k^T below it with its leading 1 implicit.
+Layout: a matrix A (rows x cols) is stored by columns, column j in row j of its array (At[j, i] =
+A[i, j]), so that the loops over a column's entries run along memory. It is factored in place: R on
+and above the diagonal, each reflector H_k = 1 - beta_k w_k w_k^T below it with its leading 1
+implicit.
+
+Speed: the loops along a column run over 1-d views from index 0 (dot, subtract_scaled): numba
+checks a signed index for wraparound, which keeps LLVM from vectorizing a loop from k + 1, but not
+one over range(len(view)). Their sums may be reassociated and products fused (FASTMATH: LLVM's
+reassoc and contract flags, nothing assumed of NaN or inf). Both together make a pivoted QR of a
+73 x 36 J_c^T four times faster, its results within a few ulps.
 """
 
 import math
@@ -26,21 +34,36 @@ from .cache import key_on_helpers
 
 key_on_helpers(__file__)
 
+FASTMATH = {'reassoc', 'contract'}
 
-@njit(inline='always', error_model='numpy')
-def _reflect(A, rows, k, beta, c):
+
+@njit(inline='always', error_model='numpy', fastmath=FASTMATH)
+def dot(x, y):
+    """x . y, two vectors of x's length."""
+    s = 0.0
+    for i in range(len(x)):
+        s += x[i] * y[i]
+    return s
+
+
+@njit(inline='always', error_model='numpy', fastmath=FASTMATH)
+def subtract_scaled(y, a, x):
+    """y <- y - a x, two vectors of x's length."""
+    for i in range(len(x)):
+        y[i] -= a * x[i]
+
+
+@njit(inline='always', error_model='numpy', fastmath=FASTMATH)
+def _reflect(At, rows, k, beta, c):
     """Column c of A <- H_k A[:, c]."""
-    s = A[k, c]
-    for i in range(k + 1, rows):
-        s += A[i, k] * A[i, c]
-    s *= beta
-    A[k, c] -= s
-    for i in range(k + 1, rows):
-        A[i, c] -= s * A[i, k]
+    w, column = At[k, k + 1:rows], At[c]
+    s = beta * (column[k] + dot(w, column[k + 1:rows]))
+    column[k] -= s
+    subtract_scaled(column[k + 1:rows], s, w)
 
 
-@njit(error_model='numpy')
-def householder_qr(A, rows, cols, beta, perm, pivoting):
+@njit(error_model='numpy', fastmath=FASTMATH)
+def householder_qr(At, rows, cols, beta, perm, pivoting):
     """A[:rows, :cols] P = Q R in place (module docstring); perm[j]: the column of A that column j
     of R came from (the identity without pivoting). Pivoting takes the remaining column of
     largest norm first."""
@@ -50,130 +73,119 @@ def householder_qr(A, rows, cols, beta, perm, pivoting):
         if pivoting:
             best, pivot = -1.0, k
             for j in range(k, cols):
-                s = 0.0
-                for i in range(k, rows):
-                    s += A[i, j] * A[i, j]
+                s = dot(At[j, k:rows], At[j, k:rows])
                 if s > best:
                     best, pivot = s, j
             if pivot != k:
                 for i in range(rows):
-                    A[i, k], A[i, pivot] = A[i, pivot], A[i, k]
+                    At[k, i], At[pivot, i] = At[pivot, i], At[k, i]
                 perm[k], perm[pivot] = perm[pivot], perm[k]
-        sigma = 0.0
-        for i in range(k + 1, rows):
-            sigma += A[i, k] * A[i, k]
+        w = At[k, k + 1:rows]
+        sigma = dot(w, w)
         beta[k] = 0.0
         if sigma > 0.0:
-            alpha = A[k, k]
+            alpha = At[k, k]
             norm = math.sqrt(alpha * alpha + sigma)
             r = -norm if alpha >= 0.0 else norm
             head = alpha - r
-            for i in range(k + 1, rows):
-                A[i, k] /= head
+            for i in range(len(w)):
+                w[i] /= head
             beta[k] = -head / r
-            A[k, k] = r
+            At[k, k] = r
             for c in range(k + 1, cols):
-                _reflect(A, rows, k, beta[k], c)
+                _reflect(At, rows, k, beta[k], c)
 
 
-@njit(error_model='numpy')
-def rank(A, rows, cols, threshold):
+@njit(error_model='numpy', fastmath=FASTMATH)
+def rank(At, rows, cols, threshold):
     """The leading diagonal entries of R above threshold (after a pivoted householder_qr of
     A[:rows, :cols])."""
     n = min(rows, cols)
     r = 0
-    while r < n and abs(A[r, r]) > threshold:
+    while r < n and abs(At[r, r]) > threshold:
         r += 1
     return r
 
 
-@njit(error_model='numpy')
-def apply_q(A, rows, steps, beta, x, transposed):
+@njit(error_model='numpy', fastmath=FASTMATH)
+def apply_q(At, rows, steps, beta, x, transposed):
     """x (rows) <- Q^T x (transposed) or Q x, Q = H_0 ... H_{steps-1}."""
     for t in range(steps):
         k = t if transposed else steps - 1 - t
-        s = x[k]
-        for i in range(k + 1, rows):
-            s += A[i, k] * x[i]
-        s *= beta[k]
+        w = At[k, k + 1:rows]
+        s = beta[k] * (x[k] + dot(w, x[k + 1:rows]))
         x[k] -= s
-        for i in range(k + 1, rows):
-            x[i] -= s * A[i, k]
+        subtract_scaled(x[k + 1:rows], s, w)
 
 
-@njit(error_model='numpy')
-def solve_upper(A, n, x, transposed):
+@njit(error_model='numpy', fastmath=FASTMATH)
+def solve_upper(At, n, x, transposed):
     """x <- R^-1 x (R = A[:n, :n] upper triangular) or, transposed, R^-T x."""
     if transposed:
         for i in range(n):
-            s = x[i]
-            for j in range(i):
-                s -= A[j, i] * x[j]
-            x[i] = s / A[i, i]
+            x[i] = (x[i] - dot(At[i, :i], x[:i])) / At[i, i]
     else:
         for i in range(n - 1, -1, -1):
             s = x[i]
             for j in range(i + 1, n):
-                s -= A[i, j] * x[j]
-            x[i] = s / A[i, i]
+                s -= At[j, i] * x[j]
+            x[i] = s / At[i, i]
 
 
-@njit(error_model='numpy')
-def _factor_rows(A, r, cols, B, beta_b, perm_b):
+@njit(error_model='numpy', fastmath=FASTMATH)
+def _factor_rows(At, r, cols, Bt, beta_b, perm_b):
     """B[:cols, :r] = [R11 R12]^T (the first r rows of R, r < cols), factored by QR."""
-    for i in range(cols):
-        for j in range(r):
-            B[i, j] = A[j, i] if i >= j else 0.0
-    householder_qr(B, cols, r, beta_b, perm_b, False)
+    for j in range(r):
+        for i in range(cols):
+            Bt[j, i] = At[i, j] if i >= j else 0.0
+    householder_qr(Bt, cols, r, beta_b, perm_b, False)
 
 
-@njit(error_model='numpy')
-def least_squares(A, rows, cols, beta, perm, r, b, x, B, beta_b, perm_b, t):
+@njit(error_model='numpy', fastmath=FASTMATH)
+def least_squares(At, rows, cols, beta, perm, r, b, x, Bt, beta_b, perm_b, t):
     """x (rows) <- the least-squares solution of least norm of M x = b (b: cols), M^T = A the
     pivoted householder_qr of rank r: M = P [R11 R12]^T Q_r^T, x = Q_r [R11 R12]^T+ P^T b.
     Scratch: t (cols), B (cols x cols) with beta_b and perm_b (cols)."""
     for j in range(cols):
         t[j] = b[perm[j]]
     if r < cols:
-        _factor_rows(A, r, cols, B, beta_b, perm_b)
-        apply_q(B, cols, r, beta_b, t, True)
-        solve_upper(B, r, t, False)
+        _factor_rows(At, r, cols, Bt, beta_b, perm_b)
+        apply_q(Bt, cols, r, beta_b, t, True)
+        solve_upper(Bt, r, t, False)
     else:
-        solve_upper(A, r, t, True)
+        solve_upper(At, r, t, True)
     for i in range(rows):
         x[i] = t[i] if i < r else 0.0
-    apply_q(A, rows, min(rows, cols), beta, x, False)
+    apply_q(At, rows, min(rows, cols), beta, x, False)
 
 
-@njit(error_model='numpy')
-def least_norm(A, cols, perm, r, c, x, B, beta_b, perm_b, t):
+@njit(error_model='numpy', fastmath=FASTMATH)
+def least_norm(At, cols, perm, r, c, x, Bt, beta_b, perm_b, t):
     """x (cols) <- the least-norm solution of [R11 R12] P^T x = c (c: r), the first r rows of the
     pivoted householder_qr A: M x = Q_r c for M^T = A where Q_r c is in the range of M^T.
     Scratch as least_squares."""
     for j in range(r):
         t[j] = c[j]
     if r < cols:
-        _factor_rows(A, r, cols, B, beta_b, perm_b)
-        solve_upper(B, r, t, True)
+        _factor_rows(At, r, cols, Bt, beta_b, perm_b)
+        solve_upper(Bt, r, t, True)
         for j in range(r, cols):
             t[j] = 0.0
-        apply_q(B, cols, r, beta_b, t, False)
+        apply_q(Bt, cols, r, beta_b, t, False)
     else:
-        solve_upper(A, r, t, False)
+        solve_upper(At, r, t, False)
     for j in range(cols):
         x[perm[j]] = t[j]
 
 
-@njit(error_model='numpy')
+@njit(error_model='numpy', fastmath=FASTMATH)
 def cholesky_pivots(A, L, n):
     """L (lower, n x n) <- the Cholesky factor of A[:n, :n]; returns min L_jj^2 / max L_jj^2 (0.0
     where A is not positive definite)."""
     smallest, largest = math.inf, 0.0
     for j in range(n):
         for i in range(j, n):
-            s = A[i, j]
-            for k in range(j):
-                s -= L[i, k] * L[j, k]
+            s = A[i, j] - dot(L[i, :j], L[j, :j])
             if i == j:
                 if not s > 0.0:
                     return 0.0
@@ -184,14 +196,11 @@ def cholesky_pivots(A, L, n):
     return smallest / largest if n else 1.0
 
 
-@njit(error_model='numpy')
+@njit(error_model='numpy', fastmath=FASTMATH)
 def cholesky_solve(L, n, x):
     """x <- (L L^T)^-1 x."""
     for i in range(n):
-        s = x[i]
-        for k in range(i):
-            s -= L[i, k] * x[k]
-        x[i] = s / L[i, i]
+        x[i] = (x[i] - dot(L[i, :i], x[:i])) / L[i, i]
     for i in range(n - 1, -1, -1):
         s = x[i]
         for k in range(i + 1, n):
