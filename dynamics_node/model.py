@@ -22,8 +22,8 @@ from .layout import (checked_amplification_limit, checked_link, checked_links, f
                      independent_positions, lay_out, near_singularity, reference)
 from .multibody.clusters import AMPLIFICATION_LIMIT, build_clusters
 from .multibody.topology import SpanningTree
-from .validation import (check_finite, checked_weights, external_forces, independent_velocities,
-                         positions, vector, written)
+from .validation import (accepted_weights, check_finite, checked_weights, external_forces,
+                         independent_velocities, positions, vector, written)
 from .whole_body import WholeBodyTerms
 from . import bounds
 
@@ -44,8 +44,7 @@ class Model(WholeBodyTerms):
         self._flat = None                     # the compiled model (flat.FlatModel), at first use
         self.gravity = np.array([0.0, 0.0, -9.81])
         self._zero_y = frozen(np.zeros(self.ny))
-        self._local = ThreadWorkspace(self)           # ._local.data: the calling thread's
-        #                                                workspace
+        self._local = ThreadWorkspace(self)       # ._local.data: the calling thread's workspace
         self._reference_positions, self.reference_amplification, neighbourhoods = \
             reference(self, clusters, tree, reference_positions)
         self.amplification_limit = amplification_limit
@@ -126,8 +125,7 @@ class Model(WholeBodyTerms):
     def warm_up(self, progress=None):
         """Compile (or load from numba's cache) the fast path before the first real call; returns
         the seconds it took (0 with the NumPy reference). progress(name, i, n, seconds) is called
-        after each of the n kernels, the first time in the process (e.g. to show a long
-        compilation)."""
+        after each of the n kernels, the first time in the process (to show a long compilation)."""
         engine = self._local.data.engine
         return engine.warm_up(progress) if self.compiled else 0.0
 
@@ -272,9 +270,10 @@ class Model(WholeBodyTerms):
             tau = data.tau_out.copy()
             checked_weights(self, weights)
             return contact_routes.InverseDynamicsInfo(tau) if info else tau
-        if wrenches is weights is None and not data.f_ext_set:   # contacts resolved before
-            fused = data.engine.fused_contacts('fused_inverse_dynamics', contacts, q, v, a)
-            if fused is not None:
+        w = accepted_weights(self, weights)
+        if wrenches is None and w is not False and not data.f_ext_set:
+            fused = data.engine.fused_contacts('fused_inverse_dynamics', contacts, q, v, a, w)
+            if fused is not None:                              # contacts resolved before
                 return contact_routes.inverse_info(*fused, info)
         arguments = (q, v, a)
         q = positions(self, data, q)
@@ -345,9 +344,10 @@ class Model(WholeBodyTerms):
                 contacts (their Jacobian loses rank at q).
         """
         data = self._local.data
-        if weights is None and not data.f_ext_set:           # contacts resolved before: one call
-            fused = data.engine.fused_contacts('fused_bias_forces', contacts, q, v)
-            if fused is not None:
+        w = accepted_weights(self, weights)
+        if w is not False and not data.f_ext_set:
+            fused = data.engine.fused_contacts('fused_bias_forces', contacts, q, v, w)
+            if fused is not None:                    # contacts resolved before: one call
                 return contact_routes.bias_info(*fused, info)
         q = positions(self, data, q)
         v = vector(v, 'v', {self.nv: 'spanning', self.ny: 'independent'}, bounds.VELOCITY)

@@ -140,6 +140,18 @@ def checked_weights(model, value):
     return w
 
 
+def accepted_weights(model, value):
+    """None for None (ones), checked_weights(model, value), or False where that refuses them (a
+    fused call then leaves the checked path to name the first fault in the order of the
+    inputs)."""
+    if value is None:
+        return None
+    try:
+        return checked_weights(model, value)
+    except ModelError:
+        return False
+
+
 def written(out, result):
     """result copied into out (a public call's out=: a writable float64 NumPy array of result's
     shape, checked after the call's inputs) and out returned; else ModelError, out unchanged."""

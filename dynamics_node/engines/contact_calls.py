@@ -82,18 +82,20 @@ class ContactCalls:
             fast._m, fast._d, entry.p, entry.w_ref, self._b, q, yd, f_ext, weights))
 
     # the whole public call in one compiled call each (calls.py), on inputs as Model got them,
-    # at unit weights: OK, else not OK (Model's checked path names the error); the results in
-    # buffers (and qdd)
+    # weights checked (None: ones): OK, else not OK (Model's checked path names the error); the
+    # results in buffers (and qdd)
 
-    def fused_bias_forces(self, q, v):
-        """Model.contact_bias_forces(q, v, contacts)."""
-        return self.fast._fused_contact_bias_forces(self.entry.context, self._b, q, v,
-                                                    self.unit_weights)
+    def fused_bias_forces(self, q, v, weights=None):
+        """Model.contact_bias_forces(q, v, contacts, weights)."""
+        return self.fast._fused_contact_bias_forces(
+            self.entry.context, self._b, q, v, self.unit_weights if weights is None else weights)
 
-    def fused_inverse_dynamics(self, q, v, a):
-        """Model.inverse_dynamics(q, v, a, contacts) (bias_forces, gravity_forces)."""
-        return self.fast._fused_inverse_dynamics_contacts(self.entry.context, self._b, q, v, a,
-                                                          self.unit_weights)
+    def fused_inverse_dynamics(self, q, v, a, weights=None):
+        """Model.inverse_dynamics(q, v, a, contacts, weights=weights) (bias_forces,
+        gravity_forces)."""
+        return self.fast._fused_inverse_dynamics_contacts(
+            self.entry.context, self._b, q, v, a,
+            self.unit_weights if weights is None else weights)
 
     def fused_forward_dynamics(self, q, v, tau):
         """Model.forward_dynamics(q, v, tau, contacts, method='aba')."""

@@ -67,9 +67,10 @@ class Engine:
         return None
 
     def fused_contacts(self, route, contacts, *inputs):
-        """A contact route of Model on inputs as Model got them, at unit weights, in one call
-        (route 'fused_forward_dynamics': the exact route, 'fused_inverse_dynamics': projected
-        inverse dynamics, 'fused_bias_forces': contact_bias_forces): (calls, ContactFrames),
+        """A contact route of Model on inputs as Model got them (the weights of the last two
+        checked), in one call (route 'fused_forward_dynamics': the exact route,
+        'fused_inverse_dynamics': projected inverse dynamics, 'fused_bias_forces':
+        contact_bias_forces): (calls, ContactFrames),
         the results in calls.buffers (efforts, lam, yd_c, ydd, info: contact_calls.ContactCalls)
         and calls.qdd, or None for Model's checked path."""
         return None

@@ -265,8 +265,8 @@ class FastPath(Engine):
         return None
 
     def fused_contacts(self, route, contacts, *inputs):
-        """A contact route of Model at unit weights in one compiled call (route: a fused method
-        of contact_calls.ContactCalls), for contacts this workspace resolved and ran before:
+        """A contact route of Model in one compiled call (route: a fused method of
+        contact_calls.ContactCalls), for contacts this workspace resolved and ran before:
         (ContactCalls, ContactFrames) with the results, else None."""
         try:
             entry = self._contact_sets.get(contact_set_key(contacts))

@@ -310,6 +310,37 @@ def test_many_contact_sets():
     assert len(compiled._local.data.engine._contact_sets) == CONTACT_SETS
 
 
+def test_weighted_calls_run_fused_and_agree():
+    """Projected inverse dynamics and the contact bias forces at given weights: one fused call
+    each once the contacts were resolved, equal to the NumPy algorithms to round-off; refused
+    weights leave the fused call, and the first fault in the order of the inputs is named."""
+    text, contacts, _ = ROBOTS['humanoid_belts 6D soles']
+    compiled, numpy_model = load_model(text()), load_model(text(), compiled=False)
+    fused = fused_calls(compiled)
+    rng = np.random.default_rng(SEED + 23)
+    for _ in range(3):
+        q, yd, _ = random_state(numpy_model, rng)
+        weights = np.exp(rng.uniform(-2, 2, numpy_model.ny))
+        held = numpy_model.contact_bias_forces(q, yd, contacts, weights=weights, info=True)
+        for _ in range(2):
+            info = compiled.contact_bias_forces(q, yd, contacts, weights=weights, info=True)
+            assert relative(info.efforts, held.efforts) < 1e-12
+            assert relative(info.velocities, held.velocities) < 1e-12
+            expected = numpy_model.inverse_dynamics(q, held.velocities, held.accelerations,
+                                                    contacts=contacts, weights=weights)
+            assert relative(compiled.inverse_dynamics(q, held.velocities, held.accelerations,
+                                                      contacts=contacts, weights=list(weights)),
+                            expected) < 1e-12, 'weights as a list'
+    assert fused.count('fused_bias_forces') == 5, 'the checked path once, then fused'
+    assert fused.count('fused_inverse_dynamics') == 6, 'on the contacts resolved before'
+    bad = -np.ones(compiled.ny)
+    with pytest.raises(ModelError, match='expected positive weights'):
+        compiled.contact_bias_forces(q, yd, contacts, weights=bad)
+    with pytest.raises(ModelError, match='q has'):
+        compiled.contact_bias_forces(q[:-1], yd, contacts, weights=bad)
+    assert fused.count('fused_bias_forces') == 5
+
+
 def held_state(model, contacts, rng):
     """A state that keeps the contacts: v in the null space of [G-rows of the contacts], a from
     forward dynamics with random forces."""
