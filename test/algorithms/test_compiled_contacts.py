@@ -62,8 +62,8 @@ def kept_state(model, contacts, rng):
 
 @pytest.mark.parametrize('name, contacts', CASES)
 def test_projected_inverse_dynamics_against_numpy(name, contacts):
-    """Weighted on the checked path, at unit weights in one fused call (the contacts resolved by
-    kept_state), with info or without."""
+    """Weighted and at unit weights, with info or without: one fused call each once the first call
+    resolved the contacts on the checked path (kept_state ran on the reference model)."""
     compiled, reference = load_model(ROBOTS[name][0]()), setup(name, 'numpy')[0]
     fused = fused_calls(compiled)
     rng = np.random.default_rng(SEED + 31)
@@ -80,8 +80,8 @@ def test_projected_inverse_dynamics_against_numpy(name, contacts):
                         reference.inverse_dynamics(q, yd, ydd, contacts=contacts)) < ROUND_OFF
         assert relative(compiled.gravity_forces(q, contacts=contacts),
                         reference.gravity_forces(q, contacts=contacts)) < ROUND_OFF
-    # the first call resolves the contacts on the checked path; then three fused calls a state
-    assert fused.count('fused_inverse_dynamics') == 3 * STATES - 1
+    # the first call resolves the contacts on the checked path; then four fused calls a state
+    assert fused.count('fused_inverse_dynamics') == 4 * STATES - 1
 
 
 @pytest.mark.parametrize('name, contacts', CASES)
