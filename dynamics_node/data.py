@@ -44,7 +44,11 @@ class Data:
 
     def __getattr__(self, name):
         """The engine and what it attaches (context, *_entry, *_out, fault), at the first use:
-        the compiled FastPath, or the NumPy ReferencePath."""
+        the compiled FastPath, or the NumPy ReferencePath; its whole-body calls (whole_body) at
+        their first use."""
+        if name == 'whole_body':
+            self.whole_body = self.engine.whole_body()
+            return self.whole_body
         if name.startswith('_') or 'engine' in self.__dict__:
             raise AttributeError(name)
         model = self._model

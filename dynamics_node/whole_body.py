@@ -5,7 +5,7 @@ robots loaded with other inertial parameters (parameterized).
 Conventions as the rest of the API: q is spanning; velocities and accelerations are independent
 (ny) or spanning (nv, consistent); spatial quantities are [linear; angular]; the world frame is the
 root link's frame; every body that moves carries 10 inertial parameters (rotors included), the
-ground none. Each call is one entry point of the thread's engine (whole_body() of
+ground none. Each call is one entry point of the thread's whole-body calls (Data.whole_body:
 engines/whole_body_calls.py or numpy_engine.py) that returns a rule code: the result, or the
 ModelError faults.py names for it.
 """
@@ -67,48 +67,60 @@ class WholeBodyTerms:
 
     def center_of_mass(self, q, v=None):
         """The centre of mass c (3) in the world frame; with v, (c, its velocity c')."""
+        calls = self._local.data.whole_body
         if v is None:
-            return self._whole_body('center_of_mass', CENTER_OF_MASS, (q,)).com.copy()
-        calls = self._whole_body('centroidal_state', CENTROIDAL, (q, v))
+            return self._whole_body(calls, calls.center_of_mass, CENTER_OF_MASS, (q,)).com.copy()
+        self._whole_body(calls, calls.centroidal_state, CENTROIDAL, (q, v))
         mass = self.total_mass
         return calls.com.copy(), calls.momentum[:3] / mass if mass > 0.0 else np.zeros(3)
 
     def center_of_mass_jacobian(self, q):
         """J_c (3 x ny): c' = J_c yd."""
-        return self._whole_body('center_of_mass_jacobian', COM_JACOBIAN, (q,)).J.copy()
+        calls = self._local.data.whole_body
+        return self._whole_body(calls, calls.center_of_mass_jacobian, COM_JACOBIAN, (q,)).J.copy()
 
     def centroidal_momentum_matrix(self, q):
         """A_g (6 x ny): h_g = A_g yd, the momentum [linear; angular] about the centre of mass on
         world axes (Orin, Goswami & Lee 2013); Pinocchio's ccrba times G on the spanning tree."""
-        return self._whole_body('centroidal_momentum_matrix', MOMENTUM_MATRIX, (q,)).A.copy()
+        calls = self._local.data.whole_body
+        return self._whole_body(calls, calls.centroidal_momentum_matrix, MOMENTUM_MATRIX,
+                                (q,)).A.copy()
 
     def centroidal_momentum(self, q, v):
         """h_g (6) = A_g yd."""
-        return self._whole_body('centroidal_state', CENTROIDAL, (q, v)).momentum.copy()
+        calls = self._local.data.whole_body
+        return self._whole_body(calls, calls.centroidal_state, CENTROIDAL, (q, v)).momentum.copy()
 
     def centroidal_bias(self, q, v):
         """dh_g/dt at ydd = 0 (6), the loops' g included: dh_g/dt = A_g ydd + centroidal_bias
         (Pinocchio's dh_g at a = g on the spanning tree)."""
-        return self._whole_body('centroidal_state', CENTROIDAL, (q, v)).bias.copy()
+        calls = self._local.data.whole_body
+        return self._whole_body(calls, calls.centroidal_state, CENTROIDAL, (q, v)).bias.copy()
 
     def coriolis_matrix(self, q, v):
         """C_y (ny x ny) = G^T C G + G^T H Gdot: C_y yd + gravity_forces = bias_forces, and
         d/dt mass_matrix - 2 C_y is skew-symmetric (algorithms/coriolis.py)."""
-        return self._whole_body('coriolis_matrix', CORIOLIS, (q, v)).C.copy()
+        calls = self._local.data.whole_body
+        return self._whole_body(calls, calls.coriolis_matrix, CORIOLIS, (q, v)).C.copy()
 
     def kinetic_energy(self, q, v):
         """1/2 yd^T H_y yd (J)."""
-        return float(self._whole_body('kinetic_energy', KINETIC_ENERGY, (q, v)).energy[0])
+        calls = self._local.data.whole_body
+        return float(self._whole_body(calls, calls.kinetic_energy, KINETIC_ENERGY,
+                                      (q, v)).energy[0])
 
     def potential_energy(self, q):
         """-gravity . (m c), zero with every body at the world origin (J)."""
-        return float(self._whole_body('potential_energy', POTENTIAL_ENERGY, (q,)).energy[0])
+        calls = self._local.data.whole_body
+        return float(self._whole_body(calls, calls.potential_energy, POTENTIAL_ENERGY,
+                                      (q,)).energy[0])
 
     def regressor(self, q, v, a):
         """Y_y (ny x 10 nb) with regressor(q, v, a) @ inertial_parameters ==
         inverse_dynamics(q, v, a); rows in independent_joint_names order, columns in
         parameter_bodies order."""
-        return self._whole_body('regressor', REGRESSOR, (q, v, a)).Y.copy()
+        calls = self._local.data.whole_body
+        return self._whole_body(calls, calls.regressor, REGRESSOR, (q, v, a)).Y.copy()
 
     def base_parameters(self, states=None, samples=None, seed=0):
         """BaseParameters (rank, kept, B) of the regressors stacked over states, a sequence of
@@ -160,18 +172,15 @@ class WholeBodyTerms:
             states.append((q, rng.normal(size=self.ny), rng.normal(size=self.ny)))
         return states
 
-    def _whole_body(self, name, call, arguments):
-        """The thread's whole-body calls after the call name on arguments returned OK; else the
-        error of its rule code."""
-        data = self._local.data
-        calls = data.engine.whole_body()
-        entry = getattr(calls, name)
+    def _whole_body(self, calls, entry, call, arguments):
+        """calls (the thread's whole-body calls) after entry, one of them, returned OK on
+        arguments; else the error of its rule code."""
         try:
             code = entry(*arguments)
         except TypeError:                  # not float64 vectors: converted once
             code = entry(*vectors(call, arguments))
         if code != OK:
-            raise error(self, code, data.fault, call, arguments)
+            raise error(self, code, calls.fault, call, arguments)
         return calls
 
 

@@ -70,7 +70,7 @@ def compile_kernels(fast, frames, progress=None):
             'fused_link_kinematics': (context, INPUT, INPUT, types.int64, types.boolean,
                                       types.boolean, types.boolean),
             **contact_calls.signatures(fast, model, data, FORCES, INPUT),
-            **whole_body_calls.signatures(context, INPUT),
+            **whole_body_calls.signatures(fast, context, INPUT),
         }
         # a fused call may compile other types of a kernel (the algorithms at the transforms of its
         # check)

@@ -294,8 +294,11 @@ class FastPath(Engine):
         return self.data.link_results(self._links, poses, jacobians, biases)
 
     def whole_body(self):
-        """Model's whole-body calls on this workspace (whole_body_calls.WholeBodyCalls)."""
+        """Model's whole-body calls on this workspace (whole_body_calls.WholeBodyCalls), bound to
+        the compiled entry points (warmed up first)."""
         if self._whole_body is None:
+            if not ENTRY_POINTS:
+                self.warm_up()
             self._whole_body = WholeBodyCalls(self)
         return self._whole_body
 

@@ -285,7 +285,7 @@ class WholeBodyReference:
 
     def __init__(self, engine):
         model = self.model = engine.model
-        self.engine, self.data = engine, engine.data
+        self.engine, self.data, self.fault = engine, engine.data, engine.fault
         self.com, self.momentum, self.bias, self.energy = (np.zeros(3), np.zeros(6), np.zeros(6),
                                                            np.zeros(1))
         self.A, self.J = np.zeros((6, model.ny)), np.zeros((3, model.ny))
