@@ -31,6 +31,9 @@ docs/performance.md.
    centerOfMass, jacobianCenterOfMass, computeCoriolisMatrix, computeKineticEnergy,
    computePotentialEnergy and computeJointTorqueRegressor on Solo-12, Talos, UR5 and the bundled
    quadruped.
+8. Batches (bench/batch.py): states per second of Batch's forward and inverse dynamics and
+   regressor on 1 and 2 threads next to pinocchio.abaInParallel and rneaInParallel, and Python
+   loops of single calls, on UR5, Talos and the bundled quadruped.
 Then the first-run compile time and the cached warm-up, each from a fresh process sharing a
 temporary numba cache, and the node's end-to-end latency (bench/node_latency.py).
 Calls are timed in interleaved rounds of batches (bench/timing.py).
@@ -64,6 +67,7 @@ from oracle import KKTOracle  # noqa: E402  (test-only Pinocchio model of the sp
 from robots import arm6, jvrc_like, pendulum, published_arms  # noqa: E402
 from table_ii import HEADING as TABLE_II, report_section as table_ii_section  # noqa: E402
 from timing import interleaved_medians, Report  # noqa: E402
+from batch import HEADING as BATCHES, report_section as batch_section  # noqa: E402
 from contacts import HEADING as CONTACTS, report_section as contacts_section  # noqa: E402
 from warm_loops import compile_loops, warm_times  # noqa: E402
 from whole_body import HEADING as WHOLE_BODY, report_section as whole_body_section  # noqa: E402
@@ -311,6 +315,7 @@ def main():
     links_section(report, '5. ' + LINKS, rng)
     contacts_section(report, '6. ' + CONTACTS, rng)
     whole_body_section(report, '7. ' + WHOLE_BODY, rng)
+    batch_section(report, '8. ' + BATCHES, rng)
 
     cold, cached = startup_times()
     report.heading('Compilation')

@@ -8,6 +8,7 @@ Library use (no ROS needed)::
 """
 
 from .algorithms.lcaba import ProximalSettings
+from .batch import Batch
 from .contacts import Contact, ContactBiasInfo, InverseDynamicsInfo
 from .description.compose import compose, Part
 from .errors import ModelError, SingularConfigurationError
@@ -18,7 +19,7 @@ from .loading import load_model
 from .model import Model
 from .robots import bundled_extended_urdf, bundled_model, bundled_models
 
-__all__ = ['ClusterInfo', 'Contact', 'ContactBiasInfo', 'Data', 'ForwardDynamicsInfo',
+__all__ = ['Batch', 'ClusterInfo', 'Contact', 'ContactBiasInfo', 'Data', 'ForwardDynamicsInfo',
            'InverseDynamicsInfo', 'Model', 'ModelError', 'Part', 'ProximalSettings',
            'SingularConfigurationError', 'bundled_extended_urdf', 'bundled_model',
            'bundled_models', 'compose', 'load_model']

@@ -7,7 +7,7 @@ import time
 
 from numba import typeof, types
 
-from ..kernels import aba, calls, checks, contacts, crba, efpa, lcaba, rnea
+from ..kernels import aba, batch, calls, checks, contacts, crba, efpa, lcaba, rnea
 from ..kernels import completion as compiled_completion
 from ..kernels import frames as link_frames
 from ..kernels.borrowed import INPUT_VECTOR
@@ -16,6 +16,9 @@ from . import contact_calls, whole_body_calls
 INPUT = INPUT_VECTOR                   # a float64 vector, else NotAFloat64Vector (borrowed.py)
 FORCES = types.Array(types.float64, 2, 'A', readonly=True)
 MATRIX = types.Array(types.float64, 2, 'C')
+ROWS = types.Array(types.float64, 2, 'C', readonly=True)   # a batch's inputs, a state per row
+STACK = types.Array(types.float64, 3, 'C')                 # a batch's matrices
+DONE = types.Array(types.int64, 1, 'C')
 DISPATCHERS = {kernel.__name__: kernel for kernel in
                (aba.aba, rnea.rnea, crba.crba, efpa.efpa, aba.spanning, lcaba.lcaba,
                 contacts.contact_jacobian, checks.accept_positions, checks.velocity_violation,
@@ -23,6 +26,9 @@ DISPATCHERS = {kernel.__name__: kernel for kernel in
 DISPATCHERS.update({'fused_' + kernel.__name__: kernel for kernel in
                     (calls.forward_dynamics, calls.forward_dynamics_lcaba, calls.inverse_dynamics,
                      calls.mass_matrix, calls.inverse_osim, calls.link_kinematics)})
+DISPATCHERS.update({'batch_' + kernel.__name__: kernel for kernel in
+                    (batch.forward_dynamics, batch.inverse_dynamics, batch.mass_matrix,
+                     batch.regressor)})
 DISPATCHERS.update(contact_calls.KERNELS)
 DISPATCHERS.update(whole_body_calls.KERNELS)
 ENTRY_POINTS = {}              # name -> compiled entry point, filled by the first warm_up()
@@ -71,6 +77,11 @@ def compile_kernels(fast, frames, progress=None):
                                       types.boolean, types.boolean),
             **contact_calls.signatures(fast, model, data, FORCES, INPUT),
             **whole_body_calls.signatures(fast, context, INPUT),
+            'batch_forward_dynamics': (context, types.boolean, ROWS, ROWS, ROWS, MATRIX, DONE),
+            'batch_inverse_dynamics': (context, ROWS, ROWS, ROWS, MATRIX, DONE),
+            'batch_mass_matrix': (context, ROWS, STACK, DONE),
+            'batch_regressor': (context, whole_body_calls.buffers_type(fast), ROWS, ROWS, ROWS,
+                                STACK, DONE),
         }
         # a fused call may compile other types of a kernel (the algorithms at the transforms of its
         # check)

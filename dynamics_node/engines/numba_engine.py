@@ -24,6 +24,7 @@ from ..algorithms import completion
 from ..algorithms.contacts import contact_set_key
 from ..algorithms.lcaba import DEFAULT_SETTINGS, LcabaResult
 from ..faults import Fault, message
+from ..forward_dynamics import LCABA_RESIDUAL
 from ..kernels import completion as compiled_completion
 from ..kernels.borrowed import Borrowed
 from ..kernels.codes import LCABA_NOT_POSITIVE
@@ -70,6 +71,7 @@ class FastPath(Engine):
         #                                           (fused_completion)
         self._links = 0                           # the links of the last link_call
         self._whole_body = None                   # WholeBodyCalls, at the first use
+        self._done = np.zeros(1, dtype=np.int64)  # the rows a batch kernel finished
         self.workspace = None                     # the Data attached (attach)
         self._use(ENTRY_POINTS or {name: self._warm_up_then(name) for name in DISPATCHERS})
 
@@ -301,6 +303,28 @@ class FastPath(Engine):
                 self.warm_up()
             self._whole_body = WholeBodyCalls(self)
         return self._whole_body
+
+    def batch(self, name):
+        """The batch kernel (kernels/batch.py) of the public call name on this workspace:
+        run(*inputs, out) -> (rule code, rows done), method 'auto''s first method for
+        forward_dynamics (LCABA at its settings where the model starts with it)."""
+        kernel = getattr(self, '_batch_' + name)
+        done = self._done
+        if name == 'forward_dynamics':
+            lcaba = self.model.auto_lcaba
+            if lcaba and (self._settings is not DEFAULT_SETTINGS
+                          or self._residual != LCABA_RESIDUAL):
+                self._use_settings(DEFAULT_SETTINGS, LCABA_RESIDUAL)
+            prefix = (self._x, lcaba)
+        elif name == 'regressor':
+            prefix = (self._x, self.whole_body().handle)
+        else:
+            prefix = (self._x,)
+
+        def run(*arrays):
+            code = kernel(*prefix, *arrays, done)
+            return code, int(done[0])
+        return run
 
     def closed_positions(self, q):
         """Positions Model.complete_positions returns (checked, closed): equal positions then skip

@@ -19,9 +19,14 @@ INPUTS = {'center_of_mass': 1, 'potential_energy': 1, 'centroidal_momentum_matri
           'coriolis_matrix': 2, 'regressor': 3}                 # q; q, v; q, v, a
 
 
+def buffers_type(fast):
+    """numba type of the handle of a WholeBodyBuffers (WholeBodyCalls.handle)."""
+    return typeof(Borrowed(WholeBodyBuffers(fast.flat).ref))
+
+
 def signatures(fast, context, vector):
     """The kernels' signatures: the CallContext's type, the buffers' and float64 input vectors."""
-    buffers = typeof(Borrowed(WholeBodyBuffers(fast.flat).ref))
+    buffers = buffers_type(fast)
     return {'fused_' + name: (context, buffers) + (vector,) * n for name, n in INPUTS.items()}
 
 
@@ -36,6 +41,6 @@ class WholeBodyCalls:
             buffers.com, buffers.A, buffers.J, buffers.momentum, buffers.bias, buffers.energy,
             buffers.C, buffers.Y)
         self.fault = fast.data.fault
-        handle = Borrowed(buffers.ref)
+        handle = self.handle = Borrowed(buffers.ref)
         for name in INPUTS:
             setattr(self, name, functools.partial(getattr(fast, '_fused_' + name), fast._x, handle))

@@ -17,7 +17,8 @@ from .crba import composite_inertias
 from .frames import link_transforms
 from .kinematics import kinematics, OK, update_transforms
 from .rnea import bias_acceleration
-from .spatial import cross_force, dot6, rigid_force, transform_at, transposed_force
+from .spatial import (cross_force, dot6, rigid_force, rotated_back, transform_at,
+                      transposed_force)
 
 key_on_helpers(__file__)
 
@@ -103,18 +104,56 @@ def centroidal_momentum_matrix(m, d, q, w_A, w_com):
     return OK
 
 
+@njit(error_model='numpy')
+def composite_moments(m, d):
+    """The masses and first moments of the composite inertias (composite_inertias) alone, into
+    d.Ic[:, :4]: m_o += m_i, h_o += E^T h_i + m_i r (rigid_congruence's first four)."""
+    rigid, output, body_range = m.rigid_inertia, m.output, m.body_range
+    Xo_E, Xo_r, Ic = d.Xo_E, d.Xo_r, d.Ic
+    for i in range(1, len(rigid)):
+        for e in range(4):
+            Ic[i, e] = rigid[i, e]
+    for k in range(len(output) - 1, -1, -1):
+        o = output[k]
+        if o > 0:
+            for i in range(body_range[k, 0], body_range[k, 1]):
+                E, r = transform_at(Xo_E, Xo_r, i)
+                mi = Ic[i, 0]
+                g = rotated_back(E, (Ic[i, 1], Ic[i, 2], Ic[i, 3]))
+                Ic[o, 0] += mi
+                for a in range(3):
+                    Ic[o, 1 + a] += g[a] + mi * r[a]
+
+
 @njit(cache=True, nogil=True, error_model='numpy')
-def center_of_mass_jacobian(m, d, q, w_A, w_com, w_J):
-    """The CoM Jacobian into w_J (3 x ny): the linear rows of A_g over the mass (A_g into w_A)."""
-    status = centroidal_momentum_matrix(m, d, q, w_A, w_com)
+def center_of_mass_jacobian(m, d, q, w_com, w_J):
+    """The CoM Jacobian into w_J (3 x ny) and the CoM into w_com: the linear rows of A_g over the
+    mass M, from the composite masses and first moments alone (composite_moments): the column of
+    coordinate j of cluster k is sum_{i in k} ^0E_i (m_i s_v - h_i x s_w) / M, (s_w, s_v) = (S_k)_ij
+    (the force rows of Ic_i S_k, centroidal_momentum_matrix)."""
+    status = kinematics(m, d, q, d.zero_y, False)
     if status != OK:
         return status
-    mass = 0.0
-    for i in range(1, len(m.rigid_inertia)):
-        mass += m.rigid_inertia[i, 0]
-    for a in range(3):
-        for col in range(w_J.shape[1]):
-            w_J[a, col] = w_A[a, col] / mass if mass > 0.0 else 0.0
+    composite_moments(m, d)
+    link_transforms(m, d)
+    mass = center(m, d, w_com)
+    scale = 1.0 / mass if mass > 0.0 else 0.0
+    cluster, y_range, S, Ic, root_E, root_r = m.cluster, m.y_range, d.S, d.Ic, d.root_E, d.root_r
+    for col in range(w_J.shape[1]):
+        for a in range(3):
+            w_J[a, col] = 0.0
+    for i in range(1, len(cluster)):
+        k = cluster[i]
+        y0 = y_range[k, 0]
+        mi, h0, h1, h2 = Ic[i, 0], Ic[i, 1], Ic[i, 2], Ic[i, 3]
+        E, _ = transform_at(root_E, root_r, i)
+        for j in range(y_range[k, 1] - y0):
+            s = S[i, j]
+            f = rotated_back(E, (mi * s[3] - h1 * s[2] + h2 * s[1],
+                                 mi * s[4] - h2 * s[0] + h0 * s[2],
+                                 mi * s[5] - h0 * s[1] + h1 * s[0]))
+            for a in range(3):
+                w_J[a, y0 + j] += scale * f[a]
     return OK
 
 

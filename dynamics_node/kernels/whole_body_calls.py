@@ -63,12 +63,12 @@ def centroidal_momentum_matrix(x, w, q):
 
 @njit(cache=True, nogil=True, error_model='numpy')
 def center_of_mass_jacobian(x, w, q):
-    """Model.center_of_mass_jacobian(q): J_c into w.J (A_g into w.A, the CoM into w.com)."""
+    """Model.center_of_mass_jacobian(q): J_c into w.J (the CoM into w.com)."""
     m, d, c = x.m, x.d, x.c
     status, known = positions(m, d, c, q)
     if status != OK:
         return status
-    status = singular(d, com_jacobian_kernel(m, d, None, w.A, w.com, w.J))
+    status = singular(d, com_jacobian_kernel(m, d, None, w.com, w.J))
     return after(m, d, c, known, None, status, w.J)
 
 

@@ -57,7 +57,7 @@ def compiled_terms(model, q, yd):
     w = kernels.CentroidalWorkspace(run.flat)
     run.call(kernels.centroidal_momentum_matrix, q, w.A, w.com)
     A, c = w.A.copy(), w.com.copy()
-    run.call(kernels.center_of_mass_jacobian, q, w.A, w.com, w.J)
+    run.call(kernels.center_of_mass_jacobian, q, w.com, w.J)
     run.call(kernels.centroidal_bias, q, yd, w.bias, w.momentum, w.com)
     assert_close(w.com, c, 'the CoM of centroidal_bias (compiled)', TWIN_RTOL)
     run.call(kernels.center_of_mass, q, w.com)

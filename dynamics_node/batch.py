@@ -1,0 +1,146 @@
+"""Model's calls over N states at once: ``Batch(model, threads)``.
+
+Each call takes its inputs as arrays of N rows (N x nq positions; N x nv spanning or N x ny
+independent velocities, accelerations, forces) and returns the N results stacked: equal, bit for
+bit, to N single calls of the model's method (their defaults: no wrenches, no contacts, method
+'auto'). The rows run in compiled code (kernels/batch.py: the fused call of each row, its result
+copied into its row) split into one contiguous part per thread; each thread has its own workspace
+and releases the GIL. Where a row's compiled call returns another code than OK, that row is the
+single public call's (which routes a singular cluster to LCABA, as forward_dynamics does, or
+raises), and the compiled rows go on after it. A refused row raises the single call's error with
+the row named, and nothing of the batch is returned. On a model loaded with compiled=False every
+row is a single call.
+"""
+
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+
+from .errors import ModelError, quote
+from .kernels.codes import OK
+from .validation import external_forces
+
+MAX_THREADS = 256
+
+
+class Batch:
+    """Batched forward and inverse dynamics, bias forces, mass matrices and regressors of one
+    model on threads (default 1: the calling thread) workspaces."""
+
+    def __init__(self, model, threads=1):
+        if type(threads) is not int or not 1 <= threads <= MAX_THREADS:
+            raise ModelError(f'threads is {quote(threads)}; expected an integer from 1 to '
+                             f'{MAX_THREADS}')
+        self.model, self.threads = model, threads
+        # the calling thread runs the first part
+        self._pool = ThreadPoolExecutor(threads - 1) if threads > 1 else None
+
+    def forward_dynamics(self, q, v, tau):
+        """Spanning accelerations (N x nv), Model.forward_dynamics of each row."""
+        model = self.model
+        return self._run('forward_dynamics', model.forward_dynamics,
+                         self._inputs(('q', q, model.nq), ('v', v, None), ('tau', tau, None)),
+                         (model.nv,))
+
+    def inverse_dynamics(self, q, v, a):
+        """Independent generalized forces (N x ny), Model.inverse_dynamics of each row."""
+        model = self.model
+        return self._run('inverse_dynamics', model.inverse_dynamics,
+                         self._inputs(('q', q, model.nq), ('v', v, None), ('a', a, None)),
+                         (model.ny,))
+
+    def bias_forces(self, q, v):
+        """C_y (N x ny), Model.bias_forces of each row."""
+        model = self.model
+        q, v = self._inputs(('q', q, model.nq), ('v', v, None))
+        zero = np.zeros((len(q), model.ny))
+        return self._run('inverse_dynamics', lambda q, v, _: model.bias_forces(q, v),
+                         (q, v, zero), (model.ny,))
+
+    def mass_matrix(self, q):
+        """H_y (N x ny x ny), Model.mass_matrix of each row."""
+        model = self.model
+        return self._run('mass_matrix', model.mass_matrix, self._inputs(('q', q, model.nq)),
+                         (model.ny, model.ny))
+
+    def regressor(self, q, v, a):
+        """Y_y (N x ny x 10 nb), Model.regressor of each row."""
+        model = self.model
+        return self._run('regressor', model.regressor,
+                         self._inputs(('q', q, model.nq), ('v', v, None), ('a', a, None)),
+                         (model.ny, 10 * (model.nb - 1)))
+
+    def _inputs(self, *arguments):
+        """The arguments (name, value, columns: None for nv or ny) as C-contiguous float64 arrays
+        of one number of rows; ModelError names the first that is not."""
+        model, arrays = self.model, []
+        for name, value, columns in arguments:
+            try:
+                array = np.asarray(value)
+                if array.dtype.kind not in 'biuf':
+                    raise TypeError
+                array = np.ascontiguousarray(array, dtype=float)
+            except (TypeError, ValueError, OverflowError):
+                raise ModelError(f'{name} must be an array of real numbers, got {quote(value)}') \
+                    from None
+            sizes = (columns,) if columns else (model.nv, model.ny)
+            if array.ndim != 2 or array.shape[1] not in sizes:
+                expected = ' or '.join(f'N x {n}' for n in sorted(set(sizes)))
+                raise ModelError(f'{name} has shape {array.shape}; expected {expected} (a row '
+                                 'per state)')
+            if arrays and len(array) != len(arrays[0]):
+                raise ModelError(f'{name} has {len(array)} rows; expected {len(arrays[0])}, as '
+                                 f'{arguments[0][0]}')
+            arrays.append(array)
+        return tuple(arrays)
+
+    def _run(self, name, single, inputs, shape):
+        """The results (N x shape) of the rows of inputs: one contiguous part per thread."""
+        n = len(inputs[0])
+        out = np.empty((n,) + shape)
+        bounds = np.linspace(0, n, min(self.threads, max(n, 1)) + 1).astype(int)
+        parts = list(zip(bounds[:-1], bounds[1:]))
+        others = [self._pool.submit(self._rows, name, single, inputs, out, start, stop)
+                  for start, stop in parts[1:]]
+        try:
+            self._rows(name, single, inputs, out, *parts[0])
+        finally:
+            for future in others:              # the earliest refused row's error
+                future.exception()
+        for future in others:
+            future.result()
+        return out
+
+    def _rows(self, name, single, inputs, out, start, stop):
+        """Rows start..stop-1 into out on the calling thread's workspace: its engine's batch
+        kernel, and the single call where it stops."""
+        model = self.model
+        data = model._local.data
+        if data.f_ext_set:                     # the wrenches of an earlier single call
+            external_forces(model, data, None)
+        kernel = data.engine.batch(name) if model.compiled else None
+        row = start
+        while row < stop:
+            if kernel is not None:
+                code, done = kernel(*(x[row:stop] for x in inputs), out[row:stop])
+                row += done
+                if code == OK:
+                    return
+            try:
+                out[row] = single(*(x[row] for x in inputs))
+            except ModelError as error:
+                raise _row_error(error, row) from None
+            row += 1
+
+    def close(self):
+        """Stops the threads (the batch cannot be used after)."""
+        if self._pool is not None:
+            self._pool.shutdown()
+
+
+def _row_error(error, row):
+    """error (a ModelError of a single call) with the row of the batch named."""
+    named = type(error).__new__(type(error))
+    named.__dict__.update(error.__dict__)
+    named.args = (f'row {row}: {error}',)
+    return named

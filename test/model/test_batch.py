@@ -1,0 +1,163 @@
+"""Batch (dynamics_node/batch.py): N states in one call equal N single calls bit for bit, on 1 and
+2 threads, both engines; the rows run in the compiled batch kernels (the single calls only where a
+row's compiled call does not return OK: a singular row routed to LCABA, a refused row); a refused
+row raises the single call's error with its row named; malformed batches are named."""
+
+import numpy as np
+import pytest
+
+from conftest import random_state, robot
+from dynamics_node import Batch, load_model, ModelError, SingularConfigurationError
+from dynamics_node.batch import MAX_THREADS
+from singular_loops import dead_point, four_bar_positions, ROCKER_DRIVEN
+
+ROWS = 7
+ROBOTS = ('quadruped_rotors', 'humanoid_belts', 'linkage_leg', 'delta', 'ambidex_wrist')
+CALLS = ('forward_dynamics', 'inverse_dynamics', 'bias_forces', 'mass_matrix', 'regressor')
+
+
+def states(model, rng, rows=ROWS, spanning=False):
+    """Q, V, U (forces or accelerations) of rows random closed states."""
+    Q, V, U = [], [], []
+    for _ in range(rows):
+        q, yd, _ = random_state(model, rng)
+        Q.append(q)
+        V.append(model.spanning_velocities(q, yd) if spanning else yd)
+        U.append(rng.normal(size=model.ny))
+    return np.array(Q), np.array(V), np.array(U)
+
+
+def arguments(name, Q, V, U):
+    return {'mass_matrix': (Q,), 'bias_forces': (Q, V)}.get(name, (Q, V, U))
+
+
+def singles(model, name, inputs):
+    """The single calls' results stacked."""
+    return np.array([getattr(model, name)(*row) for row in zip(*inputs)])
+
+
+class Counted:
+    """Counts the single calls a Batch makes (the model's method, replaced on the instance)."""
+
+    def __init__(self, model, name):
+        self.calls, self.method = 0, getattr(model, name)
+        setattr(model, name, self)
+
+    def __call__(self, *args, **kwargs):
+        self.calls += 1
+        return self.method(*args, **kwargs)
+
+
+@pytest.mark.parametrize('threads', (1, 2))
+@pytest.mark.parametrize('name', ROBOTS)
+def test_rows_equal_single_calls(name, threads, rng):
+    model = robot(name)
+    batch = Batch(model, threads)
+    for spanning in (False, True):
+        Q, V, U = states(model, rng, spanning=spanning)
+        for call in CALLS:
+            inputs = arguments(call, Q, V, U)
+            expected = singles(model, call, inputs)
+            counted = Counted(model, call)
+            try:
+                result = getattr(batch, call)(*inputs)
+            finally:
+                del model.__dict__[call]
+            assert counted.calls == 0, f'{call}: {counted.calls} rows left the compiled kernel'
+            assert result.shape == expected.shape and np.array_equal(result, expected), (
+                f'{name} {call} spanning={spanning} threads={threads}')
+    batch.close()
+
+
+def test_reference_engine_rows_equal_single_calls(rng):
+    model = robot('linkage_leg', compiled=False)
+    Q, V, U = states(model, rng, rows=3)
+    batch = Batch(model, 2)
+    for call in CALLS:
+        inputs = arguments(call, Q, V, U)
+        np.testing.assert_array_equal(getattr(batch, call)(*inputs),
+                                      singles(model, call, inputs), call)
+
+
+def test_singular_row_takes_the_single_calls_route(rng):
+    """At a four-bar's dead point the cluster ABA of the batch kernel refuses: that row is the
+    single call's (method 'auto' falls back to LCABA), the others stay compiled."""
+    model = load_model(ROCKER_DRIVEN)
+    Q = np.array([model.reference_positions, four_bar_positions(model, *dead_point('folded')),
+                  model.reference_positions])
+    V, T = np.zeros((3, model.nv)), rng.normal(size=(3, model.ny))
+    with pytest.raises(SingularConfigurationError):
+        model.forward_dynamics(Q[1], V[1], T[1], method='aba')
+    counted = Counted(model, 'forward_dynamics')
+    try:
+        result = Batch(model).forward_dynamics(Q, V, T)
+    finally:
+        del model.__dict__['forward_dynamics']
+    assert counted.calls == 1
+    np.testing.assert_array_equal(result, singles(model, 'forward_dynamics', (Q, V, T)))
+
+
+@pytest.mark.parametrize('compiled', (True, False), ids=('compiled', 'reference'))
+@pytest.mark.parametrize('threads', (1, 2))
+def test_refused_row_is_named(compiled, threads, rng):
+    model = robot('quadruped_rotors', compiled)
+    Q, V, U = states(model, rng, rows=5)
+    for row, (array, index, value) in ((3, (Q, 2, np.nan)), (0, (V, 1, 1e9)),
+                                       (4, (U, 0, np.inf))):
+        bad = [x.copy() for x in (Q, V, U)]
+        target = [x is array for x in (Q, V, U)].index(True)
+        bad[target][row, index] = value
+        with pytest.raises(ModelError) as single:
+            model.inverse_dynamics(*(x[row] for x in bad))
+        with pytest.raises(ModelError) as batched:
+            Batch(model, threads).inverse_dynamics(*bad)
+        assert str(batched.value) == f'row {row}: {single.value}'
+        assert type(batched.value) is type(single.value)
+
+
+def test_malformed_batches_are_named():
+    model = robot('linkage_leg')
+    batch = Batch(model)
+    Q = np.array([model.reference_positions] * 2)
+    V = np.zeros((2, model.ny))
+    cases = [
+        ((Q[0], V, V), r'q has shape \(%d,\); expected N x %d' % (model.nq, model.nq)),
+        ((Q, V[:, :1], V), 'v has shape'),
+        ((Q, V[:1], V), 'v has 1 rows; expected 2, as q'),
+        ((Q, V, 'abc'), "a must be an array of real numbers, got 'abc'"),
+        ((Q, V, [[1j] * model.ny] * 2), 'a must be an array of real numbers'),
+    ]
+    for inputs, expected in cases:
+        with pytest.raises(ModelError, match=expected):
+            batch.inverse_dynamics(*inputs)
+    for threads in (0, 2.0, 'two', MAX_THREADS + 1):
+        with pytest.raises(ModelError, match='threads is'):
+            Batch(model, threads)
+
+
+def test_empty_batch(rng):
+    model = robot('linkage_leg')
+    empty = np.zeros((0, model.nq)), np.zeros((0, model.ny)), np.zeros((0, model.ny))
+    assert Batch(model, 2).inverse_dynamics(*empty).shape == (0, model.ny)
+    assert Batch(model).mass_matrix(empty[0]).shape == (0, model.ny, model.ny)
+
+
+def test_fuzzed_batches_raise_only_model_errors():
+    """Seeded garbage in every batch call: results or ModelError, nothing else."""
+    model, fuzz = robot('quadruped_rotors'), np.random.default_rng(29)
+    batch = Batch(model, 2)
+    pool = [np.nan, np.inf, -np.inf, 1e300, 0.0, 1.0, -1.0, 1e-300]
+    for _ in range(60):
+        rows = int(fuzz.integers(0, 4))
+        inputs = []
+        for columns in (model.nq, model.nv, model.ny):
+            width = columns if fuzz.random() < 0.8 else int(fuzz.integers(0, 40))
+            x = fuzz.normal(size=(rows, width))
+            x[fuzz.random(x.shape) < 0.2] = fuzz.choice(pool)
+            inputs.append(x if fuzz.random() < 0.9 else x.astype(object))
+        call = CALLS[int(fuzz.integers(len(CALLS)))]
+        try:
+            result = getattr(batch, call)(*arguments(call, *inputs))
+        except ModelError:
+            continue
+        assert np.all(np.isfinite(result))
