@@ -1,0 +1,179 @@
+"""ROS 2 bags without ROS: the sensor_msgs/JointState messages of a recording and the
+accelerations that ros2_control's joint_state_broadcaster publishes (control_msgs/msg/
+DynamicJointState, an 'acceleration' interface per joint), decoded from the bag's own schemas, from
+MCAP files (mcap, mcap-ros2-support) or sqlite3 rosbag2 folders (rosbags); and MCAP output of
+JointState messages that ``ros2 bag`` and Foxglove read."""
+
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import ModelError, quote
+
+JOINT_STATE = 'sensor_msgs/msg/JointState'
+DYNAMIC_JOINT_STATE = 'control_msgs/msg/DynamicJointState'
+JOINT_STATE_DEFINITION = """std_msgs/Header header
+string[] name
+float64[] position
+float64[] velocity
+float64[] effort
+================================================================================
+MSG: std_msgs/Header
+builtin_interfaces/Time stamp
+string frame_id
+================================================================================
+MSG: builtin_interfaces/Time
+int32 sec
+uint32 nanosec
+"""
+
+
+@dataclass
+class JointStates:
+    """A recording's joint states: stamps (N, nanoseconds), the joints' names, positions,
+    velocities and efforts (N x n, or None where a message lacks them), accelerations (N x n from
+    DynamicJointState at the same stamps, NaN for a joint it does not give, or None without it),
+    and the messages dropped, by reason."""
+    stamps: np.ndarray
+    names: tuple
+    positions: np.ndarray
+    velocities: np.ndarray = None
+    efforts: np.ndarray = None
+    accelerations: np.ndarray = None
+    dropped: dict = None
+
+
+def read_joint_states(path, topic='/joint_states', accelerations_topic='/dynamic_joint_states'):
+    """The JointStates of the bag at path (an .mcap file, or a rosbag2 folder or its .mcap / .db3
+    file): the messages on topic that name the joints most messages name (in any order; others are
+    dropped as 'names', and those with a field of another length than 0 or theirs as 'length'),
+    stamped by their headers (the bag's log time where a header is zero), in stamp order."""
+    messages = list(_messages(path, {topic, accelerations_topic}))
+    states = [(stamp, msg) for name, stamp, msg in messages if name == topic]
+    if not states:
+        raise ModelError(f'the bag {quote(str(path))} has no message on {quote(topic)}')
+    sets = Counter(frozenset(msg.name) for _, msg in states)
+    common = max(sets, key=sets.get)                    # the earliest of the most common sets
+    names = next(tuple(msg.name) for _, msg in states if frozenset(msg.name) == common)
+    if not names or len(common) != len(names):
+        raise ModelError(f'the messages on {topic} name the joints {quote(names)}; expected '
+                         'distinct names')
+    dropped, rows = {}, []
+    for stamp, msg in states:
+        order = _order(names, msg.name)
+        fields = [np.asarray(getattr(msg, f), dtype=float) for f in ('position', 'velocity',
+                                                                     'effort')]
+        if order is None or any(len(x) not in (0, len(names)) for x in fields):
+            reason = 'names' if order is None else 'length'
+            dropped[reason] = dropped.get(reason, 0) + 1
+            continue
+        rows.append((stamp, [x[order] if len(x) else None for x in fields]))
+    rows.sort(key=lambda row: row[0])
+    stamps = np.array([stamp for stamp, _ in rows], dtype=np.int64)
+    columns = [None if any(row[1][k] is None for row in rows)
+               else np.array([row[1][k] for row in rows]) for k in range(3)]
+    accelerations = _accelerations(names, stamps, [(stamp, msg) for name, stamp, msg in messages
+                                                   if name == accelerations_topic])
+    return JointStates(stamps, names, *columns, accelerations, dropped)
+
+
+def _order(names, given):
+    """The indices that put the entries of a message naming given in the order of names, or None
+    where it names other joints."""
+    index = {name: i for i, name in enumerate(given)}
+    if len(index) != len(names) or any(name not in index for name in names):
+        return None
+    return np.array([index[name] for name in names], dtype=int)
+
+
+def _accelerations(names, stamps, messages):
+    """The 'acceleration' interface values of names at each of stamps (NaN for a joint the
+    DynamicJointState messages do not give) from the messages with the same header stamps, else
+    None."""
+    by_stamp = {}
+    for stamp, msg in messages:
+        values = {}
+        for joint, interfaces in zip(msg.joint_names, msg.interface_values):
+            for interface, value in zip(interfaces.interface_names, interfaces.values):
+                if interface == 'acceleration':
+                    values[joint] = value
+        by_stamp[stamp] = [values.get(name, np.nan) for name in names]
+    if not by_stamp or any(int(stamp) not in by_stamp for stamp in stamps):
+        return None
+    return np.array([by_stamp[int(stamp)] for stamp in stamps], dtype=float)
+
+
+def _messages(path, topics):
+    """(topic, stamp ns, decoded message) of the bag's messages on topics."""
+    path = Path(path)
+    if path.is_dir():
+        files = sorted(path.glob('*.mcap')) or [path]
+    elif path.is_file():
+        files = [path.parent] if path.suffix == '.db3' else [path]
+    else:
+        raise ModelError(f'no bag at {quote(str(path))}')
+    for file in files:
+        yield from (_mcap if file.suffix == '.mcap' else _sqlite)(file, topics)
+
+
+def _stamp(msg, log_time):
+    header = getattr(msg, 'header', None)
+    stamp = header.stamp.sec * 1_000_000_000 + header.stamp.nanosec if header else 0
+    return stamp or log_time
+
+
+def _mcap(file, topics):
+    from mcap.exceptions import McapError
+    from mcap.reader import make_reader
+    from mcap_ros2.decoder import DecoderFactory
+    try:
+        with open(file, 'rb') as stream:
+            reader = make_reader(stream, decoder_factories=[DecoderFactory()])
+            for _, channel, message, decoded in reader.iter_decoded_messages(topics=topics):
+                yield channel.topic, _stamp(decoded, message.log_time), decoded
+    except (McapError, ValueError, KeyError, EOFError) as error:
+        raise ModelError(f'cannot read the MCAP bag {quote(str(file))}: {error}') from None
+
+
+def _sqlite(folder, topics):
+    from rosbags.rosbag2 import Reader
+    from rosbags.typesys import get_types_from_msg, Stores, get_typestore
+    typestore = get_typestore(Stores.LATEST)
+    try:
+        with Reader(folder) as reader:
+            connections = [c for c in reader.connections if c.topic in topics]
+            for connection in connections:
+                if connection.msgtype not in typestore.fielddefs and connection.msgdef.data:
+                    typestore.register(get_types_from_msg(connection.msgdef.data,
+                                                          connection.msgtype))
+            for connection, log_time, raw in reader.messages(connections=connections):
+                msg = typestore.deserialize_cdr(raw, connection.msgtype)
+                yield connection.topic, _stamp(msg, log_time), msg
+    except Exception as error:                    # rosbags' errors have no common base
+        if isinstance(error, ModelError):
+            raise
+        raise ModelError(f'cannot read the rosbag2 folder {quote(str(folder))}: '
+                         f'{type(error).__name__}: {error}') from None
+
+
+def write_joint_states(path, topic, stamps, names, efforts=None, positions=None,
+                       velocities=None):
+    """An MCAP bag at path of JointState messages on topic, one per stamp (ns), with the rows of
+    the arrays given (N x len(names))."""
+    from mcap_ros2.writer import Writer
+    with open(path, 'wb') as file:
+        writer = Writer(file)
+        schema = writer.register_msgdef(JOINT_STATE.replace('/msg/', '/'), JOINT_STATE_DEFINITION)
+        for i, stamp in enumerate(stamps):
+            stamp = int(stamp)
+            writer.write_message(topic, schema, {
+                'header': {'stamp': {'sec': stamp // 1_000_000_000,
+                                     'nanosec': stamp % 1_000_000_000}, 'frame_id': ''},
+                'name': list(names),
+                'position': [] if positions is None else positions[i].tolist(),
+                'velocity': [] if velocities is None else velocities[i].tolist(),
+                'effort': [] if efforts is None else efforts[i].tolist()},
+                log_time=stamp, publish_time=stamp)
+        writer.finish()

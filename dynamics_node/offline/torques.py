@@ -1,0 +1,102 @@
+"""The torques along a recording: every state of a bag's joint states completed (the loops'
+dependent joints from the independent ones, Model.complete_positions), its independent
+velocities and accelerations as recorded or else filtered (filters.py), then the independent
+forces of the cluster RNEA (Batch.inverse_dynamics). Offline, no effort limit applies: a state is
+dropped only where the model cannot answer it (completion refuses it, the RNEA refuses its
+numbers), counted by reason."""
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..batch import Batch
+from ..errors import ModelError, quote
+from .filters import derivatives, ORDER, WINDOW
+
+
+@dataclass
+class Torques:
+    """stamps (M, ns) and efforts (M x ny, in names: the independent joints) of the states
+    answered, their spanning positions (M x nq) and independent velocities and accelerations
+    (M x ny); filtered: which of velocities and accelerations were estimated; dropped: the states
+    not answered, by reason."""
+    stamps: np.ndarray
+    names: tuple
+    efforts: np.ndarray
+    positions: np.ndarray
+    velocities: np.ndarray
+    accelerations: np.ndarray
+    filtered: tuple
+    dropped: dict
+
+
+def torques(model, states, window=WINDOW, order=ORDER, threads=1, progress=None):
+    """Torques of the JointStates states (bags.read_joint_states) on model; progress(n) after each
+    n states completed."""
+    names = model.independent_joint_names
+    if len(names) != model.ny:
+        kinds = sorted({model.joint_type[model.joint_names.index(name) + 1] for name in names})
+        raise ModelError(f'the independent joints of this robot include {quote(kinds)} joints; '
+                         'offline torques take 1-DoF independent joints (the floating base needs '
+                         'odometry, not read yet)')
+    if states.positions is None:
+        raise ModelError('the joint states carry no positions (every message must have them)')
+    missing = [name for name in names if name not in states.names]
+    if missing:
+        raise ModelError(f'the joint states do not name the independent joints {quote(missing)}')
+    columns = [states.names.index(name) for name in names]
+    known = [(i, name) for i, name in enumerate(states.names)
+             if name in model.independent_positions_index]
+    t = (states.stamps - states.stamps[0]) * 1e-9
+    y = states.positions[:, columns]
+    filtered = []
+    if states.velocities is not None:
+        yd = states.velocities[:, columns]
+    else:
+        yd = derivatives(t, y, window, order)[0]
+        filtered.append('velocities')
+    measured = None if states.accelerations is None else states.accelerations[:, columns]
+    if measured is not None and not np.isnan(measured).any():
+        ydd = measured
+    else:
+        ydd = (derivatives(t, yd, window, order)[0] if 'velocities' not in filtered
+               else derivatives(t, y, window, order)[1])
+        filtered.append('accelerations')
+    dropped = dict(states.dropped or {})
+    kept, Q = [], []
+    for row, positions in enumerate(states.positions):
+        try:
+            Q.append(model.complete_positions({name: positions[i] for i, name in known}))
+            kept.append(row)
+        except ModelError:
+            dropped['completion'] = dropped.get('completion', 0) + 1
+        if progress is not None:
+            progress(1)
+    kept = np.array(kept, dtype=int)
+    Q = np.array(Q).reshape(len(kept), model.nq)
+    yd, ydd = yd[kept], ydd[kept]
+    batch = Batch(model, threads)
+    try:
+        efforts = _answered(batch, model, Q, yd, ydd, dropped)
+    finally:
+        batch.close()
+    answered = efforts[1]
+    return Torques(states.stamps[kept][answered], names, efforts[0], Q[answered], yd[answered],
+                   ydd[answered], tuple(filtered), dropped)
+
+
+def _answered(batch, model, Q, yd, ydd, dropped):
+    """(efforts, the rows answered): the whole batch, else each row on its own (a row the RNEA
+    refuses dropped as 'inverse dynamics')."""
+    try:
+        return batch.inverse_dynamics(Q, yd, ydd), np.arange(len(Q))
+    except ModelError:
+        pass
+    efforts, rows = [], []
+    for row in range(len(Q)):
+        try:
+            efforts.append(model.inverse_dynamics(Q[row], yd[row], ydd[row]))
+            rows.append(row)
+        except ModelError:
+            dropped['inverse dynamics'] = dropped.get('inverse dynamics', 0) + 1
+    return np.array(efforts).reshape(len(rows), model.ny), np.array(rows, dtype=int)

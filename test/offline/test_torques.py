@@ -1,0 +1,225 @@
+"""dynamics_offline (dynamics_node/offline): the Savitzky-Golay derivatives on uneven stamps, the
+bags read without ROS (MCAP and sqlite3, JointState and DynamicJointState accelerations, written by
+the tests themselves) and the torques along a recorded motion of a loop robot, from the library and
+the console script: the known torques to 1e-9 where the bag holds the accelerations, within the
+filter's stated bound where they are estimated."""
+
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+from mcap_ros2.writer import Writer
+
+from conftest import robot
+from dynamics_node import bundled_model, ModelError
+from dynamics_node.offline import bags, cli
+from dynamics_node.offline.filters import derivatives
+from dynamics_node.offline.torques import torques
+
+RATE, SECONDS = 1000.0, 0.6               # the recording: 1 kHz with jitter, 600 states
+FILTERED_RTOL = 1e-4                      # |tau - tau_known| / max(1, |tau_known|) inside
+EDGE_RTOL = 1e-2                          # within half a window of the ends
+DYNAMIC_JOINT_STATE_DEFINITION = """std_msgs/Header header
+string[] joint_names
+control_msgs/InterfaceValue[] interface_values
+================================================================================
+MSG: control_msgs/InterfaceValue
+string[] interface_names
+float64[] values
+================================================================================
+MSG: std_msgs/Header
+builtin_interfaces/Time stamp
+string frame_id
+================================================================================
+MSG: builtin_interfaces/Time
+int32 sec
+uint32 nanosec
+"""
+
+
+def stamps(rng, n=int(RATE * SECONDS)):
+    """n increasing stamps (ns) at RATE with +-20 % jitter."""
+    step = 1e9 / RATE
+    return (1_700_000_000 * 10**9 + np.cumsum(step * (1.0 + 0.4 * (rng.random(n) - 0.5)))
+            ).astype(np.int64)
+
+
+def motion(model, t):
+    """Independent positions, velocities, accelerations (N x ny) of a smooth motion about the
+    reference configuration at times t (s)."""
+    y0 = model.reference_positions[model.independent_q]
+    w, phase, amplitude = np.array([3.0, 5.0])[:model.ny], 0.4, 0.2
+    s = w * t[:, None] + phase
+    return (y0 + amplitude * np.sin(s), amplitude * w * np.cos(s), -amplitude * w**2 * np.sin(s))
+
+
+def recording(model, rng):
+    """(stamps, the joint states' names, q rows, yd, ydd, the known torques)."""
+    t_ns = stamps(rng)
+    t = (t_ns - t_ns[0]) * 1e-9
+    y, yd, ydd = motion(model, t)
+    names = model.independent_joint_names
+    Q = np.array([model.complete_positions(dict(zip(names, row))) for row in y])
+    known = np.array([model.inverse_dynamics(q, v, a) for q, v, a in zip(Q, yd, ydd)])
+    return t_ns, names, Q, yd, ydd, known
+
+
+def write_bag(path, t_ns, names, Q, model, yd=None, ydd=None, shuffle=None):
+    """An MCAP bag of JointState (every joint of the file, positions; velocities where given) and,
+    with ydd, DynamicJointState accelerations of the independent joints."""
+    joints = model.joint_names
+    with open(path, 'wb') as file:
+        writer = Writer(file)
+        state = writer.register_msgdef('sensor_msgs/JointState', bags.JOINT_STATE_DEFINITION)
+        dynamic = writer.register_msgdef('control_msgs/DynamicJointState',
+                                         DYNAMIC_JOINT_STATE_DEFINITION)
+        for i, stamp in enumerate(t_ns):
+            header = {'stamp': {'sec': int(stamp) // 10**9, 'nanosec': int(stamp) % 10**9},
+                      'frame_id': ''}
+            order = np.arange(len(joints))
+            if shuffle is not None:
+                shuffle.shuffle(order)
+            velocity = [] if yd is None else [
+                yd[i][names.index(joints[j])] if joints[j] in names else 0.0 for j in order]
+            writer.write_message('/joint_states', state, {
+                'header': header, 'name': [joints[j] for j in order],
+                'position': Q[i][order].tolist(), 'velocity': velocity, 'effort': []},
+                log_time=int(stamp))
+            if ydd is not None:
+                values = [{'interface_names': ['position', 'acceleration'],
+                           'values': [0.0, float(a)]} for a in ydd[i]]
+                writer.write_message('/dynamic_joint_states', dynamic, {
+                    'header': header, 'joint_names': list(names), 'interface_values': values},
+                    log_time=int(stamp))
+        writer.finish()
+
+
+# ---- filters ----
+
+def test_filter_is_exact_on_polynomials_of_its_order(rng):
+    t = np.sort(rng.uniform(0.0, 1.0, 200))
+    coefficients = rng.normal(size=(4, 2))
+    y = np.stack([np.polyval(c, t) for c in coefficients.T], axis=1)
+    yd, ydd = derivatives(t, y, window=11, order=3)
+    for k, c in enumerate(coefficients.T):
+        np.testing.assert_allclose(yd[:, k], np.polyval(np.polyder(c), t), rtol=1e-9, atol=1e-9)
+        np.testing.assert_allclose(ydd[:, k], np.polyval(np.polyder(c, 2), t), rtol=1e-8,
+                                   atol=1e-8)
+
+
+@pytest.mark.parametrize('window, order, n, message', [
+    (10, 3, 50, 'filter window is 10'), (3, 3, 50, 'filter window is 3'),
+    (11, 1, 50, 'filter order is 1'), (11, 3, 8, '8 samples; the filter window needs')])
+def test_filter_refuses_by_name(window, order, n, message):
+    with pytest.raises(ModelError, match=message):
+        derivatives(np.arange(n, dtype=float), np.zeros((n, 1)), window, order)
+    with pytest.raises(ModelError, match='stamps must increase strictly'):
+        derivatives(np.r_[0.0, 1.0, 1.0, np.arange(3, 30)], np.zeros((30, 1)))
+
+
+# ---- bags ----
+
+def test_mcap_and_sqlite_bags_read_alike(tmp_path, rng):
+    from rosbags.rosbag2 import Writer as SqliteWriter
+    from rosbags.typesys import Stores, get_typestore
+    model = robot('linkage_leg')
+    t_ns, names, Q, yd, ydd, _ = recording(model, rng)
+    write_bag(tmp_path / 'run.mcap', t_ns[:30], names, Q, model, yd, ydd, shuffle=rng)
+    from_mcap = bags.read_joint_states(tmp_path / 'run.mcap')
+    assert sorted(from_mcap.names) == sorted(model.joint_names) and from_mcap.dropped == {}
+    columns = [from_mcap.names.index(name) for name in model.joint_names]
+    np.testing.assert_array_equal(from_mcap.stamps, t_ns[:30])
+    np.testing.assert_array_equal(from_mcap.positions[:, columns], Q[:30])
+    independent = [from_mcap.names.index(name) for name in names]
+    np.testing.assert_array_equal(from_mcap.accelerations[:, independent], ydd[:30])
+    assert np.isnan(np.delete(from_mcap.accelerations, independent, axis=1)).all()
+    typestore = get_typestore(Stores.LATEST)
+    JointState = typestore.types['sensor_msgs/msg/JointState']
+    Header, Time = typestore.types['std_msgs/msg/Header'], typestore.types[
+        'builtin_interfaces/msg/Time']
+    with SqliteWriter(tmp_path / 'sqlite', version=9) as writer:
+        connection = writer.add_connection('/joint_states', JointState.__msgtype__,
+                                           typestore=typestore)
+        for i, stamp in enumerate(t_ns[:30]):
+            msg = JointState(Header(Time(int(stamp) // 10**9, int(stamp) % 10**9), ''),
+                             list(model.joint_names), Q[i], np.zeros(0), np.zeros(0))
+            writer.write(connection, int(stamp), typestore.serialize_cdr(msg,
+                                                                         JointState.__msgtype__))
+        other = JointState(Header(Time(1, 0), ''), ['elsewhere'], np.zeros(1), np.zeros(0),
+                           np.zeros(0))
+        writer.write(connection, 10**9, typestore.serialize_cdr(other, JointState.__msgtype__))
+    from_sqlite = bags.read_joint_states(tmp_path / 'sqlite')
+    assert from_sqlite.dropped == {'names': 1} and from_sqlite.velocities is None
+    np.testing.assert_array_equal(from_sqlite.positions, Q[:30])
+    np.testing.assert_array_equal(from_sqlite.stamps, t_ns[:30])
+
+
+def test_unreadable_bags_are_named(tmp_path):
+    with pytest.raises(ModelError, match='no bag at'):
+        bags.read_joint_states(tmp_path / 'missing.mcap')
+    (tmp_path / 'broken.mcap').write_bytes(b'\x89MCAP0\r\n' + b'garbage' * 10)
+    with pytest.raises(ModelError, match='cannot read the MCAP bag'):
+        bags.read_joint_states(tmp_path / 'broken.mcap')
+
+
+# ---- torques ----
+
+def test_recorded_accelerations_give_the_known_torques(tmp_path, rng):
+    model = robot('linkage_leg')
+    t_ns, names, Q, yd, ydd, known = recording(model, rng)
+    write_bag(tmp_path / 'run.mcap', t_ns, names, Q, model, yd, ydd, shuffle=rng)
+    result = torques(model, bags.read_joint_states(tmp_path / 'run.mcap'), threads=2)
+    assert result.filtered == () and result.dropped == {}
+    np.testing.assert_allclose(result.efforts, known, rtol=1e-9, atol=1e-9)
+
+
+@pytest.mark.parametrize('measured', ('positions', 'positions and velocities'))
+def test_filtered_derivatives_keep_the_stated_bound(tmp_path, rng, measured):
+    model = robot('linkage_leg')
+    t_ns, names, Q, yd, ydd, known = recording(model, rng)
+    write_bag(tmp_path / 'run.mcap', t_ns, names, Q, model,
+              yd if measured != 'positions' else None)
+    result = torques(model, bags.read_joint_states(tmp_path / 'run.mcap'))
+    assert 'accelerations' in result.filtered
+    error = np.max(np.abs(result.efforts - known) / np.maximum(1.0, np.abs(known)), axis=1)
+    edge = 21 // 2
+    assert np.max(error[edge:-edge]) < FILTERED_RTOL, np.max(error[edge:-edge])
+    assert np.max(error) < EDGE_RTOL, np.max(error)
+
+
+def test_console_script_writes_bag_and_table(tmp_path, rng, capsys):
+    model = robot('linkage_leg')
+    t_ns, names, Q, yd, ydd, known = recording(model, rng)
+    write_bag(tmp_path / 'run.mcap', t_ns, names, Q, model, yd, ydd)
+    cli.main(['torques', str(tmp_path / 'run.mcap'), '--robot', bundled_model('linkage_leg'),
+              '--out', str(tmp_path / 'out.mcap')])
+    summary = capsys.readouterr().out
+    assert f'{len(t_ns)} of {len(t_ns)} states answered' in summary and 'dropped: none' in summary
+    written = bags.read_joint_states(tmp_path / 'out.mcap', cli.TORQUES_TOPIC)
+    assert written.names == names
+    np.testing.assert_array_equal(written.stamps, t_ns)
+    np.testing.assert_allclose(written.efforts, known, rtol=1e-9, atol=1e-9)
+    table = pq.read_table(tmp_path / 'out.parquet')
+    np.testing.assert_array_equal(table.column('stamp').to_numpy(), t_ns)
+    np.testing.assert_array_equal(table.column(f'{names[0]}.effort').to_numpy(),
+                                  written.efforts[:, 0])
+
+
+def test_console_script_refuses_by_name(tmp_path, rng, capsys):
+    model = robot('linkage_leg')
+    t_ns, names, Q, yd, ydd, _ = recording(model, rng)
+    write_bag(tmp_path / 'run.mcap', t_ns[:40], names, Q, model)
+    cases = [
+        (['torques', str(tmp_path / 'none.mcap'), '--robot', bundled_model('linkage_leg')],
+         'no bag at'),
+        (['torques', str(tmp_path / 'run.mcap'), '--robot', bundled_model('quadruped_rotors')],
+         'floating'),
+        (['torques', str(tmp_path / 'run.mcap'), '--robot', bundled_model('belt_leg')],
+         'do not name the independent joints'),
+        (['torques', str(tmp_path / 'run.mcap'), '--robot', bundled_model('linkage_leg'),
+          '--window', '8'], 'filter window is 8'),
+    ]
+    for argv, message in cases:
+        with pytest.raises(SystemExit) as stop:
+            cli.main(argv + ['--out', str(tmp_path / 'out.mcap')])
+        assert stop.value.code == 2
+        assert message in capsys.readouterr().err
