@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import ModelError, quote
+from ..errors import cut, ModelError, quote
 
 JOINT_STATE = 'sensor_msgs/msg/JointState'
 DYNAMIC_JOINT_STATE = 'control_msgs/msg/DynamicJointState'
@@ -125,7 +125,6 @@ def _stamp(msg, log_time):
 
 
 def _mcap(file, topics):
-    from mcap.exceptions import McapError
     from mcap.reader import make_reader
     from mcap_ros2.decoder import DecoderFactory
     try:
@@ -133,8 +132,9 @@ def _mcap(file, topics):
             reader = make_reader(stream, decoder_factories=[DecoderFactory()])
             for _, channel, message, decoded in reader.iter_decoded_messages(topics=topics):
                 yield channel.topic, _stamp(decoded, message.log_time), decoded
-    except (McapError, ValueError, KeyError, EOFError) as error:
-        raise ModelError(f'cannot read the MCAP bag {quote(str(file))}: {error}') from None
+    except Exception as error:      # a damaged file: mcap's, zstd's, lz4's, the decoder's errors
+        raise ModelError(f'cannot read the MCAP bag {quote(str(file))}: '
+                         f'{type(error).__name__}: {cut(error)}') from None
 
 
 def _sqlite(folder, topics):
@@ -151,11 +151,9 @@ def _sqlite(folder, topics):
             for connection, log_time, raw in reader.messages(connections=connections):
                 msg = typestore.deserialize_cdr(raw, connection.msgtype)
                 yield connection.topic, _stamp(msg, log_time), msg
-    except Exception as error:                    # rosbags' errors have no common base
-        if isinstance(error, ModelError):
-            raise
+    except Exception as error:      # rosbags' errors have no common base (sqlite's, the CDR's)
         raise ModelError(f'cannot read the rosbag2 folder {quote(str(folder))}: '
-                         f'{type(error).__name__}: {error}') from None
+                         f'{type(error).__name__}: {cut(error)}') from None
 
 
 def write_joint_states(path, topic, stamps, names, efforts=None, positions=None,

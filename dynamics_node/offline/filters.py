@@ -6,7 +6,7 @@ the normal equations stay well conditioned."""
 
 import numpy as np
 
-from ..errors import ModelError
+from ..errors import ModelError, quote
 
 WINDOW, ORDER = 21, 3          # the defaults: 21 samples (20 ms at 1 kHz), a cubic
 
@@ -25,6 +25,12 @@ def derivatives(t, y, window=WINDOW, order=ORDER):
     check_filter(window, order)
     t, y = np.asarray(t, dtype=float), np.asarray(y, dtype=float)
     n = len(t)
+    if y.ndim != 2 or len(y) != n:
+        raise ModelError(f'samples of shape {y.shape}; expected {n} rows, one per stamp')
+    if not (np.isfinite(t).all() and np.isfinite(y).all()):
+        row = int(np.flatnonzero(~(np.isfinite(t) & np.isfinite(y).all(axis=1)))[0])
+        raise ModelError(f'sample {row} is not finite (stamp {t[row]!r}, values '
+                         f'{quote(y[row].tolist())}); expected finite numbers')
     if n < window:
         raise ModelError(f'{n} samples; the filter window needs at least {window}')
     if not np.all(np.diff(t) > 0.0):

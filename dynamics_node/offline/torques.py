@@ -47,26 +47,34 @@ def torques(model, states, window=WINDOW, order=ORDER, threads=1, progress=None)
     columns = [states.names.index(name) for name in names]
     known = [(i, name) for i, name in enumerate(states.names)
              if name in model.independent_positions_index]
-    t = (states.stamps - states.stamps[0]) * 1e-9
-    y = states.positions[:, columns]
+    dropped = dict(states.dropped or {})
+    finite = np.isfinite(states.positions[:, [i for i, _ in known]]).all(axis=1)
+    if states.velocities is not None:
+        finite &= np.isfinite(states.velocities[:, columns]).all(axis=1)
+    if not finite.all():                        # dropped before the filter can spread them
+        dropped['not finite'] = int(np.sum(~finite))
+        if progress is not None:
+            progress(dropped['not finite'])
+    stamps, positions = states.stamps[finite], states.positions[finite]
+    t = (stamps - stamps[0]) * 1e-9 if len(stamps) else np.zeros(0)
+    y = positions[:, columns]
     filtered = []
     if states.velocities is not None:
-        yd = states.velocities[:, columns]
+        yd = states.velocities[finite][:, columns]
     else:
         yd = derivatives(t, y, window, order)[0]
         filtered.append('velocities')
-    measured = None if states.accelerations is None else states.accelerations[:, columns]
+    measured = None if states.accelerations is None else states.accelerations[finite][:, columns]
     if measured is not None and not np.isnan(measured).any():
         ydd = measured
     else:
         ydd = (derivatives(t, yd, window, order)[0] if 'velocities' not in filtered
                else derivatives(t, y, window, order)[1])
         filtered.append('accelerations')
-    dropped = dict(states.dropped or {})
     kept, Q = [], []
-    for row, positions in enumerate(states.positions):
+    for row, state in enumerate(positions):
         try:
-            Q.append(model.complete_positions({name: positions[i] for i, name in known}))
+            Q.append(model.complete_positions({name: state[i] for i, name in known}))
             kept.append(row)
         except ModelError:
             dropped['completion'] = dropped.get('completion', 0) + 1
@@ -81,7 +89,7 @@ def torques(model, states, window=WINDOW, order=ORDER, threads=1, progress=None)
     finally:
         batch.close()
     answered = efforts[1]
-    return Torques(states.stamps[kept][answered], names, efforts[0], Q[answered], yd[answered],
+    return Torques(stamps[kept][answered], names, efforts[0], Q[answered], yd[answered],
                    ydd[answered], tuple(filtered), dropped)
 
 

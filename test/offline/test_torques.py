@@ -223,3 +223,36 @@ def test_console_script_refuses_by_name(tmp_path, rng, capsys):
             cli.main(argv + ['--out', str(tmp_path / 'out.mcap')])
         assert stop.value.code == 2
         assert message in capsys.readouterr().err
+
+
+def test_fuzzed_recordings_give_torques_or_model_errors(tmp_path):
+    """Seeded garbage in the recorded joint states (non-finite and huge entries, repeated stamps,
+    fields of other lengths, joints renamed) and in the bag files: torques of the states the model
+    answers (finite), or ModelError; nothing else escapes."""
+    fuzz = np.random.default_rng(32)
+    model = robot('linkage_leg')
+    t_ns, names, Q, yd, ydd, _ = recording(model, fuzz)
+    pool = [np.nan, np.inf, -np.inf, 1e300, -1e300, 0.0, 1e9]
+    for trial in range(25):
+        n = int(fuzz.integers(5, 80))
+        rows = np.sort(fuzz.choice(len(t_ns), n, replace=False))
+        bad_Q, bad_yd = Q[rows].copy(), yd[rows].copy()
+        bad_Q[fuzz.random(bad_Q.shape) < 0.05] = fuzz.choice(pool)
+        bad_yd[fuzz.random(bad_yd.shape) < 0.05] = fuzz.choice(pool)
+        stamps_ = t_ns[rows].copy()
+        if fuzz.random() < 0.3:
+            stamps_[int(fuzz.integers(1, n))] = stamps_[0]
+        path = tmp_path / f'fuzz{trial}.mcap'
+        write_bag(path, stamps_, names, bad_Q, model, bad_yd if fuzz.random() < 0.5 else None,
+                  ydd[rows] if fuzz.random() < 0.3 else None, shuffle=fuzz)
+        if fuzz.random() < 0.2:
+            data = bytearray(path.read_bytes())
+            for _ in range(5):
+                data[int(fuzz.integers(len(data)))] = int(fuzz.integers(256))
+            path.write_bytes(bytes(data))
+        try:
+            result = torques(model, bags.read_joint_states(path),
+                             window=int(fuzz.choice([5, 11, 21])))
+        except ModelError:
+            continue
+        assert np.isfinite(result.efforts).all() and len(result.efforts) == len(result.stamps)
