@@ -1,12 +1,15 @@
-"""Console script dynamics_offline: the torques along a recorded bag.
+"""Console script dynamics_offline: the dynamics of a recorded bag.
 
     dynamics_offline torques BAG --robot URDF [--closures YAML] --out OUT.mcap
+    dynamics_offline identify BAG --robot URDF [--closures YAML] [--friction] --out ID.urdf
 
-reads the bag's sensor_msgs/JointState messages (and the accelerations of a DynamicJointState
-topic where it has them), answers every state it can (torques.py) and writes OUT.mcap, JointState
-messages of the independent joints' efforts on the node's topic with the input stamps, and
-OUT.parquet beside it, a table of the stamps, positions, velocities, accelerations and efforts;
-then a summary: states, rate, what was filtered, the states dropped by reason.
+Both read the bag's sensor_msgs/JointState messages (and the accelerations of a DynamicJointState
+topic where it has them) into the states the model can use (torques.motion). torques answers each
+(torques.py) and writes OUT.mcap, JointState messages of the independent joints' efforts on the
+node's topic with the input stamps, and OUT.parquet beside it, a table of the stamps, positions,
+velocities, accelerations and efforts. identify fits the inertial parameters (and friction) to the
+messages' efforts (identify.py) and writes them as a URDF+ file that load_model reads. Each ends
+with a summary: states, rate, what was filtered, the states dropped by reason.
 """
 
 import argparse
@@ -25,23 +28,30 @@ def main(argv=None):
     parser = argparse.ArgumentParser(
         prog='dynamics_offline',
         description='Dynamics of recorded ROS 2 bags (MCAP or sqlite3), without ROS.')
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument('bag', help='an .mcap file, or a rosbag2 folder (MCAP or sqlite3)')
+    common.add_argument('--robot', required=True, help='the URDF+ (or URDF) file')
+    common.add_argument('--closures', help='the YAML closures of an Extended URDF robot')
+    common.add_argument('--topic', default='/joint_states', help='the JointState topic')
+    common.add_argument('--accelerations-topic', default='/dynamic_joint_states',
+                        help='the DynamicJointState topic of measured accelerations, if any')
+    common.add_argument('--window', type=int, default=WINDOW,
+                        help='Savitzky-Golay window (samples, odd) of the estimated derivatives')
+    common.add_argument('--order', type=int, default=ORDER,
+                        help='Savitzky-Golay polynomial order')
+    common.add_argument('--threads', type=int, default=1, help='threads of the batch calls')
     commands = parser.add_subparsers(dest='command', required=True)
-    torques = commands.add_parser('torques', help='the torques along a recording')
-    torques.add_argument('bag', help='an .mcap file, or a rosbag2 folder (MCAP or sqlite3)')
-    torques.add_argument('--robot', required=True, help='the URDF+ (or URDF) file')
-    torques.add_argument('--closures', help='the YAML closures of an Extended URDF robot')
+    torques = commands.add_parser('torques', parents=[common],
+                                  help='the torques along a recording')
     torques.add_argument('--out', required=True, help='the MCAP bag to write (and its .parquet)')
-    torques.add_argument('--topic', default='/joint_states', help='the JointState topic')
-    torques.add_argument('--accelerations-topic', default='/dynamic_joint_states',
-                         help='the DynamicJointState topic of measured accelerations, if any')
-    torques.add_argument('--window', type=int, default=WINDOW,
-                         help='Savitzky-Golay window (samples, odd) of the estimated derivatives')
-    torques.add_argument('--order', type=int, default=ORDER,
-                         help='Savitzky-Golay polynomial order')
-    torques.add_argument('--threads', type=int, default=1, help='threads of the batch calls')
+    identify = commands.add_parser('identify', parents=[common],
+                                   help='the inertial parameters from the measured efforts')
+    identify.add_argument('--out', required=True, help='the URDF+ file to write')
+    identify.add_argument('--friction', action='store_true',
+                          help='fit viscous and Coulomb friction per independent joint too')
     args = parser.parse_args(argv)
     try:
-        summary = run_torques(args)
+        summary = (run_torques if args.command == 'torques' else run_identify)(args)
     except ModelError as error:
         parser.exit(2, f'{parser.prog}: error: {error}\n')
     except OSError as error:
@@ -50,26 +60,64 @@ def main(argv=None):
     print(summary)
 
 
-def run_torques(args):
-    """The torques command; returns its summary."""
+def _read(args, efforts=False):
+    """(model, its URDF+ text, the recording's Motion, its JointStates) of the command's
+    arguments."""
     from tqdm import tqdm
-    from .bags import read_joint_states, write_joint_states
-    from .torques import torques
-    start = time.perf_counter()
+    from .bags import read_joint_states
+    from .torques import motion
     model = load_model(args.robot, closures=args.closures)
     states = read_joint_states(args.bag, args.topic, args.accelerations_topic)
     with tqdm(total=len(states.stamps), unit='state', file=sys.stderr,
               disable=not sys.stderr.isatty()) as bar:
-        result = torques(model, states, args.window, args.order, args.threads, bar.update)
+        used = motion(model, states, args.window, args.order, bar.update, efforts)
+    return model, used, states
+
+
+def run_torques(args):
+    """The torques command; returns its summary."""
+    from .bags import write_joint_states
+    from .torques import answer
+    start = time.perf_counter()
+    model, used, states = _read(args)
+    result = answer(model, used, args.threads)
     out = Path(args.out)
     write_joint_states(out, TORQUES_TOPIC, result.stamps, result.names, efforts=result.efforts)
     _write_table(out.with_suffix('.parquet'), model, result)
-    seconds = time.perf_counter() - start
-    dropped = ', '.join(f'{count} {reason}' for reason, count in result.dropped.items()) or 'none'
-    return (f'{len(result.stamps)} of {len(states.stamps) + sum((states.dropped or {}).values())} '
-            f'states answered in {seconds:.1f} s ({len(result.stamps) / seconds:.0f} states/s); '
-            f'filtered: {", ".join(result.filtered) or "nothing"}; dropped: {dropped}; '
+    return (f'{_states(states, result.motion, "answered", time.perf_counter() - start)}; '
             f'wrote {out} and {out.with_suffix(".parquet")}')
+
+
+def run_identify(args):
+    """The identify command; returns its summary."""
+    from ..description.urdf import read_urdf
+    from ..loading import urdf_plus
+    from .identify import identify, write_urdf
+    start = time.perf_counter()
+    model, used, states = _read(args, efforts=True)
+    result = identify(model, used, args.friction, args.threads)
+    if result.inconsistent:
+        bodies = '; '.join(f'{body}: {why}' for body, why in result.inconsistent.items())
+        raise ModelError(f'the identified parameters are not physical ({bodies}); not written: '
+                         'record motion that excites every body, or more of it')
+    description = (urdf_plus(args.robot, args.closures) if args.closures
+                   else Path(args.robot).read_text(encoding='utf-8'))
+    write_urdf(description, read_urdf(description), model, result.parameters, args.out)
+    friction = '' if result.friction is None else '; friction (viscous, Coulomb): ' + ', '.join(
+        f'{name} {v:.4g} {c:.4g}' for name, (v, c) in zip(model.independent_joint_names,
+                                                          result.friction))
+    return (f'{_states(states, used, "fitted", time.perf_counter() - start)}; '
+            f'{result.rank} base parameters of {len(result.parameters)}, residual RMS '
+            f'{result.residual:.3g}{friction}; wrote {args.out}')
+
+
+def _states(states, motion, verb, seconds):
+    """The summary of the states a command used."""
+    dropped = ', '.join(f'{count} {reason}' for reason, count in motion.dropped.items()) or 'none'
+    total = len(states.stamps) + sum((states.dropped or {}).values())
+    return (f'{len(motion.stamps)} of {total} states {verb} in {seconds:.1f} s '
+            f'({len(motion.stamps) / seconds:.0f} states/s); filtered: '
+            f'{", ".join(motion.filtered) or "nothing"}; dropped: {dropped}')
 
 
 def _write_table(path, model, result):
@@ -77,12 +125,13 @@ def _write_table(path, model, result):
     position, velocity, acceleration and effort columns."""
     import pyarrow as pa
     import pyarrow.parquet as pq
+    motion = result.motion
     columns = {'stamp': pa.array(result.stamps)}
-    positions = result.positions[:, model.independent_q]
+    positions = motion.positions[:, model.independent_q]
     for j, name in enumerate(result.names):
         columns[f'{name}.position'] = pa.array(positions[:, j])
-        columns[f'{name}.velocity'] = pa.array(result.velocities[:, j])
-        columns[f'{name}.acceleration'] = pa.array(result.accelerations[:, j])
+        columns[f'{name}.velocity'] = pa.array(motion.velocities[:, j])
+        columns[f'{name}.acceleration'] = pa.array(motion.accelerations[:, j])
         columns[f'{name}.effort'] = pa.array(result.efforts[:, j])
     pq.write_table(pa.table(columns), path)
 

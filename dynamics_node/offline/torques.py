@@ -1,9 +1,9 @@
-"""The torques along a recording: every state of a bag's joint states completed (the loops'
-dependent joints from the independent ones, Model.complete_positions), its independent
-velocities and accelerations as recorded or else filtered (filters.py), then the independent
-forces of the cluster RNEA (Batch.inverse_dynamics). Offline, no effort limit applies: a state is
-dropped only where the model cannot answer it (completion refuses it, the RNEA refuses its
-numbers), counted by reason."""
+"""The motion and the torques along a recording: every state of a bag's joint states completed
+(the loops' dependent joints from the independent ones, Model.complete_positions), its
+independent velocities and accelerations as recorded or else filtered (filters.py), then the
+independent forces of the cluster RNEA (Batch.inverse_dynamics). Offline, no effort limit applies:
+a state is dropped only where the model cannot answer it (completion refuses it, the RNEA refuses
+its numbers), counted by reason."""
 
 from dataclasses import dataclass
 
@@ -15,24 +15,54 @@ from .filters import derivatives, ORDER, WINDOW
 
 
 @dataclass
-class Torques:
-    """stamps (M, ns) and efforts (M x ny, in names: the independent joints) of the states
-    answered, their spanning positions (M x nq) and independent velocities and accelerations
-    (M x ny); filtered: which of velocities and accelerations were estimated; dropped: the states
-    not answered, by reason."""
+class Motion:
+    """The states of a recording the model can use: stamps (M, ns), spanning positions (M x nq),
+    independent velocities and accelerations (M x ny), the measured efforts of the independent
+    joints (M x ny, or None where the messages carry none); filtered: which of velocities and
+    accelerations were estimated; dropped: the states not used, by reason."""
     stamps: np.ndarray
-    names: tuple
-    efforts: np.ndarray
     positions: np.ndarray
     velocities: np.ndarray
     accelerations: np.ndarray
+    efforts: np.ndarray
     filtered: tuple
     dropped: dict
+
+
+@dataclass
+class Torques:
+    """stamps (M, ns) and efforts (M x ny, in names: the independent joints) of the states
+    answered, with their Motion."""
+    stamps: np.ndarray
+    names: tuple
+    efforts: np.ndarray
+    motion: Motion
 
 
 def torques(model, states, window=WINDOW, order=ORDER, threads=1, progress=None):
     """Torques of the JointStates states (bags.read_joint_states) on model; progress(n) after each
     n states completed."""
+    return answer(model, motion(model, states, window, order, progress), threads)
+
+
+def answer(model, used, threads=1):
+    """The Torques of the states of the Motion used."""
+    batch = Batch(model, threads)
+    try:
+        efforts, answered = _answered(batch, model, used)
+    finally:
+        batch.close()
+    used = Motion(used.stamps[answered], used.positions[answered], used.velocities[answered],
+                  used.accelerations[answered],
+                  None if used.efforts is None else used.efforts[answered], used.filtered,
+                  used.dropped)
+    return Torques(used.stamps, model.independent_joint_names, efforts, used)
+
+
+def motion(model, states, window=WINDOW, order=ORDER, progress=None, efforts=False):
+    """The Motion of the JointStates states on model: positions completed, velocities and
+    accelerations as recorded or filtered, with efforts the measured efforts (a state without
+    finite ones dropped); progress(n) after each n states."""
     names = model.independent_joint_names
     if len(names) != model.ny:
         kinds = sorted({model.joint_type[model.joint_names.index(name) + 1] for name in names})
@@ -49,8 +79,9 @@ def torques(model, states, window=WINDOW, order=ORDER, threads=1, progress=None)
              if name in model.independent_positions_index]
     dropped = dict(states.dropped or {})
     finite = np.isfinite(states.positions[:, [i for i, _ in known]]).all(axis=1)
-    if states.velocities is not None:
-        finite &= np.isfinite(states.velocities[:, columns]).all(axis=1)
+    for recorded in (states.velocities, states.efforts if efforts else None):
+        if recorded is not None:
+            finite &= np.isfinite(recorded[:, columns]).all(axis=1)
     if not finite.all():                        # dropped before the filter can spread them
         dropped['not finite'] = int(np.sum(~finite))
         if progress is not None:
@@ -81,21 +112,16 @@ def torques(model, states, window=WINDOW, order=ORDER, threads=1, progress=None)
         if progress is not None:
             progress(1)
     kept = np.array(kept, dtype=int)
-    Q = np.array(Q).reshape(len(kept), model.nq)
-    yd, ydd = yd[kept], ydd[kept]
-    batch = Batch(model, threads)
-    try:
-        efforts = _answered(batch, model, Q, yd, ydd, dropped)
-    finally:
-        batch.close()
-    answered = efforts[1]
-    return Torques(stamps[kept][answered], names, efforts[0], Q[answered], yd[answered],
-                   ydd[answered], tuple(filtered), dropped)
+    measured = (states.efforts[finite][:, columns][kept]
+                if efforts and states.efforts is not None else None)
+    return Motion(stamps[kept], np.array(Q).reshape(len(kept), model.nq), yd[kept], ydd[kept],
+                  measured, tuple(filtered), dropped)
 
 
-def _answered(batch, model, Q, yd, ydd, dropped):
-    """(efforts, the rows answered): the whole batch, else each row on its own (a row the RNEA
-    refuses dropped as 'inverse dynamics')."""
+def _answered(batch, model, used):
+    """(efforts, the rows of used answered): the whole batch, else each row on its own (a row the
+    RNEA refuses dropped as 'inverse dynamics')."""
+    Q, yd, ydd = used.positions, used.velocities, used.accelerations
     try:
         return batch.inverse_dynamics(Q, yd, ydd), np.arange(len(Q))
     except ModelError:
@@ -106,5 +132,5 @@ def _answered(batch, model, Q, yd, ydd, dropped):
             efforts.append(model.inverse_dynamics(Q[row], yd[row], ydd[row]))
             rows.append(row)
         except ModelError:
-            dropped['inverse dynamics'] = dropped.get('inverse dynamics', 0) + 1
+            used.dropped['inverse dynamics'] = used.dropped.get('inverse dynamics', 0) + 1
     return np.array(efforts).reshape(len(rows), model.ny), np.array(rows, dtype=int)

@@ -10,10 +10,11 @@ import pytest
 from mcap_ros2.writer import Writer
 
 from conftest import robot
-from dynamics_node import bundled_model, ModelError
+from dynamics_node import bundled_model, load_model, ModelError
 from dynamics_node.offline import bags, cli
 from dynamics_node.offline.filters import derivatives
-from dynamics_node.offline.torques import torques
+from dynamics_node.offline.identify import identify
+from dynamics_node.offline.torques import motion, torques
 
 RATE, SECONDS = 1000.0, 0.6               # the recording: 1 kHz with jitter, 600 states
 FILTERED_RTOL = 1e-4                      # |tau - tau_known| / max(1, |tau_known|) inside
@@ -43,7 +44,7 @@ def stamps(rng, n=int(RATE * SECONDS)):
             ).astype(np.int64)
 
 
-def motion(model, t):
+def swing(model, t):
     """Independent positions, velocities, accelerations (N x ny) of a smooth motion about the
     reference configuration at times t (s)."""
     y0 = model.reference_positions[model.independent_q]
@@ -56,16 +57,17 @@ def recording(model, rng):
     """(stamps, the joint states' names, q rows, yd, ydd, the known torques)."""
     t_ns = stamps(rng)
     t = (t_ns - t_ns[0]) * 1e-9
-    y, yd, ydd = motion(model, t)
+    y, yd, ydd = swing(model, t)
     names = model.independent_joint_names
     Q = np.array([model.complete_positions(dict(zip(names, row))) for row in y])
     known = np.array([model.inverse_dynamics(q, v, a) for q, v, a in zip(Q, yd, ydd)])
     return t_ns, names, Q, yd, ydd, known
 
 
-def write_bag(path, t_ns, names, Q, model, yd=None, ydd=None, shuffle=None):
-    """An MCAP bag of JointState (every joint of the file, positions; velocities where given) and,
-    with ydd, DynamicJointState accelerations of the independent joints."""
+def write_bag(path, t_ns, names, Q, model, yd=None, ydd=None, shuffle=None, efforts=None):
+    """An MCAP bag of JointState (every joint of the file, positions; velocities and the
+    independent joints' efforts, zero on the others, where given) and, with ydd, DynamicJointState
+    accelerations of the independent joints."""
     joints = model.joint_names
     with open(path, 'wb') as file:
         writer = Writer(file)
@@ -78,11 +80,12 @@ def write_bag(path, t_ns, names, Q, model, yd=None, ydd=None, shuffle=None):
             order = np.arange(len(joints))
             if shuffle is not None:
                 shuffle.shuffle(order)
-            velocity = [] if yd is None else [
-                yd[i][names.index(joints[j])] if joints[j] in names else 0.0 for j in order]
+            velocity, effort = ([] if x is None else [
+                x[i][names.index(joints[j])] if joints[j] in names else 0.0 for j in order]
+                for x in (yd, efforts))
             writer.write_message('/joint_states', state, {
                 'header': header, 'name': [joints[j] for j in order],
-                'position': Q[i][order].tolist(), 'velocity': velocity, 'effort': []},
+                'position': Q[i][order].tolist(), 'velocity': velocity, 'effort': effort},
                 log_time=int(stamp))
             if ydd is not None:
                 values = [{'interface_names': ['position', 'acceleration'],
@@ -168,7 +171,7 @@ def test_recorded_accelerations_give_the_known_torques(tmp_path, rng):
     t_ns, names, Q, yd, ydd, known = recording(model, rng)
     write_bag(tmp_path / 'run.mcap', t_ns, names, Q, model, yd, ydd, shuffle=rng)
     result = torques(model, bags.read_joint_states(tmp_path / 'run.mcap'), threads=2)
-    assert result.filtered == () and result.dropped == {}
+    assert result.motion.filtered == () and result.motion.dropped == {}
     np.testing.assert_allclose(result.efforts, known, rtol=1e-9, atol=1e-9)
 
 
@@ -179,7 +182,7 @@ def test_filtered_derivatives_keep_the_stated_bound(tmp_path, rng, measured):
     write_bag(tmp_path / 'run.mcap', t_ns, names, Q, model,
               yd if measured != 'positions' else None)
     result = torques(model, bags.read_joint_states(tmp_path / 'run.mcap'))
-    assert 'accelerations' in result.filtered
+    assert 'accelerations' in result.motion.filtered
     error = np.max(np.abs(result.efforts - known) / np.maximum(1.0, np.abs(known)), axis=1)
     edge = 21 // 2
     assert np.max(error[edge:-edge]) < FILTERED_RTOL, np.max(error[edge:-edge])
@@ -256,3 +259,71 @@ def test_fuzzed_recordings_give_torques_or_model_errors(tmp_path):
         except ModelError:
             continue
         assert np.isfinite(result.efforts).all() and len(result.efforts) == len(result.stamps)
+
+
+# ---- identification ----
+
+def truth(rng):
+    """The linkage leg with each body's parameters scaled (still a rigid body's): (nominal model,
+    true model, true parameters)."""
+    nominal = robot('linkage_leg')
+    scale = np.repeat(rng.uniform(0.7, 1.3, nominal.nb - 1), 10)
+    pi = nominal.inertial_parameters * scale
+    return nominal, load_model(bundled_model('linkage_leg'), inertial_parameters=pi), pi
+
+
+def test_identify_recovers_the_base_parameters(tmp_path, rng, capsys):
+    """A noise-free recording of the true robot: the base parameters B pi to 1e-6, the written
+    URDF+ reproduces the measured torques, from the library and the console script."""
+    nominal, true, pi = truth(rng)
+    t_ns, names, Q, yd, ydd, _ = recording(true, rng)
+    measured = np.array([true.inverse_dynamics(q, v, a) for q, v, a in zip(Q, yd, ydd)])
+    write_bag(tmp_path / 'run.mcap', t_ns, names, Q, nominal, yd, ydd, efforts=measured)
+    states = bags.read_joint_states(tmp_path / 'run.mcap')
+    result = identify(nominal, motion(nominal, states, efforts=True))
+    assert result.states == len(t_ns) and result.inconsistent == {}
+    assert result.residual < 1e-6 * np.sqrt(np.mean(measured ** 2))
+    np.testing.assert_allclose(result.beta, result.B @ pi, rtol=1e-6, atol=1e-9)
+    cli.main(['identify', str(tmp_path / 'run.mcap'), '--robot', bundled_model('linkage_leg'),
+              '--out', str(tmp_path / 'identified.urdf')])
+    summary = capsys.readouterr().out
+    assert f'{result.rank} base parameters of {10 * (nominal.nb - 1)}' in summary
+    identified = load_model(str(tmp_path / 'identified.urdf'))
+    again = np.array([identified.inverse_dynamics(q, v, a) for q, v, a in zip(Q, yd, ydd)])
+    np.testing.assert_allclose(again, measured, rtol=1e-6, atol=1e-8)
+
+
+def test_identify_fits_friction_and_reports_noise(tmp_path, rng):
+    nominal, true, pi = truth(rng)
+    t_ns, names, Q, yd, ydd, _ = recording(true, rng)
+    ideal = np.array([true.inverse_dynamics(q, v, a) for q, v, a in zip(Q, yd, ydd)])
+    viscous, coulomb = np.array([0.3, 0.05]), np.array([0.1, 0.02])
+    measured = ideal + viscous * yd + coulomb * np.sign(yd)
+    write_bag(tmp_path / 'friction.mcap', t_ns, names, Q, nominal, yd, ydd, efforts=measured)
+    used = motion(nominal, bags.read_joint_states(tmp_path / 'friction.mcap'), efforts=True)
+    result = identify(nominal, used, friction=True)
+    np.testing.assert_allclose(result.friction, np.stack([viscous, coulomb], axis=1), rtol=1e-6,
+                               atol=1e-9)
+    assert result.residual < 1e-6 * np.sqrt(np.mean(measured ** 2))
+    sigma = 0.01
+    noisy = ideal + rng.normal(scale=sigma, size=ideal.shape)
+    write_bag(tmp_path / 'noisy.mcap', t_ns, names, Q, nominal, yd, ydd, efforts=noisy)
+    used = motion(nominal, bags.read_joint_states(tmp_path / 'noisy.mcap'), efforts=True)
+    result = identify(nominal, used)
+    assert 0.5 * sigma < result.residual < 1.5 * sigma, result.residual
+
+
+def test_identify_refuses_by_name(tmp_path, rng, capsys):
+    nominal = robot('linkage_leg')
+    t_ns, names, Q, yd, ydd, _ = recording(nominal, rng)
+    write_bag(tmp_path / 'run.mcap', t_ns, names, Q, nominal, yd, ydd)
+    with pytest.raises(ModelError, match='carry no efforts'):
+        identify(nominal, motion(nominal, bags.read_joint_states(tmp_path / 'run.mcap'),
+                                 efforts=True))
+    write_bag(tmp_path / 'wrong.mcap', t_ns, names, Q, nominal, yd, ydd,
+              efforts=-50.0 * np.abs(yd) - 100.0)
+    with pytest.raises(SystemExit) as stop:
+        cli.main(['identify', str(tmp_path / 'wrong.mcap'), '--robot',
+                  bundled_model('linkage_leg'), '--out', str(tmp_path / 'x.urdf')])
+    assert stop.value.code == 2 and 'not physical' in capsys.readouterr().err
+    assert not (tmp_path / 'x.urdf').exists()
