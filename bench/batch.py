@@ -1,9 +1,9 @@
-"""Batches (dynamics_node/batch.py): states per second of Batch's forward and inverse dynamics and
-regressor on 1 and 2 threads, next to pinocchio.abaInParallel / rneaInParallel over a ModelPool with
-the same threads, and Python loops of single calls (ours and Pinocchio's; Pinocchio has no batched
-regressor), on the same random closed states of UR5, Talos and the bundled quadruped (Pinocchio on
-its spanning tree, test/oracle.py). Each figure is the median of REPEATS batches of STATES states,
-interleaved in one process.
+"""Batches (dynamics_node/batch.py): states per second of Batch's forward and inverse dynamics
+and regressor on 1 and 2 threads, next to pinocchio.abaInParallel / rneaInParallel over a
+ModelPool with the same threads, and Python loops of single calls (ours and Pinocchio's;
+Pinocchio has no batched regressor), on the same random closed states of UR5, Talos and the
+bundled quadruped (Pinocchio on its spanning tree, test/oracle.py). Each figure is the median of
+REPEATS batches of STATES states, interleaved in one process.
 
 Usage: .venv/bin/python bench/batch.py
 """

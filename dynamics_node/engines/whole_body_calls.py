@@ -43,4 +43,5 @@ class WholeBodyCalls:
         self.fault = fast.data.fault
         handle = self.handle = Borrowed(buffers.ref)
         for name in INPUTS:
-            setattr(self, name, functools.partial(getattr(fast, '_fused_' + name), fast._x, handle))
+            entry = getattr(fast, '_fused_' + name)
+            setattr(self, name, functools.partial(entry, fast._x, handle))

@@ -129,8 +129,8 @@ def composite_moments(m, d):
 def center_of_mass_jacobian(m, d, q, w_com, w_J):
     """The CoM Jacobian into w_J (3 x ny) and the CoM into w_com: the linear rows of A_g over the
     mass M, from the composite masses and first moments alone (composite_moments): the column of
-    coordinate j of cluster k is sum_{i in k} ^0E_i (m_i s_v - h_i x s_w) / M, (s_w, s_v) = (S_k)_ij
-    (the force rows of Ic_i S_k, centroidal_momentum_matrix)."""
+    coordinate j of cluster k is sum_{i in k} ^0E_i (m_i s_v - h_i x s_w) / M with
+    (s_w, s_v) = (S_k)_ij (the force rows of Ic_i S_k, centroidal_momentum_matrix)."""
     status = kinematics(m, d, q, d.zero_y, False)
     if status != OK:
         return status
