@@ -35,7 +35,8 @@ class JointStates:
     """A recording's joint states: stamps (N, nanoseconds), the joints' names, positions,
     velocities and efforts (N x n, or None where a message lacks them), accelerations (N x n from
     DynamicJointState at the same stamps, NaN for a joint it does not give, or None without it),
-    and the messages dropped, by reason."""
+    the messages dropped, by reason, and with odometry the floating base's pose (N x 7: x y z qx
+    qy qz qw) and twist (N x 6: [linear; angular] in the base frame) at the stamps."""
     stamps: np.ndarray
     names: tuple
     positions: np.ndarray
@@ -43,14 +44,21 @@ class JointStates:
     efforts: np.ndarray = None
     accelerations: np.ndarray = None
     dropped: dict = None
+    base_pose: np.ndarray = None
+    base_twist: np.ndarray = None
 
 
-def read_joint_states(path, topic='/joint_states', accelerations_topic='/dynamic_joint_states'):
+def read_joint_states(path, topic='/joint_states', accelerations_topic='/dynamic_joint_states',
+                      odometry_topic=None):
     """The JointStates of the bag at path (an .mcap file, or a rosbag2 folder or its .mcap / .db3
     file): the messages on topic that name the joints most messages name (in any order; others are
     dropped as 'names', and those with a field of another length than 0 or theirs as 'length'),
-    stamped by their headers (the bag's log time where a header is zero), in stamp order."""
-    messages = list(_messages(path, {topic, accelerations_topic}))
+    stamped by their headers (the bag's log time where a header is zero), in stamp order. With
+    odometry_topic, the nav_msgs/Odometry messages on it give the base's pose and twist,
+    interpolated at each stamp (the orientation normalized after a linear interpolation); the
+    states outside their span are dropped as 'odometry'."""
+    topics = {topic, accelerations_topic} | ({odometry_topic} if odometry_topic else set())
+    messages = list(_messages(path, topics))
     states = [(stamp, msg) for name, stamp, msg in messages if name == topic]
     if not states:
         raise ModelError(f'the bag {quote(str(path))} has no message on {quote(topic)}')
@@ -76,7 +84,43 @@ def read_joint_states(path, topic='/joint_states', accelerations_topic='/dynamic
                else np.array([row[1][k] for row in rows]) for k in range(3)]
     accelerations = _accelerations(names, stamps, [(stamp, msg) for name, stamp, msg in messages
                                                    if name == accelerations_topic])
-    return JointStates(stamps, names, *columns, accelerations, dropped)
+    if not odometry_topic:
+        return JointStates(stamps, names, *columns, accelerations, dropped)
+    odometry = sorted((stamp, msg) for name, stamp, msg in messages if name == odometry_topic)
+    if not odometry:
+        raise ModelError(f'the bag has no message on {quote(odometry_topic)} (nav_msgs/Odometry)')
+    pose, twist, inside = _base(stamps, odometry)
+    if not inside.all():
+        dropped['odometry'] = int(np.sum(~inside))
+    keep = (lambda x: None if x is None else x[inside])
+    return JointStates(stamps[inside], names, *(keep(x) for x in columns), keep(accelerations),
+                       dropped, pose[inside], twist[inside])
+
+
+def _base(stamps, odometry):
+    """(pose N x 7, twist N x 6, inside N) of the base at stamps from the (stamp, Odometry)
+    pairs in stamp order: linear between the two around each stamp, the quaternion of the later
+    one on the side of the earlier one's, then normalized; inside where the odometry spans the
+    stamp."""
+    times = np.array([stamp for stamp, _ in odometry], dtype=np.int64)
+    poses = np.array([[p.position.x, p.position.y, p.position.z, p.orientation.x,
+                       p.orientation.y, p.orientation.z, p.orientation.w]
+                      for p in (msg.pose.pose for _, msg in odometry)], dtype=float)
+    twists = np.array([[t.linear.x, t.linear.y, t.linear.z, t.angular.x, t.angular.y,
+                        t.angular.z] for t in (msg.twist.twist for _, msg in odometry)],
+                      dtype=float)
+    inside = (stamps >= times[0]) & (stamps <= times[-1])
+    after = np.minimum(np.searchsorted(times, stamps), len(times) - 1)   # the first not earlier
+    before = np.where(times[after] == stamps, after, np.maximum(after - 1, 0))
+    span = (times[after] - times[before]).astype(float)
+    alpha = np.where(span > 0.0, (stamps - times[before]) / np.maximum(span, 1.0), 1.0)[:, None]
+    q0, q1 = poses[before, 3:], poses[after, 3:]
+    q1 = np.where(np.sum(q0 * q1, axis=1, keepdims=True) < 0.0, -q1, q1)
+    pose = np.hstack([(1 - alpha) * poses[before, :3] + alpha * poses[after, :3],
+                      (1 - alpha) * q0 + alpha * q1])
+    with np.errstate(invalid='ignore', divide='ignore'):
+        pose[:, 3:] /= np.linalg.norm(pose[:, 3:], axis=1, keepdims=True)
+    return pose, (1 - alpha) * twists[before] + alpha * twists[after], inside
 
 
 def _order(names, given):

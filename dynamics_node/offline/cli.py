@@ -35,6 +35,7 @@ def main(argv=None):
     common.add_argument('--topic', default='/joint_states', help='the JointState topic')
     common.add_argument('--accelerations-topic', default='/dynamic_joint_states',
                         help='the DynamicJointState topic of measured accelerations, if any')
+    common.add_argument('--odometry', help='the nav_msgs/Odometry topic of a floating base')
     common.add_argument('--window', type=int, default=WINDOW,
                         help='Savitzky-Golay window (samples, odd) of the estimated derivatives')
     common.add_argument('--order', type=int, default=ORDER,
@@ -67,7 +68,7 @@ def _read(args, efforts=False):
     from .bags import read_joint_states
     from .torques import motion
     model = load_model(args.robot, closures=args.closures)
-    states = read_joint_states(args.bag, args.topic, args.accelerations_topic)
+    states = read_joint_states(args.bag, args.topic, args.accelerations_topic, args.odometry)
     with tqdm(total=len(states.stamps), unit='state', file=sys.stderr,
               disable=not sys.stderr.isatty()) as bar:
         used = motion(model, states, args.window, args.order, bar.update, efforts)
@@ -122,17 +123,22 @@ def _states(states, motion, verb, seconds):
 
 def _write_table(path, model, result):
     """The Parquet table of the states answered: stamp (ns), then per independent joint its
-    position, velocity, acceleration and effort columns."""
+    position, velocity, acceleration and effort columns, and a floating base's wrench ([force;
+    torque] in the base frame: what the environment must apply)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
     motion = result.motion
     columns = {'stamp': pa.array(result.stamps)}
-    positions = motion.positions[:, model.independent_q]
     for j, name in enumerate(result.names):
-        columns[f'{name}.position'] = pa.array(positions[:, j])
-        columns[f'{name}.velocity'] = pa.array(motion.velocities[:, j])
-        columns[f'{name}.acceleration'] = pa.array(motion.accelerations[:, j])
+        body, y = model.joint_names.index(name) + 1, model.independent_velocities_index[name]
+        columns[f'{name}.position'] = pa.array(motion.positions[:, model.idx_q[body]])
+        columns[f'{name}.velocity'] = pa.array(motion.velocities[:, y])
+        columns[f'{name}.acceleration'] = pa.array(motion.accelerations[:, y])
         columns[f'{name}.effort'] = pa.array(result.efforts[:, j])
+    if result.base_wrench is not None:
+        for j, axis in enumerate(('force.x', 'force.y', 'force.z', 'torque.x', 'torque.y',
+                                  'torque.z')):
+            columns[f'{model.floating_base_joint}.{axis}'] = pa.array(result.base_wrench[:, j])
     pq.write_table(pa.table(columns), path)
 
 

@@ -49,6 +49,9 @@ class Identification:
 
 def identify(model, motion, friction=False, threads=1):
     """The Identification of model's parameters from a Motion with measured efforts."""
+    if model.floating_base:
+        raise ModelError('identifying a floating-base robot needs the contacts\' wrenches, which '
+                         'dynamics_offline does not read yet')
     if motion.efforts is None:
         raise ModelError('the joint states carry no efforts: identification fits the measured '
                          'efforts (the effort field of every message)')

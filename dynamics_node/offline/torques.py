@@ -1,11 +1,13 @@
 """The motion and the torques along a recording: every state of a bag's joint states completed
 (the loops' dependent joints from the independent ones, Model.complete_positions), its
 independent velocities and accelerations as recorded or else filtered (filters.py), then the
-independent forces of the cluster RNEA (Batch.inverse_dynamics). Offline, no effort limit applies:
-a state is dropped only where the model cannot answer it (completion refuses it, the RNEA refuses
-its numbers), counted by reason."""
+independent forces of the cluster RNEA (Batch.inverse_dynamics). A floating base takes its pose
+and twist from the odometry (bags.read_joint_states), its acceleration filtered from the twist;
+its generalized force is the net wrench the environment must apply. Offline, no effort limit
+applies: a state is dropped only where the model cannot answer it (completion refuses it, the
+RNEA refuses its numbers), counted by reason."""
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -18,8 +20,9 @@ from .filters import derivatives, ORDER, WINDOW
 class Motion:
     """The states of a recording the model can use: stamps (M, ns), spanning positions (M x nq),
     independent velocities and accelerations (M x ny), the measured efforts of the independent
-    joints (M x ny, or None where the messages carry none); filtered: which of velocities and
-    accelerations were estimated; dropped: the states not used, by reason."""
+    joints (M x ny, zero on a floating base; or None where not asked or the messages carry none);
+    filtered: which of velocities and accelerations were estimated; dropped: the states not used,
+    by reason."""
     stamps: np.ndarray
     positions: np.ndarray
     velocities: np.ndarray
@@ -31,11 +34,13 @@ class Motion:
 
 @dataclass
 class Torques:
-    """stamps (M, ns) and efforts (M x ny, in names: the independent joints) of the states
-    answered, with their Motion."""
+    """stamps (M, ns) and efforts (M x len(names)) of the states answered, names the independent
+    1-DoF joints; base_wrench (M x 6, [force; torque] in the base frame) the floating base's
+    generalized force, or None; with their Motion."""
     stamps: np.ndarray
     names: tuple
     efforts: np.ndarray
+    base_wrench: np.ndarray
     motion: Motion
 
 
@@ -52,29 +57,46 @@ def answer(model, used, threads=1):
         efforts, answered = _answered(batch, model, used)
     finally:
         batch.close()
-    used = Motion(used.stamps[answered], used.positions[answered], used.velocities[answered],
-                  used.accelerations[answered],
-                  None if used.efforts is None else used.efforts[answered], used.filtered,
-                  used.dropped)
-    return Torques(used.stamps, model.independent_joint_names, efforts, used)
+    used = replace(used, stamps=used.stamps[answered], positions=used.positions[answered],
+                   velocities=used.velocities[answered],
+                   accelerations=used.accelerations[answered],
+                   efforts=None if used.efforts is None else used.efforts[answered])
+    joints, columns, base = _coordinates(model)
+    return Torques(used.stamps, joints, efforts[:, columns],
+                   None if base is None else efforts[:, base], used)
+
+
+def _coordinates(model):
+    """(the independent joints but the floating base, their columns of y, the floating base's six
+    columns or None); ModelError for an independent joint of several coordinates."""
+    base = model.floating_base_joint
+    joints = tuple(name for name in model.independent_joint_names if name != base)
+    several = sorted({model.joint_type[model.joint_names.index(name) + 1] for name in joints
+                      if model.nv_body[model.joint_names.index(name) + 1] != 1})
+    if several:
+        raise ModelError(f'the independent joints of this robot include {quote(several)} joints; '
+                         'offline calls take 1-DoF independent joints and a floating base')
+    columns = [model.independent_velocities_index[name] for name in joints]
+    if not base:
+        return joints, columns, None
+    start = model.independent_velocities_index[base]
+    return joints, columns, np.arange(start, start + 6)
 
 
 def motion(model, states, window=WINDOW, order=ORDER, progress=None, efforts=False):
     """The Motion of the JointStates states on model: positions completed, velocities and
     accelerations as recorded or filtered, with efforts the measured efforts (a state without
     finite ones dropped); progress(n) after each n states."""
-    names = model.independent_joint_names
-    if len(names) != model.ny:
-        kinds = sorted({model.joint_type[model.joint_names.index(name) + 1] for name in names})
-        raise ModelError(f'the independent joints of this robot include {quote(kinds)} joints; '
-                         'offline torques take 1-DoF independent joints (the floating base needs '
-                         'odometry, not read yet)')
+    joints, y_columns, base = _coordinates(model)
     if states.positions is None:
         raise ModelError('the joint states carry no positions (every message must have them)')
-    missing = [name for name in names if name not in states.names]
+    if base is not None and states.base_pose is None:
+        raise ModelError(f'the floating base {quote(model.floating_base_joint)} needs its '
+                         'odometry (nav_msgs/Odometry, the twist in the base frame: --odometry)')
+    missing = [name for name in joints if name not in states.names]
     if missing:
         raise ModelError(f'the joint states do not name the independent joints {quote(missing)}')
-    columns = [states.names.index(name) for name in names]
+    columns = [states.names.index(name) for name in joints]
     known = [(i, name) for i, name in enumerate(states.names)
              if name in model.independent_positions_index]
     dropped = dict(states.dropped or {})
@@ -82,6 +104,9 @@ def motion(model, states, window=WINDOW, order=ORDER, progress=None, efforts=Fal
     for recorded in (states.velocities, states.efforts if efforts else None):
         if recorded is not None:
             finite &= np.isfinite(recorded[:, columns]).all(axis=1)
+    if base is not None:
+        finite &= np.isfinite(states.base_pose).all(axis=1)
+        finite &= np.isfinite(states.base_twist).all(axis=1)
     if not finite.all():                        # dropped before the filter can spread them
         dropped['not finite'] = int(np.sum(~finite))
         if progress is not None:
@@ -89,31 +114,43 @@ def motion(model, states, window=WINDOW, order=ORDER, progress=None, efforts=Fal
     stamps, positions = states.stamps[finite], states.positions[finite]
     t = (stamps - stamps[0]) * 1e-9 if len(stamps) else np.zeros(0)
     y = positions[:, columns]
-    filtered = []
+    n, filtered = len(stamps), []
+    yd, ydd = np.zeros((n, model.ny)), np.zeros((n, model.ny))
     if states.velocities is not None:
-        yd = states.velocities[finite][:, columns]
+        yd[:, y_columns] = states.velocities[finite][:, columns]
     else:
-        yd = derivatives(t, y, window, order)[0]
+        yd[:, y_columns] = derivatives(t, y, window, order)[0]
         filtered.append('velocities')
     measured = None if states.accelerations is None else states.accelerations[finite][:, columns]
     if measured is not None and not np.isnan(measured).any():
-        ydd = measured
+        ydd[:, y_columns] = measured
     else:
-        ydd = (derivatives(t, yd, window, order)[0] if 'velocities' not in filtered
-               else derivatives(t, y, window, order)[1])
+        ydd[:, y_columns] = (derivatives(t, yd[:, y_columns], window, order)[0]
+                             if 'velocities' not in filtered
+                             else derivatives(t, y, window, order)[1])
         filtered.append('accelerations')
+    if base is not None:
+        yd[:, base] = states.base_twist[finite]
+        ydd[:, base] = derivatives(t, yd[:, base], window, order)[0]
+        filtered.append('base accelerations')
     kept, Q = [], []
     for row, state in enumerate(positions):
+        given = {name: state[i] for i, name in known}
+        if base is not None:
+            given[model.floating_base_joint] = states.base_pose[finite][row]
         try:
-            Q.append(model.complete_positions({name: state[i] for i, name in known}))
+            Q.append(model.complete_positions(given))
             kept.append(row)
         except ModelError:
             dropped['completion'] = dropped.get('completion', 0) + 1
         if progress is not None:
             progress(1)
     kept = np.array(kept, dtype=int)
-    measured = (states.efforts[finite][:, columns][kept]
-                if efforts and states.efforts is not None else None)
+    measured = None
+    if efforts and states.efforts is not None:
+        measured = np.zeros((n, model.ny))
+        measured[:, y_columns] = states.efforts[finite][:, columns]
+        measured = measured[kept]
     return Motion(stamps[kept], np.array(Q).reshape(len(kept), model.nq), yd[kept], ydd[kept],
                   measured, tuple(filtered), dropped)
 

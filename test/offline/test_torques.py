@@ -10,7 +10,7 @@ import pytest
 from mcap_ros2.writer import Writer
 
 from conftest import robot
-from dynamics_node import bundled_model, load_model, ModelError
+from dynamics_node import bundled_extended_urdf, bundled_model, load_model, ModelError
 from dynamics_node.offline import bags, cli
 from dynamics_node.offline.filters import derivatives
 from dynamics_node.offline.identify import identify
@@ -35,6 +35,51 @@ MSG: builtin_interfaces/Time
 int32 sec
 uint32 nanosec
 """
+ODOMETRY_DEFINITION = """std_msgs/Header header
+string child_frame_id
+geometry_msgs/PoseWithCovariance pose
+geometry_msgs/TwistWithCovariance twist
+================================================================================
+MSG: std_msgs/Header
+builtin_interfaces/Time stamp
+string frame_id
+================================================================================
+MSG: builtin_interfaces/Time
+int32 sec
+uint32 nanosec
+================================================================================
+MSG: geometry_msgs/PoseWithCovariance
+Pose pose
+float64[36] covariance
+================================================================================
+MSG: geometry_msgs/Pose
+Point position
+Quaternion orientation
+================================================================================
+MSG: geometry_msgs/Point
+float64 x
+float64 y
+float64 z
+================================================================================
+MSG: geometry_msgs/Quaternion
+float64 x
+float64 y
+float64 z
+float64 w
+================================================================================
+MSG: geometry_msgs/TwistWithCovariance
+Twist twist
+float64[36] covariance
+================================================================================
+MSG: geometry_msgs/Twist
+Vector3 linear
+Vector3 angular
+================================================================================
+MSG: geometry_msgs/Vector3
+float64 x
+float64 y
+float64 z
+"""
 
 
 def stamps(rng, n=int(RATE * SECONDS)):
@@ -48,7 +93,7 @@ def swing(model, t):
     """Independent positions, velocities, accelerations (N x ny) of a smooth motion about the
     reference configuration at times t (s)."""
     y0 = model.reference_positions[model.independent_q]
-    w, phase, amplitude = np.array([3.0, 5.0])[:model.ny], 0.4, 0.2
+    w, phase, amplitude = 3.0 + 2.0 * np.arange(model.ny), 0.4, 0.2
     s = w * t[:, None] + phase
     return (y0 + amplitude * np.sin(s), amplitude * w * np.cos(s), -amplitude * w**2 * np.sin(s))
 
@@ -207,6 +252,19 @@ def test_console_script_writes_bag_and_table(tmp_path, rng, capsys):
                                   written.efforts[:, 0])
 
 
+def test_extended_urdf_robot(tmp_path, rng, capsys):
+    """An Extended URDF leg (URDF + YAML closures: --closures), with its accelerations recorded."""
+    urdf, closures = bundled_extended_urdf('rod_knee_leg')
+    model = load_model(urdf, closures=closures)
+    t_ns, names, Q, yd, ydd, known = recording(model, rng)
+    write_bag(tmp_path / 'leg.mcap', t_ns, names, Q, model, yd, ydd)
+    cli.main(['torques', str(tmp_path / 'leg.mcap'), '--robot', urdf, '--closures', closures,
+              '--threads', '2', '--out', str(tmp_path / 'out.mcap')])
+    assert f'{len(t_ns)} of {len(t_ns)} states answered' in capsys.readouterr().out
+    written = bags.read_joint_states(tmp_path / 'out.mcap', cli.TORQUES_TOPIC)
+    np.testing.assert_allclose(written.efforts, known, rtol=1e-9, atol=1e-9)
+
+
 def test_console_script_refuses_by_name(tmp_path, rng, capsys):
     model = robot('linkage_leg')
     t_ns, names, Q, yd, ydd, _ = recording(model, rng)
@@ -215,7 +273,7 @@ def test_console_script_refuses_by_name(tmp_path, rng, capsys):
         (['torques', str(tmp_path / 'none.mcap'), '--robot', bundled_model('linkage_leg')],
          'no bag at'),
         (['torques', str(tmp_path / 'run.mcap'), '--robot', bundled_model('quadruped_rotors')],
-         'floating'),
+         'needs its odometry'),
         (['torques', str(tmp_path / 'run.mcap'), '--robot', bundled_model('belt_leg')],
          'do not name the independent joints'),
         (['torques', str(tmp_path / 'run.mcap'), '--robot', bundled_model('linkage_leg'),
@@ -327,3 +385,98 @@ def test_identify_refuses_by_name(tmp_path, rng, capsys):
                   bundled_model('linkage_leg'), '--out', str(tmp_path / 'x.urdf')])
     assert stop.value.code == 2 and 'not physical' in capsys.readouterr().err
     assert not (tmp_path / 'x.urdf').exists()
+
+
+# ---- a floating base ----
+
+def walking(model, rng):
+    """(stamps, joints, joint positions, base poses, yd, ydd, known torques) of the quadruped
+    turning on a circle at a constant base twist (forward 0.4 m/s, yaw 0.8 rad/s: its exact
+    acceleration zero) while its legs swing."""
+    t_ns = stamps(rng)
+    t = (t_ns - t_ns[0]) * 1e-9
+    base = model.floating_base_joint
+    joints = tuple(name for name in model.independent_joint_names if name != base)
+    speed, yaw = 0.4, 0.8
+    poses = np.column_stack([speed / yaw * np.sin(yaw * t), speed / yaw * (1 - np.cos(yaw * t)),
+                             np.full_like(t, 0.3), np.zeros_like(t), np.zeros_like(t),
+                             np.sin(yaw * t / 2), np.cos(yaw * t / 2)])
+    reference = model.reference_positions
+    angle0 = np.array([reference[model.idx_q[model.joint_names.index(n) + 1]] for n in joints])
+    w = 3.0 + 0.5 * np.arange(len(joints))
+    y = angle0 + 0.2 * np.sin(w * t[:, None])
+    yd = np.zeros((len(t), model.ny))
+    ydd = np.zeros((len(t), model.ny))
+    columns = [model.independent_velocities_index[n] for n in joints]
+    start = model.independent_velocities_index[base]
+    yd[:, start:start + 6] = [speed, 0.0, 0.0, 0.0, 0.0, yaw]
+    yd[:, columns] = 0.2 * w * np.cos(w * t[:, None])
+    ydd[:, columns] = -0.2 * w**2 * np.sin(w * t[:, None])
+    Q = np.array([model.complete_positions({base: pose, **dict(zip(joints, row))})
+                  for pose, row in zip(poses, y)])
+    known = np.array([model.inverse_dynamics(q, v, a) for q, v, a in zip(Q, yd, ydd)])
+    return t_ns, joints, Q, poses, yd, ydd, known
+
+
+def write_walking_bag(path, model, t_ns, Q, poses, yd, ydd):
+    """JointState of every joint but the floating base, DynamicJointState accelerations of the
+    independent ones, Odometry of the base at the same stamps."""
+    base = model.floating_base_joint
+    joints = [n for n in model.joint_names if n != base]
+    index = [model.idx_q[model.joint_names.index(n) + 1] for n in joints]
+    y_of = dict(model.independent_velocities_index)
+    start = y_of[base]
+    with open(path, 'wb') as file:
+        writer = Writer(file)
+        state = writer.register_msgdef('sensor_msgs/JointState', bags.JOINT_STATE_DEFINITION)
+        dynamic = writer.register_msgdef('control_msgs/DynamicJointState',
+                                         DYNAMIC_JOINT_STATE_DEFINITION)
+        odometry = writer.register_msgdef('nav_msgs/Odometry', ODOMETRY_DEFINITION)
+        for i, stamp in enumerate(t_ns):
+            header = {'stamp': {'sec': int(stamp) // 10**9, 'nanosec': int(stamp) % 10**9},
+                      'frame_id': 'odom'}
+            writer.write_message('/joint_states', state, {
+                'header': header, 'name': joints, 'position': Q[i][index].tolist(),
+                'velocity': [float(yd[i][y_of[n]]) if n in y_of else 0.0 for n in joints],
+                'effort': []}, log_time=int(stamp))
+            values = [{'interface_names': ['acceleration'], 'values': [float(ydd[i][y_of[n]])]}
+                      for n in joints if n in y_of]
+            writer.write_message('/dynamic_joint_states', dynamic, {
+                'header': header, 'joint_names': [n for n in joints if n in y_of],
+                'interface_values': values}, log_time=int(stamp))
+            p, v = poses[i], yd[i][start:start + 6]
+            writer.write_message('/odom', odometry, {
+                'header': header, 'child_frame_id': 'base',
+                'pose': {'pose': {'position': dict(zip('xyz', p[:3].tolist())),
+                                  'orientation': dict(zip('xyzw', p[3:].tolist()))},
+                         'covariance': [0.0] * 36},
+                'twist': {'twist': {'linear': dict(zip('xyz', v[:3].tolist())),
+                                    'angular': dict(zip('xyz', v[3:].tolist()))},
+                          'covariance': [0.0] * 36}}, log_time=int(stamp))
+        writer.finish()
+
+
+def test_floating_base_from_odometry(tmp_path, rng, capsys):
+    """The quadruped's joint torques and its base wrench (the net wrench the ground must apply)
+    from JointState, DynamicJointState and Odometry; without odometry it is named."""
+    model = robot('quadruped_rotors')
+    t_ns, joints, Q, poses, yd, ydd, known = walking(model, rng)
+    write_walking_bag(tmp_path / 'walk.mcap', model, t_ns, Q, poses, yd, ydd)
+    states = bags.read_joint_states(tmp_path / 'walk.mcap', odometry_topic='/odom')
+    result = torques(model, states)
+    assert result.names == joints and result.motion.filtered == ('base accelerations',)
+    columns = [model.independent_velocities_index[n] for n in joints]
+    start = model.independent_velocities_index[model.floating_base_joint]
+    np.testing.assert_allclose(result.efforts, known[:, columns], rtol=1e-9, atol=1e-8)
+    np.testing.assert_allclose(result.base_wrench, known[:, start:start + 6], rtol=1e-9,
+                               atol=1e-8)
+    cli.main(['torques', str(tmp_path / 'walk.mcap'), '--robot', bundled_model('quadruped_rotors'),
+              '--odometry', '/odom', '--out', str(tmp_path / 'out.mcap')])
+    assert f'{len(t_ns)} of {len(t_ns)} states answered' in capsys.readouterr().out
+    table = pq.read_table(tmp_path / 'out.parquet')
+    np.testing.assert_array_equal(table.column('floating_base.force.z').to_numpy(),
+                                  result.base_wrench[:, 2])
+    with pytest.raises(ModelError, match='needs its odometry'):
+        torques(model, bags.read_joint_states(tmp_path / 'walk.mcap'))
+    with pytest.raises(ModelError, match='no message on'):
+        bags.read_joint_states(tmp_path / 'walk.mcap', odometry_topic='/nothing')
