@@ -56,6 +56,12 @@ class Report:
         lines += ['| ' + ' | '.join(str(cell) for cell in row) + ' |' for row in rows]
         self.parts.append('\n'.join(lines) + '\n')
 
+    def section(self, heading, header, rows, note):
+        """A heading, a table and the note under it."""
+        self.heading(heading)
+        self.table(header, rows)
+        self.text(note)
+
     def preformatted(self, text):
         print(text)
         self.parts.append('```\n' + text.rstrip('\n') + '\n```\n')

@@ -97,10 +97,7 @@ NOTE = (
 
 
 def report_section(report, heading=HEADING, rng=None):
-    rows = table(np.random.default_rng(0) if rng is None else rng)
-    report.heading(heading)
-    report.table(HEADER, rows)
-    report.text(NOTE)
+    report.section(heading, HEADER, table(np.random.default_rng(0) if rng is None else rng), NOTE)
 
 
 if __name__ == '__main__':

@@ -14,20 +14,21 @@ from ..errors import cut, ModelError, quote
 
 JOINT_STATE = 'sensor_msgs/msg/JointState'
 DYNAMIC_JOINT_STATE = 'control_msgs/msg/DynamicJointState'
+SEPARATOR = '=' * 80 + '\n'
+# the definitions a message with a header ends with (a schema's dependencies, ROS 2 concatenated)
+HEADER_DEFINITIONS = (f"""{SEPARATOR}MSG: std_msgs/Header
+builtin_interfaces/Time stamp
+string frame_id
+{SEPARATOR}MSG: builtin_interfaces/Time
+int32 sec
+uint32 nanosec
+""")
 JOINT_STATE_DEFINITION = """std_msgs/Header header
 string[] name
 float64[] position
 float64[] velocity
 float64[] effort
-================================================================================
-MSG: std_msgs/Header
-builtin_interfaces/Time stamp
-string frame_id
-================================================================================
-MSG: builtin_interfaces/Time
-int32 sec
-uint32 nanosec
-"""
+""" + HEADER_DEFINITIONS
 
 
 @dataclass

@@ -22,64 +22,23 @@ EDGE_RTOL = 1e-2                          # within half a window of the ends
 DYNAMIC_JOINT_STATE_DEFINITION = """std_msgs/Header header
 string[] joint_names
 control_msgs/InterfaceValue[] interface_values
-================================================================================
-MSG: control_msgs/InterfaceValue
+""" + bags.SEPARATOR + """MSG: control_msgs/InterfaceValue
 string[] interface_names
 float64[] values
-================================================================================
-MSG: std_msgs/Header
-builtin_interfaces/Time stamp
-string frame_id
-================================================================================
-MSG: builtin_interfaces/Time
-int32 sec
-uint32 nanosec
-"""
+""" + bags.HEADER_DEFINITIONS
 ODOMETRY_DEFINITION = """std_msgs/Header header
 string child_frame_id
 geometry_msgs/PoseWithCovariance pose
 geometry_msgs/TwistWithCovariance twist
-================================================================================
-MSG: std_msgs/Header
-builtin_interfaces/Time stamp
-string frame_id
-================================================================================
-MSG: builtin_interfaces/Time
-int32 sec
-uint32 nanosec
-================================================================================
-MSG: geometry_msgs/PoseWithCovariance
-Pose pose
-float64[36] covariance
-================================================================================
-MSG: geometry_msgs/Pose
-Point position
-Quaternion orientation
-================================================================================
-MSG: geometry_msgs/Point
-float64 x
-float64 y
-float64 z
-================================================================================
-MSG: geometry_msgs/Quaternion
-float64 x
-float64 y
-float64 z
-float64 w
-================================================================================
-MSG: geometry_msgs/TwistWithCovariance
-Twist twist
-float64[36] covariance
-================================================================================
-MSG: geometry_msgs/Twist
-Vector3 linear
-Vector3 angular
-================================================================================
-MSG: geometry_msgs/Vector3
-float64 x
-float64 y
-float64 z
-"""
+""" + bags.HEADER_DEFINITIONS + "".join(
+    f"{bags.SEPARATOR}MSG: geometry_msgs/{text}\n" for text in (
+        "PoseWithCovariance\nPose pose\nfloat64[36] covariance",
+        "Pose\nPoint position\nQuaternion orientation",
+        "Point\nfloat64 x\nfloat64 y\nfloat64 z",
+        "Quaternion\nfloat64 x\nfloat64 y\nfloat64 z\nfloat64 w",
+        "TwistWithCovariance\nTwist twist\nfloat64[36] covariance",
+        "Twist\nVector3 linear\nVector3 angular",
+        "Vector3\nfloat64 x\nfloat64 y\nfloat64 z"))
 
 
 def stamps(rng, n=int(RATE * SECONDS)):
