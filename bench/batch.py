@@ -50,6 +50,7 @@ def workloads(name, rng):
     Vp = np.array([reference.v_to_pin(v) for v in V]).T.copy()
     Ap = np.array([reference.v_to_pin(a) for a in A]).T.copy()
     Tp = pin.rneaInParallel(1, pin.ModelPool(pm, 1), Qp, Vp, Ap)
+    rows_p = [np.ascontiguousarray(x.T) for x in (Qp, Vp, Ap, Tp)]    # a state per row
     one, two = Batch(model, 1), Batch(model, 2)
     pools = {n: pin.ModelPool(pm, n) for n in (1, 2)}
     data = pm.createData()
@@ -59,20 +60,19 @@ def workloads(name, rng):
         'FD loop': lambda: [model.forward_dynamics(q, y, u) for q, y, u in zip(Q, Y, U)],
         'aba 1': lambda: pin.abaInParallel(1, pools[1], Qp, Vp, Tp),
         'aba 2': lambda: pin.abaInParallel(2, pools[2], Qp, Vp, Tp),
-        'aba loop': lambda: [pin.aba(pm, data, Qp[:, i], Vp[:, i], Tp[:, i])
-                             for i in range(STATES)],
+        'aba loop': lambda: [pin.aba(pm, data, q, v, t)
+                             for q, v, t in zip(rows_p[0], rows_p[1], rows_p[3])],
         'ID 1': lambda: one.inverse_dynamics(Q, Y, U),
         'ID 2': lambda: two.inverse_dynamics(Q, Y, U),
         'ID loop': lambda: [model.inverse_dynamics(q, y, u) for q, y, u in zip(Q, Y, U)],
         'rnea 1': lambda: pin.rneaInParallel(1, pools[1], Qp, Vp, Ap),
         'rnea 2': lambda: pin.rneaInParallel(2, pools[2], Qp, Vp, Ap),
-        'rnea loop': lambda: [pin.rnea(pm, data, Qp[:, i], Vp[:, i], Ap[:, i])
-                              for i in range(STATES)],
+        'rnea loop': lambda: [pin.rnea(pm, data, q, v, a) for q, v, a in zip(*rows_p[:3])],
         'Y 1': lambda: one.regressor(Q, Y, U),
         'Y 2': lambda: two.regressor(Q, Y, U),
         'Y loop': lambda: [model.regressor(q, y, u) for q, y, u in zip(Q, Y, U)],
-        'regressor loop': lambda: [pin.computeJointTorqueRegressor(
-            pm, data, Qp[:, i], Vp[:, i], Ap[:, i]) for i in range(STATES)],
+        'regressor loop': lambda: [pin.computeJointTorqueRegressor(pm, data, q, v, a)
+                                   for q, v, a in zip(*rows_p[:3])],
     }
     return f'{model.nv}/{model.ny}', work
 
