@@ -18,6 +18,7 @@ import numpy as np
 
 from .errors import ModelError, quote
 from .kernels.codes import OK
+from .model import Model
 from .validation import external_forces
 
 MAX_THREADS = 256
@@ -28,12 +29,15 @@ class Batch:
     model on threads (default 1: the calling thread) workspaces."""
 
     def __init__(self, model, threads=1):
+        if not isinstance(model, Model):
+            raise ModelError(f'model is {quote(model)}; expected a Model (load_model)')
         if type(threads) is not int or not 1 <= threads <= MAX_THREADS:
             raise ModelError(f'threads is {quote(threads)}; expected an integer from 1 to '
                              f'{MAX_THREADS}')
         self.model, self.threads = model, threads
         # the calling thread runs the first part
         self._pool = ThreadPoolExecutor(threads - 1) if threads > 1 else None
+        self._closed = False
 
     def forward_dynamics(self, q, v, tau):
         """Spanning accelerations (N x nv), Model.forward_dynamics of each row."""
@@ -96,6 +100,8 @@ class Batch:
 
     def _run(self, name, single, inputs, shape):
         """The results (N x shape) of the rows of inputs: one contiguous part per thread."""
+        if self._closed:
+            raise ModelError('this Batch is closed; make a new one')
         n = len(inputs[0])
         out = np.empty((n,) + shape)
         bounds = np.linspace(0, n, min(self.threads, max(n, 1)) + 1).astype(int)
@@ -133,7 +139,8 @@ class Batch:
             row += 1
 
     def close(self):
-        """Stops the threads (the batch cannot be used after)."""
+        """Stops the threads; a call after raises ModelError."""
+        self._closed = True
         if self._pool is not None:
             self._pool.shutdown()
 

@@ -133,6 +133,13 @@ def test_malformed_batches_are_named():
     for threads in (0, 2.0, 'two', MAX_THREADS + 1):
         with pytest.raises(ModelError, match='threads is'):
             Batch(model, threads)
+    with pytest.raises(ModelError, match="model is 'linkage_leg'; expected a Model"):
+        Batch('linkage_leg')
+    for threads in (1, 2):
+        closed = Batch(model, threads)
+        closed.close()
+        with pytest.raises(ModelError, match='this Batch is closed'):
+            closed.inverse_dynamics(Q, V, V)
 
 
 def test_empty_batch(rng):
