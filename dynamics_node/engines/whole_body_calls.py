@@ -10,13 +10,10 @@ from ..kernels import whole_body_calls as kernels
 from ..kernels.borrowed import Borrowed
 from ..kernels.flat.whole_body import WholeBodyBuffers
 
-CALLS = (kernels.center_of_mass, kernels.potential_energy, kernels.centroidal_momentum_matrix,
-         kernels.center_of_mass_jacobian, kernels.centroidal_state, kernels.kinetic_energy,
-         kernels.coriolis_matrix, kernels.regressor)
-KERNELS = {'fused_' + kernel.__name__: kernel for kernel in CALLS}
 INPUTS = {'center_of_mass': 1, 'potential_energy': 1, 'centroidal_momentum_matrix': 1,
           'center_of_mass_jacobian': 1, 'centroidal_state': 2, 'kinetic_energy': 2,
           'coriolis_matrix': 2, 'regressor': 3}                 # q; q, v; q, v, a
+KERNELS = {'fused_' + name: getattr(kernels, name) for name in INPUTS}
 
 
 def buffers_type(fast):

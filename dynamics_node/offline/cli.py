@@ -62,8 +62,7 @@ def main(argv=None):
 
 
 def _read(args, efforts=False):
-    """(model, its URDF+ text, the recording's Motion, its JointStates) of the command's
-    arguments."""
+    """(model, the recording's Motion, its JointStates) of the command's arguments."""
     from tqdm import tqdm
     from .bags import read_joint_states
     from .torques import motion
