@@ -76,6 +76,10 @@ KINETIC_ENERGY = Call('kinetic energy', CENTROIDAL.names, CENTROIDAL.bounds, gra
 CORIOLIS = Call('Coriolis matrix entries', CENTROIDAL.names, CENTROIDAL.bounds, gravity=False)
 REGRESSOR = Call('regressor entries', INVERSE.names, INVERSE.bounds)
 
+# the derivative calls (derivatives.py)
+INVERSE_DERIVATIVES = Call('inverse dynamics derivatives', INVERSE.names, INVERSE.bounds)
+FORWARD_DERIVATIVES = Call('forward dynamics derivatives', FORWARD.names, FORWARD.bounds)
+
 
 def link_call(what, biases):
     """The link calls (Model._link_kinematics): q, and v where they compute bias

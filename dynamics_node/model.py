@@ -11,6 +11,7 @@ from .algorithms.completion import complete_positions, MAX_BUDGET_MS
 from .algorithms.lcaba import DEFAULT_SETTINGS, ProximalSettings
 from . import contacts as contact_routes
 from .data import Data, ThreadWorkspace
+from .derivatives import Derivatives
 from .engines import numba_available
 from .errors import ModelError
 from .faults import (BIAS, error, Fault, FORWARD, GRAVITY, INVERSE, INVERSE_OSIM, link_call,
@@ -28,7 +29,7 @@ from .whole_body import WholeBodyTerms
 from . import bounds
 
 
-class Model(WholeBodyTerms):
+class Model(WholeBodyTerms, Derivatives):
     """A URDF+ robot as a tree of clusters (whole-body terms: whole_body.py); see load_model."""
 
     def __init__(self, spec, compiled=None, reference_positions=None,
@@ -104,8 +105,7 @@ class Model(WholeBodyTerms):
 
     @property
     def flat(self):
-        """The model compiled into flat arrays for the numba kernels (built once, shared by
-        threads)."""
+        """The model compiled into flat arrays for the numba kernels (built once, shared)."""
         if self._flat is None:
             from .kernels.flat.model import FlatModel
             self._flat = FlatModel(self)

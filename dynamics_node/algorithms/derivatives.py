@@ -32,36 +32,50 @@ Forward dynamics: ydd = H_y^-1 (tau_y - C), so dydd/dx = -H_y^-1 dtau_y/dx at yd
 
 import numpy as np
 
-from ..multibody.constraints import bias_rate, constraint_jacobian
-from ..spatial import cross_force, crm, inverse_transform
+from .contacts import add_contact_forces, contact_rows
+from ..multibody.constraints import bias_rate, constraint_jacobian, translation_of
+from ..spatial import cross_force, crm, inverse_transform, skew, SWAP_LINEAR_ANGULAR
 from .coriolis import coriolis_inertia, force_cross
 from .kinematics import forward_pass
 
 
-def spanning_derivatives(model, data, qdd):
-    """(dtau/dq, dtau/dqd, H, tau) of the spanning tree's RNEA (nv x nv, nv) at the transforms
-    and velocities of the last forward pass, spanning accelerations qdd and data.f_ext (module
-    docstring)."""
+class WorldMotion:
+    """The spanning tree's columns and motion in world coordinates at the transforms and velocities
+    of the last forward pass and spanning accelerations qdd: X0[i] = ^iX_0, S[i], v[i], a[i] (a_0 =
+    -a_g, the gravity trick), Psid[i], Psidd[i], Phi[i] (module docstring)."""
+
+    def __init__(self, model, data, qdd):
+        nb = model.nb
+        X0, v, a = np.zeros((nb, 6, 6)), np.zeros((nb, 6)), np.zeros((nb, 6))
+        X0[0] = np.eye(6)
+        a[0, 3:] = -model.gravity
+        S, Psid, Psidd, Phi = ([None] * nb for _ in range(4))
+        for i in range(1, nb):
+            p = model.parent[i]
+            cols = slice(model.idx_v[i], model.idx_v[i] + model.nv_body[i])
+            X0[i] = data.Xup[i] @ X0[p]
+            S[i] = inverse_transform(X0[i]) @ model.S[i]
+            Psid[i] = crm(v[p]) @ S[i]
+            Psidd[i] = crm(a[p]) @ S[i] + crm(v[p]) @ Psid[i]
+            v[i] = v[p] + S[i] @ data.qd[cols]
+            a[i] = a[p] + S[i] @ qdd[cols] + Psid[i] @ data.qd[cols]
+            Phi[i] = Psid[i] + crm(v[i]) @ S[i]
+        self.X0, self.S, self.v, self.a, self.Psid, self.Psidd, self.Phi = (X0, S, v, a, Psid,
+                                                                            Psidd, Phi)
+
+
+def spanning_derivatives(model, motion, f_ext):
+    """(dtau/dq, dtau/dqd, H, tau) of the spanning tree's RNEA (nv x nv, nv) in the WorldMotion,
+    with the external forces f_ext (nb x 6, body coordinates: they turn with their bodies)
+    (module docstring)."""
     nb, nv = model.nb, model.nv
-    X0 = np.zeros((nb, 6, 6))                    # ^iX_0
-    X0[0] = np.eye(6)
-    v, a = np.zeros((nb, 6)), np.zeros((nb, 6))
-    a[0, 3:] = -model.gravity                    # a_0 = -a_g (gravity trick)
-    S, Psid, Psidd, Phi = ([None] * nb for _ in range(4))
+    X0, S, v, a = motion.X0, motion.S, motion.v, motion.a
+    Psid, Psidd, Phi = motion.Psid, motion.Psidd, motion.Phi
     IC, BC, F = np.zeros((nb, 6, 6)), np.zeros((nb, 6, 6)), np.zeros((nb, 6))
     for i in range(1, nb):
-        p = model.parent[i]
-        cols = slice(model.idx_v[i], model.idx_v[i] + model.nv_body[i])
-        X0[i] = data.Xup[i] @ X0[p]
-        S[i] = inverse_transform(X0[i]) @ model.S[i]
-        Psid[i] = crm(v[p]) @ S[i]
-        Psidd[i] = crm(a[p]) @ S[i] + crm(v[p]) @ Psid[i]
-        v[i] = v[p] + S[i] @ data.qd[cols]
-        a[i] = a[p] + S[i] @ qdd[cols] + Psid[i] @ data.qd[cols]
-        Phi[i] = Psid[i] + crm(v[i]) @ S[i]
         I = X0[i].T @ model.inertia[i] @ X0[i]
         IC[i], BC[i] = I, coriolis_inertia(I, v[i])
-        F[i] = I @ a[i] + cross_force(v[i], I @ v[i]) - X0[i].T @ data.f_ext[i]
+        F[i] = I @ a[i] + cross_force(v[i], I @ v[i]) - X0[i].T @ f_ext[i]
     for i in range(nb - 1, 0, -1):
         p = model.parent[i]
         if p > 0:
@@ -106,26 +120,51 @@ class LoopSolve:
         return x
 
 
+class Chain:
+    """The chain rule from the spanning tree to the independent coordinates at the last forward
+    pass: G (nv x ny), the spanning accelerations qdd = G ydd + g, and each loop cluster's
+    LoopRates and dg/dyd (module docstring)."""
+
+    def __init__(self, model, data, yd, ydd):
+        self.G, self.qdd = np.zeros((model.nv, model.ny)), np.zeros(model.nv)
+        self.loops = []
+        for k, ((v0, v1), (y0, y1)) in enumerate(zip(model.v_range, model.y_range)):
+            self.G[v0:v1, y0:y1] = data.G[k]
+            self.qdd[v0:v1] = data.G[k] @ ydd[y0:y1] + data.g[k]
+            cluster = model.cluster_list[k]
+            if not (cluster.linear or cluster.m == 0):
+                rates, dg_dyd = loop_terms(model, data, k, yd[y0:y1], ydd[y0:y1])
+                self.loops.append((slice(v0, v1), slice(y0, y1), rates, dg_dyd))
+
+    def __call__(self, dq, dqd, dqdd):
+        """(dx/dy, dx/dyd, dx/dydd) of x(q(y), G yd, G ydd + g) from its spanning partials."""
+        G = self.G
+        d_y, d_yd = dq @ G, dqd @ G
+        for V, Y, rates, dg_dyd in self.loops:
+            d_y[:, Y] += dqd[:, V] @ rates.qd + dqdd[:, V] @ rates.qdd
+            d_yd[:, Y] += dqdd[:, V] @ dg_dyd
+        return d_y, d_yd, dqdd @ G
+
+
 def inverse_dynamics_derivatives(model, data, q, yd, ydd):
     """(dtau_y/dy, dtau_y/dyd, H_y), each ny x ny, at closed q with data.f_ext (module
     docstring)."""
     forward_pass(model, data, q, yd)
-    G = np.zeros((model.nv, model.ny))
-    qdd = np.zeros(model.nv)
-    for k, ((v0, v1), (y0, y1)) in enumerate(zip(model.v_range, model.y_range)):
-        G[v0:v1, y0:y1] = data.G[k]
-        qdd[v0:v1] = data.G[k] @ ydd[y0:y1] + data.g[k]
-    dq, dqd, H, tau = spanning_derivatives(model, data, qdd)
-    d_y, d_yd = G.T @ dq @ G, G.T @ dqd @ G
-    for k, cluster in enumerate(model.cluster_list):
-        if cluster.linear or cluster.m == 0:
-            continue
-        (v0, v1), (y0, y1) = model.v_range[k], model.y_range[k]
-        dq_y, dyd_y = loop_terms(model, data, k, yd[y0:y1], ydd[y0:y1])
-        d_y[:, y0:y1] += G.T @ (dqd[:, v0:v1] @ dq_y.qd + H[:, v0:v1] @ dq_y.qdd)
-        d_y[y0:y1, y0:y1] += np.einsum('nml,n->ml', dq_y.G, tau[v0:v1])
-        d_yd[:, y0:y1] += G.T @ H[:, v0:v1] @ dyd_y
-    return d_y, d_yd, G.T @ H @ G
+    chain = Chain(model, data, yd, ydd)
+    return independent_derivatives(model, chain, WorldMotion(model, data, chain.qdd), data.f_ext)
+
+
+def independent_derivatives(model, chain, motion, f_ext, turning=None):
+    """(dtau_y/dy, dtau_y/dyd, H_y) from the spanning tree's derivatives in the WorldMotion
+    (turning: added to dtau/dq)."""
+    dq, dqd, H, tau = spanning_derivatives(model, motion, f_ext)
+    if turning is not None:
+        dq += turning
+    G = chain.G
+    d_y, d_yd, d_ydd = (G.T @ d for d in chain(dq, dqd, H))
+    for V, Y, rates, _ in chain.loops:              # tau_y = G^T tau: G turns with the loop
+        d_y[Y, Y] += np.einsum('nml,n->ml', rates.G, tau[V])
+    return d_y, d_yd, d_ydd
 
 
 class LoopRates:
@@ -162,6 +201,77 @@ def loop_terms(model, data, k, yd, ydd):
     return rates, dg_dyd
 
 
+def ancestors(model, body):
+    """The moving bodies from body up to the root."""
+    out = []
+    while body > 0:
+        out.append(body)
+        body = model.parent[body]
+    return out
+
+
+def at_point(p, m):
+    """The linear part at world point p of motion vectors m (columns; [angular; linear] at the
+    world origin)."""
+    return m[3:] - skew(p) @ m[:3]
+
+
+def contact_derivatives(model, motion, frames):
+    """(dalpha/dq, dalpha/dqd, dalpha/dqdd), rows x nv each, of the contacts' accelerations
+    alpha (algorithms/contacts.py: 6D Psi^T ^c1X_0 (a_1 - a_2 + v_1 x v_2), 3D E_c1 (pdd_1 -
+    pdd_2) with pdd the classical acceleration of a point) in the WorldMotion, without gravity.
+    Moving joint k turns what is below it: da_i/dq_k = S_k x a_i + Psidd_k + Psid_k x v_i and
+    dv_i/dq_k = S_k x v_i + Psid_k for k above i; the frame c1 turns by S_k x as well."""
+    a = motion.a - motion.a[0]                          # true accelerations: a_0 = 0
+    blocks = []
+    for c in frames:
+        W1 = c.X1 @ motion.X0[c.body1]
+        ends = [(c.body1, c.X1 @ motion.X0[c.body1])]
+        ends.append((c.body2, W1 if c.X2 is None else c.X2 @ motion.X0[c.body2]))
+        below = [set(ancestors(model, b)) for b, _ in ends]
+        points = [translation_of(W) for _, W in ends]
+        v1, v2 = motion.v[c.body1], motion.v[c.body2]
+        dq, dqd, dqdd = (np.zeros((c.rows, model.nv)) for _ in range(3))
+        for k in sorted(below[0] | below[1]):
+            K = slice(model.idx_v[k], model.idx_v[k] + model.nv_body[k])
+            S, Psid = motion.S[k], motion.Psid[k]
+            Psidd = motion.Psidd[k] - crm(motion.a[0]) @ S
+            moves = [float(k in b) for b in below]
+            vb = [motion.v[b] for b, _ in ends]
+            dv = [m * (Psid - crm(v) @ S) for m, v in zip(moves, vb)]
+            da = [m * (Psidd - crm(a[b]) @ S - crm(v) @ Psid)
+                  for m, v, (b, _) in zip(moves, vb, ends)]
+            da_qd = [m * (motion.Phi[k] - crm(v) @ S) for m, v in zip(moves, vb)]
+            dv_qd = [m * S for m in moves]
+            turn = moves[0]
+            if c.rows == 6:                     # d(W1 x) = W1 (dx - S_k x x) when c1 turns
+                r = a[c.body1] - a[c.body2] + crm(v1) @ v2
+                dq[:, K] = SWAP_LINEAR_ANGULAR @ W1 @ (
+                    da[0] - da[1] - crm(v2) @ dv[0] + crm(v1) @ dv[1] + turn * crm(r) @ S)
+                dqd[:, K] = SWAP_LINEAR_ANGULAR @ W1 @ (
+                    da_qd[0] - da_qd[1] - crm(v2) @ dv_qd[0] + crm(v1) @ dv_qd[1])
+                dqdd[:, K] = SWAP_LINEAR_ANGULAR @ W1 @ (dv_qd[0] - dv_qd[1])
+                continue
+            R1 = W1[:3, :3]
+            pdd, dpdd_q, dpdd_qd, dpdd_qdd = [], [], [], []
+            for end, (b, _) in enumerate(ends):    # pdd = a at p + omega x (v at p)
+                p, w, ab = points[end], vb[end][:3], a[b]
+                nu = at_point(p, vb[end][:, None])[:, 0]
+                pdd.append(at_point(p, ab[:, None])[:, 0] + np.cross(w, nu))
+                dp = moves[end] * at_point(p, S)
+                dpdd_q.append(at_point(p, da[end]) + skew(ab[:3]) @ dp - skew(nu) @ dv[end][:3]
+                              + skew(w) @ (at_point(p, dv[end]) + skew(w) @ dp))
+                dpdd_qd.append(at_point(p, da_qd[end]) - skew(nu) @ dv_qd[end][:3]
+                               + skew(w) @ at_point(p, dv_qd[end]))
+                dpdd_qdd.append(at_point(p, dv_qd[end]))
+            relative = pdd[0] - pdd[1]
+            dq[:, K] = R1 @ (dpdd_q[0] - dpdd_q[1] + turn * skew(relative) @ S[:3])
+            dqd[:, K] = R1 @ (dpdd_qd[0] - dpdd_qd[1])
+            dqdd[:, K] = R1 @ (dpdd_qdd[0] - dpdd_qdd[1])
+        blocks.append((dq, dqd, dqdd))
+    return tuple(np.vstack([b[i] for b in blocks]) for i in range(3))
+
+
 def forward_dynamics_derivatives(model, data, q, yd, ydd):
     """(dydd/dy, dydd/dyd, dydd/dtau_y = H_y^-1) at closed q and the forward dynamics' ydd, with
     data.f_ext."""
@@ -169,3 +279,60 @@ def forward_dynamics_derivatives(model, data, q, yd, ydd):
     H_inv = np.linalg.inv(H)
     H_inv = 0.5 * (H_inv + H_inv.T)
     return -H_inv @ d_y, -H_inv @ d_yd, H_inv
+
+
+def reaction_turning(model, motion, frames, forces):
+    """The part of dtau/dq (nv x nv) that holding the contact forces in their bodies' coordinates
+    misses: the reaction phi_2 on a contact's second body is held in c1's frame, so it turns with
+    body 1 (a 3D contact's point of application, c2's origin, moves with body 2). With
+    tau_j = -S_j^T phi_2 for j above body 2, the correction is -S_j^T (dphi_2 - S_k x* phi_2)
+    where spanning_derivatives took dphi_2 = S_k x* phi_2 for k above body 2."""
+    turning = np.zeros((model.nv, model.nv))
+    for c, lam in zip(frames, forces):
+        if c.body2 == 0:
+            continue
+        W1 = c.X1 @ motion.X0[c.body1]
+        above1, above2 = set(ancestors(model, c.body1)), ancestors(model, c.body2)
+        if c.rows == 6:
+            phi = -W1.T @ SWAP_LINEAR_ANGULAR @ lam
+        else:
+            p2, g = translation_of(c.X2 @ motion.X0[c.body2]), -W1[:3, :3].T @ lam
+            phi = np.concatenate((np.cross(p2, g), g))
+        for k in above1 | set(above2):
+            K = slice(model.idx_v[k], model.idx_v[k] + model.nv_body[k])
+            S = motion.S[k]
+            if c.rows == 6:
+                d_phi = float(k in above1) * force_cross(phi) @ S
+            else:
+                dg = float(k in above1) * -skew(g) @ S[:3]
+                dp = float(k in above2) * at_point(p2, S)
+                d_phi = np.vstack((skew(p2) @ dg - skew(g) @ dp, dg))
+            missed = d_phi - float(k in above2) * force_cross(phi) @ S
+            for j in above2:
+                turning[model.idx_v[j]:model.idx_v[j] + model.nv_body[j], K] -= \
+                    motion.S[j].T @ missed
+    return turning
+
+
+def constrained_forward_dynamics_derivatives(model, data, q, yd, ydd, frames, forces):
+    """(dydd/dy, dydd/dyd, dydd/dtau_y) of the exact contact route's accelerations ydd with the
+    contact forces (per contact, as the route gives them), data.f_ext the other wrenches.
+    Differentiating H_y ydd + C - J^T lambda = tau_y (lambda held: forces on their bodies) and
+    alpha(q, yd, ydd) = 0 gives [[H_y, -J^T], [J, 0]] [dydd; dlambda] = -[dtau_y; dalpha]:
+    dlambda = D^-1 (J H_y^-1 dtau_y - dalpha), dydd = H_y^-1 (J^T dlambda - dtau_y), D the
+    Delassus matrix J H_y^-1 J^T (computeConstraintDynamicsDerivatives on trees)."""
+    forward_pass(model, data, q, yd)
+    chain = Chain(model, data, yd, ydd)
+    motion = WorldMotion(model, data, chain.qdd)
+    f_ext = data.f_ext.copy()
+    add_contact_forces(model, f_ext, contact_rows(model, data, frames), forces)
+    d_y, d_yd, H = independent_derivatives(model, chain, motion, f_ext,
+                                           reaction_turning(model, motion, frames, forces))
+    alpha_y, alpha_yd, J = chain(*contact_derivatives(model, motion, frames))
+    M = np.linalg.inv(H)
+    JM = J @ M
+    D = JM @ J.T
+
+    def solved(dtau, dalpha):
+        return M @ (J.T @ np.linalg.solve(D, JM @ dtau - dalpha) - dtau)
+    return solved(d_y, alpha_y), solved(d_yd, alpha_yd), M - JM.T @ np.linalg.solve(D, JM)

@@ -19,6 +19,8 @@ from dynamics_node.algorithms import derivatives
 from dynamics_node.algorithms.aba import aba
 from dynamics_node.algorithms.kinematics import forward_pass, update_transforms
 from dynamics_node.multibody.constraints import bias_rate, constraint_jacobian
+from dynamics_node.contacts import resolve as contact_frames
+from test_contacts import random_state as contacts_state, setup as contacts_setup
 from whole_body import bundled, data, positioned, spanning_G, state, tree, TREES
 
 STATES = 2
@@ -128,3 +130,69 @@ def test_bundled_robots_match_central_differences(name, rng):
     expected_y = np.column_stack([central(lambda t: oracle_tau_y(
         model, reference, moved(model, reference, y0, q, l, t), yd, ydd)) for l in range(model.ny)])
     assert_close(d_y, expected_y, 'dtau_y/dy (central differences)', FD_RTOL)
+
+
+CONTACT_TREES = ('solo12 3D feet', 'talos 6D feet', 'talos hands')
+
+
+@pytest.mark.parametrize('name', CONTACT_TREES)
+def test_trees_with_contacts_match_pinocchio(name, rng):
+    """computeConstraintDynamicsDerivatives after constraintDynamics (LOCAL rigid contacts)."""
+    model, reference = contacts_setup(name, 'numpy')
+    o = reference.oracle
+    for _ in range(STATES):
+        q, yd, tau = contacts_state(model, rng)
+        result = model.forward_dynamics(q, yd, tau, contacts=reference.contacts, method='aba',
+                                        info=True)
+        ydd = result.acceleration[model.independent_v]
+        actual = derivatives.constrained_forward_dynamics_derivatives(
+            model, data(model), q, yd, ydd, contact_frames(model, reference.contacts),
+            result.contact_forces)
+        models = pin.StdVec_RigidConstraintModel(reference.constraint_models)
+        datas = pin.StdVec_RigidConstraintData([m.createData() for m in models])
+        pdata = o.model.createData()
+        pin.initConstraintDynamics(o.model, pdata, models, datas)
+        pin.constraintDynamics(o.model, pdata, o.q_to_pin(q), o.v_to_pin(yd), o.v_to_pin(tau),
+                               models, datas, pin.ProximalSettings(1e-14, 1e-12, 1))
+        pin.computeConstraintDynamicsDerivatives(o.model, pdata, models, datas)
+        order = np.ix_(o._vperm, o._vperm)
+        expected = (pdata.ddq_dq[order], pdata.ddq_dv[order], pdata.ddq_dtau[order])
+        for x, y, what in zip(actual, expected, ('dydd/dq', 'dydd/dv', 'dydd/dtau')):
+            assert_close(x, y, f'{what} (computeConstraintDynamicsDerivatives)', RTOL)
+
+
+CONTACT_LOOPS = ('quadruped_rotors 3D feet', 'humanoid_belts 6D soles', 'linkage_leg 3D foot',
+                 'linkage_leg 6D foot', 'parallel_ankle_leg 6D foot')
+
+
+@pytest.mark.parametrize('name', CONTACT_LOOPS)
+def test_loops_with_contacts_match_central_differences(name, rng):
+    """Central differences of the dense KKT solve (the oracle's loop rows and Pinocchio's contact
+    rows) along completed motions, tau_y held (tau zero on the dependent coordinates)."""
+    model, reference = contacts_setup(name, 'numpy')
+    oracle = reference.oracle
+    y0 = random_independent_positions(model, rng)
+    q = model.complete_positions(y0)
+    yd, tau_y = 0.3 * rng.normal(size=model.ny), rng.normal(size=model.ny)
+
+    def ydd(q, yd, tau_y):
+        tau = np.zeros(model.nv)
+        tau[model.independent_v] = tau_y
+        G = spanning_G(model, oracle, q)
+        return reference.kkt(q, G @ yd, tau)[0][model.independent_v]
+
+    result = model.forward_dynamics(q, yd, tau_y, contacts=reference.contacts, method='aba',
+                                    info=True)
+    actual = derivatives.constrained_forward_dynamics_derivatives(
+        model, data(model), q, yd, result.acceleration[model.independent_v],
+        contact_frames(model, reference.contacts), result.contact_forces)
+    eye = np.eye(model.ny)
+    expected = (
+        np.column_stack([central(lambda t: ydd(moved(model, oracle, y0, q, l, t), yd, tau_y))
+                         for l in range(model.ny)]),
+        np.column_stack([central(lambda t: ydd(q, yd + t * eye[l], tau_y))
+                         for l in range(model.ny)]),
+        np.column_stack([ydd(q, yd, tau_y + eye[l]) - ydd(q, yd, tau_y)
+                         for l in range(model.ny)]))
+    for x, y, what in zip(actual, expected, ('dydd/dy', 'dydd/dyd', 'dydd/dtau')):
+        assert_close(x, y, f'{what} (central differences of the KKT solve)', FD_RTOL)

@@ -1,0 +1,81 @@
+"""The first-order derivatives of a Model's dynamics (Derivatives, a base of Model), with respect to
+the independent coordinates (algorithms/derivatives.py).
+
+A position perturbation dy moves the independent joints and the loops' dependent joints follow on
+the reference branch (dq/dy = G); a floating base (or a spherical joint) is perturbed on the right in
+its tangent space, M exp(dy), as pinocchio.integrate. The derivatives hold yd and ydd (or tau_y)
+while the positions move, so that v = G yd and the loops' bias g change with them; dydd/dtau is
+with respect to tau_y (it is H_y^-1).
+"""
+
+from collections import namedtuple
+
+import numpy as np
+
+from .algorithms import derivatives
+from .faults import Fault, FORWARD_DERIVATIVES, INVERSE_DERIVATIVES, message
+from .kernels.codes import ACCELERATION_VIOLATION
+from .validation import (check_finite, external_forces, independent_velocities, positions,
+                         vector)
+from . import bounds
+
+InverseDynamicsDerivatives = namedtuple('InverseDynamicsDerivatives', 'dtau_dy dtau_dyd H')
+InverseDynamicsDerivatives.__doc__ = """dtau_y/dy, dtau_y/dyd and H_y = dtau_y/dydd, ny x ny
+each, rows and columns in independent_joint_names order."""
+ForwardDynamicsDerivatives = namedtuple('ForwardDynamicsDerivatives', 'dydd_dy dydd_dyd H_inv')
+ForwardDynamicsDerivatives.__doc__ = """dydd/dy, dydd/dyd and dydd/dtau_y = H_y^-1, ny x ny
+each."""
+ForwardDynamicsDerivativesInfo = namedtuple('ForwardDynamicsDerivativesInfo',
+                                            ForwardDynamicsDerivatives._fields + ('ydd',))
+ForwardDynamicsDerivativesInfo.__doc__ = """The ForwardDynamicsDerivatives and the independent
+accelerations ydd (ny) at which they hold."""
+
+
+class Derivatives:
+    """Model's derivative calls (module docstring)."""
+
+    def inverse_dynamics_derivatives(self, q, v, a, wrenches=None):
+        """InverseDynamicsDerivatives (dtau_y/dy, dtau_y/dyd, H_y) of inverse_dynamics at
+        spanning positions q (loops closed), velocities v and accelerations a (spanning,
+        consistent, or independent) and wrenches {link: (force, torque)} (link frame, held in it
+        as the link moves)."""
+        data = self._local.data
+        arguments = (q, v, a)
+        q, yd, ydd = self._derivative_state(data, q, v, a, 'a', bounds.ACCELERATION)
+        external_forces(self, data, wrenches)
+        result = derivatives.inverse_dynamics_derivatives(self, data, q, yd, ydd)
+        check_finite(self, INVERSE_DERIVATIVES.what,
+                     lambda: INVERSE_DERIVATIVES.inputs(self, arguments), *result)
+        return InverseDynamicsDerivatives(*result)
+
+    def forward_dynamics_derivatives(self, q, v, tau, wrenches=None, info=False):
+        """ForwardDynamicsDerivatives (dydd/dy, dydd/dyd, H_y^-1) of the cluster ABA's
+        accelerations at q, v and generalized forces tau (spanning, projected with G^T, or
+        independent); info: a ForwardDynamicsDerivativesInfo, which adds ydd."""
+        data = self._local.data
+        arguments = (q, v, tau)
+        q, yd, tau = self._derivative_state(data, q, v, tau, 'tau', bounds.FORCE)
+        external_forces(self, data, wrenches)
+        ydd = data.engine.forward_dynamics(q, yd, tau, data.f_ext)
+        result = derivatives.forward_dynamics_derivatives(self, data, q, yd, ydd)
+        check_finite(self, FORWARD_DERIVATIVES.what,
+                     lambda: FORWARD_DERIVATIVES.inputs(self, arguments), ydd, *result)
+        if info:
+            return ForwardDynamicsDerivativesInfo(*result, ydd)
+        return ForwardDynamicsDerivatives(*result)
+
+    def _derivative_state(self, data, q, v, x, name, bound):
+        """q, yd and x checked as the dynamics calls check them; accelerations x independent
+        (spanning ones must keep the loops: ACCELERATION_VIOLATION), forces x as given."""
+        sizes = {self.nv: 'spanning', self.ny: 'independent'}
+        q = positions(self, data, q)
+        v = vector(v, 'v', sizes, bounds.VELOCITY)
+        x = vector(x, name, sizes, bound)
+        yd = independent_velocities(self, data, v)
+        if name == 'tau' or (x.size == self.ny and self.ny != self.nv):
+            return q, yd, x
+        ydd = x[self.independent_v]
+        mismatch = np.max(np.abs(x - data.engine.spanning(q, yd, ydd)), initial=0.0)
+        if mismatch > bounds.VELOCITY_TOLERANCE * max(1.0, np.max(np.abs(x))):
+            raise message(self, ACCELERATION_VIOLATION, Fault(value=mismatch))
+        return q, yd, ydd
