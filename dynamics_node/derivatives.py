@@ -13,10 +13,11 @@ from collections import namedtuple
 import numpy as np
 
 from .algorithms import derivatives
+from . import contacts as contact_routes
 from .faults import Fault, FORWARD_DERIVATIVES, INVERSE_DERIVATIVES, message
 from .kernels.codes import ACCELERATION_VIOLATION
-from .validation import (check_finite, external_forces, independent_velocities, positions,
-                         vector)
+from .validation import (check_finite, checked_weights, external_forces,
+                         independent_velocities, positions, vector)
 from . import bounds
 
 InverseDynamicsDerivatives = namedtuple('InverseDynamicsDerivatives', 'dtau_dy dtau_dyd H')
@@ -34,30 +35,58 @@ accelerations ydd (ny) at which they hold."""
 class Derivatives:
     """Model's derivative calls (module docstring)."""
 
-    def inverse_dynamics_derivatives(self, q, v, a, wrenches=None):
-        """InverseDynamicsDerivatives (dtau_y/dy, dtau_y/dyd, H_y) of inverse_dynamics at
-        spanning positions q (loops closed), velocities v and accelerations a (spanning,
-        consistent, or independent) and wrenches {link: (force, torque)} (link frame, held in it
-        as the link moves)."""
+    def inverse_dynamics_derivatives(self, q, v, a, wrenches=None, contacts=None, weights=None):
+        """InverseDynamicsDerivatives (dtau_y/dy, dtau_y/dyd, dtau_y/dydd = H_y) of
+        inverse_dynamics at spanning positions q (loops closed), velocities v and accelerations a
+        (spanning, consistent, or independent) and wrenches {link: (force, torque)} (link frame,
+        held in it as the link moves).
+
+        contacts (a Contact or a list of them, which v and a keep): the derivatives of the
+        projected inverse dynamics' efforts (inverse_dynamics with contacts and weights), the
+        third then dtau/dydd; SingularConfigurationError for a redundant contact set, whose
+        forces are not determined."""
         data = self._local.data
         arguments = (q, v, a)
+        if contacts is not None:
+            result = self.inverse_dynamics(q, v, a, wrenches, contacts, info=True,
+                                           weights=weights)
         q, yd, ydd = self._derivative_state(data, q, v, a, 'a', bounds.ACCELERATION)
         external_forces(self, data, wrenches)
-        result = derivatives.inverse_dynamics_derivatives(self, data, q, yd, ydd)
+        frames = None if contacts is None else contact_routes.resolve(self, contacts)
+        if frames:
+            result = derivatives.projected_inverse_dynamics_derivatives(
+                self, data, q, yd, ydd, frames, result.efforts, result.contact_forces,
+                checked_weights(self, weights))
+        else:
+            result = derivatives.inverse_dynamics_derivatives(self, data, q, yd, ydd)
         check_finite(self, INVERSE_DERIVATIVES.what,
                      lambda: INVERSE_DERIVATIVES.inputs(self, arguments), *result)
         return InverseDynamicsDerivatives(*result)
 
-    def forward_dynamics_derivatives(self, q, v, tau, wrenches=None, info=False):
-        """ForwardDynamicsDerivatives (dydd/dy, dydd/dyd, H_y^-1) of the cluster ABA's
-        accelerations at q, v and generalized forces tau (spanning, projected with G^T, or
-        independent); info: a ForwardDynamicsDerivativesInfo, which adds ydd."""
+    def forward_dynamics_derivatives(self, q, v, tau, wrenches=None, contacts=None, info=False):
+        """ForwardDynamicsDerivatives (dydd/dy, dydd/dyd, dydd/dtau_y = H_y^-1) of the cluster
+        ABA's accelerations at q, v and generalized forces tau (spanning, projected with G^T, or
+        independent); info: a ForwardDynamicsDerivativesInfo, which adds ydd.
+
+        contacts (a Contact or a list of them): the derivatives of the exact route's constrained
+        accelerations (forward_dynamics with method 'aba'), dydd/dtau_y then the constrained
+        H^-1 - H^-1 J^T D^-1 J H^-1; a redundant contact set is refused by name, as that route
+        refuses it."""
         data = self._local.data
         arguments = (q, v, tau)
+        if contacts is not None:
+            result = self.forward_dynamics(q, v, tau, wrenches, contacts, method='aba',
+                                           info=True)
         q, yd, tau = self._derivative_state(data, q, v, tau, 'tau', bounds.FORCE)
         external_forces(self, data, wrenches)
-        ydd = data.engine.forward_dynamics(q, yd, tau, data.f_ext)
-        result = derivatives.forward_dynamics_derivatives(self, data, q, yd, ydd)
+        frames = None if contacts is None else contact_routes.resolve(self, contacts)
+        if frames:
+            ydd = result.acceleration[self.independent_v]
+            result = derivatives.constrained_forward_dynamics_derivatives(
+                self, data, q, yd, ydd, frames, result.contact_forces)
+        else:
+            ydd = data.engine.forward_dynamics(q, yd, tau, data.f_ext)
+            result = derivatives.forward_dynamics_derivatives(self, data, q, yd, ydd)
         check_finite(self, FORWARD_DERIVATIVES.what,
                      lambda: FORWARD_DERIVATIVES.inputs(self, arguments), ydd, *result)
         if info:

@@ -32,6 +32,7 @@ Forward dynamics: ydd = H_y^-1 (tau_y - C), so dydd/dx = -H_y^-1 dtau_y/dx at yd
 
 import numpy as np
 
+from ..errors import quote, SingularConfigurationError
 from .contacts import add_contact_forces, contact_rows
 from ..multibody.constraints import bias_rate, constraint_jacobian, translation_of
 from ..spatial import cross_force, crm, inverse_transform, skew, SWAP_LINEAR_ANGULAR
@@ -336,3 +337,53 @@ def constrained_forward_dynamics_derivatives(model, data, q, yd, ydd, frames, fo
     def solved(dtau, dalpha):
         return M @ (J.T @ np.linalg.solve(D, JM @ dtau - dalpha) - dtau)
     return solved(d_y, alpha_y), solved(d_yd, alpha_yd), M - JM.T @ np.linalg.solve(D, JM)
+
+
+def projected_inverse_dynamics_derivatives(model, data, q, yd, ydd, frames, efforts, forces,
+                                           weights):
+    """(dtau/dy, dtau/dyd, dtau/dydd) of the projected inverse dynamics' efforts tau (ny, zero
+    off the actuated rows a) and contact forces lambda (per contact) at (q, yd, ydd), data.f_ext
+    the other wrenches.
+
+    The efforts minimize 1/2 tau_a^T W tau_a subject to S^T tau_a + J^T lambda = tau_id (W =
+    diag(weights_a), S the actuated rows; contacts.inverse_dynamics). Its optimality conditions
+    [[W, 0, -S], [0, 0, -J], [S^T, J^T, 0]] [tau_a; lambda; mu] = [0; 0; tau_id], differentiated
+    with lambda and mu held in the products, give the same matrix on [dtau_a; dlambda; dmu] with
+    the right side [0; dJ mu; dtau_id - dJ^T lambda]: the last from the inverse dynamics with the
+    contact forces on the bodies, dJ mu = d(alpha_y)/dy at ydd = mu minus at ydd = 0 (alpha is
+    affine in ydd). Raises SingularConfigurationError where the matrix is singular: redundant
+    contacts, whose forces are not determined, or rows no effort nor force reaches."""
+    forward_pass(model, data, q, yd)
+    chain = Chain(model, data, yd, ydd)
+    motion = WorldMotion(model, data, chain.qdd)
+    f_ext = data.f_ext.copy()
+    add_contact_forces(model, f_ext, contact_rows(model, data, frames), forces)
+    D_y, D_yd, D_ydd = independent_derivatives(model, chain, motion, f_ext,
+                                               reaction_turning(model, motion, frames, forces))
+    J_spanning = contact_derivatives(model, motion, frames)[2]
+    J = J_spanning @ chain.G
+    actuated = model.actuated_y
+    na, m, ny = actuated.size, J.shape[0], model.ny
+    S = np.eye(ny)[actuated]
+    A = np.block([[np.diag(weights[actuated]), np.zeros((na, m)), -S],
+                  [np.zeros((m, na + m)), -J],
+                  [S.T, J.T, np.zeros((ny, ny))]])
+    if np.linalg.matrix_rank(A) < A.shape[0]:
+        raise SingularConfigurationError(
+            f'contacts {quote([c.name for c in frames])}: the projected inverse dynamics is not '
+            'differentiable here (redundant contacts, whose forces are not determined, or rows '
+            'that no effort nor contact force reaches)')
+    tau_id = efforts + J.T @ np.concatenate(forces)
+    mu = np.linalg.solve(A, np.concatenate((np.zeros(na + m), tau_id)))[na + m:]
+    g = chain.qdd - chain.G @ ydd
+    turning_mu = (contact_derivatives(model, WorldMotion(model, data, g + chain.G @ mu), frames)[0]
+                  - contact_derivatives(model, WorldMotion(model, data, g), frames)[0])
+    dJ_mu = turning_mu @ chain.G
+    for V, Y, rates, _ in chain.loops:
+        dJ_mu[:, Y] += J_spanning[:, V] @ np.einsum('nml,m->nl', rates.G, mu[Y])
+    out = []
+    for E, D in ((dJ_mu, D_y), (np.zeros((m, ny)), D_yd), (np.zeros((m, ny)), D_ydd)):
+        d_tau = np.zeros((ny, ny))
+        d_tau[actuated] = np.linalg.solve(A, np.vstack((np.zeros((na, ny)), E, D)))[:na]
+        out.append(d_tau)
+    return tuple(out)

@@ -20,7 +20,8 @@ from dynamics_node.algorithms.aba import aba
 from dynamics_node.algorithms.kinematics import forward_pass, update_transforms
 from dynamics_node.multibody.constraints import bias_rate, constraint_jacobian
 from dynamics_node.contacts import resolve as contact_frames
-from test_contacts import random_state as contacts_state, setup as contacts_setup
+from test_contacts import (brute_force_efforts, held_state, random_state as contacts_state,
+                           setup as contacts_setup)
 from whole_body import bundled, data, positioned, spanning_G, state, tree, TREES
 
 STATES = 2
@@ -196,3 +197,36 @@ def test_loops_with_contacts_match_central_differences(name, rng):
                          for l in range(model.ny)]))
     for x, y, what in zip(actual, expected, ('dydd/dy', 'dydd/dyd', 'dydd/dtau')):
         assert_close(x, y, f'{what} (central differences of the KKT solve)', FD_RTOL)
+
+
+PROJECTED = ('talos 6D feet', 'quadruped_rotors 3D feet', 'humanoid_belts 6D soles',
+             'linkage_leg 6D foot', 'parallel_ankle_leg 6D foot')
+
+
+@pytest.mark.parametrize('name', PROJECTED)
+def test_projected_inverse_dynamics_match_central_differences(name):
+    """The efforts of least weighted norm, by brute force on the oracle's tau_id and contact
+    Jacobian, differentiated centrally along completed motions."""
+    model, reference = contacts_setup(name, 'numpy')
+    oracle, contacts = reference.oracle, reference.contacts
+    rng = np.random.default_rng(11)
+    q, yd, ydd = held_state(model, contacts, rng)
+    weights = np.exp(rng.uniform(-1, 1, model.ny))
+
+    def efforts(q, yd, ydd):
+        G = spanning_G(model, oracle, q)
+        J = reference.rows(q, G @ yd)[0] @ G
+        return brute_force_efforts(model, oracle_tau_y(model, oracle, q, yd, ydd), J, weights)
+
+    actual = model.inverse_dynamics_derivatives(q, yd, ydd, contacts=contacts, weights=weights)
+    eye = np.eye(model.ny)
+    y0 = q[model.independent_q]
+    expected = (
+        np.column_stack([central(lambda t: efforts(moved(model, oracle, y0, q, l, t), yd, ydd))
+                         for l in range(model.ny)]),
+        np.column_stack([central(lambda t: efforts(q, yd + t * eye[l], ydd))
+                         for l in range(model.ny)]),
+        np.column_stack([central(lambda t: efforts(q, yd, ydd + t * eye[l]))
+                         for l in range(model.ny)]))
+    for x, y, what in zip(actual, expected, ('dtau/dy', 'dtau/dyd', 'dtau/dydd')):
+        assert_close(x, y, f'{what} (central differences of the least-norm efforts)', FD_RTOL)
