@@ -275,11 +275,19 @@ def contact_derivatives(model, motion, frames):
 
 def forward_dynamics_derivatives(model, data, q, yd, ydd):
     """(dydd/dy, dydd/dyd, dydd/dtau_y = H_y^-1) at closed q and the forward dynamics' ydd, with
-    data.f_ext."""
+    data.f_ext. The held coordinates (idle spins, roles.py) keep zero acceleration: their rows are
+    zero and H_y^-1 is that of the free ones (aba.py)."""
     d_y, d_yd, H = inverse_dynamics_derivatives(model, data, q, yd, ydd)
-    H_inv = np.linalg.inv(H)
-    H_inv = 0.5 * (H_inv + H_inv.T)
-    return -H_inv @ d_y, -H_inv @ d_yd, H_inv
+    free = free_coordinates(model)
+    M = np.zeros_like(H)
+    M[np.ix_(free, free)] = np.linalg.inv(H[np.ix_(free, free)])
+    M = 0.5 * (M + M.T)
+    return -M @ d_y, -M @ d_yd, M
+
+
+def free_coordinates(model):
+    """The independent coordinates that are not held (model.held_y)."""
+    return np.setdiff1d(np.arange(model.ny), model.held_y)
 
 
 def reaction_turning(model, motion, frames, forces):
@@ -330,7 +338,9 @@ def constrained_forward_dynamics_derivatives(model, data, q, yd, ydd, frames, fo
     d_y, d_yd, H = independent_derivatives(model, chain, motion, f_ext,
                                            reaction_turning(model, motion, frames, forces))
     alpha_y, alpha_yd, J = chain(*contact_derivatives(model, motion, frames))
-    M = np.linalg.inv(H)
+    free = free_coordinates(model)
+    M = np.zeros_like(H)
+    M[np.ix_(free, free)] = np.linalg.inv(H[np.ix_(free, free)])
     JM = J @ M
     D = JM @ J.T
 
@@ -362,19 +372,20 @@ def projected_inverse_dynamics_derivatives(model, data, q, yd, ydd, frames, effo
                                                reaction_turning(model, motion, frames, forces))
     J_spanning = contact_derivatives(model, motion, frames)[2]
     J = J_spanning @ chain.G
-    actuated = model.actuated_y
-    na, m, ny = actuated.size, J.shape[0], model.ny
-    S = np.eye(ny)[actuated]
+    actuated, kept = model.actuated_y, free_coordinates(model)     # held rows carry nothing
+    na, m, ny, nk = actuated.size, J.shape[0], model.ny, kept.size
+    S = np.eye(ny)[actuated][:, kept]
     A = np.block([[np.diag(weights[actuated]), np.zeros((na, m)), -S],
-                  [np.zeros((m, na + m)), -J],
-                  [S.T, J.T, np.zeros((ny, ny))]])
+                  [np.zeros((m, na + m)), -J[:, kept]],
+                  [S.T, J[:, kept].T, np.zeros((nk, nk))]])
     if np.linalg.matrix_rank(A) < A.shape[0]:
         raise SingularConfigurationError(
             f'contacts {quote([c.name for c in frames])}: the projected inverse dynamics is not '
             'differentiable here (redundant contacts, whose forces are not determined, or rows '
             'that no effort nor contact force reaches)')
     tau_id = efforts + J.T @ np.concatenate(forces)
-    mu = np.linalg.solve(A, np.concatenate((np.zeros(na + m), tau_id)))[na + m:]
+    mu = np.zeros(ny)
+    mu[kept] = np.linalg.solve(A, np.concatenate((np.zeros(na + m), tau_id[kept])))[na + m:]
     g = chain.qdd - chain.G @ ydd
     turning_mu = (contact_derivatives(model, WorldMotion(model, data, g + chain.G @ mu), frames)[0]
                   - contact_derivatives(model, WorldMotion(model, data, g), frames)[0])
@@ -384,6 +395,6 @@ def projected_inverse_dynamics_derivatives(model, data, q, yd, ydd, frames, effo
     out = []
     for E, D in ((dJ_mu, D_y), (np.zeros((m, ny)), D_yd), (np.zeros((m, ny)), D_ydd)):
         d_tau = np.zeros((ny, ny))
-        d_tau[actuated] = np.linalg.solve(A, np.vstack((np.zeros((na, ny)), E, D)))[:na]
+        d_tau[actuated] = np.linalg.solve(A, np.vstack((np.zeros((na, ny)), E, D[kept])))[:na]
         out.append(d_tau)
     return tuple(out)

@@ -21,7 +21,11 @@ from dynamics_node.algorithms.kinematics import forward_pass, update_transforms
 from dynamics_node.multibody.constraints import bias_rate, constraint_jacobian
 from dynamics_node.contacts import resolve as contact_frames
 from test_contacts import (brute_force_efforts, held_state, random_state as contacts_state,
-                           setup as contacts_setup)
+                           Reference as ContactReference, setup as contacts_setup)
+import published_robots
+from bipeds import MODELS, stance, two_legs
+from dynamics_node import Contact, load_model
+from oracle import KKTOracle
 from whole_body import bundled, data, positioned, spanning_G, state, tree, TREES
 
 STATES = 2
@@ -116,11 +120,10 @@ def moved(model, reference, y0, q0, l, t):
     return model.complete_positions(y)
 
 
-@pytest.mark.parametrize('name', ROBOTS)
-def test_bundled_robots_match_central_differences(name, rng):
-    model, reference = bundled(name)
+def assert_inverse_dynamics_derivatives(model, reference, y0, q, yd, ydd):
+    """The NumPy algorithm's derivatives against the oracle: H_y against G^T H G, the others
+    against central differences of tau_y along completed motions."""
     work = data(model)
-    y0, q, yd, ydd = completed_state(model, reference, rng)
     d_y, d_yd, H_y = derivatives.inverse_dynamics_derivatives(model, work, q, yd, ydd)
     G = spanning_G(model, reference, q)
     assert_close(H_y, G.T @ reference.mass_matrix(q) @ G, 'H_y (oracle G^T H G)', RTOL)
@@ -131,6 +134,45 @@ def test_bundled_robots_match_central_differences(name, rng):
     expected_y = np.column_stack([central(lambda t: oracle_tau_y(
         model, reference, moved(model, reference, y0, q, l, t), yd, ydd)) for l in range(model.ny)])
     assert_close(d_y, expected_y, 'dtau_y/dy (central differences)', FD_RTOL)
+
+
+@pytest.mark.parametrize('name', ROBOTS)
+def test_bundled_robots_match_central_differences(name, rng):
+    model, reference = bundled(name)
+    assert_inverse_dynamics_derivatives(model, reference, *completed_state(model, reference, rng))
+
+
+@pytest.mark.parametrize('name', published_robots.NAMES)
+def test_published_pattern_robots_match_central_differences(name):
+    """The test robots of published patterns (Extended URDF pairs, massless rods, mimic chains,
+    idle spins of split joints), at their seeded closed states."""
+    model, reference = published_robots.robot(name, False), published_robots.oracle(name)
+    state = published_robots.states(name, False)[0]
+    assert_inverse_dynamics_derivatives(model, reference, state.q_ind, state.q, state.yd,
+                                        state.ydd)
+
+
+BIPEDS = {'cassie (Extended URDF legs)': (lambda: two_legs('cassie_like_leg', 0.12, -0.02),
+                                          ('left_foot', 'right_foot')),
+          'wl16 (Stewart legs)': (lambda: two_legs('stewart_leg', 0.15, -0.05),
+                                  ('left_sole', 'right_sole')),
+          'digit': (lambda: (MODELS / 'digit_like_biped.urdf').read_text(),
+                    ('left_sole', 'right_sole'))}
+
+
+@pytest.mark.parametrize('name', BIPEDS)
+def test_bipeds_match_central_differences(name, rng):
+    """Floating bipeds with loop knees and ankles: inverse dynamics free, forward dynamics on
+    their 6D feet."""
+    text, soles = BIPEDS[name][0](), BIPEDS[name][1]
+    model, reference = load_model(text, compiled=False), KKTOracle(text)
+    reference.set_layout(model.joint_names)
+    q = stance(model, rng)
+    yd, ydd = 0.3 * rng.normal(size=model.ny), rng.normal(size=model.ny)
+    assert_inverse_dynamics_derivatives(model, reference, q[model.independent_q], q, yd, ydd)
+    feet = [Contact(link, '6D') for link in soles]
+    assert_constrained_derivatives(model, ContactReference(text, model, feet),
+                                   q[model.independent_q], q, yd, rng.normal(size=model.ny))
 
 
 CONTACT_TREES = ('solo12 3D feet', 'talos 6D feet', 'talos hands')
@@ -166,21 +208,31 @@ CONTACT_LOOPS = ('quadruped_rotors 3D feet', 'humanoid_belts 6D soles', 'linkage
                  'linkage_leg 6D foot', 'parallel_ankle_leg 6D foot')
 
 
-@pytest.mark.parametrize('name', CONTACT_LOOPS)
-def test_loops_with_contacts_match_central_differences(name, rng):
+def held_kkt(model, reference, q, v, tau):
+    """The dense KKT solve's qdd (test_contacts.Reference.kkt) with the held coordinates' rows
+    e_i^T qdd = 0 added (idle spins of massless rods, which the library holds still)."""
+    oracle = reference.oracle
+    H, C = oracle.mass_matrix(q), oracle.bias(q, v)
+    K, k = oracle.constraint_jacobian(q), oracle.constraint_bias(q, v)
+    J, drift = reference.rows(q, v)
+    held = np.eye(model.nv)[model.independent_v[model.held_y]]
+    A = np.vstack((K, J, held))
+    b = np.concatenate((k, -drift, np.zeros(len(held))))
+    n, m = H.shape[0], A.shape[0]
+    M = np.block([[H, -A.T], [A, np.zeros((m, m))]])
+    return np.linalg.lstsq(M, np.concatenate((tau - C, b)), rcond=1e-13)[0][:n]
+
+
+def assert_constrained_derivatives(model, reference, y0, q, yd, tau_y):
     """Central differences of the dense KKT solve (the oracle's loop rows and Pinocchio's contact
     rows) along completed motions, tau_y held (tau zero on the dependent coordinates)."""
-    model, reference = contacts_setup(name, 'numpy')
     oracle = reference.oracle
-    y0 = random_independent_positions(model, rng)
-    q = model.complete_positions(y0)
-    yd, tau_y = 0.3 * rng.normal(size=model.ny), rng.normal(size=model.ny)
 
     def ydd(q, yd, tau_y):
         tau = np.zeros(model.nv)
         tau[model.independent_v] = tau_y
         G = spanning_G(model, oracle, q)
-        return reference.kkt(q, G @ yd, tau)[0][model.independent_v]
+        return held_kkt(model, reference, q, G @ yd, tau)[model.independent_v]
 
     result = model.forward_dynamics(q, yd, tau_y, contacts=reference.contacts, method='aba',
                                     info=True)
@@ -197,6 +249,14 @@ def test_loops_with_contacts_match_central_differences(name, rng):
                          for l in range(model.ny)]))
     for x, y, what in zip(actual, expected, ('dydd/dy', 'dydd/dyd', 'dydd/dtau')):
         assert_close(x, y, f'{what} (central differences of the KKT solve)', FD_RTOL)
+
+
+@pytest.mark.parametrize('name', CONTACT_LOOPS)
+def test_loops_with_contacts_match_central_differences(name, rng):
+    model, reference = contacts_setup(name, 'numpy')
+    y0 = random_independent_positions(model, rng)
+    assert_constrained_derivatives(model, reference, y0, model.complete_positions(y0),
+                                   0.3 * rng.normal(size=model.ny), rng.normal(size=model.ny))
 
 
 PROJECTED = ('talos 6D feet', 'quadruped_rotors 3D feet', 'humanoid_belts 6D soles',
