@@ -1,19 +1,21 @@
-"""The first-order derivatives of a Model's dynamics (Derivatives, a base of Model), with respect to
-the independent coordinates (algorithms/derivatives.py).
+"""The first-order derivatives of a Model's dynamics (Derivatives, a base of Model), with respect
+to the independent coordinates (algorithms/derivatives.py).
 
 A position perturbation dy moves the independent joints and the loops' dependent joints follow on
-the reference branch (dq/dy = G); a floating base (or a spherical joint) is perturbed on the right in
-its tangent space, M exp(dy), as pinocchio.integrate. The derivatives hold yd and ydd (or tau_y)
+the reference branch (dq/dy = G); a floating base (or a spherical joint) is perturbed on the right
+in its tangent space, M exp(dy), as pinocchio.integrate. The derivatives hold yd and ydd (or tau_y)
 while the positions move, so that v = G yd and the loops' bias g change with them; dydd/dtau is
 with respect to tau_y (it is H_y^-1).
 """
 
 from collections import namedtuple
+from contextlib import contextmanager
 
 import numpy as np
 
 from .algorithms import derivatives
 from . import contacts as contact_routes
+from .errors import LCABA_ADVICE, SingularConfigurationError
 from .faults import Fault, FORWARD_DERIVATIVES, INVERSE_DERIVATIVES, message
 from .kernels.codes import ACCELERATION_VIOLATION
 from .validation import (check_finite, checked_weights, external_forces,
@@ -32,6 +34,16 @@ ForwardDynamicsDerivativesInfo.__doc__ = """The ForwardDynamicsDerivatives and t
 accelerations ydd (ny) at which they hold."""
 
 
+@contextmanager
+def without_lcaba_advice():
+    """A singular configuration's error without its advice to take LCABA, which has no
+    derivatives here."""
+    try:
+        yield
+    except SingularConfigurationError as error:
+        raise SingularConfigurationError(str(error).removesuffix(LCABA_ADVICE)) from None
+
+
 class Derivatives:
     """Model's derivative calls (module docstring)."""
 
@@ -45,6 +57,10 @@ class Derivatives:
         projected inverse dynamics' efforts (inverse_dynamics with contacts and weights), the
         third then dtau/dydd; SingularConfigurationError for a redundant contact set, whose
         forces are not determined."""
+        with without_lcaba_advice():
+            return self._inverse_dynamics_derivatives(q, v, a, wrenches, contacts, weights)
+
+    def _inverse_dynamics_derivatives(self, q, v, a, wrenches, contacts, weights):
         data = self._local.data
         arguments = (q, v, a)
         if contacts is not None:
@@ -72,6 +88,10 @@ class Derivatives:
         accelerations (forward_dynamics with method 'aba'), dydd/dtau_y then the constrained
         H^-1 - H^-1 J^T D^-1 J H^-1; a redundant contact set is refused by name, as that route
         refuses it."""
+        with without_lcaba_advice():
+            return self._forward_dynamics_derivatives(q, v, tau, wrenches, contacts, info)
+
+    def _forward_dynamics_derivatives(self, q, v, tau, wrenches, contacts, info):
         data = self._local.data
         arguments = (q, v, tau)
         if contacts is not None:

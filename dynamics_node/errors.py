@@ -22,6 +22,10 @@ class SingularConfigurationError(ModelError):
     configuration."""
 
 
+# How a singular configuration's message ends where LCABA solves it (forward dynamics).
+LCABA_ADVICE = '; use method="lcaba"'
+
+
 def cut(text):
     """text (any input, as written) on one line, cut to QUOTE_LIMIT characters for a message."""
     text = ' '.join(str(text).split())

@@ -15,7 +15,7 @@ import numbers
 
 import numpy as np
 
-from .errors import ModelError, quote, SingularConfigurationError
+from .errors import LCABA_ADVICE, ModelError, quote, SingularConfigurationError
 from .kernels.codes import (ACCELERATION_VIOLATION, AMPLIFIED, D_ILL_CONDITIONED, D_NOT_POSITIVE,
                             LCABA_NOT_POSITIVE, LENGTH, LIFT_SINGULAR, NOT_FINITE, OUT_OF_BOUND,
                             POSITION_VIOLATION, QUATERNION, SINGULAR_SPLIT, VELOCITY_VIOLATION)
@@ -197,7 +197,7 @@ def _singular_split(model, f):
     return SingularConfigurationError(
         f'cluster {quote(cluster.name)} is at a singular configuration: its constraints '
         f'{quote([con.name for con in cluster.constraints])} do not determine the dependent '
-        f'joints (conditioning {f.value:.1e}); use method="lcaba"')
+        f'joints (conditioning {f.value:.1e})' + LCABA_ADVICE)
 
 
 def _amplified(model, f):
@@ -207,20 +207,20 @@ def _amplified(model, f):
         f'{f.value:.3g} times faster than the independent coordinates, more than '
         f'{model.amplification_limit:g} times its '
         f'{model.reference_amplification[cluster.index]:.3g} at the reference configuration '
-        '(amplification_limit; reference_positions nearer the working range may lower it); '
-        'use method="lcaba"')
+        '(amplification_limit; reference_positions nearer the working range may lower it)'
+        + LCABA_ADVICE)
 
 
 def _d_not_positive(model, f):
     return SingularConfigurationError(
         f'cluster {quote(model.cluster_list[f.index].name)}: its articulated inertia '
-        'D = S^T I^A S is not positive definite (singular configuration); use method="lcaba"')
+        'D = S^T I^A S is not positive definite (singular configuration)' + LCABA_ADVICE)
 
 
 def _d_ill_conditioned(model, f):
     return SingularConfigurationError(
         f'cluster {quote(model.cluster_list[f.index].name)}: D = S^T I^A S is ill-conditioned '
-        '(singular configuration); use method="lcaba"')
+        '(singular configuration)' + LCABA_ADVICE)
 
 
 def _lift_singular(model, f):

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import quote, SingularConfigurationError
+from ..errors import LCABA_ADVICE, quote, SingularConfigurationError
 from ..spatial import cross_motion, inverse_transform, SWAP_LINEAR_ANGULAR
 from .efpa import efpa
 from .frames import body_jacobian
@@ -168,4 +168,4 @@ def singular_delassus(contacts, found=''):
     how it showed, if not by its pivots)."""
     return SingularConfigurationError(
         f'contacts {quote([c.name for c in contacts])}: their Delassus matrix J H^-1 J^T is '
-        f'singular{found} (redundant contacts, or contacts against a loop); use method="lcaba"')
+        f'singular{found} (redundant contacts, or contacts against a loop)' + LCABA_ADVICE)

@@ -1,33 +1,38 @@
-"""First-order derivatives of cluster inverse and forward dynamics with respect to the independent
-coordinates (the closing section of Chignoli et al. 2023 names them as the cluster framework's next
-algorithm).
+"""First-order derivatives of cluster inverse and forward dynamics, with and without contacts,
+with respect to the independent coordinates (the closing section of Chignoli et al. 2023 names
+them as the cluster framework's next algorithm).
 
-Spanning tree (world coordinates, after Carpentier & Mansard 2018 and Singh, Russell & Wensing 2022).
-A joint's columns S_j are fixed in its body, so moving joint k along its column S_k turns everything
-below it: dS_j/dq_k = S_k x S_j for k an ancestor of j or j itself (a right perturbation of a
-multi-DoF joint, as pinocchio.integrate). With
+Spanning tree (world coordinates, after Carpentier & Mansard 2018 and Singh, Russell & Wensing
+2022). A joint's columns S_j are fixed in its body, so moving joint k along its column S_k turns
+everything below it: dS_j/dq_k = S_k x S_j for k an ancestor of j or j itself (a right
+perturbation of a multi-DoF joint, as pinocchio.integrate). With
   Psid_k = v_lambda(k) x S_k,  Psidd_k = a_lambda(k) x S_k + v_lambda(k) x Psid_k,
   Phi_k = Psid_k + v_k x S_k,
 every body i below k moves as dv_i/dq_k = S_k x v_i + Psid_k, da_i/dq_k = S_k x a_i + Psidd_k +
 Psid_k x v_i, dv_i/dqd_k = S_k, da_i/dqd_k = S_k x v_i + Phi_k, so its force f_i = I_i a_i +
-v_i x* I_i v_i - f_ext,i changes by S_k x* f_i + 2 B_i Psid_k + I_i Psidd_k and 2 B_i S_k + I_i Phi_k,
-B_i the body's Coriolis inertia (coriolis.py). Summed over a subtree (composites I^C_j, B^C_j, F_j),
-tau_j = S_j^T F_j gives, with k an ancestor of j or j itself,
+v_i x* I_i v_i - f_ext,i changes by S_k x* f_i + 2 B_i Psid_k + I_i Psidd_k and by
+2 B_i S_k + I_i Phi_k, B_i the body's Coriolis inertia (coriolis.py). Summed over a subtree
+(composites I^C_j, B^C_j, F_j), tau_j = S_j^T F_j gives, with k an ancestor of j or j itself,
   dtau_j/dq_k  = S_j^T (2 B^C_j Psid_k + I^C_j Psidd_k),
   dtau_k/dq_j  = S_k^T (S_j x* F_j + 2 B^C_j Psid_j + I^C_j Psidd_j)      (k above j),
-  dtau_j/dqd_k = S_j^T (2 B^C_j S_k + I^C_j Phi_k),   dtau_k/dqd_j = S_k^T (2 B^C_j S_j + I^C_j Phi_j),
+  dtau_j/dqd_k = S_j^T (2 B^C_j S_k + I^C_j Phi_k),
+  dtau_k/dqd_j = S_k^T (2 B^C_j S_j + I^C_j Phi_j),
 and dtau/dqdd = H. The rigid term S_k x* F_j of the first line cancels against dS_j/dq_k.
 
-Clusters. tau_y = G^T tau(q, G yd, G ydd + g) with the dependent joints following the independent
-ones (dq/dy = G, Chignoli et al. 2023 eq. 3). A loop's G and g move with its own joints only:
-along delta = G e_l, K dG = k(delta, G) (K G = 0 differentiated; k(u, w) = -Kdot(u) w, the bilinear
-bias of constraints.py), and from K g = k(qd, qd)
+Clusters. tau_y = G^T tau(q, G yd, G ydd + g) with the dependent joints following the
+independent ones (dq/dy = G, Chignoli et al. 2023 eq. 3). A loop's G and g move with its own
+joints only: along delta = G e_l, K dG = k(delta, G) (K G = 0 differentiated; k(u, w) =
+-Kdot(u) w, the bilinear bias of constraints.py), and from K g = k(qd, qd)
   K dg = dk(delta; qd, qd) + k(dqd, qd) + k(qd, dqd) + k(delta, g),   dqd = dG yd,
 dk the third-order bias_rate of constraints.py; dg/dyd from K dg = k(G e_l, qd) + k(qd, G e_l).
-Then
-  dtau_y/dy_l  = G^T (dtau/dq G e_l + dtau/dqd dqd + H (dG ydd + dg)) + dG^T tau,
-  dtau_y/dyd   = G^T (dtau/dqd G + H dg/dyd),   H_y = G^T H G.
-Forward dynamics: ydd = H_y^-1 (tau_y - C), so dydd/dx = -H_y^-1 dtau_y/dx at ydd, dydd/dtau = H_y^-1.
+Then (Chain)
+  dtau_y/dy_l = G^T (dtau/dq G e_l + dtau/dqd dqd + H (dG ydd + dg)) + dG^T tau,
+  dtau_y/dyd  = G^T (dtau/dqd G + H dg/dyd),   H_y = G^T H G.
+Forward dynamics: ydd = H_y^-1 (tau_y - C): dydd/dx = -H_y^-1 dtau_y/dx at ydd,
+dydd/dtau = H_y^-1. Contacts: the rows' accelerations differentiated the same way
+(contact_derivatives), then the constrained KKT system (constrained_forward_dynamics_derivatives)
+or the optimality conditions of the projected inverse dynamics
+(projected_inverse_dynamics_derivatives).
 """
 
 import numpy as np

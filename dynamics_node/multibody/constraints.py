@@ -158,7 +158,8 @@ class LoopConstraint:
         the branch velocities v(delta), v(u), v(w), the bias accelerations a(delta, u),
         a(delta, w), a(u, w) and the rate of a(u, w) as the joints move along delta,
         sum_p A_p(delta, u) x s_p w_p + U_p(u) x (U_p(delta) x s_p w_p) with A_p and U_p the
-        partial sums down to joint p (a column s_p turns with its body: ds_p = U_p(delta) x s_p)."""
+        partial sums down to joint p (a column s_p turns with its body:
+        ds_p = U_p(delta) x s_p)."""
         X = IDENTITY
         Ud, Uu, Uw, Adu, Adw, Auw, dAuw = (np.zeros(6) for _ in range(7))
         for body in path:
@@ -178,9 +179,9 @@ class LoopConstraint:
         which the derivatives of the loops' bias g need (algorithms/derivatives.py).
 
         With r = v_P(u) x (v_S(w) - v_P(w)) - (a_S(u, w) - a_P(u, w)) (NCA coordinates) and
-        Psi turning with P: dk = Psi^T (dr - v_P(delta) x r), where dv(u) = a(delta, u) and da(u, w)
-        comes from _branch_rates; a universal row adds the turning of n = a1 x a2 and of its
-        bias."""
+        Psi turning with P: dk = Psi^T (dr - v_P(delta) x r), where dv(u) = a(delta, u) and
+        da(u, w) comes from _branch_rates; a universal row adds the turning of n = a1 x a2 and of
+        its bias."""
         P = self._branch_rates(self.pred_path, Xup, S, col, delta, u, w)
         Q = self._branch_rates(self.succ_path, Xup, S, col, delta, u, w)
         (dP, uP, wP, duP, dwP, uwP, d_uwP), (dS, uS, wS, duS, dwS, uwS, d_uwS) = P, Q

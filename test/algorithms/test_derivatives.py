@@ -19,6 +19,7 @@ from dynamics_node.algorithms import derivatives
 from dynamics_node.algorithms.aba import aba
 from dynamics_node.algorithms.kinematics import forward_pass, update_transforms
 from dynamics_node.multibody.constraints import bias_rate, constraint_jacobian
+from dynamics_node.multibody.joints import retract
 from dynamics_node.contacts import resolve as contact_frames
 from test_contacts import (brute_force_efforts, held_state, random_state as contacts_state,
                            Reference as ContactReference, setup as contacts_setup)
@@ -26,7 +27,7 @@ import published_robots
 from bipeds import MODELS, stance, two_legs
 from dynamics_node import Contact, load_model
 from oracle import KKTOracle
-from whole_body import bundled, data, positioned, spanning_G, state, tree, TREES
+from whole_body import bundled, data, spanning_G, state, tree, TREES
 
 STATES = 2
 RTOL = 1e-9
@@ -132,7 +133,8 @@ def assert_inverse_dynamics_derivatives(model, reference, y0, q, yd, ydd):
         model, reference, q, yd + t * eye[l], ydd)) for l in range(model.ny)])
     assert_close(d_yd, expected_yd, 'dtau_y/dyd (central differences)', FD_RTOL)
     expected_y = np.column_stack([central(lambda t: oracle_tau_y(
-        model, reference, moved(model, reference, y0, q, l, t), yd, ydd)) for l in range(model.ny)])
+        model, reference, moved(model, reference, y0, q, l, t), yd, ydd))
+        for l in range(model.ny)])
     assert_close(d_y, expected_y, 'dtau_y/dy (central differences)', FD_RTOL)
 
 
@@ -290,3 +292,33 @@ def test_projected_inverse_dynamics_match_central_differences(name):
                          for l in range(model.ny)]))
     for x, y, what in zip(actual, expected, ('dtau/dy', 'dtau/dyd', 'dtau/dydd')):
         assert_close(x, y, f'{what} (central differences of the least-norm efforts)', FD_RTOL)
+
+
+@pytest.mark.parametrize('name', [n for n in ROBOTS if any(
+    not c.linear for c in bundled(n)[0].cluster_list)])
+def test_bias_rate_matches_central_differences(name, rng):
+    """The loops' third-order term d/ddelta k(u, w) (constraints.bias_rate) against central
+    differences of the bilinear bias k(u, w) as the cluster's joints move along delta (each by
+    retract: child-frame steps), u and w held, at random directions."""
+    model, _ = bundled(name)
+    work = data(model)
+    q0 = model.complete_positions(random_independent_positions(model, rng))
+    for cluster in model.cluster_list:
+        if cluster.linear:
+            continue
+        delta, u, w = (rng.normal(size=cluster.n) for _ in range(3))
+
+        def bias(t):
+            q = q0.copy()
+            for b in cluster.bodies:
+                q0_b, c0 = model.idx_q[b], cluster.col[b]
+                q[q0_b:q0_b + model.nq_body[b]] = retract(
+                    model.joint_type[b], model.axis[b], q0[q0_b:q0_b + model.nq_body[b]],
+                    t * delta[c0:c0 + model.nv_body[b]])
+            update_transforms(model, work, q)
+            return constraint_jacobian(cluster, work.Xup, model.S, w, u)[1]
+
+        expected = central(bias)
+        update_transforms(model, work, q0)
+        actual = bias_rate(cluster, work.Xup, model.S, delta, u, w)
+        assert_close(actual, expected, f'bias_rate of cluster {cluster.name}', FD_RTOL)

@@ -158,6 +158,9 @@ WHOLE_BODY_CALLS = {'center_of_mass': 'q', 'potential_energy': 'q',
                     'centroidal_momentum_matrix': 'q', 'center_of_mass_jacobian': 'q',
                     'centroidal_momentum': 'qv', 'centroidal_bias': 'qv', 'kinetic_energy': 'qv',
                     'coriolis_matrix': 'qv', 'regressor': 'qva'}
+# the derivative calls (derivatives.py): the third argument a or tau
+DERIVATIVE_CALLS = {'inverse_dynamics_derivatives': 'qva', 'forward_dynamics_derivatives': 'qva'}
+ARRAY_CALLS = {**WHOLE_BODY_CALLS, **DERIVATIVE_CALLS}
 
 
 def exercise(model, rng, outcomes, label):
@@ -180,7 +183,7 @@ def exercise(model, rng, outcomes, label):
     outcomes.run(f'{label} link_bias_acceleration',
                  lambda: model.link_bias_acceleration(q, v, link))
     outcomes.run(f'{label} link_kinematics', lambda: model.link_kinematics(q, v, model.links))
-    for name, arguments in WHOLE_BODY_CALLS.items():
+    for name, arguments in ARRAY_CALLS.items():
         outcomes.run(f'{label} {name}',
                      lambda: getattr(model, name)(*(q, v, tau)[:len(arguments)]))
     outcomes.run(f'{label} inertial_parameters',
@@ -311,6 +314,16 @@ def hostile_call(model, state, rng):
                                         weights=(None, hostile_vector(rng, model.ny))[
                                             rng.integers(2)])),
         ('gravity_forces contacts', lambda: model.gravity_forces(q, contacts=contacts())),
+        ('forward_dynamics_derivatives contacts',
+         lambda: model.forward_dynamics_derivatives(q, yd, yd, contacts=contacts(), info=True)),
+        ('inverse_dynamics_derivatives contacts',
+         lambda: model.inverse_dynamics_derivatives(q, yd, yd, contacts=contacts(),
+                                                    weights=(None, hostile_vector(rng, model.ny))[
+                                                        rng.integers(2)])),
+        ('inverse_dynamics_derivatives wrenches',
+         lambda: model.inverse_dynamics_derivatives(q, yd, yd, pick('wrenches'))),
+        ('forward_dynamics_derivatives wrenches',
+         lambda: model.forward_dynamics_derivatives(q, yd, yd, pick('wrenches'))),
         ('contact_bias_forces contacts',
          lambda: model.contact_bias_forces(q, yd, contacts(), info=True,
                                            weights=(None, hostile_vector(rng, model.ny))[
@@ -344,7 +357,7 @@ def hostile_call(model, state, rng):
         ('base_parameters states',
          lambda: model.base_parameters([(q, yd, yd), (q, yd, hostile_vector(rng, model.nv))])),
     ] + [(f'{name} {argument}', whole_body_call(name, arguments, argument))
-         for name, arguments in WHOLE_BODY_CALLS.items() for argument in arguments]
+         for name, arguments in ARRAY_CALLS.items() for argument in arguments]
     return calls[rng.integers(len(calls))]
 
 
@@ -365,7 +378,11 @@ def good_results(model, state):
             'centroidal_momentum_matrix': model.centroidal_momentum_matrix(q),
             'centroidal_bias': model.centroidal_bias(q, yd),
             'coriolis_matrix': model.coriolis_matrix(q, yd),
-            'regressor': model.regressor(q, yd, yd)}
+            'regressor': model.regressor(q, yd, yd),
+            'inverse_dynamics_derivatives': np.stack(
+                model.inverse_dynamics_derivatives(q, yd, yd, wrenches)),
+            'forward_dynamics_derivatives': np.stack(
+                model.forward_dynamics_derivatives(q, yd, yd, wrenches))}
 
 
 def fuzz_calls(count, seed, outcomes, compiled=True, sources=None):
