@@ -34,6 +34,9 @@ docs/performance.md.
 8. Batches (bench/batch.py): states per second of Batch's forward and inverse dynamics and
    regressor on 1 and 2 threads next to pinocchio.abaInParallel and rneaInParallel, and Python
    loops of single calls, on UR5, Talos and the bundled quadruped.
+9. Derivatives (bench/derivatives.py): inverse_dynamics_derivatives and
+   forward_dynamics_derivatives next to computeRNEADerivatives and computeABADerivatives on the
+   trees, and next to one forward_dynamics call and central differences of it on the loop robots.
 Then the first-run compile time and the cached warm-up, each from a fresh process sharing a
 temporary numba cache, and the node's end-to-end latency (bench/node_latency.py).
 Calls are timed in interleaved rounds of batches (bench/timing.py).
@@ -69,6 +72,7 @@ from table_ii import HEADING as TABLE_II, report_section as table_ii_section  # 
 from timing import interleaved_medians, Report  # noqa: E402
 from batch import HEADING as BATCHES, report_section as batch_section  # noqa: E402
 from contacts import HEADING as CONTACTS, report_section as contacts_section  # noqa: E402
+from derivatives import HEADING as DERIVATIVES, report_section as derivatives_section  # noqa: E402
 from warm_loops import compile_loops, warm_times  # noqa: E402
 from whole_body import HEADING as WHOLE_BODY, report_section as whole_body_section  # noqa: E402
 
@@ -316,6 +320,7 @@ def main():
     contacts_section(report, '6. ' + CONTACTS, rng)
     whole_body_section(report, '7. ' + WHOLE_BODY, rng)
     batch_section(report, '8. ' + BATCHES, rng)
+    derivatives_section(report, '9. ' + DERIVATIVES, rng)
 
     cold, cached = startup_times()
     report.heading('Compilation')

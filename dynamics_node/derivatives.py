@@ -63,21 +63,24 @@ class Derivatives:
     def _inverse_dynamics_derivatives(self, q, v, a, wrenches, contacts, weights):
         data = self._local.data
         arguments = (q, v, a)
-        if contacts is not None:
-            result = self.inverse_dynamics(q, v, a, wrenches, contacts, info=True,
-                                           weights=weights)
+        if contacts is None or not contact_routes.resolve(self, contacts):
+            if contacts is not None:                   # no contacts: weights still checked
+                checked_weights(self, weights)
+            external_forces(self, data, wrenches)
+            calls = data.whole_body
+            self._whole_body(calls, calls.inverse_dynamics_derivatives, INVERSE_DERIVATIVES,
+                             arguments)
+            return InverseDynamicsDerivatives(calls.d_y.copy(), calls.d_yd.copy(),
+                                              calls.d_ydd.copy())
+        result = self.inverse_dynamics(q, v, a, wrenches, contacts, info=True, weights=weights)
         q, yd, ydd = self._derivative_state(data, q, v, a, 'a', bounds.ACCELERATION)
         external_forces(self, data, wrenches)
-        frames = None if contacts is None else contact_routes.resolve(self, contacts)
-        if frames:
-            result = derivatives.projected_inverse_dynamics_derivatives(
-                self, data, q, yd, ydd, frames, result.efforts, result.contact_forces,
-                checked_weights(self, weights))
-        else:
-            result = derivatives.inverse_dynamics_derivatives(self, data, q, yd, ydd)
+        derivative = derivatives.projected_inverse_dynamics_derivatives(
+            self, data, q, yd, ydd, contact_routes.resolve(self, contacts), result.efforts,
+            result.contact_forces, checked_weights(self, weights))
         check_finite(self, INVERSE_DERIVATIVES.what,
-                     lambda: INVERSE_DERIVATIVES.inputs(self, arguments), *result)
-        return InverseDynamicsDerivatives(*result)
+                     lambda: INVERSE_DERIVATIVES.inputs(self, arguments), *derivative)
+        return InverseDynamicsDerivatives(*derivative)
 
     def forward_dynamics_derivatives(self, q, v, tau, wrenches=None, contacts=None, info=False):
         """ForwardDynamicsDerivatives (dydd/dy, dydd/dyd, dydd/dtau_y = H_y^-1) of the cluster
@@ -94,21 +97,23 @@ class Derivatives:
     def _forward_dynamics_derivatives(self, q, v, tau, wrenches, contacts, info):
         data = self._local.data
         arguments = (q, v, tau)
-        if contacts is not None:
-            result = self.forward_dynamics(q, v, tau, wrenches, contacts, method='aba',
-                                           info=True)
+        if contacts is None or not contact_routes.resolve(self, contacts):
+            external_forces(self, data, wrenches)
+            calls = data.whole_body
+            self._whole_body(calls, calls.forward_dynamics_derivatives, FORWARD_DERIVATIVES,
+                             arguments)
+            result = (calls.fd_y.copy(), calls.fd_yd.copy(), calls.H_inv.copy())
+            if info:
+                return ForwardDynamicsDerivativesInfo(*result, calls.ydd.copy())
+            return ForwardDynamicsDerivatives(*result)
+        exact = self.forward_dynamics(q, v, tau, wrenches, contacts, method='aba', info=True)
         q, yd, tau = self._derivative_state(data, q, v, tau, 'tau', bounds.FORCE)
         external_forces(self, data, wrenches)
-        frames = None if contacts is None else contact_routes.resolve(self, contacts)
-        if frames:
-            ydd = result.acceleration[self.independent_v]
-            result = derivatives.constrained_forward_dynamics_derivatives(
-                self, data, q, yd, ydd, frames, result.contact_forces)
-        else:
-            ydd = data.engine.forward_dynamics(q, yd, tau, data.f_ext)
-            result = derivatives.forward_dynamics_derivatives(self, data, q, yd, ydd)
+        ydd = exact.acceleration[self.independent_v]
+        result = derivatives.constrained_forward_dynamics_derivatives(
+            self, data, q, yd, ydd, contact_routes.resolve(self, contacts), exact.contact_forces)
         check_finite(self, FORWARD_DERIVATIVES.what,
-                     lambda: FORWARD_DERIVATIVES.inputs(self, arguments), ydd, *result)
+                     lambda: FORWARD_DERIVATIVES.inputs(self, arguments), *result)
         if info:
             return ForwardDynamicsDerivativesInfo(*result, ydd)
         return ForwardDynamicsDerivatives(*result)

@@ -15,7 +15,7 @@ from .. import bounds
 from ..algorithms.aba import aba
 from ..algorithms.contacts import (add_contact_forces, contact_jacobian, contact_rows, delassus,
                                    residuals, velocity_product_accelerations)
-from ..algorithms import centroidal
+from ..algorithms import centroidal, derivatives
 from ..algorithms.coriolis import coriolis_matrix
 from ..algorithms.crba import crba
 from ..algorithms.efpa import efpa
@@ -279,9 +279,9 @@ class ReferencePath(Engine):
 
 
 class WholeBodyReference:
-    """Model's whole-body calls on the NumPy algorithms (algorithms/centroidal.py, coriolis.py,
-    regressor.py), inputs checked with validation.py: the methods and result buffers of the
-    compiled engine's whole_body_calls.WholeBodyCalls."""
+    """Model's whole-body and derivative calls on the NumPy algorithms (algorithms/centroidal.py,
+    coriolis.py, regressor.py, derivatives.py), inputs checked with validation.py: the methods and
+    result buffers of the compiled engine's whole_body_calls.WholeBodyCalls."""
 
     def __init__(self, engine):
         model = self.model = engine.model
@@ -290,6 +290,9 @@ class WholeBodyReference:
                                                            np.zeros(1))
         self.A, self.J = np.zeros((6, model.ny)), np.zeros((3, model.ny))
         self.C, self.Y = np.zeros((model.ny, model.ny)), np.zeros((model.ny, 10 * (model.nb - 1)))
+        self.d_y, self.d_yd, self.d_ydd, self.fd_y, self.fd_yd, self.H_inv = (
+            np.zeros((model.ny, model.ny)) for _ in range(6))
+        self.ydd = np.zeros(model.ny)
 
     def center_of_mass(self, q):
         q = positions(self.model, self.data, q)
@@ -331,6 +334,23 @@ class WholeBodyReference:
         if code != OK:
             return code
         return self._run((self.Y,), lambda: (regressor(self.model, self.data, q, yd, ydd),))
+
+    def inverse_dynamics_derivatives(self, q, v, a):
+        q, _, a, yd = self.engine._state(q, v, a, 'a', bounds.ACCELERATION)
+        code, ydd = self.engine.accelerations(q, yd, a)
+        if code != OK:
+            return code
+        return self._run((self.d_y, self.d_yd, self.d_ydd), lambda: derivatives.
+                         inverse_dynamics_derivatives(self.model, self.data, q, yd, ydd))
+
+    def forward_dynamics_derivatives(self, q, v, tau):
+        q, _, tau, yd = self.engine._state(q, v, tau, 'tau', bounds.FORCE)
+
+        def algorithm():
+            self.ydd[:] = self.engine.forward_dynamics(q, yd, tau, self.data.f_ext)
+            return derivatives.forward_dynamics_derivatives(self.model, self.data, q, yd,
+                                                            self.ydd)
+        return self._run((self.fd_y, self.fd_yd, self.H_inv), algorithm)
 
     def _state(self, q, v):
         """q and v checked in validation.py's order, and the independent velocities."""

@@ -1,7 +1,8 @@
-"""The whole-body calls of Model (whole_body.py) as single compiled entry points, written as
-calls.py writes the others: on a CallContext x, each checks its inputs in validation.py's order
-(positions, then velocities and accelerations; the loops after the algorithm, at the rows its
-kinematics built), runs its kernel (centroidal.py, coriolis.py, regressor.py) into the buffers
+"""The whole-body and derivative calls of Model (whole_body.py, derivatives.py) as single compiled
+entry points, written as calls.py writes the others: on a CallContext x, each checks its inputs in
+validation.py's order (positions, then velocities and accelerations; the loops after the
+algorithm, at the rows its kinematics built), runs its kernel (centroidal.py, coriolis.py,
+regressor.py, derivatives.py) into the buffers
 of w (flat/whole_body.py's WholeBodyBuffers) and checks that the results are finite.
 Returns OK or the rule code of the first check that refuses (codes.py), details in d.fault."""
 
@@ -13,9 +14,11 @@ from .centroidal import (center_of_mass as com_kernel, center_of_mass_jacobian a
                          com_jacobian_kernel, centroidal_bias, centroidal_momentum_matrix as
                          momentum_matrix_kernel, kinetic_energy as kinetic_kernel,
                          potential_energy as potential_kernel)
-from .checks import ACCELERATION_BOUND
+from .checks import ACCELERATION_BOUND, FORCE_BOUND
 from .codes import NOT_FINITE
 from .coriolis import coriolis_matrix as coriolis_kernel
+from .derivatives import (forward_dynamics_derivatives as forward_derivatives_kernel,
+                          inverse_dynamics_derivatives as inverse_derivatives_kernel)
 from .kinematics import OK
 from .regressor import regressor as regressor_kernel
 
@@ -123,3 +126,37 @@ def regressor(x, w, q, v, a):
     status = singular(d, regressor_kernel(m, d, None, d.yd_checked, d.ydd_checked, w.Y,
                                           w.F_parameter, w.unit))
     return after(m, d, c, known, v, status, w.Y, a)
+
+
+@njit(cache=True, nogil=True, error_model='numpy')
+def inverse_dynamics_derivatives(x, w, q, v, a):
+    """Model.inverse_dynamics_derivatives(q, v, a) without contacts: dtau_y/dy, dtau_y/dyd and
+    H_y into w.d_y, w.d_yd, w.d_ydd (derivatives.py), with the workspace's external forces.
+    Spanning a must equal G ydd + g, as inverse_dynamics asks."""
+    m, d, c = x.m, x.d, x.c
+    status, known = checked(m, d, c, q, v, a, c.limits[ACCELERATION_BOUND])
+    if status != OK:
+        return status
+    independent(m, a, d.ydd_checked)
+    status = singular(d, inverse_derivatives_kernel(m, d, None, d.yd_checked, d.ydd_checked, w,
+                                                    d.f_ext))
+    status = after(m, d, c, known, v, status, w.d_y, a)
+    if status == OK and not (finite(w.d_yd) and finite(w.d_ydd)):
+        status = NOT_FINITE
+    return status
+
+
+@njit(cache=True, nogil=True, error_model='numpy')
+def forward_dynamics_derivatives(x, w, q, v, tau):
+    """Model.forward_dynamics_derivatives(q, v, tau) without contacts: ydd into d.ydd, dydd/dy,
+    dydd/dyd and H_y^-1 into w.fd_y, w.fd_yd, w.H_inv (derivatives.py), with the workspace's
+    external forces."""
+    m, d, c = x.m, x.d, x.c
+    status, known = checked(m, d, c, q, v, tau, c.limits[FORCE_BOUND])
+    if status != OK:
+        return status
+    status = singular(d, forward_derivatives_kernel(m, d, None, d.yd_checked, tau, w, d.f_ext))
+    status = after(m, d, c, known, v, status, w.fd_y)
+    if status == OK and not (finite(w.fd_yd) and finite(w.H_inv) and finite(d.ydd)):
+        status = NOT_FINITE
+    return status

@@ -23,7 +23,8 @@ def central(f, h=STEP):
     return (8 * (f(h) - f(-h)) - (f(2 * h) - f(-2 * h))) / (12 * h)
 
 
-@pytest.mark.parametrize('name', ['linkage_leg', 'parallel_ankle_leg', 'humanoid_belts'])
+@pytest.mark.parametrize('name', ['linkage_leg', 'parallel_ankle_leg', 'delta', 'humanoid_belts',
+                                  'quadruped_rotors'])
 def test_engines_and_input_forms_agree(name, rng):
     """The compiled and the NumPy model give the same derivatives; spanning velocities,
     accelerations and forces give what independent ones give; info adds forward_dynamics'

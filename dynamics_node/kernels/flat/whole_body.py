@@ -1,7 +1,7 @@
-"""The buffers of the whole-body kernels (centroidal.py, coriolis.py, regressor.py) for one
-workspace as one argument of the fused whole-body calls (kernels/whole_body_calls.py): a call
-from Python unboxes one handle instead of up to nine arrays. ``WholeBodyBuffers(flat)`` builds
-them; ``ref`` is the kernels' view."""
+"""The buffers of the whole-body and derivative kernels (centroidal.py, coriolis.py, regressor.py,
+derivatives.py) for one workspace as one argument of the fused whole-body calls
+(kernels/whole_body_calls.py): a call from Python unboxes one handle instead of many arrays.
+``WholeBodyBuffers(flat)`` builds them; ``ref`` is the kernels' view."""
 
 from numba import njit
 from numba.experimental import structref
@@ -10,6 +10,7 @@ from ..borrowed import borrowed
 from ..cache import key_on_helpers
 from ..centroidal import CentroidalWorkspace
 from ..coriolis import CoriolisWorkspace
+from ..derivatives import DerivativeWorkspace
 from ..regressor import RegressorWorkspace
 from .model import _StructType
 
@@ -24,6 +25,11 @@ FIELDS = {   # name: meaning (the workspaces' docstrings give the shapes)
     'F1': 'their first part', 'F2': 'their second part',
     'Y': 'Y_y', 'F_parameter': 'the forces of one body\'s parameters',
     'unit': 'one parameter set to 1',
+    **{name: 'derivatives.DerivativeWorkspace' for name in (
+        'd_y', 'd_yd', 'd_ydd', 'fd_y', 'fd_yd', 'H_inv', 'Hf', 'Sw', 'Psid', 'Psidd', 'Phi',
+        'row_B', 'row_I', 'below_q', 'below_qd', 'below_qdd', 'vw', 'aw', 'hc_w', 'F_w', 'Ic_w',
+        'Idot_w', 'dq', 'dqd', 'H', 'tau', 'T_y', 'T_yd', 'T_ydd', 'dG', 'rate_qd', 'rate_qdd',
+        'dg_dyd', 'rhs', 'term', 'dG_tau', 'free_index', 'column')},
 }
 
 
@@ -51,7 +57,8 @@ class WholeBodyBuffers:
     def __init__(self, flat):
         regressor = RegressorWorkspace(flat)
         fields = {**vars(CentroidalWorkspace(flat)), **vars(CoriolisWorkspace(flat)),
-                  'Y': regressor.Y, 'F_parameter': regressor.F, 'unit': regressor.unit}
+                  'Y': regressor.Y, 'F_parameter': regressor.F, 'unit': regressor.unit,
+                  **vars(DerivativeWorkspace(flat))}
         self.__dict__.update(fields)
         self.fields = fields                   # the owner of the arrays the ref borrows
         self.ref = _new_ref(*(fields[name] for name in FIELDS))
