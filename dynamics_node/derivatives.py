@@ -9,7 +9,6 @@ with respect to tau_y (it is H_y^-1).
 """
 
 from collections import namedtuple
-from contextlib import contextmanager
 
 import numpy as np
 
@@ -34,14 +33,10 @@ ForwardDynamicsDerivativesInfo.__doc__ = """The ForwardDynamicsDerivatives and t
 accelerations ydd (ny) at which they hold."""
 
 
-@contextmanager
-def without_lcaba_advice():
+def without_lcaba_advice(error):
     """A singular configuration's error without its advice to take LCABA, which has no
     derivatives here."""
-    try:
-        yield
-    except SingularConfigurationError as error:
-        raise SingularConfigurationError(str(error).removesuffix(LCABA_ADVICE)) from None
+    return SingularConfigurationError(str(error).removesuffix(LCABA_ADVICE))
 
 
 class Derivatives:
@@ -57,8 +52,10 @@ class Derivatives:
         projected inverse dynamics' efforts (inverse_dynamics with contacts and weights), the
         third then dtau/dydd; SingularConfigurationError for a redundant contact set, whose
         forces are not determined."""
-        with without_lcaba_advice():
+        try:
             return self._inverse_dynamics_derivatives(q, v, a, wrenches, contacts, weights)
+        except SingularConfigurationError as error:
+            raise without_lcaba_advice(error) from None
 
     def _inverse_dynamics_derivatives(self, q, v, a, wrenches, contacts, weights):
         data = self._local.data
@@ -91,8 +88,10 @@ class Derivatives:
         accelerations (forward_dynamics with method 'aba'), dydd/dtau_y then the constrained
         H^-1 - H^-1 J^T D^-1 J H^-1; a redundant contact set is refused by name, as that route
         refuses it."""
-        with without_lcaba_advice():
+        try:
             return self._forward_dynamics_derivatives(q, v, tau, wrenches, contacts, info)
+        except SingularConfigurationError as error:
+            raise without_lcaba_advice(error) from None
 
     def _forward_dynamics_derivatives(self, q, v, tau, wrenches, contacts, info):
         data = self._local.data

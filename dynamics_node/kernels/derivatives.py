@@ -17,7 +17,7 @@ from .cache import key_on_helpers
 from .aba import aba, spanning_accelerations
 from .frames import link_transforms
 from .joints import joint_column, joint_nv
-from .kinematics import constraint_bias, kinematics, LOOP, loop_constraint, OK
+from .kinematics import constraint_bias, kinematics, LOOP, loop_constraint, OK, SINGLE
 from .linalg import backward_solve, cholesky, forward_solve, qr_solve
 from .spatial import (add_scaled, cross_force, cross_motion, dot6, inverse_motion, rigid_force,
                       rigid_congruence, transform_at, transposed_force, ZERO6)
@@ -131,12 +131,18 @@ def world_composites(m, d, w, f_ext):
 
 
 @njit(inline='always', error_model='numpy')
-def coriolis_times(Idot, hc, x, sign):
-    """2 B^C x (sign 1) or 2 B^C^T x (sign -1) = Idot x + sign x x* hc."""
+def symmetric_times(M, x):
+    """M x for a symmetric 6 x 6 M, as a 6-tuple."""
     y = ZERO6
     for c in range(6):
-        y = add_scaled(y, x[c], Idot[c])
-    return add_scaled(y, sign, cross_force(x, hc))
+        y = add_scaled(y, x[c], M[c])
+    return y
+
+
+@njit(inline='always', error_model='numpy')
+def coriolis_times(Idot, hc, x):
+    """2 B^C x = Idot x + x x* hc (2 B^C^T x = Idot x - x x* hc)."""
+    return add_scaled(symmetric_times(Idot, x), 1.0, cross_force(x, hc))
 
 
 @njit(error_model='numpy')
@@ -149,7 +155,7 @@ def spanning_derivatives(m, w):
     Ic, Idot, hc, F = w.Ic_w, w.Idot_w, w.hc_w, w.F_w
     row_B, row_I, below_q, below_qd, below_qdd = (w.row_B, w.row_I, w.below_q, w.below_qd,
                                                   w.below_qdd)
-    dq, dqd, H = w.dq, w.dqd, w.H
+    dq, dqd, H, tau = w.dq, w.dqd, w.H, w.tau
     for r in range(dq.shape[0]):
         for c in range(dq.shape[1]):
             dq[r, c] = dqd[r, c] = H[r, c] = 0.0
@@ -157,13 +163,13 @@ def spanning_derivatives(m, w):
         c0, n = first_column(m, j), joint_nv(joint[j])
         for a in range(n):
             s = Sw[c0 + a]
-            w.tau[c0 + a] = dot6(s, F[j])
-            rB, rI = coriolis_times(Idot[j], hc[j], s, -1.0), rigid_force(Ic[j], s)
+            tau[c0 + a] = dot6(s, F[j])
+            Idot_s, s_hc = symmetric_times(Idot[j], s), cross_force(s, hc[j])
+            rB, rI = add_scaled(Idot_s, -1.0, s_hc), rigid_force(Ic[j], s)   # 2 B^C^T s, I^C s
             bq = add_scaled(add_scaled(cross_force(s, F[j]), 1.0,
-                                       coriolis_times(Idot[j], hc[j], Psid[c0 + a], 1.0)),
+                                       coriolis_times(Idot[j], hc[j], Psid[c0 + a])),
                             1.0, rigid_force(Ic[j], Psidd[c0 + a]))
-            bqd = add_scaled(coriolis_times(Idot[j], hc[j], s, 1.0), 1.0,
-                             rigid_force(Ic[j], Phi[c0 + a]))
+            bqd = add_scaled(add_scaled(Idot_s, 1.0, s_hc), 1.0, rigid_force(Ic[j], Phi[c0 + a]))
             for e in range(6):
                 row_B[c0 + a, e], row_I[c0 + a, e] = rB[e], rI[e]
                 below_q[c0 + a, e], below_qd[c0 + a, e] = bq[e], bqd[e]
@@ -296,83 +302,102 @@ def loop_terms(m, d, w, k, yd, ydd):
     if status != OK:
         return status
     G, qd, g, dG, rhs = d.G[k], d.qd[v0:v1], d.g[v0:v1], w.dG, w.rhs
+    rate_qd, rate_qdd, dg_dyd, tau = w.rate_qd, w.rate_qdd, w.dg_dyd, w.tau
+    dqd, H, T_y, T_yd, dG_tau = w.dqd, w.H, w.T_y, w.T_yd, w.dG_tau
     for l in range(mk):
         delta = G[l]
         for j in range(mk):
             constraint_bias(m, d, k, delta, G[j], rhs)
             dependent_solve(m, d, k, rhs, dG[l, j])
         for r in range(n):
-            w.rate_qd[r] = 0.0
+            rate_qd[r] = 0.0
             for j in range(mk):
-                w.rate_qd[r] += dG[l, j, r] * yd[j]
+                rate_qd[r] += dG[l, j, r] * yd[j]
         bias_rate(m, d, k, delta, qd, qd, rhs)
-        add_bias(m, d, k, w.rate_qd, qd, w, 1.0)
-        add_bias(m, d, k, qd, w.rate_qd, w, 1.0)
+        add_bias(m, d, k, rate_qd, qd, w, 1.0)
+        add_bias(m, d, k, qd, rate_qd, w, 1.0)
         add_bias(m, d, k, delta, g, w, 1.0)
-        dependent_solve(m, d, k, rhs, w.rate_qdd)
+        dependent_solve(m, d, k, rhs, rate_qdd)
         for r in range(n):
             for j in range(mk):
-                w.rate_qdd[r] += dG[l, j, r] * ydd[j]
+                rate_qdd[r] += dG[l, j, r] * ydd[j]
         for a in range(m.n_active[k]):
             rhs[a] = 0.0
         add_bias(m, d, k, delta, qd, w, 1.0)
         add_bias(m, d, k, qd, delta, w, 1.0)
-        dependent_solve(m, d, k, rhs, w.dg_dyd)
-        for row in range(w.T_y.shape[0]):
+        dependent_solve(m, d, k, rhs, dg_dyd)
+        for row in range(T_y.shape[0]):
             t_y = t_yd = 0.0
             for r in range(n):
-                t_y += w.dqd[row, v0 + r] * w.rate_qd[r] + w.H[row, v0 + r] * w.rate_qdd[r]
-                t_yd += w.H[row, v0 + r] * w.dg_dyd[r]
-            w.T_y[row, y0 + l] += t_y
-            w.T_yd[row, y0 + l] += t_yd
+                t_y += dqd[row, v0 + r] * rate_qd[r] + H[row, v0 + r] * rate_qdd[r]
+                t_yd += H[row, v0 + r] * dg_dyd[r]
+            T_y[row, y0 + l] += t_y
+            T_yd[row, y0 + l] += t_yd
         for j in range(mk):
             t = 0.0
             for r in range(n):
-                t += dG[l, j, r] * w.tau[v0 + r]
-            w.dG_tau[k, j, l] = t
+                t += dG[l, j, r] * tau[v0 + r]
+            dG_tau[k, j, l] = t
     return OK
 
 
 @njit(error_model='numpy')
 def chain_rule(m, d, w, yd, ydd):
     """d_y, d_yd, d_ydd = G^T (T_y, T_yd, T_ydd) with T = (dq, dqd, H) G and the LOOP clusters'
-    terms (loop_terms), G block diagonal: G_k on cluster k's rows and columns."""
+    terms (loop_terms), G block diagonal: G_k on cluster k's rows and columns (the identity of a
+    SINGLE cluster: copies)."""
     v_range, y_range, kind, G = m.v_range, m.y_range, m.kind, d.G
-    nv = w.dq.shape[0]
-    for row in range(nv):
-        for k in range(len(kind)):
-            v0, y0 = v_range[k, 0], y_range[k, 0]
-            for j in range(y_range[k, 1] - y0):
+    dq, dqd, H, T_y, T_yd, T_ydd = w.dq, w.dqd, w.H, w.T_y, w.T_yd, w.T_ydd
+    d_y, d_yd, d_ydd, dG_tau = w.d_y, w.d_yd, w.d_ydd, w.dG_tau
+    nv, ny = dq.shape[0], d_y.shape[0]
+    for k in range(len(kind)):
+        v0, y0, mk, n = v_range[k, 0], y_range[k, 0], y_range[k, 1] - y_range[k, 0], \
+            v_range[k, 1] - v_range[k, 0]
+        if kind[k] == SINGLE:
+            for row in range(nv):
+                for j in range(mk):
+                    T_y[row, y0 + j] = dq[row, v0 + j]
+                    T_yd[row, y0 + j] = dqd[row, v0 + j]
+                    T_ydd[row, y0 + j] = H[row, v0 + j]
+            continue
+        for row in range(nv):
+            for j in range(mk):
                 t_y = t_yd = t_ydd = 0.0
-                for r in range(v_range[k, 1] - v0):
+                for r in range(n):
                     x = G[k, j, r]
-                    t_y += w.dq[row, v0 + r] * x
-                    t_yd += w.dqd[row, v0 + r] * x
-                    t_ydd += w.H[row, v0 + r] * x
-                w.T_y[row, y0 + j], w.T_yd[row, y0 + j], w.T_ydd[row, y0 + j] = t_y, t_yd, t_ydd
+                    t_y += dq[row, v0 + r] * x
+                    t_yd += dqd[row, v0 + r] * x
+                    t_ydd += H[row, v0 + r] * x
+                T_y[row, y0 + j], T_yd[row, y0 + j], T_ydd[row, y0 + j] = t_y, t_yd, t_ydd
     for k in range(len(kind)):
         if kind[k] == LOOP and y_range[k, 1] > y_range[k, 0]:
             y0, y1 = y_range[k, 0], y_range[k, 1]
             status = loop_terms(m, d, w, k, yd[y0:y1], ydd[y0:y1])
             if status != OK:
                 return status
-    ny = w.d_y.shape[0]
     for k in range(len(kind)):
-        v0, y0 = v_range[k, 0], y_range[k, 0]
-        for j in range(y_range[k, 1] - y0):
+        v0, y0, mk, n = v_range[k, 0], y_range[k, 0], y_range[k, 1] - y_range[k, 0], \
+            v_range[k, 1] - v_range[k, 0]
+        if kind[k] == SINGLE:
+            for j in range(mk):
+                for c in range(ny):
+                    d_y[y0 + j, c] = T_y[v0 + j, c]
+                    d_yd[y0 + j, c] = T_yd[v0 + j, c]
+                    d_ydd[y0 + j, c] = T_ydd[v0 + j, c]
+            continue
+        for j in range(mk):
             for c in range(ny):
                 t_y = t_yd = t_ydd = 0.0
-                for r in range(v_range[k, 1] - v0):
+                for r in range(n):
                     x = G[k, j, r]
-                    t_y += x * w.T_y[v0 + r, c]
-                    t_yd += x * w.T_yd[v0 + r, c]
-                    t_ydd += x * w.T_ydd[v0 + r, c]
-                w.d_y[y0 + j, c], w.d_yd[y0 + j, c], w.d_ydd[y0 + j, c] = t_y, t_yd, t_ydd
+                    t_y += x * T_y[v0 + r, c]
+                    t_yd += x * T_yd[v0 + r, c]
+                    t_ydd += x * T_ydd[v0 + r, c]
+                d_y[y0 + j, c], d_yd[y0 + j, c], d_ydd[y0 + j, c] = t_y, t_yd, t_ydd
         if kind[k] == LOOP:
-            mk = y_range[k, 1] - y0
             for j in range(mk):
                 for l in range(mk):
-                    w.d_y[y0 + j, y0 + l] += w.dG_tau[k, j, l]
+                    d_y[y0 + j, y0 + l] += dG_tau[k, j, l]
     return OK
 
 
@@ -410,6 +435,7 @@ def forward_dynamics_derivatives(m, d, q, yd, tau, w, f_ext):
     if status != OK:
         return status
     free, ny, Hf, H_inv, index, x = m.free_y, m.ny, w.Hf, w.H_inv, w.free_index, w.column
+    d_y, d_yd, d_ydd, fd_y, fd_yd = w.d_y, w.d_yd, w.d_ydd, w.fd_y, w.fd_yd
     nf = 0
     for a in range(ny):
         if free[a] != 0.0:
@@ -417,7 +443,7 @@ def forward_dynamics_derivatives(m, d, q, yd, tau, w, f_ext):
             nf += 1
     for a in range(nf):
         for b in range(nf):
-            Hf[a, b] = w.d_ydd[index[a], index[b]]
+            Hf[a, b] = d_ydd[index[a], index[b]]
     regular = cholesky(Hf, nf)
     for a in range(ny):
         for b in range(ny):
@@ -430,11 +456,13 @@ def forward_dynamics_derivatives(m, d, q, yd, tau, w, f_ext):
             backward_solve(Hf, nf, x)
             for a in range(nf):
                 H_inv[index[a], index[b]] = x[a]
-    for a in range(ny):
+    for a in range(ny):                                  # fd = -H_inv d, row by row
         for c in range(ny):
-            t_y = t_yd = 0.0
-            for b in range(ny):
-                t_y -= H_inv[a, b] * w.d_y[b, c]
-                t_yd -= H_inv[a, b] * w.d_yd[b, c]
-            w.fd_y[a, c], w.fd_yd[a, c] = t_y, t_yd
+            fd_y[a, c] = fd_yd[a, c] = 0.0
+        for b in range(ny):
+            h = H_inv[a, b]
+            if h != 0.0:
+                for c in range(ny):
+                    fd_y[a, c] -= h * d_y[b, c]
+                    fd_yd[a, c] -= h * d_yd[b, c]
     return OK
