@@ -283,16 +283,33 @@ def forward_dynamics_derivatives(model, data, q, yd, ydd):
     data.f_ext. The held coordinates (idle spins, roles.py) keep zero acceleration: their rows are
     zero and H_y^-1 is that of the free ones (aba.py)."""
     d_y, d_yd, H = inverse_dynamics_derivatives(model, data, q, yd, ydd)
-    free = free_coordinates(model)
-    M = np.zeros_like(H)
-    M[np.ix_(free, free)] = np.linalg.inv(H[np.ix_(free, free)])
-    M = 0.5 * (M + M.T)
+    M = free_inverse(model, H)
     return -M @ d_y, -M @ d_yd, M
 
 
 def free_coordinates(model):
     """The independent coordinates that are not held (model.held_y)."""
     return np.setdiff1d(np.arange(model.ny), model.held_y)
+
+
+def free_inverse(model, H):
+    """H_y^-1 on the free coordinates, zero on the held ones (symmetric)."""
+    free = free_coordinates(model)
+    M = np.zeros_like(H)
+    M[np.ix_(free, free)] = np.linalg.inv(H[np.ix_(free, free)])
+    return 0.5 * (M + M.T)
+
+
+def forces_held(model, data, q, yd, ydd, frames, forces):
+    """(Chain, WorldMotion, (dtau_y/dy, dtau_y/dyd, H_y)) at (q, yd, ydd) with the contacts'
+    forces held on their bodies (reaction_turning), data.f_ext the other wrenches."""
+    forward_pass(model, data, q, yd)
+    chain = Chain(model, data, yd, ydd)
+    motion = WorldMotion(model, data, chain.qdd)
+    f_ext = data.f_ext.copy()
+    add_contact_forces(model, f_ext, contact_rows(model, data, frames), forces)
+    return chain, motion, independent_derivatives(
+        model, chain, motion, f_ext, reaction_turning(model, motion, frames, forces))
 
 
 def reaction_turning(model, motion, frames, forces):
@@ -335,17 +352,9 @@ def constrained_forward_dynamics_derivatives(model, data, q, yd, ydd, frames, fo
     alpha(q, yd, ydd) = 0 gives [[H_y, -J^T], [J, 0]] [dydd; dlambda] = -[dtau_y; dalpha]:
     dlambda = D^-1 (J H_y^-1 dtau_y - dalpha), dydd = H_y^-1 (J^T dlambda - dtau_y), D the
     Delassus matrix J H_y^-1 J^T (computeConstraintDynamicsDerivatives on trees)."""
-    forward_pass(model, data, q, yd)
-    chain = Chain(model, data, yd, ydd)
-    motion = WorldMotion(model, data, chain.qdd)
-    f_ext = data.f_ext.copy()
-    add_contact_forces(model, f_ext, contact_rows(model, data, frames), forces)
-    d_y, d_yd, H = independent_derivatives(model, chain, motion, f_ext,
-                                           reaction_turning(model, motion, frames, forces))
+    chain, motion, (d_y, d_yd, H) = forces_held(model, data, q, yd, ydd, frames, forces)
     alpha_y, alpha_yd, J = chain(*contact_derivatives(model, motion, frames))
-    free = free_coordinates(model)
-    M = np.zeros_like(H)
-    M[np.ix_(free, free)] = np.linalg.inv(H[np.ix_(free, free)])
+    M = free_inverse(model, H)
     JM = J @ M
     D = JM @ J.T
 
@@ -368,13 +377,7 @@ def projected_inverse_dynamics_derivatives(model, data, q, yd, ydd, frames, effo
     contact forces on the bodies, dJ mu = d(alpha_y)/dy at ydd = mu minus at ydd = 0 (alpha is
     affine in ydd). Raises SingularConfigurationError where the matrix is singular: redundant
     contacts, whose forces are not determined, or rows no effort nor force reaches."""
-    forward_pass(model, data, q, yd)
-    chain = Chain(model, data, yd, ydd)
-    motion = WorldMotion(model, data, chain.qdd)
-    f_ext = data.f_ext.copy()
-    add_contact_forces(model, f_ext, contact_rows(model, data, frames), forces)
-    D_y, D_yd, D_ydd = independent_derivatives(model, chain, motion, f_ext,
-                                               reaction_turning(model, motion, frames, forces))
+    chain, motion, (D_y, D_yd, D_ydd) = forces_held(model, data, q, yd, ydd, frames, forces)
     J_spanning = contact_derivatives(model, motion, frames)[2]
     J = J_spanning @ chain.G
     actuated, kept = model.actuated_y, free_coordinates(model)     # held rows carry nothing

@@ -35,22 +35,15 @@ FD_RTOL = 1e-6
 STEP = 1e-3
 
 
-def pinocchio_rnea_derivatives(reference, q, v, a):
-    args = (reference.model, reference.data, reference.q_to_pin(q), reference.v_to_pin(v),
-            reference.v_to_pin(a))
-    dq, dv, M = (np.array(x) for x in pin.computeRNEADerivatives(*args))
-    M = np.triu(M) + np.triu(M, 1).T
+def pinocchio_derivatives(derivatives_of, reference, q, v, x):
+    """Pinocchio's computeRNEADerivatives or computeABADerivatives at q, v and a or tau, in the
+    model's layout, the third matrix (M or M^-1, upper triangle) made symmetric."""
+    first, second, third = (np.array(m) for m in derivatives_of(
+        reference.model, reference.data, reference.q_to_pin(q), reference.v_to_pin(v),
+        reference.v_to_pin(x)))
+    third = np.triu(third) + np.triu(third, 1).T
     order = np.ix_(reference._vperm, reference._vperm)
-    return dq[order], dv[order], M[order]
-
-
-def pinocchio_aba_derivatives(reference, q, v, tau):
-    args = (reference.model, reference.data, reference.q_to_pin(q), reference.v_to_pin(v),
-            reference.v_to_pin(tau))
-    dq, dv, Minv = (np.array(x) for x in pin.computeABADerivatives(*args))
-    Minv = np.triu(Minv) + np.triu(Minv, 1).T
-    order = np.ix_(reference._vperm, reference._vperm)
-    return dq[order], dv[order], Minv[order]
+    return first[order], second[order], third[order]
 
 
 @pytest.mark.parametrize('name', TREES)
@@ -59,7 +52,7 @@ def test_trees_inverse_dynamics_match_pinocchio(name, rng):
     work = data(model)
     for _ in range(STATES):
         q, yd, ydd = state(model, rng)
-        expected = pinocchio_rnea_derivatives(reference, q, yd, ydd)
+        expected = pinocchio_derivatives(pin.computeRNEADerivatives, reference, q, yd, ydd)
         actual = derivatives.inverse_dynamics_derivatives(model, work, q, yd, ydd)
         for x, y, what in zip(actual, expected, ('dtau/dq', 'dtau/dv', 'H')):
             assert_close(x, y, f'{what} (computeRNEADerivatives)', RTOL)
@@ -73,7 +66,7 @@ def test_trees_forward_dynamics_match_pinocchio(name, rng):
         q, yd, tau = state(model, rng)
         forward_pass(model, work, q, yd)
         ydd = aba(model, work, q, yd, tau)
-        expected = pinocchio_aba_derivatives(reference, q, yd, tau)
+        expected = pinocchio_derivatives(pin.computeABADerivatives, reference, q, yd, tau)
         actual = derivatives.forward_dynamics_derivatives(model, work, q, yd, ydd)
         for x, y, what in zip(actual, expected, ('dydd/dq', 'dydd/dv', 'H^-1')):
             assert_close(x, y, f'{what} (computeABADerivatives)', RTOL)
