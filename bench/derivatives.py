@@ -24,7 +24,8 @@ sys.path.append(os.path.join(ROOT, 'test', 'algorithms'))
 from dynamics_node import bundled_model, bundled_models, load_model  # noqa: E402
 from conftest import published_file, random_state  # noqa: E402  (test helpers)
 from oracle import KKTOracle  # noqa: E402  (test-only Pinocchio model of the spanning tree)
-from test_contacts import published  # noqa: E402  (a published URDF on a floating base)
+from test_contacts import (published, random_state as contacts_state,  # noqa: E402
+                           setup as contacts_setup)
 from timing import interleaved_medians, Report  # noqa: E402
 
 HEADING = 'Derivatives'
@@ -96,6 +97,42 @@ def loop_row(name, rng):
             f'{t["derivatives"] / t["central"]:.2f}']
 
 
+CONTACT_SETS = ('solo12 3D feet', 'talos 6D feet', 'quadruped_rotors 3D feet',
+                'humanoid_belts 6D soles')
+CONTACT_HEADER = ('robot and contacts', 'nv/ny', 'FD derivatives', 'forward_dynamics',
+                  'constraintDynamics + Derivatives', 'ratio')
+
+
+def contact_row(name, rng):
+    """forward_dynamics_derivatives with contacts (the exact route's) next to one
+    forward_dynamics call with them and Pinocchio's constraintDynamics followed by
+    computeConstraintDynamicsDerivatives (LOCAL rigid contacts of
+    test/algorithms/test_contacts.py)."""
+    model, reference = contacts_setup(name, 'compiled')
+    model.warm_up()
+    q, yd, tau = contacts_state(model, rng)
+    contacts, o = reference.contacts, reference.oracle
+    models = pin.StdVec_RigidConstraintModel(reference.constraint_models)
+    datas = pin.StdVec_RigidConstraintData([m.createData() for m in models])
+    pd = o.model.createData()
+    pin.initConstraintDynamics(o.model, pd, models, datas)
+    qp, vp = o.q_to_pin(q), o.v_to_pin(model.spanning_velocities(q, yd))
+    taup = np.zeros(model.nv)
+    taup[model.independent_v] = tau                  # G^T taup = tau: G is 1 on its own rows
+    taup, settings = o.v_to_pin(taup), pin.ProximalSettings(1e-14, 1e-12, 1)
+
+    def pinocchio():
+        pin.constraintDynamics(o.model, pd, qp, vp, taup, models, datas, settings)
+        pin.computeConstraintDynamicsDerivatives(o.model, pd, models, datas)
+
+    t = interleaved_medians({
+        'derivatives': lambda: model.forward_dynamics_derivatives(q, yd, tau, contacts=contacts),
+        'fd': lambda: model.forward_dynamics(q, yd, tau, contacts=contacts, method='aba'),
+        'pin': pinocchio}, ROUNDS // 2, 1)
+    return [name, f'{model.nv}/{model.ny}', f'{t["derivatives"]:.0f}', f'{t["fd"]:.1f}',
+            f'{t["pin"]:.1f}', f'{t["derivatives"] / t["pin"]:.0f}']
+
+
 def loop_robots():
     return [name for name in bundled_models()
             if any(not c.linear for c in load_model(bundled_model(name),
@@ -111,7 +148,9 @@ NOTE = (
     'constraint of Pinocchio\'s: ours also forms G and projects). On the loop robots: all three '
     'first-order derivatives of forward dynamics against one compiled forward_dynamics call, and '
     'against central differences of that call (2 ny calls; the positions moved through '
-    'complete_positions).')
+    'complete_positions). With contacts, the derivatives of the exact route run the NumPy '
+    'algorithm on both engines (no compiled twin yet), next to Pinocchio\'s constraintDynamics '
+    'and computeConstraintDynamicsDerivatives on the same spanning tree with the same contacts.')
 
 
 def report_section(report, heading=HEADING, rng=None):
@@ -119,6 +158,7 @@ def report_section(report, heading=HEADING, rng=None):
     report.heading(heading)
     report.table(TREE_HEADER, [tree_row(name, rng) for name in TREES])
     report.table(LOOP_HEADER, [loop_row(name, rng) for name in loop_robots()])
+    report.table(CONTACT_HEADER, [contact_row(name, rng) for name in CONTACT_SETS])
     report.text(NOTE)
 
 
