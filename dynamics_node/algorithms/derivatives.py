@@ -35,6 +35,8 @@ or the optimality conditions of the projected inverse dynamics
 (projected_inverse_dynamics_derivatives).
 """
 
+from collections import namedtuple
+
 import numpy as np
 
 from ..errors import quote, SingularConfigurationError
@@ -173,12 +175,9 @@ def independent_derivatives(model, chain, motion, f_ext, turning=None):
     return d_y, d_yd, d_ydd
 
 
-class LoopRates:
-    """Along each independent direction l of a loop cluster: dG (n x m x l), and the changes of
-    its spanning velocities (dG yd) and accelerations (dG ydd + dg), n x l each."""
-
-    def __init__(self, G, qd, qdd):
-        self.G, self.qd, self.qdd = G, qd, qdd
+LoopRates = namedtuple('LoopRates', 'G qd qdd')
+LoopRates.__doc__ = """Along each independent direction l of a loop cluster: dG (n x m x l), and
+the changes of its spanning velocities (dG yd) and accelerations (dG ydd + dg), n x l each."""
 
 
 def loop_terms(model, data, k, yd, ydd):
