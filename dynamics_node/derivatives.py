@@ -15,8 +15,7 @@ import numpy as np
 from .algorithms import derivatives
 from . import contacts as contact_routes
 from .errors import LCABA_ADVICE, SingularConfigurationError
-from .faults import Fault, FORWARD_DERIVATIVES, INVERSE_DERIVATIVES, message
-from .kernels.codes import ACCELERATION_VIOLATION
+from .faults import FORWARD_DERIVATIVES, INVERSE_DERIVATIVES
 from .validation import (check_finite, checked_weights, external_forces,
                          independent_velocities, positions, vector)
 from . import bounds
@@ -60,7 +59,8 @@ class Derivatives:
     def _inverse_dynamics_derivatives(self, q, v, a, wrenches, contacts, weights):
         data = self._local.data
         arguments = (q, v, a)
-        if contacts is None or not contact_routes.resolve(self, contacts):
+        frames = None if contacts is None else contact_routes.resolve(self, contacts)
+        if not frames:
             if contacts is not None:                   # no contacts: weights still checked
                 checked_weights(self, weights)
             external_forces(self, data, wrenches)
@@ -70,10 +70,10 @@ class Derivatives:
             return InverseDynamicsDerivatives(calls.d_y.copy(), calls.d_yd.copy(),
                                               calls.d_ydd.copy())
         result = self.inverse_dynamics(q, v, a, wrenches, contacts, info=True, weights=weights)
-        q, yd, ydd = self._derivative_state(data, q, v, a, 'a', bounds.ACCELERATION)
+        q, yd, ydd = self._checked_state(data, q, v, a)
         external_forces(self, data, wrenches)
         derivative = derivatives.projected_inverse_dynamics_derivatives(
-            self, data, q, yd, ydd, contact_routes.resolve(self, contacts), result.efforts,
+            self, data, q, yd, ydd, frames, result.efforts,
             result.contact_forces, checked_weights(self, weights))
         check_finite(self, INVERSE_DERIVATIVES.what,
                      lambda: INVERSE_DERIVATIVES.inputs(self, arguments), *derivative)
@@ -96,7 +96,8 @@ class Derivatives:
     def _forward_dynamics_derivatives(self, q, v, tau, wrenches, contacts, info):
         data = self._local.data
         arguments = (q, v, tau)
-        if contacts is None or not contact_routes.resolve(self, contacts):
+        frames = None if contacts is None else contact_routes.resolve(self, contacts)
+        if not frames:
             external_forces(self, data, wrenches)
             calls = data.whole_body
             self._whole_body(calls, calls.forward_dynamics_derivatives, FORWARD_DERIVATIVES,
@@ -106,29 +107,22 @@ class Derivatives:
                 return ForwardDynamicsDerivativesInfo(*result, calls.ydd.copy())
             return ForwardDynamicsDerivatives(*result)
         exact = self.forward_dynamics(q, v, tau, wrenches, contacts, method='aba', info=True)
-        q, yd, tau = self._derivative_state(data, q, v, tau, 'tau', bounds.FORCE)
+        q, yd, _ = self._checked_state(data, q, v, tau)
         external_forces(self, data, wrenches)
         ydd = exact.acceleration[self.independent_v]
         result = derivatives.constrained_forward_dynamics_derivatives(
-            self, data, q, yd, ydd, contact_routes.resolve(self, contacts), exact.contact_forces)
+            self, data, q, yd, ydd, frames, exact.contact_forces)
         check_finite(self, FORWARD_DERIVATIVES.what,
                      lambda: FORWARD_DERIVATIVES.inputs(self, arguments), *result)
         if info:
             return ForwardDynamicsDerivativesInfo(*result, ydd)
         return ForwardDynamicsDerivatives(*result)
 
-    def _derivative_state(self, data, q, v, x, name, bound):
-        """q, yd and x checked as the dynamics calls check them; accelerations x independent
-        (spanning ones must keep the loops: ACCELERATION_VIOLATION), forces x as given."""
+    def _checked_state(self, data, q, v, x):
+        """q, yd and the independent part of x, after a call with contacts checked these inputs
+        (spanning accelerations among them keep the loops)."""
         sizes = {self.nv: 'spanning', self.ny: 'independent'}
         q = positions(self, data, q)
-        v = vector(v, 'v', sizes, bounds.VELOCITY)
-        x = vector(x, name, sizes, bound)
-        yd = independent_velocities(self, data, v)
-        if name == 'tau' or (x.size == self.ny and self.ny != self.nv):
-            return q, yd, x
-        ydd = x[self.independent_v]
-        mismatch = np.max(np.abs(x - data.engine.spanning(q, yd, ydd)), initial=0.0)
-        if mismatch > bounds.VELOCITY_TOLERANCE * max(1.0, np.max(np.abs(x))):
-            raise message(self, ACCELERATION_VIOLATION, Fault(value=mismatch))
-        return q, yd, ydd
+        yd = independent_velocities(self, data, vector(v, 'v', sizes, bounds.VELOCITY))
+        x = np.asarray(x, dtype=float)
+        return q, yd, x if x.size == self.ny else x[self.independent_v]
