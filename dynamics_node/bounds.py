@@ -31,6 +31,9 @@ CONTACT_ROWS_PER_BODY = 48  # rows of the contacts of one call (3 per 3D contact
 #                            every contact call and the contact sets kept per model within the
 #                            model's size
 
+IMPLICIT_SIZE = 16         # variables and residuals of one <constraint> (expressions.py bounds
+#                            each residual's text, nesting and operations)
+
 # Extended URDF closures (YAML): a robot's closures take a few hundred characters
 CLOSURES_TEXT = 1_000_000  # characters (bytes of a file) of the YAML text
 CLOSURES_DEPTH = 8         # nesting of collections (the closures' own: a mapping of lists of

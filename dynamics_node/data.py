@@ -26,6 +26,7 @@ class Data:
         nb, nc = model.nb, len(model.cluster_list)
         self.Xup = np.zeros((nb, 6, 6))   # ^iX_parent(i)
         self.Xup[0] = np.eye(6)
+        self.q = None                     # the positions of Xup (update_transforms)
         self.Xo = np.zeros((nb, 6, 6))    # ^iX_output(i): to the body's output body
         self.v = np.zeros((nb, 6))        # body velocities, body coordinates
         self.a = np.zeros((nb, 6))        # body accelerations

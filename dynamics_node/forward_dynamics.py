@@ -12,7 +12,7 @@ from .errors import ModelError, quote, SingularConfigurationError
 from .faults import error, FORWARD, FORWARD_LCABA, vectors
 from .kernels.codes import (LCABA_REJECTED, LENGTH, NOT_FINITE, OK, OUT_OF_BOUND,
                             POSITION_VIOLATION, QUATERNION, SINGULAR)
-from .multibody.constraints import constraint_jacobian
+from .multibody.constraints import rows_at
 from .validation import all_finite, external_forces, independent_velocities
 
 AUTO = 'auto'                      # the default method; Model checks any other object passed as
@@ -88,7 +88,7 @@ def aba_info(model, data, q, yd, qdd):
         #                                                        as it was
         for cluster, (v0, v1) in zip(model.cluster_list, model.v_range):
             if not cluster.linear:
-                K, k = constraint_jacobian(cluster, data.Xup, model.S, qd[v0:v1])
+                K, k = rows_at(model, data, cluster, qd[v0:v1])
                 residual = max(residual, float(np.max(np.abs(K @ qdd[v0:v1] - k))))
     return ForwardDynamicsInfo(qdd, 'aba', constraint_residual=residual,
                                held_joints=model.held_joint_names)

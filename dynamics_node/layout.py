@@ -15,7 +15,8 @@ from .algorithms.kinematics import forward_pass, update_transforms
 from .errors import first_repeated, ModelError, quote
 from .joint_types import NQ, NV
 from .multibody.clusters import mimic_roles, mimic_warnings
-from .multibody.constraints import amplification, constraint_jacobian, CouplingConstraint
+from .engines import numba_available
+from .multibody.constraints import amplification, CouplingConstraint, ImplicitConstraint, rows_at
 from .multibody.reference import neighbourhood_amplification, REFERENCE_PROBE, regular
 from .multibody.couplings import LinearConstraints
 from .multibody.joints import motion_subspace, neutral_position
@@ -150,6 +151,18 @@ def lay_out(model, spec, tree, clusters):
     model.G_constant = model.couplings.G             # constant G_k of coupling-only clusters
 
 
+def engine_choice(clusters, compiled):
+    """Whether the model runs on the compiled engine: where numba is installed (compiled None),
+    unless a cluster has an implicit <constraint>, whose residual expressions only the NumPy
+    reference evaluates."""
+    implicit = [con.name for c in clusters for con in c.constraints
+                if isinstance(con, ImplicitConstraint)]
+    if implicit and compiled:
+        raise ModelError(f'constraint {quote(implicit[0])} is an implicit <constraint>, which '
+                         'the compiled engine does not evaluate; load with compiled=False')
+    return numba_available() and not implicit if compiled is None else bool(compiled)
+
+
 def hold(model, clusters):
     """The coordinates the loops hold (roles.py): the idle spins, unit motions at the reference
     configuration, and those that move only bodies without inertia."""
@@ -200,7 +213,7 @@ def reference(model, clusters, tree, given):
     gains, around = np.ones(len(clusters)), np.ones(len(clusters))
     for c in clusters:
         if not c.linear:
-            K = constraint_jacobian(c, data.Xup, model.S)[0][c.active_rows]
+            K = rows_at(model, data, c)[0][c.active_rows]
             if not regular(c, K):
                 raise ModelError(f'reference_positions: cluster {quote(c.name)} is (nearly) '
                                  'singular there; give a regular closed configuration')

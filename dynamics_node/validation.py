@@ -65,7 +65,8 @@ def positions(model, data, q, check=True):
             if not c.linear:
                 for con in c.constraints:
                     phi = np.max(np.abs(con.residual(data.Xup, lambda b: q[model.idx_q[b]])))
-                    if phi > violation:
+                    phi = phi if np.isfinite(phi) else np.inf   # outside an implicit
+                    if phi > violation:                         # constraint's domain
                         violation, name, cluster = phi, con.name, c.name
         if violation > bounds.POSITION_TOLERANCE:
             index = model.checked_constraints.index((name, cluster))

@@ -22,9 +22,10 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 DISTRO="${DISTRO:-kilted}"
 # setuptools>=70.1 builds the editable wheel without build isolation and without `wheel`. pin
 # (Pinocchio, the peer and oracle) and example-robot-data (published robot files) serve the tests and
-# benchmarks only (scipy: the tests' dense oracles); the package needs numpy, lxml, numba, pyyaml.
+# benchmarks only (scipy: the tests' dense oracles; casadi: the implicit constraints' symbolic
+# derivatives in the KKT oracle); the package needs numpy, lxml, numba, pyyaml.
 PYTHON_PACKAGES=(numpy scipy lxml numba pyyaml pytest flake8 pin example-robot-data==6.0.0
-                 matplotlib "setuptools>=70.1")
+                 matplotlib "setuptools>=70.1" casadi==3.7.2)
 # the 'offline' extra of setup.py (dynamics_offline: bags without ROS, Parquet, progress bars)
 PYTHON_PACKAGES+=(mcap==1.6.0 mcap-ros2-support==0.6.0 rosbags==0.11.9 pyarrow==26.0.1
                   tqdm==4.70.1)

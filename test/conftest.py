@@ -16,8 +16,11 @@ sys.path.insert(0, os.path.dirname(__file__))
 
 from dynamics_node import bundled_model, bundled_models, load_model  # noqa: E402
 from oracle import KKTOracle  # noqa: E402
+from tello import tello_oracle, TELLO_ROBOTS  # noqa: E402
 
-ROBOTS = bundled_models()
+# The bundled robots that both engines run (Tello's implicit differentials run on the NumPy
+# reference only: test_implicit_constraints.py).
+ROBOTS = [name for name in bundled_models() if name not in TELLO_ROBOTS]
 # Agreement with the independent oracle: double-precision round-off through ~40-body recursions and
 # dense factorizations stays far below this.
 RTOL = 1e-9
@@ -123,6 +126,8 @@ def robot(name, compiled=True):
 
 @functools.lru_cache(maxsize=None)
 def oracle(name):
+    if name in TELLO_ROBOTS:
+        return tello_oracle(bundled_model(name), robot(name, None).joint_names)
     reference = KKTOracle(bundled_model(name))
     reference.set_layout(robot(name).joint_names)
     return reference

@@ -37,6 +37,9 @@ Constraint rows (K qdd = k, k = -Kdot v):
     (a_* = body-frame spatial accelerations), hence k = -T (that at qdd = 0).
   * <coupling> (pred A, succ B, ratio r): r * sum(v on NCA->A) - sum(v on NCA->B).
   * <mimic joint=J multiplier=m> in joint K: v_K - m v_J.
+  * implicit constraints phi(x) = 0 of joint positions x (the library's <constraint>, given
+    here as CasADi functions written from their derivation, not read from the file): K rows
+    dphi/dx and k = -d/dt(K) v, both by CasADi's symbolic differentiation.
 
 ``independent_oracle(text, urdf)``: the oracle of an Extended URDF pair (the
 closures' YAML text, the URDF's path), converted without the library.
@@ -46,6 +49,7 @@ from __future__ import annotations
 
 import os
 
+import casadi
 import numpy as np
 import pinocchio as pin
 from lxml import etree
@@ -133,7 +137,9 @@ class KKTOracle:
 
     rank_rtol = 1e-9  # relative singular-value threshold of the rank-revealing step
 
-    def __init__(self, urdf: str):
+    def __init__(self, urdf: str, implicit=()):
+        """implicit: (name, joint names, phi) per implicit constraint, phi(x) a list of CasADi
+        expressions of the joints' positions x (an SX vector)."""
         text = urdf
         if not urdf.lstrip().startswith("<"):
             with open(os.fspath(urdf), "rb") as fh:
@@ -210,6 +216,15 @@ class KKTOracle:
                     pred=_link_of(el.find("predecessor")),
                     succ=_link_of(el.find("successor")), ratio=ratio))
         self.constraints.extend(mimics)
+        for name, joints, phi in implicit:
+            x, xd = casadi.SX.sym("x", len(joints)), casadi.SX.sym("xd", len(joints))
+            residual = casadi.vertcat(*phi(x))
+            K = casadi.jacobian(residual, x)
+            self.constraints.append(dict(
+                kind="implicit", name=name, joints=list(joints), rows=residual.shape[0],
+                residual=casadi.Function("phi", [x], [residual]),
+                K=casadi.Function("K", [x], [K]),
+                k=casadi.Function("k", [x, xd], [-casadi.jtimes(K @ xd, x, xd)])))
 
         # ---- Pinocchio model of the spanning tree, joint by joint -----------
         self.model = self._build_tree(root)
@@ -595,7 +610,8 @@ class KKTOracle:
         """(constraint name, row within constraint) for every row of K."""
         out = []
         for c in self.constraints:
-            m = self._selector(c).shape[0] if c["kind"] == "loop" else 1
+            m = (self._selector(c).shape[0] if c["kind"] == "loop"
+                 else c["rows"] if c["kind"] == "implicit" else 1)
             out.extend((c["name"], i) for i in range(m))
         return out
 
@@ -617,6 +633,10 @@ class KKTOracle:
                 Js = pin.getFrameJacobian(self.model, self.data, fs, pin.ReferenceFrame.LOCAL)
                 Jrel = pMs.action @ Js - Jp
                 rows.append(self._selector(c, pMs) @ self.cols_from_pin(Jrel))
+            elif c["kind"] == "implicit":
+                row = np.zeros((c["rows"], self.nv))
+                row[:, self.v_index(c["joints"])] = np.array(c["K"](self._implicit_x(c, q)))
+                rows.append(row)
             else:
                 rows.append(self._coupling_row(c)[None, :])
         if not rows:
@@ -644,6 +664,9 @@ class KKTOracle:
                     w = np.array(vrel.angular)
                     k[3] -= np.cross(c["axis"], np.cross(w, pMs.rotation @ c["axis2"])) @ w
                 out.append(k)
+            elif c["kind"] == "implicit":
+                xd = np.asarray(v, dtype=float)[self.v_index(c["joints"])]
+                out.append(np.array(c["k"](self._implicit_x(c, q), xd)).reshape(-1))
             else:
                 out.append(np.zeros(1))
         if not out:
@@ -674,11 +697,16 @@ class KKTOracle:
                         out.append(np.concatenate([p, B.T @ r]))
                     else:
                         out.append(np.concatenate([B.T @ p, r]))
+            elif c["kind"] == "implicit":
+                out.append(np.array(c["residual"](self._implicit_x(c, q))).reshape(-1))
             else:
                 out.append(np.array([self._coupling_residual(c, q)]))
         if not out:
             return np.zeros(0)
         return np.concatenate(out)
+
+    def _implicit_x(self, c, q):
+        return np.array([np.asarray(q, dtype=float)[self._q_slices[j]][0] for j in c["joints"]])
 
     # ------------------------------------------------------------ solvers
     def _svd(self, K):

@@ -37,7 +37,7 @@ import numpy as np
 
 from ..errors import ModelError, quote, SingularConfigurationError
 from ..multibody.clusters import SINGULARITY_THRESHOLD
-from ..multibody.constraints import constraint_jacobian, explicit_jacobian
+from ..multibody.constraints import rows_at, explicit_jacobian
 from ..joint_types import TYPES
 from ..multibody.joints import retract
 from ..spatial import matrix_quaternion, quaternion_matrix, rotation_about, rotation_log
@@ -185,8 +185,11 @@ def _continue(model, data, cluster, q, start, limit, deadline):
 
 def explicit(model, data, cluster):
     """(G over the cluster's columns, amplification) at the cluster's transforms in data.Xup;
-    (None, inf) where K_d is singular (kinematics.explicit_constraint's threshold)."""
-    K = constraint_jacobian(cluster, data.Xup, model.S)[0][cluster.active_rows]
+    (None, inf) where K_d is singular (kinematics.explicit_constraint's threshold) or K is not
+    finite (an implicit constraint outside its domain)."""
+    K = rows_at(model, data, cluster)[0][cluster.active_rows]
+    if not np.all(np.isfinite(K)):
+        return None, np.inf
     diagonal = np.abs(np.diag(np.linalg.qr(K[:, cluster.dependent], mode='r')))
     if diagonal.size and diagonal.min() <= SINGULARITY_THRESHOLD * max(diagonal.max(), 1.0):
         return None, np.inf
@@ -254,13 +257,18 @@ def _positions(model, body):
 
 def _newton(model, data, cluster, q, moving):
     """Damped Newton on the dependent joints (full steps near the solution, halved while a step
-    does not reduce |phi|; SLOW_STEPS slow steps end it); returns the final max |phi|."""
+    does not reduce |phi|; SLOW_STEPS slow steps end it); returns the final max |phi| (inf
+    where phi is not finite: an implicit constraint outside its domain)."""
     phi = _residual(model, data, cluster, q)
+    if not np.all(np.isfinite(phi)):
+        return np.inf
     slow = 0
     for _ in range(MAX_ITERATIONS):
         if np.max(np.abs(phi)) <= TOLERANCE or slow == SLOW_STEPS:
             break
-        K, _ = constraint_jacobian(cluster, data.Xup, model.S)
+        K, _ = rows_at(model, data, cluster)
+        if not np.all(np.isfinite(K)):
+            break
         step = np.zeros(cluster.n)           # over the cluster's columns, zero on independent ones
         step[cluster.dependent] = np.linalg.lstsq(K[cluster.active_rows][:, cluster.dependent],
                                                   phi, rcond=None)[0]

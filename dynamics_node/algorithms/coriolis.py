@@ -31,7 +31,7 @@ on the dependent rows as g is (kinematics.explicit_constraint); constraints.py g
 
 import numpy as np
 
-from ..multibody.constraints import constraint_jacobian
+from ..multibody.constraints import rows_at
 from ..spatial import crf, crm, skew
 from .frames import body_jacobian
 from .kinematics import forward_pass
@@ -46,8 +46,8 @@ def explicit_constraint_rate(model, data, k):
     if c.linear or c.m == 0:                # a cluster its loops lock has no columns
         return Gdot
     v0, v1 = model.v_range[k]
-    K, _ = constraint_jacobian(c, data.Xup, model.S)
-    rates = np.column_stack([constraint_jacobian(c, data.Xup, model.S, G[:, j], data.qd[v0:v1])[1]
+    K, _ = rows_at(model, data, c)
+    rates = np.column_stack([rows_at(model, data, c, G[:, j], data.qd[v0:v1])[1]
                              for j in range(c.m)])
     rows = c.active_rows
     Gdot[c.dependent] = np.linalg.lstsq(K[rows][:, c.dependent], rates[rows], rcond=None)[0]

@@ -41,7 +41,7 @@ import numpy as np
 
 from ..errors import quote, SingularConfigurationError
 from .contacts import add_contact_forces, contact_rows
-from ..multibody.constraints import bias_rate, constraint_jacobian, translation_of
+from ..multibody.constraints import bias_rate, joint_positions, rows_at, translation_of
 from ..spatial import cross_force, crm, inverse_transform, skew, SWAP_LINEAR_ANGULAR
 from .coriolis import coriolis_inertia, force_cross
 from .kinematics import forward_pass
@@ -118,7 +118,7 @@ class LoopSolve:
 
     def __init__(self, model, data, k):
         c = self.cluster = model.cluster_list[k]
-        K, _ = constraint_jacobian(c, data.Xup, model.S)
+        K, _ = rows_at(model, data, c)
         self.Q, self.R = np.linalg.qr(K[c.active_rows][:, c.dependent])
 
     def __call__(self, rhs):
@@ -189,7 +189,7 @@ def loop_terms(model, data, k, yd, ydd):
     solve = LoopSolve(model, data, k)
 
     def bias(u, w):                                    # k(u, w) = -Kdot(u) w
-        return constraint_jacobian(c, data.Xup, model.S, w, u)[1]
+        return rows_at(model, data, c, w, u)[1]
 
     dG = np.zeros((c.n, c.m, c.m))
     rates = LoopRates(dG, np.zeros((c.n, c.m)), np.zeros((c.n, c.m)))
@@ -198,7 +198,8 @@ def loop_terms(model, data, k, yd, ydd):
         delta = G[:, l]
         dG[:, :, l] = solve(np.column_stack([bias(delta, G[:, m]) for m in range(c.m)]))
         dqd = dG[:, :, l] @ yd
-        dg = solve(bias_rate(c, data.Xup, model.S, delta, qd, qd) + bias(dqd, qd)
+        dg = solve(bias_rate(c, data.Xup, model.S, delta, qd, qd, joint_positions(model, data))
+                   + bias(dqd, qd)
                    + bias(qd, dqd) + bias(delta, g))
         rates.qd[:, l] = dqd
         rates.qdd[:, l] = dG[:, :, l] @ ydd + dg

@@ -15,14 +15,15 @@ import numpy as np
 from ..faults import Fault, message
 from ..kernels.codes import AMPLIFIED, SINGULAR_SPLIT
 from ..multibody.clusters import SINGULARITY_THRESHOLD
-from ..multibody.constraints import constraint_jacobian
+from ..multibody.constraints import rows_at
 from ..multibody.joints import joint_transform
 from ..spatial import cross_motion
 
 
 def update_transforms(model, data, q, bodies=None):
     """Xup[i] = X_J(q_i) X_T(i) for every body, or for the given ones (Featherstone & Orin
-    2000)."""
+    2000). The positions are kept for the constraints that read them (constraints.rows_at)."""
+    data.q = q
     for i in range(1, model.nb) if bodies is None else bodies:
         qi = q[model.idx_q[i]:model.idx_q[i] + model.nq_body[i]]
         data.Xup[i] = joint_transform(model.joint_type[i], model.axis[i], qi) @ model.X_tree[i]
@@ -37,7 +38,7 @@ def explicit_constraint(model, data, k, yd):
     if c.linear:
         G = model.G_constant[k]
         return G, np.zeros(c.n), G @ yd
-    K, _ = constraint_jacobian(c, data.Xup, model.S)
+    K, _ = rows_at(model, data, c)
     K = K[c.active_rows]
     Q, R = np.linalg.qr(K[:, c.dependent])
     diagonal = np.abs(np.diag(R))
@@ -49,7 +50,7 @@ def explicit_constraint(model, data, k, yd):
     G[c.dependent] = -np.linalg.solve(R, Q.T @ K[:, c.independent])
     check_amplification(model, c, np.abs(G[c.dependent]).sum(axis=1).max(initial=1.0))
     qd = G @ yd
-    _, bias = constraint_jacobian(c, data.Xup, model.S, qd)
+    _, bias = rows_at(model, data, c, qd)
     g = np.zeros(c.n)
     g[c.dependent] = np.linalg.solve(R, Q.T @ bias[c.active_rows])
     return G, g, qd

@@ -29,7 +29,8 @@ import numpy as np
 from ..errors import ModelError, quote
 from ..faults import Fault, message
 from ..kernels.codes import LCABA_NOT_POSITIVE
-from ..multibody.constraints import chain_transform, CouplingConstraint
+from ..multibody.constraints import (chain_transform, CouplingConstraint, ImplicitConstraint,
+                                     joint_positions)
 from ..spatial import cross_force, cross_motion, inverse_transform
 from .kinematics import update_transforms
 
@@ -129,8 +130,8 @@ def _locked(model, con):
 
 
 def _bodies(model, con):
-    if isinstance(con, CouplingConstraint):
-        return set(con.coefficients) | {int(model.parent[j]) for j in con.coefficients}
+    if isinstance(con, (CouplingConstraint, ImplicitConstraint)):
+        return set(con.bodies) | {int(model.parent[j]) for j in con.bodies}
     return {_end(con.pred_path, con.nca), _end(con.succ_path, con.nca)}
 
 
@@ -166,8 +167,20 @@ def _minimum_degree(model, constraint_bodies):
     return tuple(order), tuple(neighbours)
 
 
-def cut_rows(model, data, con):
-    """{body: K^l} and k of one constraint on body accelerations (body coordinates)."""
+def cut_rows(model, data, con, qd):
+    """{body: K^l} and k of one constraint on body accelerations (body coordinates), at the
+    spanning velocities qd."""
+    if isinstance(con, ImplicitConstraint):
+        # K x_dd = k over the joints' accelerations, each as a coupling's (below), k its bias
+        velocities = qd[[model.idx_v[b] for b in con.bodies]]
+        K, k = con.joint_rows(joint_positions(model, data), velocities, velocities)
+        blocks = {}
+        for column, j in enumerate(con.bodies):
+            KsT = np.outer(K[:, column], model.S[j][:, 0])
+            p = int(model.parent[j])
+            blocks[j] = blocks.get(j, 0.0) + KsT
+            blocks[p] = blocks.get(p, 0.0) - KsT @ data.Xup[j]
+        return blocks, k
     if isinstance(con, CouplingConstraint):
         # sum_j c_j qdd_j = 0 as a multi-link row (Sathya & Carpentier 2025 Remark 1):
         # qdd_j = S_j^T (a_j - Xup_j a_parent - c_j) for the unit S_j of a 1-DoF joint, and
@@ -213,7 +226,8 @@ def lcaba(model, data, q, qd, tau, settings=DEFAULT_SETTINGS, contacts=()):
     H, f, c = _first_forward_sweep(model, data, qd)
     f_tree = f.copy()
     a0 = np.concatenate((np.zeros(3), -model.gravity))
-    rows = [_rows_on_moving_bodies(cut_rows(model, data, con), a0) for con in plan.constraints]
+    rows = [_rows_on_moving_bodies(cut_rows(model, data, con, qd), a0)
+            for con in plan.constraints]
     rows += [_rows_on_moving_bodies(con.cut_rows(model, data), a0) for con in contacts]
     _add_penalty(H, f, rows, mu)
     steps = _backward_sweep(model, data, plan, H, f, c, tau, a0)

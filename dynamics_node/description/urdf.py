@@ -1,5 +1,5 @@
 """URDF+ reader (Chignoli, Slotine et al. 2024): plain URDF plus ``<loop>``, ``<coupling>`` and
-``independent=``.
+``independent=``, and ``<constraint>``: implicit relations phi(q) = 0 between joint positions.
 
 This module turns XML into plain description records and checks everything that can be checked
 element by element (names, numbers, types). Whole-graph checks (roots, loops, ranks) happen when
@@ -9,12 +9,14 @@ the model is built (``topology.py``, ``clusters.py``).
 from dataclasses import dataclass
 import math
 import os
+import re
 
 from lxml import etree
 import numpy as np
 
 from ..errors import cut, first_repeated, ModelError, quote
 from ..joint_types import TYPES
+from ..multibody.expressions import parse
 from ..spatial import rpy_matrix
 from .. import bounds
 
@@ -99,6 +101,13 @@ class CouplingSpec:
 
 
 @dataclass(frozen=True)
+class ImplicitSpec:
+    name: str
+    joints: tuple              # the joint of each variable, in order
+    tapes: tuple               # each residual parsed over the variables (multibody/expressions.py)
+
+
+@dataclass(frozen=True)
 class RobotSpec:
     name: str
     links: tuple
@@ -106,6 +115,7 @@ class RobotSpec:
     loops: tuple
     couplings: tuple
     warnings: tuple            # loadable oddities, e.g. inertias breaking the triangle inequality
+    implicit: tuple = ()       # <constraint> elements
 
 
 def read_urdf(source, strict=False):
@@ -121,12 +131,14 @@ def read_urdf(source, strict=False):
     joints = tuple(_read_joint(e) for e in root.findall('joint'))
     loops = tuple(_read_loop(e) for e in root.findall('loop'))
     couplings = tuple(_read_coupling(e) for e in root.findall('coupling'))
+    implicit = tuple(_read_implicit(e) for e in root.findall('constraint'))
     _unique('link', [x.name for x in links])
     _unique('joint', [x.name for x in joints])
-    _unique('constraint (<loop>/<coupling>)', [x.name for x in loops + couplings])
+    _unique('constraint (<loop>/<coupling>/<constraint>)',
+            [x.name for x in loops + couplings + implicit])
     if not links:
         raise ModelError('the robot has no <link>')
-    return RobotSpec(root.get('name', ''), links, joints, loops, couplings, warnings)
+    return RobotSpec(root.get('name', ''), links, joints, loops, couplings, warnings, implicit)
 
 
 def robot_element(source):
@@ -372,6 +384,34 @@ def _read_coupling(element):
     return CouplingSpec(name,
                         _link_reference(element.find('predecessor'), f'{where} <predecessor>'),
                         _link_reference(element.find('successor'), f'{where} <successor>'), ratio)
+
+
+def _read_implicit(element):
+    """<constraint name> with <variable name joint> elements and <residual> texts, each an
+    expression of the variables that vanishes on the mechanism (docs/urdf_plus.md)."""
+    name = _name(element, 'constraint')
+    where = f'constraint {quote(name)}'
+    variables = element.findall('variable')
+    residuals = element.findall('residual')
+    for what, found in (('<variable>', variables), ('<residual>', residuals)):
+        if not found or len(found) > bounds.IMPLICIT_SIZE:
+            raise ModelError(f'{where} has {len(found)} {what} elements; expected 1 to '
+                             f'{bounds.IMPLICIT_SIZE}')
+    symbols, joints = [], []
+    for variable in variables:
+        symbol, joint = variable.get('name'), variable.get('joint')
+        if not symbol or not re.fullmatch(r'[A-Za-z_]\w*', symbol) or not joint:
+            raise ModelError(f'{where}: <variable name="{cut(symbol or "")}" '
+                             f'joint="{cut(joint or "")}">; expected an identifier and a joint')
+        symbols.append(symbol)
+        joints.append(joint)
+    for kind, names in (('variable', symbols), ('joint of a variable', joints)):
+        twice = first_repeated(names)
+        if twice is not None:
+            raise ModelError(f'{where}: {kind} {quote(twice)} is named twice')
+    tapes = tuple(parse(r.text, symbols, f'{where} <residual> {i + 1}')
+                  for i, r in enumerate(residuals))
+    return ImplicitSpec(name, tuple(joints), tapes)
 
 
 def _ratio(element, attribute, where, default=None):

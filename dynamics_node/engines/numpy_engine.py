@@ -27,7 +27,7 @@ from ..faults import Fault, message
 from ..kernels.codes import ACCELERATION_VIOLATION, LCABA_REJECTED, LIFT_SINGULAR, NOT_FINITE, OK
 from ..algorithms.regressor import regressor
 from ..algorithms.rnea import rnea
-from ..multibody.constraints import constraint_jacobian
+from ..multibody.constraints import rows_at
 from ..spatial import SWAP_LINEAR_ANGULAR
 from ..validation import all_finite, independent_velocities, positions, vector
 from .contract import Engine
@@ -218,7 +218,7 @@ class ReferencePath(Engine):
         violation, _, cluster = model.couplings.worst_velocity_violation(v)
         for c, (v0, v1) in zip(model.cluster_list, model.v_range):
             if not c.linear:
-                K, _ = constraint_jacobian(c, self.data.Xup, model.S, np.zeros(c.n))
+                K, _ = rows_at(model, self.data, c, np.zeros(c.n))
                 residual = np.max(np.abs(K[c.active_rows] @ v[v0:v1]))
                 if residual > violation:
                     violation, cluster = residual, c.name

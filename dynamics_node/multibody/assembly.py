@@ -35,9 +35,13 @@ class ClusterPose:
 
     def residual(self, rows):
         """phi at the active rows of the cluster's constraints."""
-        phi = np.concatenate([c.residual(self.Xup, lambda b: self.q[b][0])
+        phi = np.concatenate([c.residual(self.Xup, self.position)
                               for c in self.cluster.constraints])
         return phi[rows]
+
+    def position(self, body):
+        """The (first) coordinate of a body's joint."""
+        return self.q[body][0]
 
     def move(self, dv, scale):
         """q <- q (+) (-scale dv) for the cluster's spanning velocity step dv (joints.retract)."""
@@ -61,15 +65,20 @@ class ClusterPose:
 
 def project(pose, jacobian, rows):
     """Move pose to a closed configuration by damped minimum-norm Gauss-Newton steps over all of
-    the cluster's coordinates (jacobian(Xup): K over them); returns the final max |phi| (at most
-    TOLERANCE where it closed)."""
+    the cluster's coordinates (jacobian(pose): K over them); returns the final max |phi| (at most
+    TOLERANCE where it closed; inf where an implicit constraint is not finite at the start)."""
     phi = pose.residual(rows)
+    if not np.all(np.isfinite(phi)):
+        return np.inf
     slow = 0
     for _ in range(MAX_STEPS):
         worst = np.max(np.abs(phi), initial=0.0)
         if worst <= TOLERANCE or slow == STALL_STEPS:
             return worst
-        dv = np.linalg.lstsq(jacobian(pose.Xup)[rows], phi, rcond=None)[0]
+        K = jacobian(pose)[rows]
+        if not np.all(np.isfinite(K)):
+            return worst
+        dv = np.linalg.lstsq(K, phi, rcond=None)[0]
         start, scale = dict(pose.q), min(1.0, MAX_STEP / max(np.max(np.abs(dv)), 1e-300))
         while True:
             pose.move(dv, scale)
@@ -95,13 +104,17 @@ def settle(pose, jacobian, rows):
     """Move pose to a minimum of |phi|^2 by Levenberg-Marquardt steps (Marquardt's scaling by the
     diagonal of K^T K), where the projection stalls: a closed configuration if one lies downhill,
     else the smallest residual the loops can reach together, which shows whether they can close
-    at all. Returns the final max |phi|."""
+    at all. Returns the final max |phi| (inf where it is not finite at the start)."""
     phi = pose.residual(rows)
+    if not np.all(np.isfinite(phi)):
+        return np.inf
     damping = 1e-3
     for _ in range(SETTLE_STEPS):
         if np.max(np.abs(phi), initial=0.0) <= TOLERANCE or damping > 1e12:
             break
-        K = jacobian(pose.Xup)[rows]
+        K = jacobian(pose)[rows]
+        if not np.all(np.isfinite(K)):
+            break
         normal = K.T @ K
         dv = np.linalg.solve(normal + damping * np.diag(np.diag(normal) + 1e-12), K.T @ phi)
         start = dict(pose.q)

@@ -17,9 +17,10 @@ from ..joint_types import TYPES
 from ..spatial import pose_transform
 from .assembly import (ClusterPose, project, random_start, settle, START_SPANS,
                        TOLERANCE as CLOSURE_TOLERANCE)
-from .constraints import cluster_jacobian, CouplingConstraint, explicit_jacobian, LoopConstraint
+from .constraints import (cluster_jacobian, CouplingConstraint, explicit_jacobian,
+                          ImplicitConstraint, LoopConstraint)
 from .elimination import elimination_plan, EliminationPlan
-from .joints import retract
+from .joints import neutral_position, retract
 from .reference import reference_configuration
 
 RANK_TOLERANCE = 1e-9          # relative singular-value threshold of the rank-revealing steps
@@ -135,7 +136,33 @@ def build_constraints(spec, tree):
         constraints.append((CouplingConstraint(f'mimic:{joint.name}', coefficients,
                                                joint.mimic.offset),
                             _edges(J, K, tree.path_from(top, J), tree.path_from(top, K))))
+    for implicit in spec.implicit:
+        where = f'constraint {quote(implicit.name)}'
+        bodies = []
+        for name in implicit.joints:
+            if name not in joint_body:
+                raise ModelError(f'{where} names unknown joint {quote(name)}')
+            joint = tree.bodies[joint_body[name]].joint
+            if not TYPES[joint.type].kind:
+                raise ModelError(f'{where} involves {joint.type} joint {quote(name)}; its '
+                                 'variables are positions of 1-DoF joints')
+            bodies.append(joint_body[name])
+        top = _common_ancestor(tree, [tree.parent[b] for b in bodies])
+        paths = [tree.path_from(top, b) for b in bodies]
+        edges = [edge for i in range(len(bodies) - 1)
+                 for edge in _edges(bodies[i], bodies[i + 1], paths[i], paths[i + 1])]
+        constraint = ImplicitConstraint(implicit.name, bodies, implicit.tapes)
+        constraint.check_zero_position(where)
+        constraints.append((constraint, tuple(edges)))
     return constraints
+
+
+def _common_ancestor(tree, bodies):
+    """The nearest common ancestor of several bodies."""
+    top = bodies[0]
+    for body in bodies[1:]:
+        top = tree.nearest_common_ancestor(top, body)
+    return top
 
 
 def mimicking(spec, joint_body):
@@ -298,8 +325,8 @@ def _check_dependent_flags(tree, components, owned):
                      for bodies, cons in zip(components, owned) if not cons
                      for b in bodies if tree.bodies[b].joint.independent is False]
     if unconstrained:
-        raise ModelError(f'joints {unconstrained} are marked independent="false" but no <loop> or '
-                         '<coupling> constrains them')
+        raise ModelError(f'joints {unconstrained} are marked independent="false" but no <loop>, '
+                         '<coupling> or <constraint> constrains them')
 
 
 def _split_coordinates(cluster, tree, rng, followers, leaders):
@@ -310,8 +337,12 @@ def _split_coordinates(cluster, tree, rng, followers, leaders):
     followers are taken first, then the joints farthest from the cluster's root."""
     bodies = cluster.bodies
     jacobian = cluster_jacobian(cluster, tree)
-    open_samples = [jacobian(ClusterPose(cluster, tree, random_start(cluster, tree, rng)).Xup)
-                    for _ in range(RANK_SAMPLES)]
+    starts = [ClusterPose(cluster, tree, random_start(cluster, tree, rng))
+              for _ in range(RANK_SAMPLES)]
+    open_samples = [K for K in map(jacobian, starts) if np.all(np.isfinite(K))]
+    if not open_samples:        # an implicit constraint's domain (finite at the zero position)
+        open_samples = [jacobian(ClusterPose(cluster, tree, {
+            b: neutral_position(tree.bodies[b].joint.type) for b in bodies}))]
     scale = max(1.0, max(np.abs(K).max() for K in open_samples))
     active = np.flatnonzero(np.max([np.abs(K).max(axis=1) for K in open_samples], axis=0)
                             > RANK_TOLERANCE * scale)
@@ -391,7 +422,7 @@ def _closed_samples(cluster, tree, jacobian, active, rng, describe):
     def sample(pose):
         residual = project(pose, jacobian, active)
         if residual <= CLOSURE_TOLERANCE:
-            closed.append((pose.q, jacobian(pose.Xup)[active]))
+            closed.append((pose.q, jacobian(pose)[active]))
         return residual
 
     for start in range(CLOSURE_STARTS):
@@ -404,7 +435,7 @@ def _closed_samples(cluster, tree, jacobian, active, rng, describe):
     if not closed:
         pose = best[1]
         if settle(pose, jacobian, active) <= CLOSURE_TOLERANCE:
-            closed.append((pose.q, jacobian(pose.Xup)[active]))
+            closed.append((pose.q, jacobian(pose)[active]))
             for _ in range(CLOSURE_STARTS):
                 if len(closed) == RANK_SAMPLES:
                     break
@@ -414,7 +445,7 @@ def _closed_samples(cluster, tree, jacobian, active, rng, describe):
                                    tree.bodies[b].joint.type].nv))
                     for b, q_b in closed[0][0].items()}))
     if not closed:
-        gaps = [np.max(np.abs(c.residual(pose.Xup, lambda b: pose.q[b][0])))
+        gaps = [np.max(np.abs(c.residual(pose.Xup, pose.position)))
                 for c in cluster.constraints]
         worst = int(np.argmax(gaps))
         raise ModelError(

@@ -25,8 +25,10 @@ w_r(u) the relative angular velocity in P:
 
 import numpy as np
 
+from ..errors import ModelError
 from ..spatial import cross_motion, inverse_transform, rotation_log
 from ..joint_types import TYPES
+from .expressions import directional
 from .joints import motion_subspace, plane_frame
 
 # A loop type's constrained directions in the predecessor loop frame P (axis frame (e1, e2, axis))
@@ -132,7 +134,7 @@ class LoopConstraint:
                 a = a + cross_motion(u, vJ)         # d/dt (s qd) = u x (s qd), s fixed in the body
         return X, columns, v, u, a
 
-    def evaluate(self, Xup, S, col, n, qd, along=None):
+    def evaluate(self, Xup, S, col, n, qd, along=None, positions=None):
         """K (rows x n) over the cluster's spanning velocities and k = -Kdot(along) qd at
         velocities qd (k = 0 for qd None: K alone; along defaults to qd: the bias)."""
         along = qd if along is None else along
@@ -174,7 +176,7 @@ class LoopConstraint:
             dAuw = dAuw + cross_motion(Adu, sw) + cross_motion(Uu, cross_motion(Ud, sw))
         return Ud, Uu, Uw, Adu, Adw, Auw, dAuw
 
-    def bias_rate(self, Xup, S, col, delta, u, w):
+    def bias_rate(self, Xup, S, col, delta, u, w, positions=None):
         """d/ddelta of k(u, w) = -Kdot(u) w, u and w held: the constraint's third-order term,
         which the derivatives of the loops' bias g need (algorithms/derivatives.py).
 
@@ -237,14 +239,14 @@ class CouplingConstraint:
         self.rows = 1
         self.bodies = tuple(coefficients)
 
-    def evaluate(self, Xup, S, col, n, qd, along=None):
+    def evaluate(self, Xup, S, col, n, qd, along=None, positions=None):
         """K (1 x n) over the cluster's spanning velocities and k = 0 (a linear relation)."""
         K = np.zeros((1, n))
         for body, c in self.coefficients.items():
             K[0, col[body]] += c
         return K, np.zeros(1)
 
-    def bias_rate(self, Xup, S, col, delta, u, w):
+    def bias_rate(self, Xup, S, col, delta, u, w, positions=None):
         """0: a linear relation has no bias."""
         return np.zeros(1)
 
@@ -254,24 +256,93 @@ class CouplingConstraint:
                          + self.offset])
 
 
-def constraint_jacobian(cluster, Xup, S, qd=None, along=None):
+class ImplicitConstraint:
+    """<constraint>: residuals phi_r(x) = 0 of the positions x of named 1-DoF joints, parsed into
+    tapes and differentiated exactly in multi-dual numbers (expressions.py): K row r is dphi_r/dx
+    (one direction e_j per variable), -Kdot(u) w = -d^2 phi_r[u, w] (the bias at u = w = qd) and
+    its rate along delta -d^3 phi_r[delta, u, w]."""
+
+    def __init__(self, name, bodies, tapes):
+        self.name = name
+        self.bodies = tuple(bodies)        # the joints' bodies, in the order of the variables
+        self.tapes = tuple(tapes)
+        self.rows = len(tapes)
+
+    def joint_rows(self, positions, u=None, w=None):
+        """K over the variables (rows x variables) and, given the variables' velocities u and w,
+        -Kdot(u) w (zeros without)."""
+        x = [positions(body) for body in self.bodies]
+        unit = np.eye(len(x))
+        K = np.array([[directional(tape, x, (e,))[1] for e in unit] for tape in self.tapes])
+        if u is None:
+            return K, np.zeros(self.rows)
+        return K, np.array([-directional(tape, x, (u, w))[3] for tape in self.tapes])
+
+    def check_zero_position(self, where):
+        """ModelError unless every residual and its gradient are finite at the zero position."""
+        K, phi = self.joint_rows(lambda body: 0.0)[0], self.residual(None, lambda body: 0.0)
+        for row in range(self.rows):
+            if not (np.isfinite(phi[row]) and np.all(np.isfinite(K[row]))):
+                raise ModelError(f'{where} <residual> {row + 1} or its gradient is not finite at '
+                                 'the zero position of its joints; expected an expression defined '
+                                 'there (a division by zero, or a function outside its domain?)')
+
+    def evaluate(self, Xup, S, col, n, qd, along=None, positions=None):
+        """K (rows x n) over the cluster's spanning velocities and k = -Kdot(along) qd."""
+        columns = [col[b] for b in self.bodies]
+        velocities = (() if qd is None
+                      else ((qd if along is None else along)[columns], qd[columns]))
+        rows, k = self.joint_rows(positions, *velocities)
+        K = np.zeros((self.rows, n))
+        K[:, columns] = rows
+        return K, k
+
+    def bias_rate(self, Xup, S, col, delta, u, w, positions=None):
+        """d/ddelta of k(u, w): -d^3 phi[delta, u, w]."""
+        columns = [col[b] for b in self.bodies]
+        x = [positions(body) for body in self.bodies]
+        return np.array([-directional(tape, x, (delta[columns], u[columns], w[columns]))[7]
+                         for tape in self.tapes])
+
+    def residual(self, Xup, q_of_body):
+        """phi(x)."""
+        x = [q_of_body(body) for body in self.bodies]
+        return np.array([directional(tape, x, ())[0] for tape in self.tapes])
+
+
+def constraint_jacobian(cluster, Xup, S, qd=None, along=None, positions=None):
     """Stacked K and k = -Kdot(along) qd of a cluster's constraints (all rows) at the given
-    transforms and velocities (K alone, k = 0, without qd; along defaults to qd: the bias)."""
-    blocks = [c.evaluate(Xup, S, cluster.col, cluster.n, qd, along) for c in cluster.constraints]
+    transforms (and joint positions, body -> q, which implicit constraints read) and velocities
+    (K alone, k = 0, without qd; along defaults to qd: the bias)."""
+    blocks = [c.evaluate(Xup, S, cluster.col, cluster.n, qd, along, positions)
+              for c in cluster.constraints]
     return np.vstack([K for K, _ in blocks]), np.concatenate([k for _, k in blocks])
 
 
-def bias_rate(cluster, Xup, S, delta, u, w):
+def bias_rate(cluster, Xup, S, delta, u, w, positions=None):
     """Stacked d/ddelta k(u, w) of a cluster's constraints (all rows), u and w held."""
-    return np.concatenate([c.bias_rate(Xup, S, cluster.col, delta, u, w)
+    return np.concatenate([c.bias_rate(Xup, S, cluster.col, delta, u, w, positions)
                            for c in cluster.constraints])
 
 
+def joint_positions(model, data):
+    """body -> its joint's position (the first coordinate) at the positions of the last
+    update_transforms (algorithms/kinematics.py)."""
+    return lambda body: data.q[model.idx_q[body]]
+
+
+def rows_at(model, data, cluster, qd=None, along=None):
+    """constraint_jacobian of a cluster at the transforms and joint positions of the last
+    update_transforms."""
+    return constraint_jacobian(cluster, data.Xup, model.S, qd, along, joint_positions(model, data))
+
+
 def cluster_jacobian(cluster, tree):
-    """K(Xup) of a cluster's constraints over its spanning velocities (all rows)."""
+    """K(pose) of a cluster's constraints over its spanning velocities (all rows) at a ClusterPose
+    (assembly.py)."""
     S = {b: motion_subspace(tree.bodies[b].joint.type, tree.bodies[b].joint.axis)
          for b in cluster.bodies}
-    return lambda Xup: constraint_jacobian(cluster, Xup, S)[0]
+    return lambda pose: constraint_jacobian(cluster, pose.Xup, S, positions=pose.position)[0]
 
 
 def explicit_jacobian(K, dependent, independent):

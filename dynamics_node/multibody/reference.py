@@ -53,7 +53,7 @@ def reference_configuration(cluster, tree, jacobian, closed, describe):
         for start in starts:
             pose = ClusterPose(cluster, tree, start)
             if project(pose, jacobian, rows) <= CLOSURE_TOLERANCE:
-                K = jacobian(pose.Xup)[rows]
+                K = jacobian(pose)[rows]
                 gain = (amplification(K, cluster.dependent, cluster.independent)
                         if regular(cluster, K) else np.inf)
                 yield pose.q, gain
@@ -154,7 +154,7 @@ def _probes(cluster, tree, q):
         probe = REFERENCE_PROBE_LENGTH if kinds[column] == 'translational' else REFERENCE_PROBE
         for sign in (1.0, -1.0):
             pose.restore(q)
-            K, left, largest = jacobian(pose.Xup)[rows], probe, 1.0
+            K, left, largest = jacobian(pose)[rows], probe, 1.0
             for _ in range(PROBE_STEPS):
                 step = np.zeros(cluster.n)
                 step[column], step[dependent] = 1.0, explicit_jacobian(K, dependent,
@@ -169,10 +169,10 @@ def _probes(cluster, tree, q):
                         break           # closed, or Newton's method does not converge
                     previous = worst
                     step = np.zeros(cluster.n)
-                    step[dependent] = np.linalg.lstsq(jacobian(pose.Xup)[rows][:, dependent],
+                    step[dependent] = np.linalg.lstsq(jacobian(pose)[rows][:, dependent],
                                                       phi, rcond=None)[0]
                     pose.move(step, 1.0)
-                K, left = jacobian(pose.Xup)[rows], left - length
+                K, left = jacobian(pose)[rows], left - length
                 if np.max(np.abs(pose.residual(rows))) > CLOSURE_TOLERANCE \
                         or not regular(cluster, K):
                     largest = np.inf

@@ -81,7 +81,7 @@ def test_dependent_joints_without_constraints_are_named():
                 joint('jb', 'a', 'b', attributes='independent="false"'))
     with pytest.raises(ModelError,
                        match=r"joints \['ja', 'jb'\] are marked independent=\"false\" but no "
-                             r"<loop> or <coupling> constrains them"):
+                             r"<loop>, <coupling> or <constraint> constrains them"):
         load_model(xml)
 
 
