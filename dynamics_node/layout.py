@@ -15,8 +15,8 @@ from .algorithms.kinematics import forward_pass, update_transforms
 from .errors import first_repeated, ModelError, quote
 from .joint_types import NQ, NV
 from .multibody.clusters import mimic_roles, mimic_warnings
-from .engines import numba_available
-from .multibody.constraints import amplification, CouplingConstraint, ImplicitConstraint, rows_at
+from .multibody.constraints import (amplification, CouplingConstraint, ImplicitConstraint,
+                                    LoopConstraint, rows_at)
 from .multibody.reference import neighbourhood_amplification, REFERENCE_PROBE, regular
 from .multibody.couplings import LinearConstraints
 from .multibody.joints import motion_subspace, neutral_position
@@ -130,13 +130,11 @@ def lay_out(model, spec, tree, clusters):
     model.clusters = tuple(describe(model, c, tree) for c in clusters)
     # q-dependent K
     model.loop_bodies = tuple(b for c in clusters if not c.linear for b in c.bodies)
-    # (constraint, cluster) names as the position checks number them (kernels/flat/checks.py):
-    # the loops of the loop clusters, then every coupling
+    # (constraint, cluster) names as the position checks number them (kernels/checks.py
+    # worst_constraint): the loops, every coupling, then the implicit constraints
     model.checked_constraints = tuple(
-        [(con.name, c.name) for c in clusters if not c.linear for con in c.constraints
-         if not isinstance(con, CouplingConstraint)]
-        + [(con.name, c.name) for c in clusters for con in c.constraints
-           if isinstance(con, CouplingConstraint)])
+        (con.name, c.name) for kind in (LoopConstraint, CouplingConstraint, ImplicitConstraint)
+        for c in clusters for con in c.constraints if isinstance(con, kind))
     model.couplings = LinearConstraints(model)       # the coupling-only clusters as A q + b = 0
     model.passive_joint_names = tuple(passive_joints(tree, clusters, model.joint_role,
                                                      mimic_roles(spec, tree)[1]))
@@ -149,18 +147,6 @@ def lay_out(model, spec, tree, clusters):
         [y for y, v in enumerate(model.independent_v)
          if model.joint_names[_body_of_entry(model.idx_v, v) - 1] in actuated], dtype=int))
     model.G_constant = model.couplings.G             # constant G_k of coupling-only clusters
-
-
-def engine_choice(clusters, compiled):
-    """Whether the model runs on the compiled engine: where numba is installed (compiled None),
-    unless a cluster has an implicit <constraint>, whose residual expressions only the NumPy
-    reference evaluates."""
-    implicit = [con.name for c in clusters for con in c.constraints
-                if isinstance(con, ImplicitConstraint)]
-    if implicit and compiled:
-        raise ModelError(f'constraint {quote(implicit[0])} is an implicit <constraint>, which '
-                         'the compiled engine does not evaluate; load with compiled=False')
-    return numba_available() and not implicit if compiled is None else bool(compiled)
 
 
 def hold(model, clusters):

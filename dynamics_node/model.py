@@ -12,14 +12,15 @@ from .algorithms.lcaba import DEFAULT_SETTINGS, ProximalSettings
 from . import contacts as contact_routes
 from .data import Data, ThreadWorkspace
 from .derivatives import Derivatives
+from .engines import numba_available
 from .errors import ModelError
 from .faults import (BIAS, error, Fault, FORWARD, GRAVITY, INVERSE, INVERSE_OSIM, link_call,
                      MASS_MATRIX, message, vectors)
 from .forward_dynamics import (AUTO, call, check_method, check_settings, LCABA_RESIDUAL,
                                lcaba_is_cheaper, raise_first, route, set_wrenches)
 from .kernels.codes import ACCELERATION_VIOLATION, OK
-from .layout import (checked_amplification_limit, checked_link, checked_links, engine_choice,
-                     frozen, hold, independent_positions, lay_out, near_singularity, reference)
+from .layout import (checked_amplification_limit, checked_link, checked_links, frozen, hold,
+                     independent_positions, lay_out, near_singularity, reference)
 from .multibody.clusters import AMPLIFICATION_LIMIT, build_clusters
 from .multibody.topology import SpanningTree
 from .validation import (accepted_weights, check_finite, checked_weights, external_forces,
@@ -40,7 +41,7 @@ class Model(WholeBodyTerms, Derivatives):
         lay_out(self, spec, tree, clusters)
         # method 'auto' starts with LCABA
         self._auto_settings = DEFAULT_SETTINGS if lcaba_is_cheaper(self) else None
-        self.compiled = engine_choice(clusters, compiled)
+        self.compiled = numba_available() if compiled is None else bool(compiled)
         self._flat = None                     # the compiled model (flat.FlatModel), at first use
         self.gravity = np.array([0.0, 0.0, -9.81])
         self._zero_y = frozen(np.zeros(self.ny))

@@ -16,11 +16,9 @@ sys.path.insert(0, os.path.dirname(__file__))
 
 from dynamics_node import bundled_model, bundled_models, load_model  # noqa: E402
 from oracle import KKTOracle  # noqa: E402
-from tello import tello_oracle, TELLO_ROBOTS  # noqa: E402
+from tello import tello_oracle, TELLO_ROBOTS  # noqa: E402   the differentials' phi
 
-# The bundled robots that both engines run (Tello's implicit differentials run on the NumPy
-# reference only: test_implicit_constraints.py).
-ROBOTS = [name for name in bundled_models() if name not in TELLO_ROBOTS]
+ROBOTS = bundled_models()
 # Agreement with the independent oracle: double-precision round-off through ~40-body recursions and
 # dense factorizations stays far below this.
 RTOL = 1e-9

@@ -2,8 +2,9 @@
 its FlatData ``d`` and a CheckPlan ``c`` (flat/checks.py).
 
 ``accept_positions`` accepts or refers: True where q certainly passes validation.positions (unit
-quaternions, normalized in place; couplings and loops closed within tolerance, with
-LoopConstraint.residual's phi), False otherwise, where validation.py's NumPy check runs and raises
+quaternions, normalized in place; couplings, loops and implicit constraints closed within
+tolerance, with LoopConstraint.residual's phi), False otherwise, where validation.py's NumPy
+check runs and raises
 the error naming the constraint. ``velocity_violation`` is validation.independent_velocities'
 measure max |K v| over the coupling rows and the LOOP clusters' active rows (K of
 kinematics.constraint_rows); ``constraint_violation`` measures it with the K that an algorithm's
@@ -15,6 +16,7 @@ import math
 from numba import njit, types
 
 from .cache import key_on_helpers
+from .expressions import implicit_phi, violation
 from .kinematics import (constraint_rows, LOOP, loop_ends_at_outputs, loop_output_transforms,
                          update_transforms)
 from .spatial import product, relative, rotated_back, transform_at
@@ -138,8 +140,8 @@ def accept_positions(m, d, c, q, closure, tolerance, bound):
     unit = normalize_quaternions(m, q)
     if not closure:
         return unit
-    if len(c.rotation_mode):               # before any refusal: the NumPy check may still accept q
-        update_transforms(m, d, q)
+    if len(c.rotation_mode) or len(m.implicit_of):    # before any refusal: the NumPy check may
+        update_transforms(m, d, q)                       # still accept q
     return unit and couplings_closed(c, q, tolerance) and loops_closed(m, d, c, tolerance, True)
 
 
@@ -181,8 +183,8 @@ def unit_quaternions(m, q):
 @njit(error_model='numpy')
 def worst_constraint(m, d, c, q):
     """(constraint, violation) of the constraint farthest from closed at q and d.Xup: constraints
-    numbered loops first (l), then couplings (nl + r), as flat/checks.py lists them; the residuals
-    of validation.positions."""
+    numbered loops first (l), then couplings (nl + r), then implicit constraints (nl + nr + i), as
+    Model.checked_constraints lists them; the residuals of validation.positions."""
     loops, worst, which = len(c.rotation_mode), 0.0, -1
     if loops:
         loop_output_transforms(m, d)
@@ -196,6 +198,10 @@ def worst_constraint(m, d, c, q):
         phi = abs(coupling_residual(b, q_rows, q_index, q_coefficient, row, q))
         if phi > worst or which < 0:
             worst, which = phi, loops + row
+    for row in range(len(m.implicit_of)):
+        phi = violation(implicit_phi(m, d, row))
+        if phi > worst or which < 0:
+            worst, which = phi, loops + len(b) + m.implicit_of[row]
     return which, worst
 
 
@@ -213,7 +219,10 @@ def couplings_closed(c, q, tolerance):
 def loops_closed(m, d, c, tolerance, transforms):
     """Every loop within tolerance at d.Xup (loop_residuals): with transforms, at the Xo of the
     LOOP clusters' bodies; without, at the loop ends an algorithm left (constraint_rows, LCABA's
-    loop_rows: kernels/calls.py)."""
+    loop_rows: kernels/calls.py). Every implicit constraint within tolerance at d.q_body."""
+    for row in range(len(m.implicit_of)):
+        if not violation(implicit_phi(m, d, row)) <= tolerance:
+            return False
     loops = len(c.rotation_mode)
     if loops == 0:
         return True

@@ -24,6 +24,7 @@ from numba import njit
 from .borrowed import borrowed
 from .cache import key_on_helpers
 from .checks import accept_positions, coupling_residual, loop_residuals, POSITION_BOUND, REFER
+from .expressions import implicit_phi
 from .joints import retract
 from .kinematics import (AMPLIFIED, body_transforms, constraint_rows, LOOP, loop_constraint,
                          loop_ends_at_outputs, OK, output_transforms)
@@ -43,7 +44,7 @@ key_on_helpers(__file__)
 @njit(error_model='numpy')
 def residual(m, d, c, k, q, phi):
     """The active rows of phi(q) of cluster k into phi (completion._residual); returns |phi|^2 and
-    max |phi|."""
+    max |phi|, both inf where phi is not finite (an implicit constraint outside its domain)."""
     body_transforms(m, d, q, m.body_range[k, 0], m.body_range[k, 1])    # all the loops need
     output_transforms(m, d, m.body_range[k, 0], m.body_range[k, 1])
     loop_ends_at_outputs(m, d, m.loop_range[k, 0], m.loop_range[k, 1])
@@ -53,10 +54,14 @@ def residual(m, d, c, k, q, phi):
     for e in range(len(b)):
         if coupling_cluster[e] == k:
             rows[coupling_row[e]] = coupling_residual(b, q_rows, q_index, q_coefficient, e, q)
+    for row in range(m.implicit_range[k, 0], m.implicit_range[k, 1]):
+        rows[m.implicit_phi_row[row]] = implicit_phi(m, d, row)
     squares, worst = 0.0, 0.0
     for a in range(m.n_active[k]):
         phi[a] = rows[active[a]]
         squares, worst = squares + phi[a] * phi[a], max(worst, abs(phi[a]))
+    if not squares < math.inf:
+        return math.inf, math.inf
     return squares, worst
 
 

@@ -15,6 +15,7 @@ from numba import njit
 
 from .cache import key_on_helpers
 from .aba import aba, spanning_accelerations
+from .expressions import implicit_bias_rate
 from .frames import link_transforms
 from .joints import joint_column, joint_nv
 from .kinematics import constraint_bias, kinematics, LOOP, loop_constraint, OK, SINGLE
@@ -226,7 +227,8 @@ def bias_rate(m, d, k, delta, u, w, out):
     """d/ddelta of -Kdot(u) w (constraint_bias) over the active rows of LOOP cluster k into out,
     u and w held (constraints.LoopConstraint.bias_rate): zero on the coupling rows; on a loop's,
     Psi^T (dr - v_P(delta) x r); a universal loop's first row d(n . r) plus the rate of its
-    turning term, a1 turning with P and a2 with S."""
+    turning term, a1 turning with P and a2 with S; an implicit constraint's rows
+    -d^3 phi[delta, u, w] (kernels/expressions.py)."""
     joint, col, loop_path, loop_path_len, loop_active, universal = m.joint, m.col, m.loop_path, \
         m.loop_path_len, m.loop_active, m.loop_universal
     joint_o, Psi_o, loop_a = d.joint_o, d.Psi_o, d.loop_a
@@ -259,6 +261,7 @@ def bias_rate(m, d, k, delta, u, w, out):
                        + dot3(a1, xu) * (dot3(da2, yw) + dot3(a2, dyw))
                        - (dot3(da1, a2) + dot3(a1, da2)) * dot3(xu, yw)
                        - dot3(a1, a2) * (dot3(dxu, yw) + dot3(xu, dyw)))
+    implicit_bias_rate(m, d, k, delta, u, w, out)
 
 
 @njit(inline='always', error_model='numpy')

@@ -10,6 +10,7 @@ from numba import njit
 
 from .cache import key_on_helpers
 from .codes import AMPLIFIED, D_ILL_CONDITIONED, D_NOT_POSITIVE, OK, SINGULAR_SPLIT  # noqa: F401
+from .expressions import implicit_bias, implicit_rows
 from .joints import joint_column, joint_motion, joint_nv, joint_transform
 from .linalg import dependent_least_squares, qr_solve
 from .spatial import (add_scaled, compose, cross_motion, dot6, IDENTITY, inverse_motion, product,
@@ -34,8 +35,9 @@ def body_transforms(m, d, q, b0, b1):
     E[c] = cos t E_T[c] - sin t E_T[b], r = r_T."""
     joint, axes, coordinate_axis, idx_q, tree_E, tree_r = m.joint, m.axes, m.coordinate_axis, \
         m.idx_q, m.tree_E, m.tree_r
-    Xup_E, Xup_r, EJ = d.Xup_E, d.Xup_r, d.E3
+    Xup_E, Xup_r, EJ, q_body = d.Xup_E, d.Xup_r, d.E3, d.q_body
     for i in range(b0, b1):
+        q_body[i] = q[idx_q[i]]                   # read by the implicit constraints
         a = coordinate_axis[i]
         if a < 0:
             rJ = joint_transform(joint[i], axes[i], q, idx_q[i], EJ)
@@ -122,7 +124,8 @@ def constraint_rows(m, d, k):
     (d.Psi_o), which constraint_bias reads too. LoopConstraint works in NCA coordinates; a change
     of coordinates at the instant leaves Psi^T J and k as they are (Psi maps as a force, the
     columns as motions). A universal loop's first row n = a1 x a2 turns with both bodies: a1 fixed
-    in the predecessor, a2 in the successor (into d.loop_a; LoopConstraint.directions)."""
+    in the predecessor, a2 in the successor (into d.loop_a; LoopConstraint.directions). Then the
+    rows of its implicit constraints (kernels/expressions.py)."""
     joint, axes, col, loop_path, loop_path_len, loop_active = m.joint, m.axes, m.col, \
         m.loop_path, m.loop_path_len, m.loop_active
     loop_E, loop_r, loop_Psi, universal, loop_axes, loop_ends = m.loop_E, m.loop_r, m.loop_Psi, \
@@ -166,6 +169,7 @@ def constraint_rows(m, d, k):
                     c = col[body] + j
                     for row in range(rows):
                         K[a0 + row, c] += sign * dot6(Psi_o[lp, row], joint_o[body, j])
+    implicit_rows(m, d, k, K)
 
 
 @njit(inline='always', error_model='numpy')
@@ -193,7 +197,8 @@ def constraint_bias(m, d, k, along, qd, bias):
     each loop, Psi^T (v_P(along) x (v_S - v_P) - (a_S - a_P)) with the paths' velocities and bias
     accelerations (branch_motion), from the columns and Psi of constraint_rows; a universal loop's
     first row adds (a1.w_r(along))(a2.w_r) - (a1.a2)(w_r(along).w_r), w_r = w_S - w_P
-    (constraints.py)."""
+    (constraints.py); an implicit constraint's rows -d^2 phi[along, qd]
+    (kernels/expressions.py)."""
     joint, col, loop_path, loop_path_len, loop_active, universal = m.joint, m.col, m.loop_path, \
         m.loop_path_len, m.loop_active, m.loop_universal
     joint_o, Psi_o, loop_a = d.joint_o, d.Psi_o, d.loop_a
@@ -218,6 +223,7 @@ def constraint_bias(m, d, k, along, qd, bias):
                          * (a2[0] * w0 + a2[1] * w1 + a2[2] * w2)
                          - (a1[0] * a2[0] + a1[1] * a2[1] + a1[2] * a2[2])
                          * (u0 * w0 + u1 * w1 + u2 * w2))
+    implicit_bias(m, d, k, along, qd, bias)
 
 
 @njit(error_model='numpy')

@@ -23,9 +23,10 @@ be reloaded after every store into H (the compiler cannot rule out aliasing). Ea
 fields it uses into locals first: numba emits no alias information, so a field read after a store
 into any buffer would be loaded again through the struct (the fields are BorrowedArrays,
 borrowed.py: nothing is reference counted). The sweeps call no other kernel (but
-constraint_penalties its three row kernels) and divide without checks (error_model='numpy': inf or
-nan, never an exception). fastmath={'contract'} fuses a * b + c into one rounding (FMA).
-No kernel allocates. ``lcaba`` returns OK or NOT_POSITIVE (w.info: the body) instead of raising.
+constraint_penalties its row kernels; the implicit constraints' rows evaluate their tapes) and
+divide without checks (error_model='numpy': inf or nan, never an exception).
+fastmath={'contract'} fuses a * b + c into one rounding (FMA). No kernel allocates. ``lcaba``
+returns OK or NOT_POSITIVE (w.info: the body) instead of raising.
 
 The kernels reuse the kernels's helpers, so numba's cache of this file is keyed on every kernel
 module (kernels/cache.py): a change of the kernels recompiles these kernels too.
@@ -36,6 +37,7 @@ import math
 from numba import njit
 
 from .cache import key_on_helpers
+from .expressions import implicit_cut_rows
 from .joints import joint_nv
 from .kinematics import set_loop_ends, update_transforms
 from .spatial import (add_rigid_matrix, cross_force, cross_motion, dot6, inverse_motion,
@@ -102,14 +104,16 @@ def first_forward_sweep(m, d, p, w, qd, f_ext):
 
 
 @njit(error_model='numpy', fastmath={'contract'})
-def constraint_penalties(d, p, w, mu, a0):
+def constraint_penalties(m, d, p, w, mu, a0):
     """Cut rows K, k of every constraint (lcaba.cut_rows; the kept ones, p.con_rows) and contact
     (contacts.ContactFrames.cut_rows) and their penalty in H and f (eqs. 20, 25, 35); the velocity
-    violation max |K qd| of the loops and couplings into w.violation."""
+    violation max |K qd| of the loops, couplings and implicit constraints into w.violation."""
     w.violation[0] = 0.0
     for con in range(len(p.con_rows)):
         if p.con_contact[con] >= 0:
             contact_rows(d, p, w, con)
+        elif p.con_implicit[con] >= 0:
+            implicit_cut_rows(m, d, p, w, con)
         elif p.con_loop[con] < 0:
             coupling_rows(d, p, w, con)
         else:
@@ -473,7 +477,7 @@ def lcaba(m, d, p, w, q, qd, tau, f_ext, mu, tolerance, max_iterations):
         update_transforms(m, d, q)
     first_forward_sweep(m, d, p, w, qd, f_ext)
     a0 = (0.0, 0.0, 0.0, -m.gravity[0], -m.gravity[1], -m.gravity[2])
-    constraint_penalties(d, p, w, mu, a0)
+    constraint_penalties(m, d, p, w, mu, a0)
     status = backward_sweep(m, d, p, w, tau, a0)
     if status != OK:
         return status

@@ -139,7 +139,11 @@ def build_constraints(spec, tree):
     for implicit in spec.implicit:
         where = f'constraint {quote(implicit.name)}'
         bodies = []
+        fixed = {j.name for j in spec.joints if j.type == 'fixed'}
         for name in implicit.joints:
+            if name in fixed:
+                raise ModelError(f'{where} involves fixed joint {quote(name)}; its variables are '
+                                 'positions of 1-DoF joints')
             if name not in joint_body:
                 raise ModelError(f'{where} names unknown joint {quote(name)}')
             joint = tree.bodies[joint_body[name]].joint

@@ -10,6 +10,7 @@ from dynamics_node import bundled_model, load_model, ModelError, SingularConfigu
 from dynamics_node.forward_dynamics import lcaba_is_cheaper
 from dynamics_node.algorithms.kinematics import update_transforms
 from dynamics_node.algorithms.lcaba import elimination_plan, lcaba, ProximalSettings
+from dynamics_node.multibody.constraints import joint_positions
 from mechanisms import parallel_chains
 from oracle import KKTOracle
 from singular_loops import (dead_point, four_bar_positions, LCABA_RTOL, null_velocity, REDUNDANT,
@@ -52,7 +53,8 @@ def constraint_forces(model, q, qd, multipliers):
     force = np.zeros(model.nv)
     for cluster, (v0, v1) in zip(model.cluster_list, model.v_range):
         for con in cluster.constraints:
-            K, _ = con.evaluate(data.Xup, model.S, cluster.col, cluster.n, qd[v0:v1])
+            K, _ = con.evaluate(data.Xup, model.S, cluster.col, cluster.n, qd[v0:v1],
+                                positions=joint_positions(model, data))
             force[v0:v1] += K.T @ multipliers[con.name]
     return force
 

@@ -6,7 +6,8 @@ A completed motion moves the positioned independent coordinates with velocities 
 accelerations ydd at t = 0: on fixed-base robots y(t) = y0 + yd t + ydd t^2 / 2 completed by
 complete_positions (loops closed to 1e-12); on the floating-base robots with couplings only
 (constant G), q(t) = q0 (+) G (yd t + ydd t^2 / 2) with Pinocchio's integrate, whose free-flyer
-exponential has the body velocity yd + ydd t + O(t^2).
+exponential has the body velocity yd + ydd t + O(t^2); with loops, the base so and the other
+coordinates completed.
 """
 
 import functools
@@ -107,21 +108,29 @@ class Motion:
 
     def q(self, t):
         model = self.model
-        if model.floating_base:
-            assert all(c.linear for c in model.cluster_list), 'couplings only on a floating base'
-            return self.reference.integrate(self.q0, self.G @ (self.yd * t + self.ydd * t * t / 2))
-        return model.complete_positions(self.y0 + self._rates(self.yd) * t
-                                        + self._rates(self.ydd) * t * t / 2)
+        moved = self.yd * t + self.ydd * t * t / 2
+        if model.floating_base and all(c.linear for c in model.cluster_list):
+            return self.reference.integrate(self.q0, self.G @ moved)
+        y, base = self.y0.copy(), 0
+        if model.floating_base:           # loops: the base integrated alone, the rest completed
+            base = 7
+            assert (model.joint_type[1] == 'floating' and list(model.independent_q[:7]) ==
+                    list(range(7)) and list(model.independent_v[:6]) == list(range(6)))
+            base_motion = np.r_[moved[:6], np.zeros(model.nv - 6)]
+            y[:7] = self.reference.integrate(self.q0, base_motion)[:7]
+        y[base:] += self._rates(self.yd, base) * t + self._rates(self.ydd, base) * t * t / 2
+        return model.complete_positions(y)
 
     def velocity(self, t):
         return self.yd + self.ydd * t
 
-    def _rates(self, velocities):
-        """d/dt of the independent positions (model.independent_q, scalar joints here)."""
+    def _rates(self, velocities, skip=0):
+        """d/dt of the independent positions (model.independent_q, scalar joints here, but the
+        first skip: a floating base's)."""
         model = self.model
         y_of_v = {int(v): y for y, v in enumerate(model.independent_v)}
         rates = []
-        for i in model.independent_q:
+        for i in model.independent_q[skip:]:
             body = int(np.searchsorted(model.idx_q[1:], i, side='right'))
             assert model.nq_body[body] == 1, 'scalar independent joints only'
             rates.append(velocities[y_of_v[int(model.idx_v[body])]])

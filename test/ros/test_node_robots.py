@@ -13,7 +13,7 @@ import pytest
 from rclpy.qos import qos_profile_sensor_data
 from sensor_msgs.msg import JointState
 
-from dynamics_node import load_model, SingularConfigurationError
+from dynamics_node import bundled_model, load_model, SingularConfigurationError
 from singular_loops import dead_point, ROCKER_DRIVEN
 from node_helpers import (collect, joint_state, MAX_AGE, NAMESPACE,  # noqa: F401 - a fixture
                           node_values, NodeProcess, publish_and_wait, ros, set_parameters,
@@ -192,3 +192,34 @@ def test_a_driver_stream_of_the_actuated_joints_gets_torques(ros, leg_node):  # 
                         <= 1e-9 * max(1.0, np.max(np.abs(expected))))
     finally:
         ros.node.destroy_publisher(publisher)
+
+
+# ---- Tello's legs: four differentials as implicit constraints, the motors as joint_states ----
+
+def test_tello_is_served_from_its_motors(ros):  # noqa: F811 - the fixture imported above
+    """joint_states of Tello's ten motors alone: each message gets the bias forces at the joints
+    its differentials' constraints complete from the motors."""
+    process = NodeProcess('tello', robot_description_file='tello_legs', stream__max_age=MAX_AGE)
+    publisher = ros.node.create_publisher(JointState, f'{NAMESPACE}/tello/joint_states',
+                                          qos_profile_sensor_data)
+    try:
+        wait_until_served(ros, process)
+        model = load_model(bundled_model('tello_legs'))
+        motors = list(model.actuated_joint_names)
+        assert len(motors) == 10 and motors == list(model.independent_joint_names)
+        rng = np.random.default_rng(5)
+        with collect(ros, f'{process.name}/computed_torques', JointState,
+                     torques_qos()) as received:
+            for step in range(5):
+                positions, rates = rng.uniform(-0.6, 0.6, 10), rng.normal(size=10)
+                msg = joint_state(motors, positions, rates)
+                msg.header.stamp = stamp_of(step)
+                answer = publish_and_wait(ros, publisher, received, msg)
+                assert answer is not None, f'step {step} unanswered'
+                expected = model.bias_forces(model.complete_positions(positions), rates)
+                assert tuple(answer.name) == model.independent_joint_names
+                assert (np.max(np.abs(np.array(answer.effort) - expected))
+                        <= 1e-9 * max(1.0, np.max(np.abs(expected))))
+    finally:
+        ros.node.destroy_publisher(publisher)
+        process.stop()

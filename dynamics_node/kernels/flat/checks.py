@@ -17,7 +17,7 @@ from numba.experimental import structref
 from ...algorithms import completion
 from ...joint_types import TYPES
 from ...algorithms.completion import split_spin_column
-from ...multibody.constraints import CouplingConstraint, TURNING
+from ...multibody.constraints import CouplingConstraint, LoopConstraint, TURNING
 from ... import bounds
 from ..borrowed import borrowed
 from ..cache import key_on_helpers
@@ -158,7 +158,7 @@ class CheckPlan:
 
     def __init__(self, model):
         loops = [con for c in model.cluster_list if not c.linear for con in c.constraints
-                 if not isinstance(con, CouplingConstraint)]
+                 if isinstance(con, LoopConstraint)]
         nl = len(loops)
         cluster_index = {c.name: i for i, c in enumerate(model.cluster_list)}
         fields = {

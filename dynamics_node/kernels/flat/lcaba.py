@@ -20,7 +20,7 @@ from numba import njit
 from numba.experimental import structref
 
 from ...algorithms.lcaba import elimination_plan
-from ...multibody.constraints import CouplingConstraint, TURNING
+from ...multibody.constraints import CouplingConstraint, ImplicitConstraint, TURNING
 from ..borrowed import borrowed
 from ..cache import key_on_helpers
 from .model import _plucker_parts, _StructType
@@ -43,6 +43,8 @@ PLAN_FIELDS = {
     'con_row0': 'first row of constraint c in the multipliers (ncon)',
     'con_entries': 'entries [e0, e1) of constraint c (ncon, 2)',
     'con_loop': 'loop index of constraint c, -1 for a coupling or a contact (ncon)',
+    'con_implicit': 'first implicit row (FlatModel implicit fields) of implicit constraint c, -1 '
+                    'for the others (ncon)',
     'con_contact': 'contact index of constraint c, -1 for a loop or a coupling (ncon)',
     'con_terms': 'coupling terms [t0, t1) of constraint c (ncon, 2)',
     'entry_body': 'body of entry e (ne)',
@@ -55,7 +57,7 @@ PLAN_FIELDS = {
     'loop_a2': 'universal loop: its axis2 a2 in S (nl, 3)',
     'loop_path': 'bodies below the NCA to the predecessor [0] and successor [1] end (nl, 2, P)',
     'loop_path_len': 'lengths of the two paths (nl, 2)',
-    'term_body': 'joint body of coupling term t (nt)',
+    'term_body': 'joint body of coupling term t, or of implicit constraint variable t (nt)',
     'term_coefficient': 'coefficient of its joint velocity (nt)',
     'term_entry': 'entries of the joint body [0] and of its parent [1] (nt, 2)',
     'contact_E1': 'rotation of ^c1X_body1, the contact frame on its link\'s body (nk, 3, 3)',
@@ -222,9 +224,15 @@ def _elimination_fields(model, plan):
 
 def _constraint_fields(model, constraints, kept_rows, contacts):
     rows, entries, loops, terms, bodies, PsiT, paths, universal = [], [], [], [], [], [], [], []
+    implicit, first_row = [], _implicit_rows(model)
     for con, kept in zip(constraints, kept_rows):
         e0, t0 = len(bodies), len(terms)
-        if isinstance(con, CouplingConstraint):
+        implicit.append(first_row.get(id(con), -1))
+        if isinstance(con, ImplicitConstraint):          # a variable per term, as a coupling's
+            for j in con.bodies:
+                terms.append((j, 0.0, [_entry(bodies, e0, b) for b in (j, int(model.parent[j]))]))
+            loops.append(-1)
+        elif isinstance(con, CouplingConstraint):
             for j, coefficient in con.coefficients.items():
                 terms.append((j, coefficient,
                               [_entry(bodies, e0, b) for b in (j, int(model.parent[j]))]))
@@ -261,8 +269,21 @@ def _constraint_fields(model, constraints, kept_rows, contacts):
         'loop_a1': np.array([u[3] for u in universal]).reshape(-1, 3),
         'loop_a2': np.array([u[4] for u in universal], dtype=float).reshape(-1, 3),
         'con_contact': _ints([-1] * len(constraints) + list(range(len(contacts)))),
+        'con_implicit': _ints(implicit + [-1] * len(contacts)),
         **_contact_fields(model, contacts),
     }
+
+
+def _implicit_rows(model):
+    """{id(constraint): its first row among the implicit rows of the FlatModel} (its rows in
+    order, as flat/model.py numbers them)."""
+    first, row = {}, 0
+    for c in model.cluster_list:
+        for con in c.constraints:
+            if isinstance(con, ImplicitConstraint):
+                first[id(con)] = row
+                row += con.rows
+    return first
 
 
 def _contact_fields(model, contacts):

@@ -30,6 +30,7 @@ from ...spatial import skew
 from ..borrowed import borrowed
 from ..cache import key_on_helpers
 from ..kinematics import COUPLED, LOOP, SINGLE
+from .implicit import IMPLICIT_FIELDS, implicit_fields
 
 key_on_helpers(__file__)                 # the field types come from borrowed.py
 
@@ -109,6 +110,7 @@ MODEL_FIELDS = {   # name: meaning, shape (nb bodies with 0 the ground, nc clust
     'link_body': 'the body of each link of Model.links (L)',
     'link_E': 'rotation of ^linkX_body, the link frame on its body (L, 3, 3)',
     'link_r': 'translation of ^linkX_body (L, 3)',
+    **IMPLICIT_FIELDS,
 }
 
 DATA_FIELDS = {    # name: meaning, shape
@@ -156,6 +158,11 @@ DATA_FIELDS = {    # name: meaning, shape
              'l from one frame (its cluster\'s output frame or its NCA\'s; '
              'kinematics.set_loop_ends) (nl, 2, 3, 3)',
     'end_r': 'their translations (nl, 2, 3)',
+    'q_body': 'the position of the joint of body i (its first coordinate) at the last '
+              'body_transforms, which the implicit constraints read (nb)',
+    'jet': 'multi-dual components of the nodes of one tape, then two scratch rows '
+           '(kernels/expressions.py) (longest tape + 2, 8)',
+    'directions': 'up to three directions over the variables of one implicit constraint (3, V)',
     'w6': 'scratch spatial vector (6)',
     'info': 'details of the last non-zero status: cluster, conditioning (2)',
     'fault': 'details of the rule code a fused call returned: argument, index, value '
@@ -228,7 +235,8 @@ class FlatModel:
 
     def __init__(self, model):
         fields = {**_body_fields(model), **_cluster_fields(model), **_loop_fields(model),
-                  **_link_fields(model), 'independent_v': _ints(model.independent_v),
+                  **implicit_fields(model), **_link_fields(model),
+                  'independent_v': _ints(model.independent_v),
                   'free_y': np.where(np.isin(np.arange(model.ny), model.held_y), 0.0, 1.0)}
         for value in fields.values():
             value.setflags(write=False)
@@ -241,6 +249,7 @@ class FlatModel:
         self.fields = fields                # the owner of the arrays the ref borrows (borrowed.py)
         self.nb, self.nc, self.nq = len(self.parent), len(self.kind), model.nq
         self.M, self.N = self.G_const.shape[1:]
+        self.longest_tape = int(np.max(np.diff(self.implicit_tape, axis=1), initial=1))
         self.link_index = {link: i for i, link in enumerate(model.links)}   # into Model.links
         self.ref = _new_model_ref(*(fields[name] for name in MODEL_FIELDS))
 
@@ -266,7 +275,9 @@ class FlatData:
             'z': (M,), 'F': (M, 6), 'SL': (M, 6), 'E3': (3, 3), 'tau': (flat.ny,),
             'ydd': (flat.ny,), 'H': (flat.ny, flat.ny), 'K': (nc, R, N), 'QR': (R, N + 1),
             'beta': (N,), 'joint_o': (nb, 6, 6), 'Psi_o': (nl, 6, 6), 'loop_a': (nl, 2, 3),
-            'end_E': (nl, 2, 3, 3), 'end_r': (nl, 2, 3), 'w6': (6,), 'info': (2,), 'fault': (3,),
+            'end_E': (nl, 2, 3, 3), 'end_r': (nl, 2, 3), 'q_body': (nb,),
+            'jet': (flat.longest_tape + 2, 8), 'directions': (3, max(1, len(flat.var_body))),
+            'w6': (6,), 'info': (2,), 'fault': (3,),
             'zero_y': (flat.ny,), 'zero_f': (nb, 6), 'f_ext': (nb, 6), 'q_checked': (flat.nq,),
             'q_closed': (flat.nq,), 'yd_checked': (flat.ny,), 'ydd_checked': (flat.ny,),
             'tau_spanning': (flat.nv,), 'root_E': (nb, 3, 3), 'root_r': (nb, 3),
