@@ -15,7 +15,7 @@ from numba import njit
 
 from .cache import key_on_helpers
 from .aba import aba, spanning_accelerations
-from .expressions import implicit_bias_rate
+from .expressions import implicit_mixed
 from .frames import link_transforms
 from .joints import joint_column, joint_nv
 from .kinematics import constraint_bias, kinematics, LOOP, loop_constraint, OK, SINGLE
@@ -261,7 +261,7 @@ def bias_rate(m, d, k, delta, u, w, out):
                        + dot3(a1, xu) * (dot3(da2, yw) + dot3(a2, dyw))
                        - (dot3(da1, a2) + dot3(a1, da2)) * dot3(xu, yw)
                        - dot3(a1, a2) * (dot3(dxu, yw) + dot3(xu, dyw)))
-    implicit_bias_rate(m, d, k, delta, u, w, out)
+    implicit_mixed(m, d, k, delta, u, w, 3, out)
 
 
 @njit(inline='always', error_model='numpy')

@@ -177,13 +177,13 @@ def directional(m, d, row, D):
 
 
 @njit(error_model='numpy')
-def set_directions(m, d, row, along, second, third, D):
-    """d.directions: the columns of implicit row `row`'s variables of along (and second, third,
-    the first D of them) among the cluster's spanning velocities."""
+def set_directions(m, d, row, first, second, third, D):
+    """d.directions: the entries of first, second and third (the first D of them; over the
+    cluster's spanning velocities) at the columns of implicit row `row`'s variables."""
     v0, v1 = m.implicit_vars[row, 0], m.implicit_vars[row, 1]
     for j in range(v1 - v0):
         c = m.var_col[v0 + j]
-        d.directions[0, j] = along[c]
+        d.directions[0, j] = first[c]
         if D > 1:
             d.directions[1, j] = second[c]
         if D > 2:
@@ -206,25 +206,16 @@ def implicit_rows(m, d, k, K):
 
 
 @njit(error_model='numpy')
-def implicit_bias(m, d, k, along, qd, bias):
-    """-Kdot(along) qd = -d^2 phi[along, qd] on the implicit active rows of cluster k into bias
-    (along and qd over its spanning velocities)."""
+def implicit_mixed(m, d, k, first, second, third, D, out):
+    """-d^D phi[first, second, third (the first D)] on the implicit active rows of cluster k into
+    out (the directions over its spanning velocities): D = 2 the bias -Kdot(along) qd at
+    (along, qd, qd), D = 3 its rate along delta at (delta, u, w) (ImplicitConstraint.joint_rows,
+    bias_rate)."""
     for row in range(m.implicit_range[k, 0], m.implicit_range[k, 1]):
         a = m.implicit_row[row]
         if a >= 0:
-            set_directions(m, d, row, along, qd, qd, 2)
-            bias[a] = -d.jet[directional(m, d, row, 2), 3]
-
-
-@njit(error_model='numpy')
-def implicit_bias_rate(m, d, k, delta, u, w, out):
-    """d/ddelta of -Kdot(u) w = -d^3 phi[delta, u, w] on the implicit active rows of cluster k
-    into out."""
-    for row in range(m.implicit_range[k, 0], m.implicit_range[k, 1]):
-        a = m.implicit_row[row]
-        if a >= 0:
-            set_directions(m, d, row, delta, u, w, 3)
-            out[a] = -d.jet[directional(m, d, row, 3), 7]
+            set_directions(m, d, row, first, second, third, D)
+            out[a] = -d.jet[directional(m, d, row, D), (1 << D) - 1]
 
 
 @njit(error_model='numpy')

@@ -10,7 +10,7 @@ from numba import njit
 
 from .cache import key_on_helpers
 from .codes import AMPLIFIED, D_ILL_CONDITIONED, D_NOT_POSITIVE, OK, SINGULAR_SPLIT  # noqa: F401
-from .expressions import implicit_bias, implicit_rows
+from .expressions import implicit_mixed, implicit_rows
 from .joints import joint_column, joint_motion, joint_nv, joint_transform
 from .linalg import dependent_least_squares, qr_solve
 from .spatial import (add_scaled, compose, cross_motion, dot6, IDENTITY, inverse_motion, product,
@@ -223,7 +223,7 @@ def constraint_bias(m, d, k, along, qd, bias):
                          * (a2[0] * w0 + a2[1] * w1 + a2[2] * w2)
                          - (a1[0] * a2[0] + a1[1] * a2[1] + a1[2] * a2[2])
                          * (u0 * w0 + u1 * w1 + u2 * w2))
-    implicit_bias(m, d, k, along, qd, bias)
+    implicit_mixed(m, d, k, along, qd, qd, 2, bias)
 
 
 @njit(error_model='numpy')

@@ -121,6 +121,15 @@ def test_clamped_efforts_stay_at_the_limit(ros, four_bar_node):  # noqa: F811
         ros.node.destroy_publisher(publisher)
 
 
+def assert_bias_forces(msg, model, q_independent, yd):
+    """msg names the independent joints and carries the bias forces at the completed positions,
+    to 1e-9."""
+    expected = model.bias_forces(model.complete_positions(q_independent), yd)
+    assert tuple(msg.name) == model.independent_joint_names
+    assert (np.max(np.abs(np.array(msg.effort) - expected))
+            <= 1e-9 * max(1.0, np.max(np.abs(expected))))
+
+
 # ---- a Cassie-like leg (test/models/cassie_like_leg.*): rods with ball ends, a closure body, open
 # at zero ----
 
@@ -186,10 +195,7 @@ def test_a_driver_stream_of_the_actuated_joints_gets_torques(ros, leg_node):  # 
                 yd = np.zeros(model.ny)
                 for n, rate in zip(motors, rates[step]):
                     yd[index[n]] = rate
-                expected = fresh.bias_forces(fresh.complete_positions(q_independent), yd)
-                assert tuple(msg.name) == model.independent_joint_names
-                assert (np.max(np.abs(np.array(msg.effort) - expected))
-                        <= 1e-9 * max(1.0, np.max(np.abs(expected))))
+                assert_bias_forces(msg, fresh, q_independent, yd)
     finally:
         ros.node.destroy_publisher(publisher)
 
@@ -216,10 +222,7 @@ def test_tello_is_served_from_its_motors(ros):  # noqa: F811 - the fixture impor
                 msg.header.stamp = stamp_of(step)
                 answer = publish_and_wait(ros, publisher, received, msg)
                 assert answer is not None, f'step {step} unanswered'
-                expected = model.bias_forces(model.complete_positions(positions), rates)
-                assert tuple(answer.name) == model.independent_joint_names
-                assert (np.max(np.abs(np.array(answer.effort) - expected))
-                        <= 1e-9 * max(1.0, np.max(np.abs(expected))))
+                assert_bias_forces(answer, model, positions, rates)
     finally:
         ros.node.destroy_publisher(publisher)
         process.stop()
