@@ -37,9 +37,9 @@ docs/performance.md.
 9. Derivatives (bench/derivatives.py): inverse_dynamics_derivatives and
    forward_dynamics_derivatives next to computeRNEADerivatives and computeABADerivatives on the
    trees, and next to one forward_dynamics call and central differences of it on the loop robots.
-10. Tello (bench/tello.py): the bundled Tello robots' cluster ABA, RNEA and EFPA next to the
-   projection and Lagrange-multiplier methods on Pinocchio's spanning tree with the differentials'
-   K and k, and the seed paper's relative timings.
+10. Tello (bench/differentials.py): the bundled Tello robots' cluster ABA, RNEA and EFPA next to
+   the projection and Lagrange-multiplier methods on Pinocchio's spanning tree with the
+   differentials' K and k, and the seed paper's relative timings.
 Then the first-run compile time and the cached warm-up, each from a fresh process sharing a
 temporary numba cache, and the node's end-to-end latency (bench/node_latency.py).
 Calls are timed in interleaved rounds of batches (bench/timing.py).
@@ -76,7 +76,7 @@ from timing import interleaved_medians, Report  # noqa: E402
 from batch import HEADING as BATCHES, report_section as batch_section  # noqa: E402
 from contacts import HEADING as CONTACTS, report_section as contacts_section  # noqa: E402
 from derivatives import HEADING as DERIVATIVES, report_section as derivatives_section  # noqa: E402
-from tello import HEADING as TELLO, report_section as tello_section  # noqa: E402
+from differentials import HEADING as TELLO, report_section as tello_section  # noqa: E402
 from warm_loops import compile_loops, warm_times  # noqa: E402
 from whole_body import HEADING as WHOLE_BODY, report_section as whole_body_section  # noqa: E402
 

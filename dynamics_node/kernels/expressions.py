@@ -1,11 +1,12 @@
 """Compiled twin of multibody/expressions.py and of constraints.ImplicitConstraint: the residual
 tapes of the implicit constraints (FlatModel's tape fields) evaluated in truncated multi-dual
 numbers along up to three directions (the readable module's docstring), one row of d.jet per node
-with its 2^D components; and from them the implicit rows of a cluster: K (one direction e_j per
-variable), the bias -Kdot(u) w = -d^2 phi[u, w], its rate -d^3 phi[delta, u, w] and phi, and
-LCABA's cut rows of an implicit constraint, at the joint positions of the last body_transforms
-(d.q_body). Outside an expression's domain the
-components are NaN or inf (error_model='numpy'), which the callers' finiteness checks name."""
+with its 2^D components, or in vector mode (the value and the first derivatives along every
+variable in one pass); and from them the implicit rows of a cluster: K (the gradient), the bias
+-Kdot(u) w = -d^2 phi[u, w], its rate -d^3 phi[delta, u, w] and phi, and LCABA's cut rows of an
+implicit constraint, at the joint positions of the last body_transforms (d.q_body). Outside an
+expression's domain the components are NaN or inf (error_model='numpy'), which the callers'
+finiteness checks name."""
 
 import math
 
@@ -177,6 +178,71 @@ def directional(m, d, row, D):
 
 
 @njit(error_model='numpy')
+def vector_product(jet, c, a, b, n):
+    """Row c = row a times row b in vector mode (value, then n first derivatives)."""
+    for j in range(1, n + 1):
+        jet[c, j] = jet[a, j] * jet[b, 0] + jet[a, 0] * jet[b, j]
+    jet[c, 0] = jet[a, 0] * jet[b, 0]
+
+
+@njit(error_model='numpy')
+def vector_compose(jet, c, a, f0, f1, n):
+    """Row c = f(row a), c != a, in vector mode."""
+    jet[c, 0] = f0
+    for j in range(1, n + 1):
+        jet[c, j] = f1 * jet[a, j]
+
+
+@njit(error_model='numpy')
+def gradient(m, d, row):
+    """phi of implicit row `row` and its gradient over its variables at d.q_body into d.jet in
+    vector forward mode (value in column 0, dphi/dx_j in column 1 + j): in one pass what
+    directional gives a variable at a time, by the same operations; returns the jet row of its
+    last node."""
+    op, ta, tb, value, jet, q_body = m.tape_op, m.tape_a, m.tape_b, m.tape_value, d.jet, d.q_body
+    t0, t1, v0 = m.implicit_tape[row, 0], m.implicit_tape[row, 1], m.implicit_vars[row, 0]
+    n = m.implicit_vars[row, 1] - v0
+    ratio, inverse = len(jet) - 2, len(jet) - 1
+    for t in range(t0, t1):
+        c, code, a, b = t - t0, op[t], ta[t], tb[t]
+        if code == CONST or code == VAR:
+            for j in range(n + 1):
+                jet[c, j] = 0.0
+            if code == CONST:
+                jet[c, 0] = value[t]
+            else:
+                jet[c, 0], jet[c, 1 + a] = q_body[m.var_body[v0 + a]], 1.0
+        elif code == ADD or code == SUB or code == NEG:
+            sign = -1.0 if code == SUB else 1.0
+            for j in range(n + 1):
+                jet[c, j] = -jet[a, j] if code == NEG else jet[a, j] + sign * jet[b, j]
+        elif code == MUL:
+            vector_product(jet, c, a, b, n)
+        elif code == DIV:
+            f0, f1, _, _ = derivatives(INVERSE, jet[b, 0])
+            vector_compose(jet, inverse, b, f0, f1, n)
+            vector_product(jet, c, a, inverse, n)
+        elif code == POW:
+            f0, f1, _, _ = power(jet[a, 0], value[t])
+            vector_compose(jet, c, a, f0, f1, n)
+        elif code == ATAN2:                        # as atan2() does
+            over, under = (a, b) if abs(jet[b, 0]) >= abs(jet[a, 0]) else (b, a)
+            f0, f1, _, _ = derivatives(INVERSE, jet[under, 0])
+            vector_compose(jet, inverse, under, f0, f1, n)
+            vector_product(jet, ratio, over, inverse, n)
+            f0, f1, _, _ = derivatives(ATAN, jet[ratio, 0])
+            vector_compose(jet, c, ratio, f0, f1, n)
+            if over == b:
+                for j in range(1, n + 1):
+                    jet[c, j] = -jet[c, j]
+            jet[c, 0] = math.atan2(jet[a, 0], jet[b, 0])
+        else:
+            f0, f1, _, _ = derivatives(code, jet[a, 0])
+            vector_compose(jet, c, a, f0, f1, n)
+    return t1 - t0 - 1
+
+
+@njit(error_model='numpy')
 def set_directions(m, d, row, first, second, third, D):
     """d.directions: the entries of first, second and third (the first D of them; over the
     cluster's spanning velocities) at the columns of implicit row `row`'s variables."""
@@ -198,11 +264,9 @@ def implicit_rows(m, d, k, K):
         a = m.implicit_row[row]
         if a < 0:
             continue
-        v0, v1 = m.implicit_vars[row, 0], m.implicit_vars[row, 1]
-        for j in range(v1 - v0):
-            for e in range(v1 - v0):
-                d.directions[0, e] = 1.0 if e == j else 0.0
-            K[a, m.var_col[v0 + j]] += d.jet[directional(m, d, row, 1), 1]
+        last, v0 = gradient(m, d, row), m.implicit_vars[row, 0]
+        for j in range(m.implicit_vars[row, 1] - v0):
+            K[a, m.var_col[v0 + j]] += d.jet[last, 1 + j]
 
 
 @njit(error_model='numpy')
@@ -253,11 +317,9 @@ def implicit_cut_rows(m, d, p, w, con):
         for e in range(t1 - t0):
             directions[0, e] = directions[1, e] = directions[2, e]
         k[con, row] = -jet[directional(m, d, first + row, 2), 3]
-        violation = 0.0
+        last, violation = gradient(m, d, first + row), 0.0
         for t in range(t0, t1):
-            for e in range(t1 - t0):
-                directions[0, e] = 1.0 if e == t - t0 else 0.0
-            coefficient = jet[directional(m, d, first + row, 1), 1]
+            coefficient = jet[last, 1 + t - t0]
             j, e_j, e_parent = term_body[t], term_entry[t, 0], term_entry[t, 1]
             E, r = transform_at(Xup_E, Xup_r, j)
             s = row6_of(S, j, 0)

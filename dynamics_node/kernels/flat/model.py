@@ -160,9 +160,10 @@ DATA_FIELDS = {    # name: meaning, shape
     'end_r': 'their translations (nl, 2, 3)',
     'q_body': 'the position of the joint of body i (its first coordinate) at the last '
               'body_transforms, which the implicit constraints read (nb)',
-    'jet': 'multi-dual components of the nodes of one tape, then two scratch rows '
-           '(kernels/expressions.py) (longest tape + 2, 8)',
-    'directions': 'up to three directions over the variables of one implicit constraint (3, V)',
+    'jet': 'multi-dual components of the nodes of one tape (or value and gradient), then two '
+           'scratch rows (kernels/expressions.py) (longest tape + 2, max(8, V + 1))',
+    'directions': 'up to three directions over the variables of one implicit constraint (3, V: '
+                  'the most variables of one)',
     'w6': 'scratch spatial vector (6)',
     'info': 'details of the last non-zero status: cluster, conditioning (2)',
     'fault': 'details of the rule code a fused call returned: argument, index, value '
@@ -250,6 +251,7 @@ class FlatModel:
         self.nb, self.nc, self.nq = len(self.parent), len(self.kind), model.nq
         self.M, self.N = self.G_const.shape[1:]
         self.longest_tape = int(np.max(np.diff(self.implicit_tape, axis=1), initial=1))
+        self.most_variables = int(np.max(np.diff(self.implicit_vars, axis=1), initial=1))
         self.link_index = {link: i for i, link in enumerate(model.links)}   # into Model.links
         self.ref = _new_model_ref(*(fields[name] for name in MODEL_FIELDS))
 
@@ -276,7 +278,8 @@ class FlatData:
             'ydd': (flat.ny,), 'H': (flat.ny, flat.ny), 'K': (nc, R, N), 'QR': (R, N + 1),
             'beta': (N,), 'joint_o': (nb, 6, 6), 'Psi_o': (nl, 6, 6), 'loop_a': (nl, 2, 3),
             'end_E': (nl, 2, 3, 3), 'end_r': (nl, 2, 3), 'q_body': (nb,),
-            'jet': (flat.longest_tape + 2, 8), 'directions': (3, max(1, len(flat.var_body))),
+            'jet': (flat.longest_tape + 2, max(8, flat.most_variables + 1)),
+            'directions': (3, max(1, flat.most_variables)),
             'w6': (6,), 'info': (2,), 'fault': (3,),
             'zero_y': (flat.ny,), 'zero_f': (nb, 6), 'f_ext': (nb, 6), 'q_checked': (flat.nq,),
             'q_closed': (flat.nq,), 'yd_checked': (flat.ny,), 'ydd_checked': (flat.ny,),

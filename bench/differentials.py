@@ -5,7 +5,7 @@ Pinocchio's spanning tree (crba, rnea, frame Jacobians) with the differentials' 
 (computed once by the KKT oracle, test/tello.py: CasADi functions of the published derivation),
 and next to the paper's relative timings for the Tello Humanoid (its Tables II-IV, C++).
 
-Usage: .venv/bin/python bench/tello.py
+Usage: .venv/bin/python bench/differentials.py
 """
 
 import os
