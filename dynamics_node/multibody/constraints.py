@@ -1,4 +1,5 @@
-"""Loop and coupling constraints of a cluster: residual phi(q), Jacobian K and bias k (K qdd = k).
+"""Loop, coupling and implicit constraints of a cluster: residual phi(q), Jacobian K and bias k
+(K qdd = k).
 
 Implicit form (Chignoli et al. 2023, eq. 2): phi(q) = 0, K qd = 0, K qdd = k with k = -Kdot qd.
 Everything is computed relative to the constraint's nearest common ancestor (NCA), which is exact
