@@ -136,37 +136,16 @@ def build_constraints(spec, tree):
         constraints.append((CouplingConstraint(f'mimic:{joint.name}', coefficients,
                                                joint.mimic.offset),
                             _edges(J, K, tree.path_from(top, J), tree.path_from(top, K))))
+    fixed = {j.name for j in spec.joints if j.type == 'fixed'}
     for implicit in spec.implicit:
-        where = f'constraint {quote(implicit.name)}'
-        bodies = []
-        fixed = {j.name for j in spec.joints if j.type == 'fixed'}
-        for name in implicit.joints:
-            if name in fixed:
-                raise ModelError(f'{where} involves fixed joint {quote(name)}; its variables are '
-                                 'positions of 1-DoF joints')
-            if name not in joint_body:
-                raise ModelError(f'{where} names unknown joint {quote(name)}')
-            joint = tree.bodies[joint_body[name]].joint
-            if not TYPES[joint.type].kind:
-                raise ModelError(f'{where} involves {joint.type} joint {quote(name)}; its '
-                                 'variables are positions of 1-DoF joints')
-            bodies.append(joint_body[name])
-        top = _common_ancestor(tree, [tree.parent[b] for b in bodies])
+        constraint = ImplicitConstraint.of(implicit, tree, joint_body, fixed)
+        bodies = constraint.bodies
+        top = tree.nearest_common_ancestor(*[tree.parent[b] for b in bodies])
         paths = [tree.path_from(top, b) for b in bodies]
-        edges = [edge for i in range(len(bodies) - 1)
-                 for edge in _edges(bodies[i], bodies[i + 1], paths[i], paths[i + 1])]
-        constraint = ImplicitConstraint(implicit.name, bodies, implicit.tapes)
-        constraint.check_zero_position(where)
-        constraints.append((constraint, tuple(edges)))
+        constraints.append((constraint, tuple(
+            edge for i in range(len(bodies) - 1)
+            for edge in _edges(bodies[i], bodies[i + 1], paths[i], paths[i + 1]))))
     return constraints
-
-
-def _common_ancestor(tree, bodies):
-    """The nearest common ancestor of several bodies."""
-    top = bodies[0]
-    for body in bodies[1:]:
-        top = tree.nearest_common_ancestor(top, body)
-    return top
 
 
 def mimicking(spec, joint_body):

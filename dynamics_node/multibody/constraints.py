@@ -26,7 +26,7 @@ w_r(u) the relative angular velocity in P:
 
 import numpy as np
 
-from ..errors import ModelError
+from ..errors import ModelError, quote
 from ..spatial import cross_motion, inverse_transform, rotation_log
 from ..joint_types import TYPES
 from .expressions import directional
@@ -268,6 +268,26 @@ class ImplicitConstraint:
         self.bodies = tuple(bodies)        # the joints' bodies, in the order of the variables
         self.tapes = tuple(tapes)
         self.rows = len(tapes)
+
+    @classmethod
+    def of(cls, spec, tree, joint_body, fixed):
+        """The constraint of a <constraint> (urdf.ImplicitSpec) on the spanning tree (joint_body:
+        moving joint name -> body; fixed: the fixed joints' names), checked: 1-DoF joints,
+        residuals finite at the zero position."""
+        where = f'constraint {quote(spec.name)}'
+        for name in spec.joints:
+            if name in fixed:
+                raise ModelError(f'{where} involves fixed joint {quote(name)}; its variables are '
+                                 'positions of 1-DoF joints')
+            if name not in joint_body:
+                raise ModelError(f'{where} names unknown joint {quote(name)}')
+            joint = tree.bodies[joint_body[name]].joint
+            if not TYPES[joint.type].kind:
+                raise ModelError(f'{where} involves {joint.type} joint {quote(name)}; its '
+                                 'variables are positions of 1-DoF joints')
+        constraint = cls(spec.name, [joint_body[name] for name in spec.joints], spec.tapes)
+        constraint.check_zero_position(where)
+        return constraint
 
     def joint_rows(self, positions, u=None, w=None):
         """K over the variables (rows x variables) and, given the variables' velocities u and w,

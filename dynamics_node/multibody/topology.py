@@ -146,12 +146,14 @@ class SpanningTree:
             body = self.parent[body]
         return chain
 
-    def nearest_common_ancestor(self, a, b):
-        """nca(a, b) of Chignoli, Slotine et al. 2024, eq. (4)."""
-        ancestors_a = set(self.ancestors(a))
-        while b not in ancestors_a:
-            b = self.parent[b]
-        return b
+    def nearest_common_ancestor(self, a, *others):
+        """nca(a, b) of Chignoli, Slotine et al. 2024, eq. (4), of a and every other body."""
+        for b in others:
+            ancestors_a = set(self.ancestors(a))
+            while b not in ancestors_a:
+                b = self.parent[b]
+            a = b
+        return a
 
     def path_from(self, ancestor, body):
         """Bodies strictly below ancestor down to body, top first (Chignoli, Slotine et al. 2024,
