@@ -419,27 +419,31 @@ class ContactBiasInfo:
     accelerations: np.ndarray          # ny independent accelerations ydd that keep the contacts
     contact_forces: list = field(default_factory=list)     # per contact, as ForwardDynamicsInfo
     velocity_correction: float = 0.0   # |yd - yd_c|_inf
+    acceleration_correction: float = 0.0    # |ydd_m - ydd|_inf of measured ydd_m (else 0)
 
 
-def contact_bias_forces(model, data, q, yd, frames, weights):
-    """Projected inverse dynamics at the state nearest to (yd, ydd = 0) that keeps the contacts
-    (data.f_ext set). The contacts' velocity rows J_c yd = 0 and acceleration rows J_c ydd +
-    Jdot yd = 0 (J_c = sum_b K^b J_b in independent coordinates, so loops included) are solved in
-    least squares with the pseudo-inverse J_c^+ (PSEUDOINVERSE_CUTOFF): yd_c = (1 - J_c^+ J_c) yd,
-    the least change that keeps them, the projection onto the null space of J_c of projected
-    dynamics (Aghili 2005; Mistry & Righetti 2012), and ydd = -J_c^+ Jdot yd_c, the least
-    accelerations that keep them. Then inverse_dynamics at (q, yd_c, ydd). At rest both are
-    exactly zero; where J_c yd = 0 and Jdot yd = 0 exactly, yd_c = yd and ydd = 0 exactly. One
-    compiled call where the engine has it (kernels/contact_dynamics.contact_bias_forces)."""
+def contact_bias_forces(model, data, q, yd, frames, weights, measured=None):
+    """Projected inverse dynamics at the state nearest to (yd, ydd_m) that keeps the contacts
+    (data.f_ext set), ydd_m the measured accelerations (default zero). The contacts' velocity rows
+    J_c yd = 0 and acceleration rows J_c ydd + Jdot yd = 0 (J_c = sum_b K^b J_b in independent
+    coordinates, so loops included) are solved in least squares with the pseudo-inverse J_c^+
+    (PSEUDOINVERSE_CUTOFF): yd_c = (1 - J_c^+ J_c) yd, the least change that keeps them, the
+    projection onto the null space of J_c of projected dynamics (Aghili 2005; Mistry & Righetti
+    2012), and ydd = ydd_m - J_c^+ (J_c ydd_m + Jdot yd_c), the least change of ydd_m that keeps
+    them. Then inverse_dynamics at (q, yd_c, ydd). At rest both are exactly zero; where J_c yd = 0
+    and Jdot yd = 0 exactly, yd_c = yd and ydd = 0 exactly. One compiled call where the engine
+    has it and ydd_m is zero (kernels/contact_dynamics.contact_bias_forces)."""
     engine = data.engine
-    calls = engine.contact_calls(frames) if frames else None
+    calls = engine.contact_calls(frames) if frames and measured is None else None
     if calls is not None:
         _fault(model, frames, calls.contact_bias_forces(q, yd, data.f_ext, weights),
                calls.buffers)
         return bias_info(calls, frames)
     zero = np.zeros(model.ny)
+    given = zero if measured is None else measured
     if not frames:
-        return ContactBiasInfo(engine.inverse_dynamics(q, yd, zero, data.f_ext), yd.copy(), zero)
+        return ContactBiasInfo(engine.inverse_dynamics(q, yd, given, data.f_ext), yd.copy(),
+                               given.copy())
     engine.inverse_dynamics(q, yd, zero, data.f_ext)
     J = engine.contact_state(frames)[0]
     U, s, Vt = np.linalg.svd(J, full_matrices=False)
@@ -451,13 +455,14 @@ def contact_bias_forces(model, data, q, yd, frames, weights):
     yd_c = yd - pseudo_inverse(J @ yd)
     engine.inverse_dynamics(q, yd_c, zero, data.f_ext)
     drift = engine.contact_state(frames, jacobian=False, drift=True)[1]       # Jdot yd_c
-    ydd = -pseudo_inverse(drift)
+    ydd = given - pseudo_inverse(J @ given + drift)
     gap = np.max(np.abs(J @ ydd + drift))
     if gap > bounds.VELOCITY_TOLERANCE * max(1.0, np.max(np.abs(ydd), initial=0.0)):
         raise _no_accelerations(gap)
     result = inverse_dynamics(model, data, q, yd_c, ydd, frames, weights)
     return ContactBiasInfo(result.efforts, yd_c, ydd, result.contact_forces,
-                           float(np.max(np.abs(yd - yd_c))))
+                           float(np.max(np.abs(yd - yd_c))),
+                           0.0 if measured is None else float(np.max(np.abs(given - ydd))))
 
 
 def bias_info(calls, frames, info=True):

@@ -318,18 +318,14 @@ class Model(WholeBodyTerms, Derivatives):
         return self._inverse_dynamics(q, self._zero_y, self._zero_y, None, GRAVITY, contacts,
                                       out=out)
 
-    def contact_bias_forces(self, q, v, contacts, weights=None, info=False):
+    def contact_bias_forces(self, q, v, contacts, weights=None, info=False, a=None):
         """The actuated efforts that hold a robot on its contacts while it moves with measured
-        velocities that need not keep them: bias_forces with contacts at the nearest state that
-        does (contacts.contact_bias_forces).
-
-        The independent velocities yd are projected onto those that keep the contacts, yd_c =
-        yd - J_c^+ J_c yd (the least change; J_c the contacts' Jacobian in independent
-        coordinates, its singular values below contacts.PSEUDOINVERSE_CUTOFF of the largest taken
-        as zero), the accelerations are the least that keep the contacts there, ydd = -J_c^+
-        Jdot yd_c, and the result is inverse_dynamics(q, yd_c, ydd, contacts=contacts,
-        weights=weights). At rest it equals gravity_forces(q, contacts); with v that keeps the
-        contacts and has no contact drift, bias_forces(q, v, contacts=contacts).
+        velocities (and accelerations a) that need not keep them: inverse_dynamics(q, yd_c, ydd,
+        contacts=contacts, weights=weights) at the nearest state that does, yd_c = yd - J_c^+ J_c
+        yd and ydd = a - J_c^+ (J_c a + Jdot yd_c) (the least changes; J_c the contacts' Jacobian
+        in independent coordinates, pseudo-inverted at contacts.PSEUDOINVERSE_CUTOFF; a default
+        zero): contacts.contact_bias_forces. At rest it equals gravity_forces(q, contacts); with v
+        that keeps the contacts and has no contact drift, bias_forces(q, v, contacts=contacts).
 
         Args:
             q: spanning positions (nq), loops closed.
@@ -337,28 +333,34 @@ class Model(WholeBodyTerms, Derivatives):
             contacts: a Contact or a list of them (None or []: bias_forces(q, v)).
             weights: as inverse_dynamics.
             info: return a contacts.ContactBiasInfo (efforts, velocities yd_c and accelerations
-                ydd (ny, independent), contact forces, velocity_correction |yd - yd_c|_inf)
-                instead of the efforts alone.
+                ydd (ny, independent), contact forces, velocity_correction |yd - yd_c|_inf,
+                acceleration_correction |a - ydd|_inf) instead of the efforts alone.
+            a: measured spanning (nv; its independent entries are used) or independent (ny)
+                accelerations, e.g. of a recording.
         Raises:
             ModelError: as inverse_dynamics with contacts, and where no accelerations keep the
                 contacts (their Jacobian loses rank at q).
         """
         data = self._local.data
         w = accepted_weights(self, weights)
-        if w is not False and not data.f_ext_set:
+        if w is not False and not data.f_ext_set and a is None:
             fused = data.engine.fused_contacts('fused_bias_forces', contacts, q, v, w)
             if fused is not None:                    # contacts resolved before: one call
                 return contact_routes.bias_info(*fused, info)
         q = positions(self, data, q)
         v = vector(v, 'v', {self.nv: 'spanning', self.ny: 'independent'}, bounds.VELOCITY)
         yd = independent_velocities(self, data, v)
+        x = None if a is None else vector(a, 'a', {self.nv: 'spanning', self.ny: 'independent'},
+                                          bounds.ACCELERATION)
+        ydd = x if x is None or x.size == self.ny != self.nv else x[self.independent_v]
         external_forces(self, data, None)
         w = checked_weights(self, weights)
         frames = () if contacts is None else contact_routes.resolve(self, contacts)
-        result = contact_routes.contact_bias_forces(self, data, q, yd, frames, w)
+        result = contact_routes.contact_bias_forces(self, data, q, yd, frames, w, ydd)
         check_finite(self, 'contact bias forces',
                      [('q', q, bounds.POSITION), ('v', v, bounds.VELOCITY),
-                      ('gravity', self._gravity, bounds.GRAVITY)],
+                      ('gravity', self._gravity, bounds.GRAVITY)]
+                     + ([] if x is None else [('a', x, bounds.ACCELERATION)]),
                      result.efforts, result.velocities, result.accelerations,
                      *result.contact_forces)
         return result if info else result.efforts
@@ -478,14 +480,12 @@ class Model(WholeBodyTerms, Derivatives):
             raise ModelError(f'budget_ms is {budget:g}; expected a time budget > 0 ms or None')
         data = self._local.data
         q = data.engine.fused_completion(q_ind, data.q_last, budget)
-        # planar or split joints, or a failure to name: completion.py
-        if q is None:
+        if q is None:               # planar or split joints, or a failure to name: completion.py
             q = complete_positions(self, data, q_ind, budget)
             check_finite(self, 'completed positions', [('q_independent', q_ind, bounds.POSITION)],
                          q)
             q = positions(self, data, q, check=False)
-        data.q_last = q.copy()                         # the next warm start, once everything
-        #                                                succeeded
+        data.q_last = q.copy()                         # the next warm start, on success only
         data.engine.closed_positions(q)                # equal positions are not checked again
         return q
 

@@ -23,6 +23,16 @@ string frame_id
 int32 sec
 uint32 nanosec
 """)
+WRENCH_STAMPED = 'geometry_msgs/msg/WrenchStamped'
+WRENCH_STAMPED_DEFINITION = ("std_msgs/Header header\ngeometry_msgs/Wrench wrench\n"
+                             + HEADER_DEFINITIONS + f"""{SEPARATOR}MSG: geometry_msgs/Wrench
+Vector3 force
+Vector3 torque
+{SEPARATOR}MSG: geometry_msgs/Vector3
+float64 x
+float64 y
+float64 z
+""")
 JOINT_STATE_DEFINITION = """std_msgs/Header header
 string[] name
 float64[] position
@@ -47,18 +57,21 @@ class JointStates:
     dropped: dict = None
     base_pose: np.ndarray = None
     base_twist: np.ndarray = None
+    contact_sets: list = None
 
 
 def read_joint_states(path, topic='/joint_states', accelerations_topic='/dynamic_joint_states',
-                      odometry_topic=None):
+                      odometry_topic=None, contacts_topic=None):
     """The JointStates of the bag at path (an .mcap file, or a rosbag2 folder or its .mcap / .db3
     file): the messages on topic that name the joints most messages name (in any order; others are
     dropped as 'names', and those with a field of another length than 0 or theirs as 'length'),
     stamped by their headers (the bag's log time where a header is zero), in stamp order. With
     odometry_topic, the nav_msgs/Odometry messages on it give the base's pose and twist,
     interpolated at each stamp (the orientation normalized after a linear interpolation); the
-    states outside their span are dropped as 'odometry'."""
-    topics = {topic, accelerations_topic} | ({odometry_topic} if odometry_topic else set())
+    states outside their span are dropped as 'odometry'. With contacts_topic, its
+    cluster_dynamics/msg/ContactSet messages give contact_sets, (stamp, [Contact]) in stamp order
+    (None where the bag has none; a message that is no contact set dropped as 'contact sets')."""
+    topics = {topic, accelerations_topic} | {t for t in (odometry_topic, contacts_topic) if t}
     messages = list(_messages(path, topics))
     states = [(stamp, msg) for name, stamp, msg in messages if name == topic]
     if not states:
@@ -85,8 +98,10 @@ def read_joint_states(path, topic='/joint_states', accelerations_topic='/dynamic
                else np.array([row[1][k] for row in rows]) for k in range(3)]
     accelerations = _accelerations(names, stamps, [(stamp, msg) for name, stamp, msg in messages
                                                    if name == accelerations_topic])
+    sets = _contact_sets([(stamp, msg) for name, stamp, msg in messages if name == contacts_topic],
+                         dropped)
     if not odometry_topic:
-        return JointStates(stamps, names, *columns, accelerations, dropped)
+        return JointStates(stamps, names, *columns, accelerations, dropped, contact_sets=sets)
     odometry = sorted((stamp, msg) for name, stamp, msg in messages if name == odometry_topic)
     if not odometry:
         raise ModelError(f'the bag has no message on {quote(odometry_topic)} (nav_msgs/Odometry)')
@@ -95,7 +110,20 @@ def read_joint_states(path, topic='/joint_states', accelerations_topic='/dynamic
         dropped['odometry'] = int(np.sum(~inside))
     keep = (lambda x: None if x is None else x[inside])
     return JointStates(stamps[inside], names, *(keep(x) for x in columns), keep(accelerations),
-                       dropped, pose[inside], twist[inside])
+                       dropped, pose[inside], twist[inside], sets)
+
+
+def _contact_sets(messages, dropped):
+    """(stamp, [Contact]) of the (stamp, ContactSet) messages, in stamp order, or None without
+    any; a message that is not a valid set is counted in dropped['contact sets']."""
+    from ..ros.conversions import contacts_from_msgs
+    sets = []
+    for stamp, msg in sorted(messages, key=lambda pair: pair[0]):
+        try:
+            sets.append((stamp, contacts_from_msgs(msg.contacts) or []))
+        except (ModelError, AttributeError, TypeError):
+            dropped['contact sets'] = dropped.get('contact sets', 0) + 1
+    return sets or None
 
 
 def _base(stamps, odometry):
@@ -201,22 +229,32 @@ def _sqlite(folder, topics):
                          f'{type(error).__name__}: {cut(error)}') from None
 
 
-def write_joint_states(path, topic, stamps, names, efforts=None, positions=None,
-                       velocities=None):
-    """An MCAP bag at path of JointState messages on topic, one per stamp (ns), with the rows of
-    the arrays given (N x len(names))."""
+def write_bag(path, stamps, joint_states=(), wrenches=()):
+    """An MCAP bag at path that ``ros2 bag`` and Foxglove read, per stamp (ns) one message of each
+    stream, stamped with it: joint_states (topic, names, positions, velocities, efforts) of
+    sensor_msgs/JointState, each array N x len(names) or None; wrenches (topic, frame_id, W) of
+    geometry_msgs/WrenchStamped, W N x 6 ([force; torque]), its NaN rows not written."""
     from mcap_ros2.writer import Writer
     with open(path, 'wb') as file:
         writer = Writer(file)
-        schema = writer.register_msgdef(JOINT_STATE.replace('/msg/', '/'), JOINT_STATE_DEFINITION)
+        state = writer.register_msgdef(JOINT_STATE.replace('/msg/', '/'), JOINT_STATE_DEFINITION)
+        wrench = writer.register_msgdef(WRENCH_STAMPED.replace('/msg/', '/'),
+                                        WRENCH_STAMPED_DEFINITION) if wrenches else None
         for i, stamp in enumerate(stamps):
             stamp = int(stamp)
-            writer.write_message(topic, schema, {
-                'header': {'stamp': {'sec': stamp // 1_000_000_000,
-                                     'nanosec': stamp % 1_000_000_000}, 'frame_id': ''},
-                'name': list(names),
-                'position': [] if positions is None else positions[i].tolist(),
-                'velocity': [] if velocities is None else velocities[i].tolist(),
-                'effort': [] if efforts is None else efforts[i].tolist()},
-                log_time=stamp, publish_time=stamp)
+            time = {'sec': stamp // 1_000_000_000, 'nanosec': stamp % 1_000_000_000}
+            for topic, names, *arrays in joint_states:
+                position, velocity, effort = ([] if x is None else x[i].tolist() for x in arrays)
+                writer.write_message(topic, state, {
+                    'header': {'stamp': time, 'frame_id': ''}, 'name': list(names),
+                    'position': position, 'velocity': velocity, 'effort': effort},
+                    log_time=stamp, publish_time=stamp)
+            for topic, frame, W in wrenches:
+                if np.isnan(W[i]).any():
+                    continue
+                force, torque = (dict(zip('xyz', W[i][k:k + 3].tolist())) for k in (0, 3))
+                writer.write_message(topic, wrench, {
+                    'header': {'stamp': time, 'frame_id': frame},
+                    'wrench': {'force': force, 'torque': torque}},
+                    log_time=stamp, publish_time=stamp)
         writer.finish()

@@ -1,13 +1,16 @@
 """Console script dynamics_offline: the dynamics of a recorded bag.
 
-    dynamics_offline torques BAG --robot URDF [--closures YAML] --out OUT.mcap
+    dynamics_offline torques BAG --robot URDF [--closures YAML] [--contacts LINK:KIND ...]
+        --out OUT.mcap
     dynamics_offline identify BAG --robot URDF [--closures YAML] [--friction] --out ID.urdf
 
 Both read the bag's sensor_msgs/JointState messages (and the accelerations of a DynamicJointState
 topic where it has them) into the states the model can use (torques.motion). torques answers each
-(torques.py) and writes OUT.mcap, JointState messages of the independent joints' efforts on the
-node's topic with the input stamps, and OUT.parquet beside it, a table of the stamps, positions,
-velocities, accelerations and efforts. identify fits the inertial parameters (and friction) to the
+(torques.py; with contacts from --contacts or the bag's ContactSet messages, contacts.py) and
+writes OUT.mcap, on the node's topics with the input stamps: JointState messages of the
+independent joints' efforts, the completed joint states, and a WrenchStamped per contact held;
+and OUT.parquet beside it, a table of the stamps, positions, velocities, accelerations, efforts
+and contact wrenches. identify fits the inertial parameters (and friction) to the
 messages' efforts (identify.py) and writes them as a URDF+ file that load_model reads. Each ends
 with a summary: states, rate, what was filtered, the states dropped by reason.
 """
@@ -17,11 +20,16 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
+
 from ..errors import ModelError, quote
 from ..loading import load_model
 from .filters import ORDER, WINDOW
 
 TORQUES_TOPIC = '/dynamics_node/computed_torques'
+COMPLETED_TOPIC = '/dynamics_node/completed_joint_states'
+WRENCHES_TOPIC = '/dynamics_node/contact_wrenches'
+CONTACTS_TOPIC = '/dynamics_node/contacts'
 
 
 def main(argv=None):
@@ -36,6 +44,9 @@ def main(argv=None):
     common.add_argument('--accelerations-topic', default='/dynamic_joint_states',
                         help='the DynamicJointState topic of measured accelerations, if any')
     common.add_argument('--odometry', help='the nav_msgs/Odometry topic of a floating base')
+    common.add_argument('--contacts-topic', default=CONTACTS_TOPIC,
+                        help='the cluster_dynamics/msg/ContactSet topic of the contact sets, if '
+                             'any (each holds from its stamp to the next)')
     common.add_argument('--window', type=int, default=WINDOW,
                         help='Savitzky-Golay window (samples, odd) of the estimated derivatives')
     common.add_argument('--order', type=int, default=ORDER,
@@ -45,6 +56,9 @@ def main(argv=None):
     torques = commands.add_parser('torques', parents=[common],
                                   help='the torques along a recording')
     torques.add_argument('--out', required=True, help='the MCAP bag to write (and its .parquet)')
+    torques.add_argument('--contacts', nargs='+', metavar='LINK:KIND[@X,Y,Z]',
+                         help='contacts held throughout instead of the bag\'s contact sets: '
+                              'KIND 3D or 6D, the point X,Y,Z (m) in the link frame')
     identify = commands.add_parser('identify', parents=[common],
                                    help='the inertial parameters from the measured efforts')
     identify.add_argument('--out', required=True, help='the URDF+ file to write')
@@ -67,7 +81,8 @@ def _read(args, efforts=False):
     from .bags import read_joint_states
     from .torques import motion
     model = load_model(args.robot, closures=args.closures)
-    states = read_joint_states(args.bag, args.topic, args.accelerations_topic, args.odometry)
+    states = read_joint_states(args.bag, args.topic, args.accelerations_topic, args.odometry,
+                               args.contacts_topic)
     with tqdm(total=len(states.stamps), unit='state', file=sys.stderr,
               disable=not sys.stderr.isatty()) as bar:
         used = motion(model, states, args.window, args.order, bar.update, efforts)
@@ -76,13 +91,15 @@ def _read(args, efforts=False):
 
 def run_torques(args):
     """The torques command; returns its summary."""
-    from .bags import write_joint_states
+    from .contacts import parse_contact, schedule
     from .torques import answer
     start = time.perf_counter()
+    contacts = None if args.contacts is None else [parse_contact(c) for c in args.contacts]
     model, used, states = _read(args)
-    result = answer(model, used, args.threads)
+    result = answer(model, used, args.threads,
+                    schedule(model, contacts, states.contact_sets, used.dropped))
     out = Path(args.out)
-    write_joint_states(out, TORQUES_TOPIC, result.stamps, result.names, efforts=result.efforts)
+    _write_bag(out, model, result)
     _write_table(out.with_suffix('.parquet'), model, result)
     return (f'{_states(states, result.motion, "answered", time.perf_counter() - start)}; '
             f'wrote {out} and {out.with_suffix(".parquet")}')
@@ -120,12 +137,35 @@ def _states(states, motion, verb, seconds):
             f'{", ".join(motion.filtered) or "nothing"}; dropped: {dropped}')
 
 
+def _write_bag(path, model, result):
+    """The MCAP bag of the states answered: the efforts, the completed joint states (every 1-DoF
+    joint's position and velocity) and the contact wrenches (contacts.link_wrench, frame_id their
+    link)."""
+    from .bags import write_bag
+    from .contacts import label
+    motion = result.motion
+    bodies = [b for b in range(1, model.nb) if model.nq_body[b] == model.nv_body[b] == 1]
+    velocities = np.array([model.spanning_velocities(q, yd)
+                           for q, yd in zip(motion.positions, motion.velocities)])
+    completed = (COMPLETED_TOPIC, [model.joint_names[b - 1] for b in bodies],
+                 motion.positions[:, model.idx_q[bodies]],
+                 velocities.reshape(-1, model.nv)[:, model.idx_v[bodies]], None)
+    links = {label(c): c.link for c in result.schedule.contacts} if result.schedule else {}
+    write_bag(path, result.stamps,
+              [(TORQUES_TOPIC, result.names, None, None, result.efforts), completed],
+              [(WRENCHES_TOPIC, links[name], W)
+               for name, W in (result.contact_wrenches or {}).items()])
+
+
 def _write_table(path, model, result):
     """The Parquet table of the states answered: stamp (ns), then per independent joint its
     position, velocity, acceleration and effort columns, and a floating base's wrench ([force;
-    torque] in the base frame: what the environment must apply)."""
+    torque] in the base frame: what the environment must apply beyond the contacts); with
+    contacts, per contact its wrench on its link (contact.LABEL.force.x ..., null where it does
+    not hold) and the motion's corrections (contacts.velocity_correction, ...)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
+    axes = ('force.x', 'force.y', 'force.z', 'torque.x', 'torque.y', 'torque.z')
     motion = result.motion
     columns = {'stamp': pa.array(result.stamps)}
     for j, name in enumerate(result.names):
@@ -135,9 +175,14 @@ def _write_table(path, model, result):
         columns[f'{name}.acceleration'] = pa.array(motion.accelerations[:, y])
         columns[f'{name}.effort'] = pa.array(result.efforts[:, j])
     if result.base_wrench is not None:
-        for j, axis in enumerate(('force.x', 'force.y', 'force.z', 'torque.x', 'torque.y',
-                                  'torque.z')):
+        for j, axis in enumerate(axes):
             columns[f'{model.floating_base_joint}.{axis}'] = pa.array(result.base_wrench[:, j])
+    for name, W in (result.contact_wrenches or {}).items():
+        for j, axis in enumerate(axes):
+            columns[f'contact.{name}.{axis}'] = pa.array(W[:, j], from_pandas=True)
+    if result.corrections is not None:
+        for j, what in enumerate(('velocity_correction', 'acceleration_correction')):
+            columns[f'contacts.{what}'] = pa.array(result.corrections[:, j])
     pq.write_table(pa.table(columns), path)
 
 

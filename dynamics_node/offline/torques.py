@@ -5,7 +5,8 @@ independent forces of the cluster RNEA (Batch.inverse_dynamics). A floating base
 and twist from the odometry (bags.read_joint_states), its acceleration filtered from the twist;
 its generalized force is the net wrench the environment must apply. Offline, no effort limit
 applies: a state is dropped only where the model cannot answer it (completion refuses it, the
-RNEA refuses its numbers), counted by reason."""
+RNEA refuses its numbers), counted by reason. A state that holds contacts (contacts.py) has the
+actuated efforts of the projected inverse dynamics at the nearest motion that keeps them."""
 
 from dataclasses import dataclass, replace
 
@@ -13,6 +14,7 @@ import numpy as np
 
 from ..batch import Batch
 from ..errors import ModelError, quote
+from .contacts import held_states, label, link_wrench, schedule
 from .filters import derivatives, ORDER, WINDOW
 
 
@@ -36,34 +38,74 @@ class Motion:
 class Torques:
     """stamps (M, ns) and efforts (M x len(names)) of the states answered, names the independent
     1-DoF joints; base_wrench (M x 6, [force; torque] in the base frame) the floating base's
-    generalized force, or None; with their Motion."""
+    generalized force, or None; with their Motion (the velocities and accelerations of a state
+    with contacts: the nearest that keep them). With a contact schedule (contacts.Schedule),
+    contact_wrenches {contacts.label: M x 6, NaN where the contact does not hold}
+    (contacts.link_wrench) and corrections (M x 2: |yd - yd_c|_inf and |ydd - ydd_c|_inf, zero
+    without contacts)."""
     stamps: np.ndarray
     names: tuple
     efforts: np.ndarray
     base_wrench: np.ndarray
     motion: Motion
+    schedule: object = None
+    contact_wrenches: dict = None
+    corrections: np.ndarray = None
 
 
-def torques(model, states, window=WINDOW, order=ORDER, threads=1, progress=None):
+def torques(model, states, window=WINDOW, order=ORDER, threads=1, progress=None, contacts=None):
     """Torques of the JointStates states (bags.read_joint_states) on model; progress(n) after each
-    n states completed."""
-    return answer(model, motion(model, states, window, order, progress), threads)
+    n states completed; contacts: Contacts held throughout, else the contact sets of the bag
+    (states.contact_sets) where it has them."""
+    used = motion(model, states, window, order, progress)
+    return answer(model, used, threads, schedule(model, contacts, states.contact_sets,
+                                                 used.dropped))
 
 
-def answer(model, used, threads=1):
-    """The Torques of the states of the Motion used."""
+def answer(model, used, threads=1, schedule=None):
+    """The Torques of the states of the Motion used: the RNEA's on a Batch where no contact holds,
+    contacts.held_states where the contact Schedule schedule holds one."""
+    n = len(used.stamps)
+    held = np.full(n, -1) if schedule is None else schedule.at(used.stamps)
+    free = np.array([k < 0 or not schedule.sets[k] for k in held], dtype=bool)
+    efforts, answered = np.zeros((n, model.ny)), np.zeros(n, dtype=bool)
     batch = Batch(model, threads)
     try:
-        efforts, answered = _answered(batch, model, used)
+        rows = np.flatnonzero(free)
+        efforts_free, kept = _answered(batch, model, _rows(used, rows))
     finally:
         batch.close()
-    used = replace(used, stamps=used.stamps[answered], positions=used.positions[answered],
-                   velocities=used.velocities[answered],
-                   accelerations=used.accelerations[answered],
-                   efforts=None if used.efforts is None else used.efforts[answered])
+    efforts[rows[kept]], answered[rows[kept]] = efforts_free, True
+    wrenches = corrections = None
+    if schedule is not None:
+        infos, refused = held_states(model, used, schedule, np.flatnonzero(~free))
+        if refused:
+            used.dropped['contacts'] = used.dropped.get('contacts', 0) + refused
+        wrenches = {label(c): np.full((n, 6), np.nan) for c in schedule.contacts}
+        corrections = np.zeros((n, 2))
+        used = replace(used, velocities=used.velocities.copy(),
+                       accelerations=used.accelerations.copy())
+        for row, info in infos.items():
+            efforts[row], answered[row] = info.efforts, True
+            used.velocities[row], used.accelerations[row] = info.velocities, info.accelerations
+            corrections[row] = info.velocity_correction, info.acceleration_correction
+            for contact, force in zip(schedule.sets[held[row]], info.contact_forces):
+                wrenches[label(contact)][row] = link_wrench(contact, force)
+        wrenches = {name: w[answered] for name, w in wrenches.items()}
+        corrections = corrections[answered]
+    used = _rows(used, np.flatnonzero(answered))
+    efforts = efforts[answered]
     joints, columns, base = _coordinates(model)
     return Torques(used.stamps, joints, efforts[:, columns],
-                   None if base is None else efforts[:, base], used)
+                   None if base is None else efforts[:, base], used, schedule, wrenches,
+                   corrections)
+
+
+def _rows(used, rows):
+    """The Motion of the states rows of used (its dropped counts shared)."""
+    return replace(used, stamps=used.stamps[rows], positions=used.positions[rows],
+                   velocities=used.velocities[rows], accelerations=used.accelerations[rows],
+                   efforts=None if used.efforts is None else used.efforts[rows])
 
 
 def _coordinates(model):

@@ -789,6 +789,39 @@ def test_contact_bias_forces_projection(name, contacts, engine):
 
 @pytest.mark.parametrize('name, contacts', bias_cases())
 @pytest.mark.parametrize('engine', ENGINES)
+def test_contact_bias_forces_of_measured_accelerations(name, contacts, engine):
+    """With measured accelerations a, the accelerations keep the contacts and are the least
+    change of a that does (against dense least squares); the velocities are projected as without
+    a; the efforts are the projected inverse dynamics there; a that keeps them is kept."""
+    model, _ = setup(name, engine)
+    _, reference = setup_for(model, contacts)
+    rng = np.random.default_rng(SEED + 18)
+    for _ in range(STATES):
+        q, yd, _ = random_state(model, rng)
+        a = rng.normal(size=model.ny)
+        info = model.contact_bias_forces(q, yd, contacts, info=True, a=a)
+        assert relative(info.velocities, model.contact_bias_forces(
+            q, yd, contacts, info=True).velocities) < 1e-12
+        J, drift = independent_rows(model, reference, q, info.velocities)
+        ydd = info.accelerations
+        assert relative(J @ ydd, -drift) < 1e-9, 'the accelerations keep the contacts'
+        assert relative(ydd, a - np.linalg.pinv(J, rcond=1e-10) @ (J @ a + drift)) < 1e-9
+        assert info.acceleration_correction == np.max(np.abs(a - ydd)) > 1e-3
+        assert relative(info.efforts, model.inverse_dynamics(
+            q, info.velocities, ydd, contacts=contacts)) < 1e-12
+        kept = model.contact_bias_forces(q, info.velocities, contacts, info=True, a=ydd)
+        assert kept.acceleration_correction < 1e-12 * max(1.0, np.max(np.abs(ydd)))
+        assert relative(model.contact_bias_forces(q, yd, contacts, a=spanning(model, q, a)),
+                        info.efforts) < 1e-12, 'spanning accelerations: their independent part'
+    with pytest.raises(ModelError, match=r'^a has 2 entries'):
+        model.contact_bias_forces(q, yd, contacts, a=[0.0, 1.0])
+    with pytest.raises(ModelError, match=r'^a\[3\] is nan'):
+        model.contact_bias_forces(q, yd, contacts, a=np.where(np.arange(model.ny) == 3, np.nan,
+                                                              0.0))
+
+
+@pytest.mark.parametrize('name, contacts', bias_cases())
+@pytest.mark.parametrize('engine', ENGINES)
 def test_contact_bias_forces_equation_of_motion(name, contacts, engine):
     """H_y ydd + C_y(yd_c) = S^T tau + J_c^T lambda, tau the projected inverse dynamics at
     (q, yd_c, ydd) (zero on the floating base and the passive coordinates)."""
