@@ -19,6 +19,7 @@ from .frames import body_jacobian
 from .kinematics import forward_pass
 
 PARAMETERS = 10
+ZERO_COLUMN = 1e-16    # a regressor column this small against the largest is round-off
 
 
 def inertial_parameters(model):
@@ -74,13 +75,15 @@ def regressor(model, data, q, yd, ydd):
 def base_parameters(W, rtol=1e-8):
     """(rank, kept, B) of stacked regressors W (rows of many states, 10 nb columns): the QR of W
     in column order (Gautier 1991) keeps column j where |R_jj| > rtol |W_j| (not in the span of
-    the columns before it); the base parameters beta = B pi (rank x 10 nb) are the kept
-    parameters plus the combinations of the others that W_kept reproduces: W pi = W_kept beta,
-    B[:, kept] = 1, B[:, rest] = W_kept^+ W_rest."""
+    the columns before it) and |W_j| > ZERO_COLUMN max_i |W_i| (a column of round-off, zero but
+    for the products that formed it, is none); the base parameters beta = B pi (rank x 10 nb)
+    are the kept parameters plus the combinations of the others that W_kept reproduces: W pi =
+    W_kept beta, B[:, kept] = 1, B[:, rest] = W_kept^+ W_rest."""
     diagonal = np.zeros(W.shape[1])
     R = np.linalg.qr(W, mode='r')
     diagonal[:min(R.shape)] = np.abs(np.diag(R))
     norms = np.linalg.norm(W, axis=0)
+    norms[norms <= ZERO_COLUMN * np.max(norms, initial=0.0)] = np.inf
     kept = np.flatnonzero(diagonal > rtol * np.maximum(norms, np.finfo(float).tiny))
     rest = np.setdiff1d(np.arange(W.shape[1]), kept)
     B = np.zeros((kept.size, W.shape[1]))

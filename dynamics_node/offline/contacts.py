@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..contacts import Contact, KINDS, resolve
+from ..contacts import Contact, KINDS, PSEUDOINVERSE_CUTOFF, resolve
 from ..errors import ModelError, quote
 from ..spatial import quaternion_matrix
 
@@ -102,6 +102,27 @@ def link_wrench(contact, force):
     f = R @ force[:3]
     torque = np.cross(p, f) + (R @ force[3:] if len(force) == 6 else 0.0)
     return np.concatenate([f, torque])
+
+
+def null_space(model, q, contacts):
+    """N (ny x k): a basis of the independent velocities that keep contacts with the world at q
+    (J_c N = 0), from their links' Jacobians (Model.link_jacobian, in the link frame): a 6D
+    contact's rows span its link's, a 3D contact's those of its point's velocity v + w x p (the
+    orientation of a contact frame changes neither). Singular values of J_c below
+    PSEUDOINVERSE_CUTOFF of the largest count as zero."""
+    rows = []
+    for contact in contacts:
+        if contact.other is not None:
+            raise ModelError(f'contact {quote(label(contact))}: identification takes '
+                             'contacts with the world only')
+        J = model.link_jacobian(q, contact.link)
+        x, y, z = contact.placement[0]
+        rows.append(J if contact.kind == '6D' else
+                    J[:3] - np.array([[0.0, -z, y], [z, 0.0, -x], [-y, x, 0.0]]) @ J[3:])
+    if not rows:
+        return np.eye(model.ny)
+    _, s, Vt = np.linalg.svd(np.vstack(rows))
+    return Vt[int(np.sum(s > PSEUDOINVERSE_CUTOFF * s[0])):].T
 
 
 def held_states(model, used, schedule, rows):

@@ -16,6 +16,7 @@ from ..algorithms.regressor import base_parameters, PARAMETERS
 from ..batch import Batch
 from ..errors import ModelError
 from ..whole_body import parameterized
+from .contacts import null_space
 
 # a column of W is kept where |R_jj| > RTOL |W_j| (base_parameters): whole_body.BASE_RTOL (1e-8)
 # suits exact regressors, but keeps columns a recording barely tells apart, whose fit then
@@ -23,6 +24,9 @@ from ..whole_body import parameterized
 RTOL = 1e-5
 PROJECTIONS = 2000             # alternating projections at most (physical)
 CONSISTENT = 1e-9              # the smallest eigenvalue of a J accepted: -CONSISTENT |J|
+# the cone's projection (physical) lifts each J's eigenvalues to MARGIN |J| at least, so that the
+# parameters end strictly inside it, where load_model's triangle inequality holds with margin
+MARGIN = 1e-8
 
 
 INERTIA = {'ixx': (0, 0), 'ixy': (0, 1), 'ixz': (0, 2), 'iyy': (1, 1), 'iyz': (1, 2),
@@ -47,11 +51,15 @@ class Identification:
     inconsistent: dict
 
 
-def identify(model, motion, friction=False, threads=1):
-    """The Identification of model's parameters from a Motion with measured efforts."""
-    if model.floating_base:
-        raise ModelError('identifying a floating-base robot needs the contacts\' wrenches, which '
-                         'dynamics_offline does not read yet')
+def identify(model, motion, friction=False, threads=1, schedule=None):
+    """The Identification of model's parameters from a Motion with measured efforts. With the
+    contact Schedule schedule (contacts.py), the equations of a state that holds contacts, Y pi
+    = tau + J_c^T lambda, are projected onto the null space N of J_c (contacts.null_space), N^T
+    Y pi = N^T tau: the unknown contact forces drop out (projected dynamics, Aghili 2005); a
+    state without contacts keeps every equation (a floating base's: free flight)."""
+    if model.floating_base and schedule is None:
+        raise ModelError('identifying a floating-base robot needs its contacts (--contacts, or '
+                         'the bag\'s ContactSet messages); without them every state is in flight')
     if motion.efforts is None:
         raise ModelError('the joint states carry no efforts: identification fits the measured '
                          'efforts (the effort field of every message)')
@@ -63,16 +71,15 @@ def identify(model, motion, friction=False, threads=1):
         Y = batch.regressor(motion.positions, motion.velocities, motion.accelerations)
     finally:
         batch.close()
-    W, tau = Y.reshape(n * model.ny, -1), motion.efforts.reshape(-1)
+    tau, F = motion.efforts, np.zeros((n, model.ny, 2 * model.ny * friction))
+    for j in range(model.ny if friction else 0):
+        F[:, j, 2 * j] = motion.velocities[:, j]
+        F[:, j, 2 * j + 1] = np.sign(motion.velocities[:, j])
+    if schedule is not None:
+        Y, F, tau = _projected(model, motion, schedule, Y, F, tau)
+    W, tau = Y.reshape(-1, Y.shape[-1]), tau.reshape(-1)
     rank, kept, B = base_parameters(W, RTOL)
-    columns = [W[:, kept]]
-    if friction:
-        F = np.zeros((n, model.ny, 2 * model.ny))
-        for j in range(model.ny):
-            F[:, j, 2 * j] = motion.velocities[:, j]
-            F[:, j, 2 * j + 1] = np.sign(motion.velocities[:, j])
-        columns.append(F.reshape(n * model.ny, -1))
-    A = np.hstack(columns)
+    A = np.hstack([W[:, kept], F.reshape(len(W), -1)])
     x = np.linalg.lstsq(A, tau, rcond=None)[0]
     beta = x[:rank]
     pi = physical(model, model.inertial_parameters, B, beta)
@@ -80,6 +87,16 @@ def identify(model, motion, friction=False, threads=1):
                           x[rank:].reshape(model.ny, 2) if friction else None,
                           float(np.sqrt(np.mean((A @ x - tau) ** 2))), n,
                           inconsistent(model, pi))
+
+
+def _projected(model, motion, schedule, Y, F, tau):
+    """The states' regressors Y, friction columns F and efforts tau, each state's rows projected
+    onto the null space of its contacts' Jacobian (contacts.null_space), stacked."""
+    held = schedule.at(motion.stamps)
+    projections = [null_space(model, q, schedule.sets[k] if k >= 0 else ())
+                   for q, k in zip(motion.positions, held)]
+    return tuple(np.concatenate([N.T @ x.reshape(model.ny, -1) for N, x in zip(projections, X)])
+                 for X in (Y, F, tau))
 
 
 def pseudo_inertias(model, pi):
@@ -106,8 +123,9 @@ def physical(model, pi0, B, beta):
     """The parameters closest to pi0 with B pi = beta, then moved onto those of rigid bodies that
     keep it: von Neumann's alternating projections between the affine set B pi = beta and the
     bodies' pseudo-inertias' cones J >= 0, both convex in the entries of J (Frobenius norm), from
-    the first (Bauschke & Borwein 1996). Stops where every J is within CONSISTENT; else returns the
-    last point of the affine set (inconsistent() names its bodies)."""
+    the first (Bauschke & Borwein 1996), the cone's projection lifting eigenvalues to MARGIN.
+    Stops where every J is inside the cone; else returns the last point of the affine set
+    (inconsistent() names its bodies)."""
     basis = np.eye(len(pi0))                    # the map pi -> J entries, a column per parameter
     E = np.stack([pseudo_inertias(model, column).reshape(-1) for column in basis], axis=1)
     A = B @ np.linalg.pinv(E)                   # B pi in the entries of J
@@ -117,9 +135,11 @@ def physical(model, pi0, B, beta):
     for _ in range(PROJECTIONS):
         J = x.reshape(-1, 4, 4)
         values, vectors = np.linalg.eigh(J)
-        if np.all(values[:, 0] >= -CONSISTENT * np.max(np.abs(values), axis=1)):
+        largest = np.max(np.abs(values), axis=1, keepdims=True)
+        if np.all(values >= 0.5 * MARGIN * largest):
             break
-        clipped = np.einsum('bij,bj,bkj->bik', vectors, np.maximum(values, 0.0), vectors)
+        clipped = np.einsum('bij,bj,bkj->bik', vectors, np.maximum(values, MARGIN * largest),
+                            vectors)
         x = clipped.reshape(-1) - gain @ (A @ clipped.reshape(-1) - beta)
     return parameters_of(x.reshape(-1, 4, 4))
 

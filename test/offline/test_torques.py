@@ -377,9 +377,10 @@ def walking(model, rng):
     return t_ns, joints, Q, poses, yd, ydd, known
 
 
-def write_walking_bag(path, model, t_ns, Q, poses, yd, ydd):
-    """JointState of every joint but the floating base, DynamicJointState accelerations of the
-    independent ones, Odometry of the base at the same stamps."""
+def write_walking_bag(path, model, t_ns, Q, poses, yd, ydd, efforts=None):
+    """JointState of every joint but the floating base (with efforts, ny per state, those of the
+    independent ones, zero on the others), DynamicJointState accelerations of the independent
+    ones, Odometry of the base at the same stamps."""
     base = model.floating_base_joint
     joints = [n for n in model.joint_names if n != base]
     index = [model.idx_q[model.joint_names.index(n) + 1] for n in joints]
@@ -397,7 +398,9 @@ def write_walking_bag(path, model, t_ns, Q, poses, yd, ydd):
             writer.write_message('/joint_states', state, {
                 'header': header, 'name': joints, 'position': Q[i][index].tolist(),
                 'velocity': [float(yd[i][y_of[n]]) if n in y_of else 0.0 for n in joints],
-                'effort': []}, log_time=int(stamp))
+                'effort': [] if efforts is None else [
+                    float(efforts[i][y_of[n]]) if n in y_of else 0.0 for n in joints]},
+                log_time=int(stamp))
             values = [{'interface_names': ['acceleration'], 'values': [float(ydd[i][y_of[n]])]}
                       for n in joints if n in y_of]
             writer.write_message('/dynamic_joint_states', dynamic, {

@@ -12,7 +12,7 @@ from mcap_ros2.decoder import DecoderFactory
 from mcap_ros2.writer import Writer
 
 from conftest import robot
-from dynamics_node import bundled_model, Contact, ModelError
+from dynamics_node import bundled_model, Contact, load_model, ModelError
 from dynamics_node.offline import bags, cli
 from dynamics_node.offline.contacts import label, parse_contact
 from dynamics_node.offline.torques import torques
@@ -244,3 +244,38 @@ def test_link_wrenches_of_placed_contacts_close_the_equation_of_motion(recording
                                  for c, f in zip(contacts, info.contact_forces))
     plain = model.inverse_dynamics(Q[row], yd[row], ydd[row])
     assert np.max(np.abs(closing - plain)) < 1e-8 * np.max(np.abs(plain))
+
+
+def test_identify_a_floating_humanoid_on_its_soles(tmp_path):
+    """The humanoid with other parameters than its file's, on both soles then on the left one,
+    arms swinging, its efforts those of the projected inverse dynamics: the base parameters of
+    the equations projected onto the contacts' null space to 1e-6, and the identified parameters
+    reproduce the efforts; without its contacts a floating base is refused by name."""
+    from dynamics_node.offline.contacts import recorded_schedule
+    from dynamics_node.offline.identify import identify
+    from dynamics_node.offline.torques import motion
+    nominal = robot('humanoid_belts')
+    rng = np.random.default_rng(11)
+    pi = nominal.inertial_parameters * np.repeat(rng.uniform(0.7, 1.3, nominal.nb - 1), 10)
+    true = load_model(bundled_model('humanoid_belts'), inertial_parameters=pi)
+    t_ns, Q, poses, yd, ydd = standing(nominal, rng)
+    n = len(t_ns)
+    held = [[Contact(link, '6D') for link in (FEET if i < n // 2 else FEET[:1])]
+            for i in range(n)]
+    measured = np.array([true.inverse_dynamics(q, v, a, contacts=c)
+                         for q, v, a, c in zip(Q, yd, ydd, held)])
+    path = tmp_path / 'stand.mcap'
+    write_walking_bag(path, nominal, t_ns, Q, poses, yd, ydd, efforts=measured)
+    add_contact_sets(path, [(t_ns[0], FEET), (t_ns[n // 2], FEET[:1])])
+    states = bags.read_joint_states(path, odometry_topic='/odom',
+                                    contacts_topic=cli.CONTACTS_TOPIC)
+    used = motion(nominal, states, efforts=True)
+    with pytest.raises(ModelError, match='needs its contacts'):
+        identify(nominal, used)
+    result = identify(nominal, used, schedule=recorded_schedule(nominal, states.contact_sets, {}))
+    assert result.states == n and result.inconsistent == {}
+    np.testing.assert_allclose(result.beta, result.B @ pi, rtol=1e-6, atol=1e-9)
+    identified = load_model(bundled_model('humanoid_belts'), inertial_parameters=result.parameters)
+    for i in range(0, n, 29):
+        again = identified.inverse_dynamics(Q[i], yd[i], ydd[i], contacts=held[i])
+        np.testing.assert_allclose(again, measured[i], rtol=1e-6, atol=1e-6)
