@@ -23,8 +23,10 @@ setup(
     package_data={'dynamics_node': ['robots/*.urdf', 'robots/extended_urdf/*.urdf',
                                     'robots/extended_urdf/*.yaml']},
     install_requires=['numpy', 'lxml', 'numba', 'pyyaml'],
-    # dynamics_offline (dynamics_node/offline): bags without ROS, Parquet tables, progress bars
-    extras_require={'offline': ['mcap', 'mcap-ros2-support', 'rosbags', 'pyarrow', 'tqdm']},
+    # dynamics_offline (dynamics_node/offline): bags without ROS, Parquet tables, progress bars,
+    # Dask clusters
+    extras_require={'offline': ['mcap', 'mcap-ros2-support', 'rosbags', 'pyarrow', 'tqdm', 'dask',
+                                'distributed']},
     entry_points={'console_scripts': [
         'dynamics_node = dynamics_node.ros.node:main',
         'dynamics_offline = dynamics_node.offline.cli:main',

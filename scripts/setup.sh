@@ -26,9 +26,10 @@ DISTRO="${DISTRO:-kilted}"
 # derivatives in the KKT oracle); the package needs numpy, lxml, numba, pyyaml.
 PYTHON_PACKAGES=(numpy scipy lxml numba pyyaml pytest flake8 pin example-robot-data==6.0.0
                  matplotlib "setuptools>=70.1" casadi==3.7.2)
-# the 'offline' extra of setup.py (dynamics_offline: bags without ROS, Parquet, progress bars)
+# the 'offline' extra of setup.py (dynamics_offline: bags without ROS, Parquet, progress bars,
+# Dask clusters)
 PYTHON_PACKAGES+=(mcap==1.6.0 mcap-ros2-support==0.6.0 rosbags==0.11.9 pyarrow==26.0.1
-                  tqdm==4.70.1)
+                  tqdm==4.70.1 dask==2026.8.0 distributed==2026.8.0)
 # Top-level ROS 2 wheels of each distro, pinned to the versions this setup was verified with.
 # ament_cmake_include_directories and rosidl_core_generators are needed by the CMake build but not
 # declared as dependencies by the wheels that use them.

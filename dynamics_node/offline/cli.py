@@ -1,18 +1,21 @@
 """Console script dynamics_offline: the dynamics of a recorded bag.
 
-    dynamics_offline torques BAG --robot URDF [--closures YAML] [--contacts LINK:KIND ...]
-        --out OUT.mcap
+    dynamics_offline torques BAG [BAG ...] --robot URDF [--closures YAML]
+        [--contacts LINK:KIND ...] [--workers N | --scheduler tcp://HOST:PORT]
+        [--window-states N] --out OUT.mcap
     dynamics_offline identify BAG --robot URDF [--closures YAML] [--friction] --out ID.urdf
 
 Both read the bag's sensor_msgs/JointState messages (and the accelerations of a DynamicJointState
 topic where it has them) into the states the model can use (torques.motion). torques answers each
-(torques.py; with contacts from --contacts or the bag's ContactSet messages, contacts.py) and
-writes OUT.mcap, on the node's topics with the input stamps: JointState messages of the
-independent joints' efforts, the completed joint states, and a WrenchStamped per contact held;
-and OUT.parquet beside it, a table of the stamps, positions, velocities, accelerations, efforts
-and contact wrenches. identify fits the inertial parameters (and friction) to the
-messages' efforts (identify.py) and writes them as a URDF+ file that load_model reads. Each ends
-with a summary: states, rate, what was filtered, the states dropped by reason.
+(torques.py; with contacts from --contacts or the bag's ContactSet messages, contacts.py), in
+windows of states on this process or on a Dask cluster (--workers, --scheduler; scale.py) with the
+same results, and writes OUT.mcap, on the node's topics with the input stamps: JointState messages
+of the independent joints' efforts, the completed joint states, and a WrenchStamped per contact
+held; and OUT.parquet beside it, a table of the stamps, positions, velocities, accelerations,
+efforts and contact wrenches. With several bags, OUT is a directory that receives NAME.mcap and
+NAME.parquet per bag, NAME the bag's name. identify fits the inertial parameters (and friction)
+to the messages' efforts (identify.py) and writes them as a URDF+ file that load_model reads. Each
+ends with a summary: states, rate, what was filtered, the states dropped by reason.
 """
 
 import argparse
@@ -22,14 +25,16 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import ModelError, quote
+from ..errors import first_repeated, ModelError, quote
 from ..loading import load_model
 from .filters import ORDER, WINDOW
+from .scale import WINDOW_STATES
 
 TORQUES_TOPIC = '/dynamics_node/computed_torques'
 COMPLETED_TOPIC = '/dynamics_node/completed_joint_states'
 WRENCHES_TOPIC = '/dynamics_node/contact_wrenches'
 CONTACTS_TOPIC = '/dynamics_node/contacts'
+BAG_HELP = 'an .mcap file, or a rosbag2 folder (MCAP or sqlite3)'
 
 
 def main(argv=None):
@@ -37,7 +42,6 @@ def main(argv=None):
         prog='dynamics_offline',
         description='Dynamics of recorded ROS 2 bags (MCAP or sqlite3), without ROS.')
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument('bag', help='an .mcap file, or a rosbag2 folder (MCAP or sqlite3)')
     common.add_argument('--robot', required=True, help='the URDF+ (or URDF) file')
     common.add_argument('--closures', help='the YAML closures of an Extended URDF robot')
     common.add_argument('--topic', default='/joint_states', help='the JointState topic')
@@ -55,12 +59,27 @@ def main(argv=None):
     commands = parser.add_subparsers(dest='command', required=True)
     torques = commands.add_parser('torques', parents=[common],
                                   help='the torques along a recording')
-    torques.add_argument('--out', required=True, help='the MCAP bag to write (and its .parquet)')
+    torques.add_argument('bags', nargs='+', metavar='BAG', help=BAG_HELP)
+    torques.add_argument('--out', required=True,
+                         help='the MCAP bag to write (and its .parquet beside it); with several '
+                              'bags, a directory that receives NAME.mcap and NAME.parquet per '
+                              'bag, NAME the bag\'s file or folder name without its suffix')
+    torques.add_argument('--window-states', type=_count, default=WINDOW_STATES, metavar='N',
+                         help='states per window (default %(default)s), the unit of work; '
+                              'the results do not depend on where the windows run (they depend '
+                              'on N only within the completion\'s tolerance)')
+    where = torques.add_mutually_exclusive_group()
+    where.add_argument('--workers', type=_count, metavar='N',
+                       help='answer the windows on a local Dask cluster of N worker '
+                            'processes (one thread each)')
+    where.add_argument('--scheduler', metavar='tcp://HOST:PORT',
+                       help='answer the windows on the existing Dask cluster of this scheduler')
     torques.add_argument('--contacts', nargs='+', metavar='LINK:KIND[@X,Y,Z]',
                          help='contacts held throughout instead of the bag\'s contact sets: '
                               'KIND 3D or 6D, the point X,Y,Z (m) in the link frame')
     identify = commands.add_parser('identify', parents=[common],
                                    help='the inertial parameters from the measured efforts')
+    identify.add_argument('bag', help=BAG_HELP)
     identify.add_argument('--out', required=True, help='the URDF+ file to write')
     identify.add_argument('--friction', action='store_true',
                           help='fit viscous and Coulomb friction per independent joint too')
@@ -90,25 +109,71 @@ def _read(args, efforts=False):
 
 
 def run_torques(args):
-    """The torques command; returns its summary."""
-    from .contacts import parse_contact, schedule
-    from .torques import answer
+    """The torques command, window by window on this process or a Dask cluster (scale.py);
+    returns its summary."""
+    from tqdm import tqdm
+    from .bags import read_joint_states
+    from .contacts import parse_contact
+    from .scale import dask_client, model_of, torques
     start = time.perf_counter()
     contacts = None if args.contacts is None else [parse_contact(c) for c in args.contacts]
-    model, used, states = _read(args)
-    result = answer(model, used, args.threads,
-                    schedule(model, contacts, states.contact_sets, used.dropped))
-    out = Path(args.out)
-    _write_bag(out, model, result)
-    _write_table(out.with_suffix('.parquet'), model, result)
-    return (f'{_states(states, result.motion, "answered", time.perf_counter() - start)}; '
-            f'wrote {out} and {out.with_suffix(".parquet")}')
+    text = _description(args)
+    model = model_of(text)
+    outs = _outputs(args.bags, args.out)
+    recordings = {bag: read_joint_states(bag, args.topic, args.accelerations_topic,
+                                         args.odometry, args.contacts_topic) for bag in args.bags}
+    with tqdm(total=sum(len(states.stamps) for states in recordings.values()), unit='state',
+              file=sys.stderr, disable=not sys.stderr.isatty()) as bar, \
+            dask_client(args.workers, args.scheduler) as client:
+        results = torques(text, recordings, contacts, args.window, args.order, args.threads,
+                          args.window_states, client, bar.update)
+    for bag, out in outs.items():
+        _write_bag(out, model, results[bag])
+        _write_table(out.with_suffix('.parquet'), model, results[bag])
+    seconds = time.perf_counter() - start
+    if len(outs) == 1:
+        (bag, out), = outs.items()
+        return (f'{_states(recordings[bag], results[bag].motion, "answered", seconds)}; '
+                f'wrote {out} and {out.with_suffix(".parquet")}')
+    answered = sum(len(result.stamps) for result in results.values())
+    return '\n'.join([f'{bag}: {_states(recordings[bag], results[bag].motion, "answered")}; '
+                      f'wrote {out} and {out.with_suffix(".parquet")}'
+                      for bag, out in outs.items()]
+                     + [f'{answered} states of {len(outs)} bags answered in {seconds:.1f} s '
+                        f'({answered / seconds:.0f} states/s)'])
+
+
+def _count(text):
+    """A count of the command line: a whole number of at least 1."""
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f'{text!r} is not a whole number of at least 1')
+    return int(text)
+
+
+def _description(args):
+    """The URDF+ text of --robot (with --closures, converted)."""
+    from ..loading import urdf_plus
+    return (urdf_plus(args.robot, args.closures) if args.closures
+            else Path(args.robot).read_text(encoding='utf-8'))
+
+
+def _outputs(bags, out):
+    """{bag: its OUT.mcap}: out for one bag; with several, out/NAME.mcap, NAME the bag's file or
+    folder name without its suffix (out made a directory)."""
+    if len(bags) == 1:
+        return {bags[0]: Path(out)}
+    names = [Path(bag).stem for bag in bags]
+    twice = first_repeated(names)
+    if twice is not None:
+        raise ModelError(f'two bags are named {quote(twice)}: with several bags each writes '
+                         f'{quote(str(Path(out) / twice))}.mcap; rename or link one')
+    Path(out).mkdir(parents=True, exist_ok=True)
+    return {bag: Path(out) / f'{name}.mcap' for bag, name in zip(bags, names)}
 
 
 def run_identify(args):
     """The identify command; returns its summary."""
     from ..description.urdf import read_urdf
-    from ..loading import urdf_plus
     from .identify import identify, write_urdf
     start = time.perf_counter()
     model, used, states = _read(args, efforts=True)
@@ -117,8 +182,7 @@ def run_identify(args):
         bodies = '; '.join(f'{body}: {why}' for body, why in result.inconsistent.items())
         raise ModelError(f'the identified parameters are not physical ({bodies}); not written: '
                          'record motion that excites every body, or more of it')
-    description = (urdf_plus(args.robot, args.closures) if args.closures
-                   else Path(args.robot).read_text(encoding='utf-8'))
+    description = _description(args)
     write_urdf(description, read_urdf(description), model, result.parameters, args.out)
     friction = '' if result.friction is None else '; friction (viscous, Coulomb): ' + ', '.join(
         f'{name} {v:.4g} {c:.4g}' for name, (v, c) in zip(model.independent_joint_names,
@@ -128,12 +192,13 @@ def run_identify(args):
             f'{result.residual:.3g}{friction}; wrote {args.out}')
 
 
-def _states(states, motion, verb, seconds):
-    """The summary of the states a command used."""
+def _states(states, motion, verb, seconds=None):
+    """The summary of the states a command used (in seconds)."""
     dropped = ', '.join(f'{count} {reason}' for reason, count in motion.dropped.items()) or 'none'
     total = len(states.stamps) + sum((states.dropped or {}).values())
-    return (f'{len(motion.stamps)} of {total} states {verb} in {seconds:.1f} s '
-            f'({len(motion.stamps) / seconds:.0f} states/s); filtered: '
+    rate = ('' if seconds is None
+            else f' in {seconds:.1f} s ({len(motion.stamps) / seconds:.0f} states/s)')
+    return (f'{len(motion.stamps)} of {total} states {verb}{rate}; filtered: '
             f'{", ".join(motion.filtered) or "nothing"}; dropped: {dropped}')
 
 

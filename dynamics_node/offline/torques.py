@@ -125,23 +125,18 @@ def _coordinates(model):
     return joints, columns, np.arange(start, start + 6)
 
 
-def motion(model, states, window=WINDOW, order=ORDER, progress=None, efforts=False):
-    """The Motion of the JointStates states on model: positions completed, velocities and
-    accelerations as recorded or filtered, with efforts the measured efforts (a state without
-    finite ones dropped); progress(n) after each n states."""
-    joints, y_columns, base = _coordinates(model)
+def usable(model, states, efforts=False):
+    """The JointStates states but those the model cannot use, counted in dropped as 'not finite'
+    (the positions of the joints the model knows, the independent joints' velocities, with
+    efforts their efforts, and a floating base's pose and twist must be finite); accelerations
+    None unless they give every independent joint's (then they are filtered)."""
+    base = _coordinates(model)[2]
     if states.positions is None:
         raise ModelError('the joint states carry no positions (every message must have them)')
     if base is not None and states.base_pose is None:
         raise ModelError(f'the floating base {quote(model.floating_base_joint)} needs its '
                          'odometry (nav_msgs/Odometry, the twist in the base frame: --odometry)')
-    missing = [name for name in joints if name not in states.names]
-    if missing:
-        raise ModelError(f'the joint states do not name the independent joints {quote(missing)}')
-    columns = [states.names.index(name) for name in joints]
-    known = [(i, name) for i, name in enumerate(states.names)
-             if name in model.independent_positions_index]
-    dropped = dict(states.dropped or {})
+    columns, known = _joint_columns(model, states)
     finite = np.isfinite(states.positions[:, [i for i, _ in known]]).all(axis=1)
     for recorded in (states.velocities, states.efforts if efforts else None):
         if recorded is not None:
@@ -149,37 +144,69 @@ def motion(model, states, window=WINDOW, order=ORDER, progress=None, efforts=Fal
     if base is not None:
         finite &= np.isfinite(states.base_pose).all(axis=1)
         finite &= np.isfinite(states.base_twist).all(axis=1)
+    dropped = dict(states.dropped or {})
     if not finite.all():                        # dropped before the filter can spread them
         dropped['not finite'] = int(np.sum(~finite))
-        if progress is not None:
-            progress(dropped['not finite'])
-    stamps, positions = states.stamps[finite], states.positions[finite]
-    t = (stamps - stamps[0]) * 1e-9 if len(stamps) else np.zeros(0)
+    kept = {name: value[finite] for name, value in vars(states).items()
+            if isinstance(value, np.ndarray)}
+    if states.accelerations is not None and np.isnan(kept['accelerations'][:, columns]).any():
+        kept['accelerations'] = None
+    return replace(states, dropped=dropped, **kept)
+
+
+def _joint_columns(model, states):
+    """(the columns of the independent joints but a floating base in the JointStates states,
+    (column, name) of each joint the model takes a position of); ModelError where one of the
+    former is missing."""
+    joints = _coordinates(model)[0]
+    missing = [name for name in joints if name not in states.names]
+    if missing:
+        raise ModelError(f'the joint states do not name the independent joints {quote(missing)}')
+    return ([states.names.index(name) for name in joints],
+            [(i, name) for i, name in enumerate(states.names)
+             if name in model.independent_positions_index])
+
+
+def motion(model, states, window=WINDOW, order=ORDER, progress=None, efforts=False, origin=None,
+           rows=None):
+    """The Motion of the JointStates states on model: of the usable ones (usable), positions
+    completed, velocities and accelerations as recorded or filtered, with efforts the measured
+    efforts (a state without finite ones dropped); progress(n) after each n states. origin: the
+    stamp (ns) of the filter's time zero (default the first usable state's); rows: the slice of
+    the usable states completed and returned (default all), the others only filtered around."""
+    _, y_columns, base = _coordinates(model)
+    used = usable(model, states, efforts)
+    if progress is not None and len(used.stamps) < len(states.stamps):
+        progress(len(states.stamps) - len(used.stamps))
+    columns, known = _joint_columns(model, used)
+    dropped = dict(used.dropped)
+    stamps, positions = used.stamps, used.positions
+    start = stamps[0] if origin is None and len(stamps) else origin
+    t = (stamps - start) * 1e-9 if len(stamps) else np.zeros(0)
     y = positions[:, columns]
     n, filtered = len(stamps), []
     yd, ydd = np.zeros((n, model.ny)), np.zeros((n, model.ny))
-    if states.velocities is not None:
-        yd[:, y_columns] = states.velocities[finite][:, columns]
+    if used.velocities is not None:
+        yd[:, y_columns] = used.velocities[:, columns]
     else:
         yd[:, y_columns] = derivatives(t, y, window, order)[0]
         filtered.append('velocities')
-    measured = None if states.accelerations is None else states.accelerations[finite][:, columns]
-    if measured is not None and not np.isnan(measured).any():
-        ydd[:, y_columns] = measured
+    if used.accelerations is not None:
+        ydd[:, y_columns] = used.accelerations[:, columns]
     else:
         ydd[:, y_columns] = (derivatives(t, yd[:, y_columns], window, order)[0]
                              if 'velocities' not in filtered
                              else derivatives(t, y, window, order)[1])
         filtered.append('accelerations')
     if base is not None:
-        yd[:, base] = states.base_twist[finite]
+        yd[:, base] = used.base_twist
         ydd[:, base] = derivatives(t, yd[:, base], window, order)[0]
         filtered.append('base accelerations')
     kept, Q = [], []
-    for row, state in enumerate(positions):
-        given = {name: state[i] for i, name in known}
+    for row in range(n)[slice(None) if rows is None else rows]:
+        given = {name: positions[row, i] for i, name in known}
         if base is not None:
-            given[model.floating_base_joint] = states.base_pose[finite][row]
+            given[model.floating_base_joint] = used.base_pose[row]
         try:
             Q.append(model.complete_positions(given))
             kept.append(row)
@@ -189,9 +216,9 @@ def motion(model, states, window=WINDOW, order=ORDER, progress=None, efforts=Fal
             progress(1)
     kept = np.array(kept, dtype=int)
     measured = None
-    if efforts and states.efforts is not None:
+    if efforts and used.efforts is not None:
         measured = np.zeros((n, model.ny))
-        measured[:, y_columns] = states.efforts[finite][:, columns]
+        measured[:, y_columns] = used.efforts[:, columns]
         measured = measured[kept]
     return Motion(stamps[kept], np.array(Q).reshape(len(kept), model.nq), yd[kept], ydd[kept],
                   measured, tuple(filtered), dropped)
