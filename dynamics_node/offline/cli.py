@@ -3,7 +3,8 @@
     dynamics_offline torques BAG [BAG ...] --robot URDF [--closures YAML]
         [--contacts LINK:KIND ...] [--workers N | --scheduler tcp://HOST:PORT]
         [--window-states N] --out OUT.mcap
-    dynamics_offline identify BAG --robot URDF [--closures YAML] [--friction] --out ID.urdf
+    dynamics_offline identify BAG --robot URDF [--closures YAML] [--contacts LINK:KIND ...]
+        [--friction] --out ID.urdf
 
 Both read the bag's sensor_msgs/JointState messages (and the accelerations of a DynamicJointState
 topic where it has them) into the states the model can use (torques.motion). torques answers each
@@ -14,8 +15,9 @@ of the independent joints' efforts, the completed joint states, and a WrenchStam
 held; and OUT.parquet beside it, a table of the stamps, positions, velocities, accelerations,
 efforts and contact wrenches. With several bags, OUT is a directory that receives NAME.mcap and
 NAME.parquet per bag, NAME the bag's name. identify fits the inertial parameters (and friction)
-to the messages' efforts (identify.py) and writes them as a URDF+ file that load_model reads. Each
-ends with a summary: states, rate, what was filtered, the states dropped by reason.
+to the messages' efforts (identify.py; with contacts, in their null space) and writes them as a
+URDF+ file that load_model reads. Each ends with a summary: states, rate, what was filtered, the
+states dropped by reason.
 """
 
 import argparse
@@ -51,6 +53,9 @@ def main(argv=None):
     common.add_argument('--contacts-topic', default=CONTACTS_TOPIC,
                         help='the cluster_dynamics/msg/ContactSet topic of the contact sets, if '
                              'any (each holds from its stamp to the next)')
+    common.add_argument('--contacts', nargs='+', metavar='LINK:KIND[@X,Y,Z]',
+                        help='contacts held throughout instead of the bag\'s contact sets: '
+                             'KIND 3D or 6D, the point X,Y,Z (m) in the link frame')
     common.add_argument('--window', type=int, default=WINDOW,
                         help='Savitzky-Golay window (samples, odd) of the estimated derivatives')
     common.add_argument('--order', type=int, default=ORDER,
@@ -74,9 +79,6 @@ def main(argv=None):
                             'processes (one thread each)')
     where.add_argument('--scheduler', metavar='tcp://HOST:PORT',
                        help='answer the windows on the existing Dask cluster of this scheduler')
-    torques.add_argument('--contacts', nargs='+', metavar='LINK:KIND[@X,Y,Z]',
-                         help='contacts held throughout instead of the bag\'s contact sets: '
-                              'KIND 3D or 6D, the point X,Y,Z (m) in the link frame')
     identify = commands.add_parser('identify', parents=[common],
                                    help='the inertial parameters from the measured efforts')
     identify.add_argument('bag', help=BAG_HELP)
@@ -174,10 +176,13 @@ def _outputs(bags, out):
 def run_identify(args):
     """The identify command; returns its summary."""
     from ..description.urdf import read_urdf
+    from .contacts import parse_contact, schedule
     from .identify import identify, write_urdf
     start = time.perf_counter()
+    contacts = None if args.contacts is None else [parse_contact(c) for c in args.contacts]
     model, used, states = _read(args, efforts=True)
-    result = identify(model, used, args.friction, args.threads)
+    result = identify(model, used, args.friction, args.threads,
+                      schedule(model, contacts, states.contact_sets, used.dropped))
     if result.inconsistent:
         bodies = '; '.join(f'{body}: {why}' for body, why in result.inconsistent.items())
         raise ModelError(f'the identified parameters are not physical ({bodies}); not written: '

@@ -246,7 +246,7 @@ def test_link_wrenches_of_placed_contacts_close_the_equation_of_motion(recording
     assert np.max(np.abs(closing - plain)) < 1e-8 * np.max(np.abs(plain))
 
 
-def test_identify_a_floating_humanoid_on_its_soles(tmp_path):
+def test_identify_a_floating_humanoid_on_its_soles(tmp_path, capsys):
     """The humanoid with other parameters than its file's, on both soles then on the left one,
     arms swinging, its efforts those of the projected inverse dynamics: the base parameters of
     the equations projected onto the contacts' null space to 1e-6, and the identified parameters
@@ -275,7 +275,15 @@ def test_identify_a_floating_humanoid_on_its_soles(tmp_path):
     result = identify(nominal, used, schedule=recorded_schedule(nominal, states.contact_sets, {}))
     assert result.states == n and result.inconsistent == {}
     np.testing.assert_allclose(result.beta, result.B @ pi, rtol=1e-6, atol=1e-9)
-    identified = load_model(bundled_model('humanoid_belts'), inertial_parameters=result.parameters)
+    cli.main(['identify', str(path), '--robot', bundled_model('humanoid_belts'), '--odometry',
+              '/odom', '--out', str(tmp_path / 'identified.urdf')])
+    assert f'{result.rank} base parameters of' in capsys.readouterr().out
+    identified = load_model(str(tmp_path / 'identified.urdf'))
     for i in range(0, n, 29):
         again = identified.inverse_dynamics(Q[i], yd[i], ydd[i], contacts=held[i])
         np.testing.assert_allclose(again, measured[i], rtol=1e-6, atol=1e-6)
+    with pytest.raises(SystemExit) as stop:
+        cli.main(['identify', str(path), '--robot', bundled_model('humanoid_belts'),
+                  '--odometry', '/odom', '--contacts-topic', '/none', '--out',
+                  str(tmp_path / 'x.urdf')])
+    assert stop.value.code == 2 and 'needs its contacts' in capsys.readouterr().err
