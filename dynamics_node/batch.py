@@ -3,13 +3,13 @@
 Each call takes its inputs as arrays of N rows (N x nq positions; N x nv spanning or N x ny
 independent velocities, accelerations, forces) and returns the N results stacked: equal, bit for
 bit, to N single calls of the model's method (their defaults: no wrenches, no contacts, method
-'auto'). The rows run in compiled code (kernels/batch.py: the fused call of each row, its result
-copied into its row) split into one contiguous part per thread; each thread has its own workspace
-and releases the GIL. Where a row's compiled call returns another code than OK, that row is the
-single public call's (which routes a singular cluster to LCABA, as forward_dynamics does, or
-raises), and the compiled rows go on after it. A refused row raises the single call's error with
-the row named, and nothing of the batch is returned. On a model loaded with compiled=False every
-row is a single call.
+'auto'; contact_bias_forces: one contact set and weights for every row). The rows run in compiled
+code (kernels/batch.py: the fused call of each row, its result copied into its row) split into
+one contiguous part per thread; each thread has its own workspace and releases the GIL. Where a
+row's compiled call returns another code than OK, that row is the single public call's (which
+routes a singular cluster to LCABA, as forward_dynamics does, or raises), and the compiled rows
+go on after it. A refused row raises the single call's error with the row named, and nothing of
+the batch is returned. On a model loaded with compiled=False every row is a single call.
 """
 
 from concurrent.futures import ThreadPoolExecutor
@@ -19,14 +19,15 @@ import numpy as np
 from .errors import ModelError, quote
 from .kernels.codes import OK
 from .model import Model
-from .validation import external_forces
+from .validation import checked_weights, external_forces
 
 MAX_THREADS = 256
 
 
 class Batch:
-    """Batched forward and inverse dynamics, bias forces, mass matrices and regressors of one
-    model on threads (default 1: the calling thread) workspaces."""
+    """Batched forward and inverse dynamics, bias forces (with contacts too), mass matrices,
+    regressors and whole-body terms of one model on threads (default 1: the calling thread)
+    workspaces."""
 
     def __init__(self, model, threads=1):
         if not isinstance(model, Model):
@@ -61,6 +62,17 @@ class Batch:
         return self._run('inverse_dynamics', lambda q, v, _: model.bias_forces(q, v),
                          (q, v, zero), (model.ny,))
 
+    def contact_bias_forces(self, q, v, contacts, weights=None):
+        """The actuated efforts that hold contacts (N x ny), Model.contact_bias_forces of each
+        row (contacts and weights those of every row)."""
+        model = self.model
+        inputs = self._inputs(('q', q, model.nq), ('v', v, None))
+
+        def single(q, v):
+            return model.contact_bias_forces(q, v, contacts, weights)
+        return self._run('contact_bias_forces', single, inputs, (model.ny,), contacts=contacts,
+                         weights=checked_weights(model, weights))
+
     def mass_matrix(self, q):
         """H_y (N x ny x ny), Model.mass_matrix of each row."""
         model = self.model
@@ -73,6 +85,49 @@ class Batch:
         return self._run('regressor', model.regressor,
                          self._inputs(('q', q, model.nq), ('v', v, None), ('a', a, None)),
                          (model.ny, 10 * (model.nb - 1)))
+
+    # the whole-body terms (whole_body.py) of each row
+
+    def center_of_mass(self, q):
+        """CoM positions (N x 3), Model.center_of_mass(q) of each row."""
+        return self._at_positions('center_of_mass', q, (3,))
+
+    def potential_energy(self, q):
+        """Potential energies (N), Model.potential_energy of each row."""
+        return self._at_positions('potential_energy', q, ())
+
+    def centroidal_momentum_matrix(self, q):
+        """A_g (N x 6 x ny), Model.centroidal_momentum_matrix of each row."""
+        return self._at_positions('centroidal_momentum_matrix', q, (6, self.model.ny))
+
+    def center_of_mass_jacobian(self, q):
+        """J_c (N x 3 x ny), Model.center_of_mass_jacobian of each row."""
+        return self._at_positions('center_of_mass_jacobian', q, (3, self.model.ny))
+
+    def centroidal_momentum(self, q, v):
+        """h_g (N x 6), Model.centroidal_momentum of each row."""
+        return self._at_states('centroidal_momentum', q, v, (6,))
+
+    def centroidal_bias(self, q, v):
+        """dh_g/dt at ydd = 0 (N x 6), Model.centroidal_bias of each row."""
+        return self._at_states('centroidal_bias', q, v, (6,))
+
+    def kinetic_energy(self, q, v):
+        """Kinetic energies (N), Model.kinetic_energy of each row."""
+        return self._at_states('kinetic_energy', q, v, ())
+
+    def coriolis_matrix(self, q, v):
+        """C_y (N x ny x ny), Model.coriolis_matrix of each row."""
+        return self._at_states('coriolis_matrix', q, v, (self.model.ny, self.model.ny))
+
+    def _at_positions(self, name, q, shape):
+        model = self.model
+        return self._run(name, getattr(model, name), self._inputs(('q', q, model.nq)), shape)
+
+    def _at_states(self, name, q, v, shape):
+        model = self.model
+        return self._run(name, getattr(model, name),
+                         self._inputs(('q', q, model.nq), ('v', v, None)), shape)
 
     def _inputs(self, *arguments):
         """The arguments (name, value, columns: None for nv or ny) as C-contiguous float64 arrays
@@ -98,42 +153,44 @@ class Batch:
             arrays.append(array)
         return tuple(arrays)
 
-    def _run(self, name, single, inputs, shape):
-        """The results (N x shape) of the rows of inputs: one contiguous part per thread."""
+    def _run(self, name, single, inputs, shape, **options):
+        """The results (N x shape) of the rows of inputs: one contiguous part per thread, each
+        row's result flattened into a row of out; options: the engine's batch kernel's."""
         if self._closed:
             raise ModelError('this Batch is closed; make a new one')
         n = len(inputs[0])
-        out = np.empty((n,) + shape)
+        out = np.empty((n, int(np.prod(shape))))
         bounds = np.linspace(0, n, min(self.threads, max(n, 1)) + 1).astype(int)
         parts = list(zip(bounds[:-1], bounds[1:]))
-        others = [self._pool.submit(self._rows, name, single, inputs, out, start, stop)
+        others = [self._pool.submit(self._rows, name, single, inputs, out, start, stop, options)
                   for start, stop in parts[1:]]
         try:
-            self._rows(name, single, inputs, out, *parts[0])
+            self._rows(name, single, inputs, out, *parts[0], options)
         finally:
             for future in others:              # the earliest refused row's error
                 future.exception()
         for future in others:
             future.result()
-        return out
+        return out.reshape((n,) + shape)
 
-    def _rows(self, name, single, inputs, out, start, stop):
+    def _rows(self, name, single, inputs, out, start, stop, options):
         """Rows start..stop-1 into out on the calling thread's workspace: its engine's batch
-        kernel, and the single call where it stops."""
+        kernel (None until a contact set has been resolved there: a single call first), and the
+        single call where it stops."""
         model = self.model
         data = model._local.data
         if data.f_ext_set:                     # the wrenches of an earlier single call
             external_forces(model, data, None)
-        kernel = data.engine.batch(name) if model.compiled else None
         row = start
         while row < stop:
+            kernel = data.engine.batch(name, **options) if model.compiled else None
             if kernel is not None:
                 code, done = kernel(*(x[row:stop] for x in inputs), out[row:stop])
                 row += done
                 if code == OK:
                     return
             try:
-                out[row] = single(*(x[row] for x in inputs))
+                out[row] = np.reshape(single(*(x[row] for x in inputs)), -1)
             except ModelError as error:
                 raise _row_error(error, row) from None
             row += 1

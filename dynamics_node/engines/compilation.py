@@ -17,7 +17,6 @@ INPUT = INPUT_VECTOR                   # a float64 vector, else NotAFloat64Vecto
 FORCES = types.Array(types.float64, 2, 'A', readonly=True)
 MATRIX = types.Array(types.float64, 2, 'C')
 ROWS = types.Array(types.float64, 2, 'C', readonly=True)   # a batch's inputs, a state per row
-STACK = types.Array(types.float64, 3, 'C')                 # a batch's matrices
 DONE = types.Array(types.int64, 1, 'C')
 DISPATCHERS = {kernel.__name__: kernel for kernel in
                (aba.aba, rnea.rnea, crba.crba, efpa.efpa, aba.spanning, lcaba.lcaba,
@@ -28,7 +27,8 @@ DISPATCHERS.update({'fused_' + kernel.__name__: kernel for kernel in
                      calls.mass_matrix, calls.inverse_osim, calls.link_kinematics)})
 DISPATCHERS.update({'batch_' + kernel.__name__: kernel for kernel in
                     (batch.forward_dynamics, batch.inverse_dynamics, batch.mass_matrix,
-                     batch.regressor)})
+                     batch.regressor, batch.whole_body_at_positions, batch.whole_body_at_states,
+                     batch.contact_bias_forces)})
 DISPATCHERS.update(contact_calls.KERNELS)
 DISPATCHERS.update(whole_body_calls.KERNELS)
 ENTRY_POINTS = {}              # name -> compiled entry point, filled by the first warm_up()
@@ -51,6 +51,7 @@ def compile_kernels(fast, frames, progress=None):
     if not ENTRY_POINTS:
         m, d, p, w, c, x = fast._m, fast._d, fast._p, fast._w, fast._c, fast._x
         model, data, checks, context = typeof(m), typeof(d), typeof(c), typeof(x)
+        buffers = whole_body_calls.buffers_type(fast)
         signatures = {
             'aba': (model, data, INPUT, INPUT, INPUT, FORCES),
             'rnea': (model, data, INPUT, INPUT, INPUT, FORCES),
@@ -79,9 +80,13 @@ def compile_kernels(fast, frames, progress=None):
             **whole_body_calls.signatures(fast, context, INPUT),
             'batch_forward_dynamics': (context, types.boolean, ROWS, ROWS, ROWS, MATRIX, DONE),
             'batch_inverse_dynamics': (context, ROWS, ROWS, ROWS, MATRIX, DONE),
-            'batch_mass_matrix': (context, ROWS, STACK, DONE),
-            'batch_regressor': (context, whole_body_calls.buffers_type(fast), ROWS, ROWS, ROWS,
-                                STACK, DONE),
+            'batch_mass_matrix': (context, ROWS, MATRIX, DONE),
+            'batch_regressor': (context, buffers, ROWS, ROWS, ROWS, MATRIX, DONE),
+            'batch_whole_body_at_positions': (context, buffers, types.int64, ROWS, MATRIX, DONE),
+            'batch_whole_body_at_states': (context, buffers, types.int64, ROWS, ROWS, MATRIX,
+                                           DONE),
+            'batch_contact_bias_forces': (context, contact_calls.buffers_type(fast), INPUT, ROWS,
+                                          ROWS, MATRIX, DONE),
         }
         # a fused call may compile other types of a kernel (the algorithms at the transforms of its
         # check)

@@ -45,10 +45,16 @@ def buffers(model, plan):
     return ContactBuffers(model, plan, limits, rotational[model.unactuated_y])
 
 
+def buffers_type(fast):
+    """numba type of the handle of a ContactBuffers (ContactCalls._b), typed from FastPath fast's
+    own plan's."""
+    return Borrowed(buffers(fast.model, fast.plan).ref).numba_type
+
+
 def signatures(fast, model_type, data_type, forces, vector):
     """The kernels' signatures on FastPath fast (typed from its own plan's buffers)."""
     p, w = fast._p.numba_type, fast._w.numba_type
-    b = Borrowed(buffers(fast.model, fast.plan).ref).numba_type
+    b = buffers_type(fast)
     head = (model_type, data_type, p, w, b)
     return {'contact_inverse_dynamics': head + (vector, vector, vector, forces, vector),
             'contact_bias_forces': head + (vector, vector, forces, vector),

@@ -25,7 +25,7 @@ from ..algorithms.contacts import contact_set_key
 from ..algorithms.lcaba import DEFAULT_SETTINGS, LcabaResult
 from ..faults import Fault, message
 from ..forward_dynamics import LCABA_RESIDUAL
-from ..kernels import completion as compiled_completion
+from ..kernels import batch as batch_kernels, completion as compiled_completion
 from ..kernels.borrowed import Borrowed
 from ..kernels.codes import LCABA_NOT_POSITIVE
 from ..kernels.checks import REFER
@@ -304,22 +304,33 @@ class FastPath(Engine):
             self._whole_body = WholeBodyCalls(self)
         return self._whole_body
 
-    def batch(self, name):
+    def batch(self, name, contacts=None, weights=None):
         """The batch kernel (kernels/batch.py) of the public call name on this workspace:
         run(*inputs, out) -> (rule code, rows done), method 'auto''s first method for
-        forward_dynamics (LCABA at its settings where the model starts with it)."""
-        kernel = getattr(self, '_batch_' + name)
+        forward_dynamics (LCABA at its settings where the model starts with it); a whole-body
+        term's kernel on this workspace's buffers; contact_bias_forces' on contacts with weights
+        (checked ny), None until a call on this workspace has resolved them."""
         done = self._done
-        if name == 'forward_dynamics':
+        if name in batch_kernels.TERMS:
+            kernel, term = batch_kernels.TERMS[name]
+            kernel = getattr(self, '_batch_' + kernel)
+            prefix = (self._x, self.whole_body().handle, term)
+        elif name == 'contact_bias_forces':
+            entry = self._contact_sets.get(contact_set_key(contacts))
+            if entry is None or entry.calls is None:
+                return None
+            kernel = self._batch_contact_bias_forces
+            prefix = (entry.context, entry.calls._b, weights)
+        elif name == 'forward_dynamics':
             lcaba = self.model.auto_lcaba
             if lcaba and (self._settings is not DEFAULT_SETTINGS
                           or self._residual != LCABA_RESIDUAL):
                 self._use_settings(DEFAULT_SETTINGS, LCABA_RESIDUAL)
-            prefix = (self._x, lcaba)
+            kernel, prefix = self._batch_forward_dynamics, (self._x, lcaba)
         elif name == 'regressor':
-            prefix = (self._x, self.whole_body().handle)
+            kernel, prefix = self._batch_regressor, (self._x, self.whole_body().handle)
         else:
-            prefix = (self._x,)
+            kernel, prefix = getattr(self, '_batch_' + name), (self._x,)
 
         def run(*arrays):
             code = kernel(*prefix, *arrays, done)

@@ -7,13 +7,19 @@ import numpy as np
 import pytest
 
 from conftest import random_state, robot
-from dynamics_node import Batch, load_model, ModelError, SingularConfigurationError
+from dynamics_node import Batch, Contact, load_model, ModelError, SingularConfigurationError
 from dynamics_node.batch import MAX_THREADS
 from singular_loops import dead_point, four_bar_positions, ROCKER_DRIVEN
 
 ROWS = 7
 ROBOTS = ('quadruped_rotors', 'humanoid_belts', 'linkage_leg', 'delta', 'ambidex_wrist')
-CALLS = ('forward_dynamics', 'inverse_dynamics', 'bias_forces', 'mass_matrix', 'regressor')
+AT_POSITIONS = ('mass_matrix', 'center_of_mass', 'potential_energy', 'centroidal_momentum_matrix',
+                'center_of_mass_jacobian')
+AT_STATES = ('bias_forces', 'centroidal_momentum', 'centroidal_bias', 'kinetic_energy',
+             'coriolis_matrix')
+CALLS = ('forward_dynamics', 'inverse_dynamics', 'regressor') + AT_POSITIONS + AT_STATES
+FEET = {'quadruped_rotors': [Contact(foot, '3D') for foot in ('FL_foot', 'FR_foot', 'HL_foot')],
+        'humanoid_belts': [Contact('left_foot_sole', '6D')]}
 
 
 def states(model, rng, rows=ROWS, spanning=False):
@@ -28,7 +34,7 @@ def states(model, rng, rows=ROWS, spanning=False):
 
 
 def arguments(name, Q, V, U):
-    return {'mass_matrix': (Q,), 'bias_forces': (Q, V)}.get(name, (Q, V, U))
+    return (Q,) if name in AT_POSITIONS else (Q, V) if name in AT_STATES else (Q, V, U)
 
 
 def singles(model, name, inputs):
@@ -67,6 +73,30 @@ def test_rows_equal_single_calls(name, threads, rng):
             assert result.shape == expected.shape and np.array_equal(result, expected), (
                 f'{name} {call} spanning={spanning} threads={threads}')
     batch.close()
+
+
+@pytest.mark.parametrize('threads', (1, 2))
+@pytest.mark.parametrize('name', sorted(FEET))
+def test_contact_bias_forces_rows_equal_single_calls(name, threads, rng):
+    """One contact set and weights for every row: each thread's first row resolves the set by a
+    single call, its other rows run compiled; a row the contacts refuse is named."""
+    model, contacts = robot(name), FEET[name]
+    Q, V, _ = states(model, rng)
+    weights = rng.uniform(0.5, 2.0, model.ny)
+    for w in (None, weights):
+        expected = np.array([model.contact_bias_forces(q, v, contacts, w) for q, v in zip(Q, V)])
+        fresh = robot(name)                    # its workspaces have resolved no contact set
+        counted = Counted(fresh, 'contact_bias_forces')
+        try:
+            result = Batch(fresh, threads).contact_bias_forces(Q, V, contacts, w)
+        finally:
+            del fresh.__dict__['contact_bias_forces']
+        assert np.array_equal(result, expected)
+        assert counted.calls <= threads, 'one single call per thread at most'
+    with pytest.raises(ModelError, match='weights'):
+        Batch(model).contact_bias_forces(Q, V, contacts, -weights)
+    with pytest.raises(ModelError, match=r'^row 0: contacts\[0\]: unknown link'):
+        Batch(model).contact_bias_forces(Q, V, [Contact('nowhere', '3D')])
 
 
 def test_reference_engine_rows_equal_single_calls(rng):
