@@ -50,6 +50,9 @@ def main(argv=None):
     common.add_argument('--accelerations-topic', default='/dynamic_joint_states',
                         help='the DynamicJointState topic of measured accelerations, if any')
     common.add_argument('--odometry', help='the nav_msgs/Odometry topic of a floating base')
+    common.add_argument('--floating-base', action='store_true',
+                        help='hang the robot file\'s root link on a floating joint (a legged '
+                             'robot exported without one, as load_model(floating_base=True))')
     common.add_argument('--contacts-topic', default=CONTACTS_TOPIC,
                         help='the cluster_dynamics/msg/ContactSet topic of the contact sets, if '
                              'any (each holds from its stamp to the next)')
@@ -101,7 +104,7 @@ def _read(args, efforts=False):
     from tqdm import tqdm
     from .bags import read_joint_states
     from .torques import motion
-    model = load_model(args.robot, closures=args.closures)
+    model = load_model(_description(args, args.floating_base))
     states = read_joint_states(args.bag, args.topic, args.accelerations_topic, args.odometry,
                                args.contacts_topic)
     with tqdm(total=len(states.stamps), unit='state', file=sys.stderr,
@@ -119,7 +122,7 @@ def run_torques(args):
     from .scale import dask_client, model_of, torques
     start = time.perf_counter()
     contacts = None if args.contacts is None else [parse_contact(c) for c in args.contacts]
-    text = _description(args)
+    text = _description(args, args.floating_base)
     model = model_of(text)
     outs = _outputs(args.bags, args.out)
     recordings = {bag: read_joint_states(bag, args.topic, args.accelerations_topic,
@@ -152,11 +155,15 @@ def _count(text):
     return int(text)
 
 
-def _description(args):
-    """The URDF+ text of --robot (with --closures, converted)."""
+def _description(args, floating=False):
+    """The URDF+ text of --robot (with --closures, converted; floating, its root link hung on a
+    floating joint, compose.float_root)."""
+    from lxml import etree
+    from ..description.compose import float_root
     from ..loading import urdf_plus
-    return (urdf_plus(args.robot, args.closures) if args.closures
+    text = (urdf_plus(args.robot, args.closures) if args.closures
             else Path(args.robot).read_text(encoding='utf-8'))
+    return etree.tostring(float_root(text), encoding='unicode') if floating else text
 
 
 def _outputs(bags, out):
@@ -187,8 +194,8 @@ def run_identify(args):
         bodies = '; '.join(f'{body}: {why}' for body, why in result.inconsistent.items())
         raise ModelError(f'the identified parameters are not physical ({bodies}); not written: '
                          'record motion that excites every body, or more of it')
-    description = _description(args)
-    write_urdf(description, read_urdf(description), model, result.parameters, args.out)
+    write_urdf(_description(args), read_urdf(_description(args, args.floating_base)), model,
+               result.parameters, args.out)
     friction = '' if result.friction is None else '; friction (viscous, Coulomb): ' + ', '.join(
         f'{name} {v:.4g} {c:.4g}' for name, (v, c) in zip(model.independent_joint_names,
                                                           result.friction))

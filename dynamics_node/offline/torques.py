@@ -136,7 +136,7 @@ def usable(model, states, efforts=False):
     if base is not None and states.base_pose is None:
         raise ModelError(f'the floating base {quote(model.floating_base_joint)} needs its '
                          'odometry (nav_msgs/Odometry, the twist in the base frame: --odometry)')
-    columns, known = _joint_columns(model, states)
+    columns, _, known = _joint_columns(model, states)
     finite = np.isfinite(states.positions[:, [i for i, _ in known]]).all(axis=1)
     for recorded in (states.velocities, states.efforts if efforts else None):
         if recorded is not None:
@@ -155,14 +155,17 @@ def usable(model, states, efforts=False):
 
 
 def _joint_columns(model, states):
-    """(the columns of the independent joints but a floating base in the JointStates states,
-    (column, name) of each joint the model takes a position of); ModelError where one of the
-    former is missing."""
-    joints = _coordinates(model)[0]
-    missing = [name for name in joints if name not in states.names]
+    """(the columns in the JointStates states of the independent joints but a floating base that
+    they name, those joints' columns of y, (column, name) of each joint the model takes a position
+    of); ModelError where an actuated joint is missing. A passive one (the idle spin of a rod no
+    motor drives) may be: it keeps its reference position and zero velocity, as
+    Model.complete_positions of a driver's mapping has it."""
+    joints = [name for name in _coordinates(model)[0] if name in states.names]
+    missing = [name for name in model.actuated_joint_names if name not in states.names]
     if missing:
-        raise ModelError(f'the joint states do not name the independent joints {quote(missing)}')
+        raise ModelError(f'the joint states do not name the actuated joints {quote(missing)}')
     return ([states.names.index(name) for name in joints],
+            [model.independent_velocities_index[name] for name in joints],
             [(i, name) for i, name in enumerate(states.names)
              if name in model.independent_positions_index])
 
@@ -174,11 +177,11 @@ def motion(model, states, window=WINDOW, order=ORDER, progress=None, efforts=Fal
     efforts (a state without finite ones dropped); progress(n) after each n states. origin: the
     stamp (ns) of the filter's time zero (default the first usable state's); rows: the slice of
     the usable states completed and returned (default all), the others only filtered around."""
-    _, y_columns, base = _coordinates(model)
+    base = _coordinates(model)[2]
     used = usable(model, states, efforts)
     if progress is not None and len(used.stamps) < len(states.stamps):
         progress(len(states.stamps) - len(used.stamps))
-    columns, known = _joint_columns(model, used)
+    columns, y_columns, known = _joint_columns(model, used)
     dropped = dict(used.dropped)
     stamps, positions = used.stamps, used.positions
     start = stamps[0] if origin is None and len(stamps) else origin

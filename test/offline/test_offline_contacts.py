@@ -16,6 +16,7 @@ from dynamics_node import bundled_model, Contact, load_model, ModelError
 from dynamics_node.offline import bags, cli
 from dynamics_node.offline.contacts import label, parse_contact
 from dynamics_node.offline.torques import torques
+from bipeds import MODELS
 from test_torques import stamps, write_walking_bag
 
 FEET = ('left_foot_sole', 'right_foot_sole')
@@ -287,3 +288,67 @@ def test_identify_a_floating_humanoid_on_its_soles(tmp_path, capsys):
                   '--odometry', '/odom', '--contacts-topic', '/none', '--out',
                   str(tmp_path / 'x.urdf')])
     assert stop.value.code == 2 and 'needs its contacts' in capsys.readouterr().err
+
+
+# ---- an Extended URDF biped, its floating base only in the user's head ----
+
+BIPED = ('loop_ankle_biped.urdf', 'loop_ankle_biped.yaml')
+
+
+def biped_recording(model, rng, swing, twist):
+    """(stamps, Q, base poses, yd, ydd) of the biped: the actuated joints of swing (names)
+    swinging about the reference, the others and the idle spins of its ankle rods at their
+    reference positions; the base turning at the constant twist [v 0 0 0 0 w] in its frame (on
+    a circle; at rest for zero)."""
+    t_ns = stamps(rng)
+    t = (t_ns - t_ns[0]) * 1e-9
+    base, reference = model.floating_base_joint, model.reference_positions
+    speed, yaw = twist
+    poses = np.tile(reference[:7], (len(t), 1))
+    if yaw:
+        poses[:, :2] = np.column_stack([speed / yaw * np.sin(yaw * t),
+                                        speed / yaw * (1 - np.cos(yaw * t))])
+        poses[:, 3:] = np.column_stack([np.zeros((len(t), 2)), np.sin(yaw * t / 2),
+                                        np.cos(yaw * t / 2)])
+    angle = {n: reference[model.idx_q[model.joint_names.index(n) + 1]]
+             for n in model.actuated_joint_names}
+    w = {n: 3.0 + 0.5 * k for k, n in enumerate(swing)}
+    yd, ydd = np.zeros((len(t), model.ny)), np.zeros((len(t), model.ny))
+    start = model.independent_velocities_index[base]
+    yd[:, start:start + 6] = [speed, 0.0, 0.0, 0.0, 0.0, yaw]
+    for n in swing:
+        yd[:, model.independent_velocities_index[n]] = 0.15 * w[n] * np.cos(w[n] * t)
+        ydd[:, model.independent_velocities_index[n]] = -0.15 * w[n] ** 2 * np.sin(w[n] * t)
+    Q = np.array([model.complete_positions({base: pose, **{
+        n: angle[n] + (0.15 * np.sin(w[n] * tk) if n in w else 0.0) for n in angle}})
+        for pose, tk in zip(poses, t)])
+    return t_ns, Q, poses, yd, ydd
+
+
+def test_extended_urdf_biped_with_a_floating_base_and_contacts(tmp_path, capsys):
+    """An Extended URDF biped exported without a floating joint (--floating-base), its JointState
+    naming the actuated joints only (not its rods' idle spins): its torques walking in the air
+    from the odometry, then standing on its left sole with the right leg swinging (--contacts),
+    equal the library's to 1e-9."""
+    urdf, closures = (str(MODELS / name) for name in BIPED)
+    model = load_model(urdf, closures=closures, floating_base=True)
+    rng = np.random.default_rng(5)
+    actuated = list(model.actuated_joint_names)
+    right = [n for n in actuated if n.startswith('right_')]
+    cases = [(actuated, (0.3, 0.6), [], None),
+             (right, (0.0, 0.0), ['--contacts', 'left_sole:6D'], [Contact('left_sole', '6D')])]
+    for swing, twist, option, contacts in cases:
+        t_ns, Q, poses, yd, ydd = biped_recording(model, rng, swing, twist)
+        path = tmp_path / 'biped.mcap'
+        write_walking_bag(path, model, t_ns, Q, poses, yd, ydd, joints=actuated)
+        cli.main(['torques', str(path), '--robot', urdf, '--closures', closures,
+                  '--floating-base', '--odometry', '/odom', *option, '--out',
+                  str(tmp_path / 'out.mcap')])
+        assert f'{len(t_ns)} of {len(t_ns)} states answered' in capsys.readouterr().out
+        table = pq.read_table(tmp_path / 'out.parquet')
+        for row in (0, len(t_ns) // 2, len(t_ns) - 1):
+            expected = model.inverse_dynamics(Q[row], yd[row], ydd[row], contacts=contacts)
+            for name in actuated:
+                effort = table.column(f'{name}.effort')[row].as_py()
+                assert abs(effort - expected[model.independent_velocities_index[name]]) < \
+                    1e-9 * max(1.0, np.max(np.abs(expected))), (name, row, option)

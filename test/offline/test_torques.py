@@ -234,7 +234,7 @@ def test_console_script_refuses_by_name(tmp_path, rng, capsys):
         (['torques', str(tmp_path / 'run.mcap'), '--robot', bundled_model('quadruped_rotors')],
          'needs its odometry'),
         (['torques', str(tmp_path / 'run.mcap'), '--robot', bundled_model('belt_leg')],
-         'do not name the independent joints'),
+         'do not name the actuated joints'),
         (['torques', str(tmp_path / 'run.mcap'), '--robot', bundled_model('linkage_leg'),
           '--window', '8'], 'filter window is 8'),
     ]
@@ -377,12 +377,12 @@ def walking(model, rng):
     return t_ns, joints, Q, poses, yd, ydd, known
 
 
-def write_walking_bag(path, model, t_ns, Q, poses, yd, ydd, efforts=None):
-    """JointState of every joint but the floating base (with efforts, ny per state, those of the
-    independent ones, zero on the others), DynamicJointState accelerations of the independent
-    ones, Odometry of the base at the same stamps."""
+def write_walking_bag(path, model, t_ns, Q, poses, yd, ydd, efforts=None, joints=None):
+    """JointState of joints (default every joint but the floating base; with efforts, ny per
+    state, those of the independent ones, zero on the others), DynamicJointState accelerations
+    of the independent ones, Odometry of the base at the same stamps."""
     base = model.floating_base_joint
-    joints = [n for n in model.joint_names if n != base]
+    joints = joints or [n for n in model.joint_names if n != base]
     index = [model.idx_q[model.joint_names.index(n) + 1] for n in joints]
     y_of = dict(model.independent_velocities_index)
     start = y_of[base]
