@@ -5,11 +5,12 @@ independent velocities, accelerations, forces) and returns the N results stacked
 bit, to N single calls of the model's method (their defaults: no wrenches, no contacts, method
 'auto'; contact_bias_forces: one contact set and weights for every row). The rows run in compiled
 code (kernels/batch.py: the fused call of each row, its result copied into its row) split into
-one contiguous part per thread; each thread has its own workspace and releases the GIL. Where a
-row's compiled call returns another code than OK, that row is the single public call's (which
-routes a singular cluster to LCABA, as forward_dynamics does, or raises), and the compiled rows
-go on after it. A refused row raises the single call's error with the row named, and nothing of
-the batch is returned. On a model loaded with compiled=False every row is a single call.
+one contiguous part per thread (completion excepted: its rows track one another); each thread has
+its own workspace and releases the GIL. Where a row's compiled call returns another code than OK,
+that row is the single public call's (which routes a singular cluster to LCABA, as
+forward_dynamics does, or raises), and the compiled rows go on after it. A refused row raises the
+single call's error with the row named, and nothing of the batch is returned. On a model loaded
+with compiled=False every row is a single call.
 """
 
 from concurrent.futures import ThreadPoolExecutor
@@ -72,6 +73,36 @@ class Batch:
             return model.contact_bias_forces(q, v, contacts, weights)
         return self._run('contact_bias_forces', single, inputs, (model.ny,), contacts=contacts,
                          weights=checked_weights(model, weights))
+
+    def complete_positions(self, q_independent):
+        """Spanning positions (N x nq), Model.complete_positions of each row (N x the independent
+        positions; no time budget) in order on the calling thread: each row tracks the one
+        before, as single calls one after another do, so the rows are never split over threads.
+        The next single call tracks from the last row; a refused batch leaves the workspace as it
+        found it (the error's row: its row attribute)."""
+        model = self.model
+        Y = self._inputs(('q_independent', q_independent, model.independent_q.size))[0]
+        if self._closed:
+            raise ModelError('this Batch is closed; make a new one')
+        data, out = model._local.data, np.empty((len(Y), model.nq))
+        first, row = data.q_last, 0
+        while row < len(Y):
+            if model.compiled:
+                code, done = data.engine.batch_completion(Y[row:], data.q_last, out[row:])
+                if done:
+                    data.q_last = out[row + done - 1].copy()      # as the single calls leave it
+                row += done
+                if code == OK:
+                    break
+            try:
+                out[row] = model.complete_positions(Y[row])
+            except ModelError as error:
+                data.q_last = first
+                raise _row_error(error, row) from None
+            row += 1
+        if len(Y):
+            data.engine.closed_positions(data.q_last)
+        return out
 
     def mass_matrix(self, q):
         """H_y (N x ny x ny), Model.mass_matrix of each row."""
@@ -203,8 +234,10 @@ class Batch:
 
 
 def _row_error(error, row):
-    """error (a ModelError of a single call) with the row of the batch named."""
+    """error (a ModelError of a single call) with the row of the batch named (in its message and
+    its row attribute)."""
     named = type(error).__new__(type(error))
     named.__dict__.update(error.__dict__)
     named.args = (f'row {row}: {error}',)
+    named.row = row
     return named

@@ -18,6 +18,7 @@ FORCES = types.Array(types.float64, 2, 'A', readonly=True)
 MATRIX = types.Array(types.float64, 2, 'C')
 ROWS = types.Array(types.float64, 2, 'C', readonly=True)   # a batch's inputs, a state per row
 DONE = types.Array(types.int64, 1, 'C')
+ANY_ROWS = types.Array(types.float64, 2, 'A', readonly=True)  # rows of the single calls' layout
 DISPATCHERS = {kernel.__name__: kernel for kernel in
                (aba.aba, rnea.rnea, crba.crba, efpa.efpa, aba.spanning, lcaba.lcaba,
                 contacts.contact_jacobian, checks.accept_positions, checks.velocity_violation,
@@ -28,7 +29,7 @@ DISPATCHERS.update({'fused_' + kernel.__name__: kernel for kernel in
 DISPATCHERS.update({'batch_' + kernel.__name__: kernel for kernel in
                     (batch.forward_dynamics, batch.inverse_dynamics, batch.mass_matrix,
                      batch.regressor, batch.whole_body_at_positions, batch.whole_body_at_states,
-                     batch.contact_bias_forces)})
+                     batch.contact_bias_forces, batch.complete_positions)})
 DISPATCHERS.update(contact_calls.KERNELS)
 DISPATCHERS.update(whole_body_calls.KERNELS)
 ENTRY_POINTS = {}              # name -> compiled entry point, filled by the first warm_up()
@@ -87,6 +88,8 @@ def compile_kernels(fast, frames, progress=None):
                                            DONE),
             'batch_contact_bias_forces': (context, contact_calls.buffers_type(fast), INPUT, ROWS,
                                           ROWS, MATRIX, DONE),
+            'batch_complete_positions': (context, types.int64, INPUT, types.boolean, ANY_ROWS,
+                                         types.Array(types.float64, 2, 'A'), DONE),
         }
         # a fused call may compile other types of a kernel (the algorithms at the transforms of its
         # check)

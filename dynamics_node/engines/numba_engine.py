@@ -337,6 +337,22 @@ class FastPath(Engine):
             return code, int(done[0])
         return run
 
+    def batch_completion(self, q_independent, previous, out):
+        """Model.complete_positions of each row of q_independent (N x independent_q, read-only
+        C rows) into out, each tracked from the row before, the first from previous (None: from
+        the reference): (rule code, rows done), kernels/batch.complete_positions. A completion
+        left pending by a time budget goes to the single call (rows done 0)."""
+        if not ENTRY_POINTS:
+            self.warm_up()
+        if self._pending is not None:
+            return REFER, 0
+        tracked = previous is not None
+        code = self._batch_complete_positions(
+            self._x, completion.MAX_CONTINUATION_STEPS // completion.CHUNK_STEPS,
+            previous if tracked else self.checks.reference, tracked, q_independent, out,
+            self._done)
+        return code, int(self._done[0])
+
     def closed_positions(self, q):
         """Positions Model.complete_positions returns (checked, closed): equal positions then skip
         the position checks of the fused calls (calls.positions)."""

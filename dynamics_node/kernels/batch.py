@@ -7,6 +7,7 @@ each on a workspace of its own."""
 from numba import njit
 
 from .cache import key_on_helpers
+from .completion import complete, PARTIAL
 from .calls import (contact_bias_forces as fused_contact_bias_forces,
                     forward_dynamics as fused_forward_dynamics,
                     forward_dynamics_lcaba as fused_forward_dynamics_lcaba,
@@ -174,4 +175,35 @@ def contact_bias_forces(x, b, weights, q, v, out, done):
             return code
         copy_row(b.efforts, out, i)
     done[0] = len(q)
+    return OK
+
+
+@njit(inline='always', error_model='numpy')
+def complete_row(x, resumes, q_independent, start, tracked, q):
+    """The compiled completion into q, resumed while PARTIAL, resumes times at most, as the
+    single call resumes it."""
+    code = complete(x, q_independent, start, tracked, q, False)
+    for _ in range(resumes):
+        if code != PARTIAL:
+            break
+        code = complete(x, q_independent, start, tracked, q, True)
+    return code
+
+
+@njit(cache=True, nogil=True, error_model='numpy')
+def complete_positions(x, resumes, previous, tracked, q_independent, out, done):
+    """Model.complete_positions (no time budget) of each row, each tracked from the row before,
+    the first from previous where tracked (else from the reference). The rows and out are of
+    any layout, as the single call's vectors: the completion compiles to the same arithmetic."""
+    q = x.d.q_checked
+    for i in range(len(q_independent)):
+        if i == 0:
+            code = complete_row(x, resumes, q_independent[i], previous, tracked, q)
+        else:
+            code = complete_row(x, resumes, q_independent[i], out[i - 1], True, q)
+        if code != OK:
+            done[0] = i
+            return code
+        copy_row(q, out, i)
+    done[0] = len(q_independent)
     return OK

@@ -205,26 +205,44 @@ def motion(model, states, window=WINDOW, order=ORDER, progress=None, efforts=Fal
         yd[:, base] = used.base_twist
         ydd[:, base] = derivatives(t, yd[:, base], window, order)[0]
         filtered.append('base accelerations')
-    kept, Q = [], []
-    for row in range(n)[slice(None) if rows is None else rows]:
-        given = {name: positions[row, i] for i, name in known}
-        if base is not None:
-            given[model.floating_base_joint] = used.base_pose[row]
-        try:
-            Q.append(model.complete_positions(given))
-            kept.append(row)
-        except ModelError:
-            dropped['completion'] = dropped.get('completion', 0) + 1
-        if progress is not None:
-            progress(1)
-    kept = np.array(kept, dtype=int)
+    index = model.independent_positions_index
+    Y = np.tile(model.reference_positions[model.independent_q], (n, 1))   # passive: reference
+    for i, name in known:
+        Y[:, index[name][0]] = positions[:, i]
+    if base is not None:
+        start = index[model.floating_base_joint][0]
+        Y[:, start:start + 7] = used.base_pose
+    selected = np.arange(n)[slice(None) if rows is None else rows]
+    Q, kept = _completed(model, Y[selected], dropped, progress)
+    kept = selected[kept]
     measured = None
     if efforts and used.efforts is not None:
         measured = np.zeros((n, model.ny))
         measured[:, y_columns] = used.efforts[:, columns]
         measured = measured[kept]
-    return Motion(stamps[kept], np.array(Q).reshape(len(kept), model.nq), yd[kept], ydd[kept],
-                  measured, tuple(filtered), dropped)
+    return Motion(stamps[kept], Q, yd[kept], ydd[kept], measured, tuple(filtered), dropped)
+
+
+def _completed(model, Y, dropped, progress=None):
+    """(Q, the rows of Y completed): Batch.complete_positions of the independent positions Y,
+    each row tracked from the one completed before it, as single calls one after another; a row
+    it refuses is dropped as 'completion'; progress(n) after each n rows."""
+    batch, parts, kept, row = Batch(model), [], [], 0
+    while row < len(Y):
+        try:
+            parts.append(batch.complete_positions(Y[row:]))
+            kept.extend(range(row, len(Y)))
+            refused = len(Y)
+        except ModelError as error:
+            refused = row + error.row
+            parts.append(batch.complete_positions(Y[row:refused]))
+            kept.extend(range(row, refused))
+            dropped['completion'] = dropped.get('completion', 0) + 1
+        if progress is not None:
+            progress(min(refused + 1, len(Y)) - row)
+        row = refused + 1
+    return (np.concatenate(parts) if parts else np.zeros((0, model.nq)),
+            np.array(kept, dtype=int))
 
 
 def _answered(batch, model, used):

@@ -198,3 +198,56 @@ def test_fuzzed_batches_raise_only_model_errors():
         except ModelError:
             continue
         assert np.all(np.isfinite(result))
+
+
+@pytest.mark.parametrize('name', ('linkage_leg', 'tello_legs', 'quadruped_rotors', 'delta',
+                                  'ambidex_wrist', 'six_bar'))
+def test_complete_positions_rows_equal_single_calls_in_order(name):
+    """Rows along a motion, each tracked from the one before: equal, bit for bit, to single calls
+    one after another from the same start on the same workspace (a cold one: the reference), and
+    the batch leaves it where they would (the next single call equal too); in the compiled kernel
+    (no single call) where the compiled completion takes the robot; a refused row named."""
+    model = robot(name)
+    y0 = model.reference_positions[model.independent_q]
+    t = np.linspace(0.0, 1.0, 40)[:, None]
+    Y = y0 + 0.2 * np.sin(3.0 * t + np.arange(y0.size))
+    after = y0 + 0.21 * np.sin(3.0 + np.arange(y0.size))
+    if model.floating_base:                     # the base's quaternion kept at the reference
+        Y[:, 3:7] = after[3:7] = y0[3:7]
+    expected = np.array([model.complete_positions(y) for y in Y])
+    expected_after = model.complete_positions(after)
+    model._local.data.q_last = None             # a cold start again
+    counted = Counted(model, 'complete_positions')
+    try:
+        result = Batch(model).complete_positions(Y)
+    finally:
+        del model.__dict__['complete_positions']
+    assert np.array_equal(result, expected)
+    if name in ('linkage_leg', 'tello_legs', 'quadruped_rotors'):
+        assert counted.calls == 0
+    assert np.array_equal(model.complete_positions(after), expected_after)
+    for bad in (np.nan, np.inf, 1e12):
+        refused = Y.copy()
+        refused[25, -1] = bad
+        with pytest.raises(ModelError) as alone:
+            robot(name).complete_positions(refused[25])
+        with pytest.raises(ModelError) as batched:
+            Batch(robot(name)).complete_positions(refused)
+        assert str(batched.value) == f'row 25: {alone.value}'
+
+
+def test_complete_positions_out_of_reach_row_is_named():
+    """A row the delta's loops cannot close: the single call's error, from the same start (the
+    row before), with its row named."""
+    model = robot('delta')
+    y0 = model.reference_positions[model.independent_q]
+    Y = y0 + np.linspace(0.0, 0.1, 10)[:, None]
+    Y[6] = y0 + 2.5
+    sequence = robot('delta')
+    for y in Y[:6]:
+        sequence.complete_positions(y)
+    with pytest.raises(ModelError) as alone:
+        sequence.complete_positions(Y[6])
+    with pytest.raises(ModelError) as batched:
+        Batch(model).complete_positions(Y)
+    assert str(batched.value) == f'row 6: {alone.value}'
