@@ -3,7 +3,10 @@ and regressor on 1 and 2 threads, next to pinocchio.abaInParallel / rneaInParall
 ModelPool with the same threads, and Python loops of single calls (ours and Pinocchio's;
 Pinocchio has no batched regressor), on the same random closed states of UR5, Talos and the
 bundled quadruped (Pinocchio on its spanning tree, test/oracle.py). Each figure is the median of
-REPEATS batches of STATES states, interleaved in one process.
+REPEATS batches of STATES states, interleaved in one process. A second table sets the 1-thread
+times per state against Pinocchio's C++ itself (bench/pinocchio_anchor.py): aba, rnea and
+computeJointTorqueRegressor in a C++ loop over the same states, on the model of Pinocchio's URDF
+parser and on the spanning tree of the Python columns.
 
 Usage: .venv/bin/python bench/batch.py
 """
@@ -21,19 +24,26 @@ sys.path.insert(0, ROOT)
 sys.path.insert(0, os.path.join(ROOT, 'test'))
 sys.path.append(os.path.join(ROOT, 'test', 'algorithms'))
 
-from dynamics_node import Batch, load_model  # noqa: E402
-from conftest import random_state  # noqa: E402  (test helper: consistent random state)
+from dynamics_node import Batch, bundled_model, load_model  # noqa: E402
+from conftest import published_file, random_state  # noqa: E402  (test helpers)
 from oracle import KKTOracle  # noqa: E402  (test-only Pinocchio model of the spanning tree)
+from pinocchio_anchor import (per_state_ns, REPEATS as CPP_REPEATS, states_on,  # noqa: E402
+                              urdf_model)
 from timing import Report  # noqa: E402
 from whole_body import ROBOTS  # noqa: E402  (bench/whole_body.py's robots)
 
 HEADING = 'Batches: states per second against Pinocchio\'s parallel calls'
 STATES, REPEATS = 1000, 7
 CASES = ('UR5', 'Talos', 'quadruped_rotors')
+# (URDF file, on a free-flyer root) of each robot for Pinocchio's URDF parser
+URDFS = {'UR5': lambda: (published_file('ur_description/urdf/ur5_robot.urdf'), False),
+         'Talos': lambda: (published_file('talos_data/robots/talos_reduced.urdf'), True),
+         'quadruped_rotors': lambda: (bundled_model('quadruped_rotors'), False)}
 
 
 def workloads(name, rng):
-    """(nv/ny, {label: callable running STATES states}) of one robot."""
+    """(nv/ny, {label: callable running STATES states}, (Pinocchio's spanning tree, its states as
+    rows of q, v, a, tau)) of one robot."""
     description = ROBOTS[name]()
     model = load_model(description)
     model.warm_up()
@@ -74,7 +84,7 @@ def workloads(name, rng):
         'regressor loop': lambda: [pin.computeJointTorqueRegressor(pm, data, q, v, a)
                                    for q, v, a in zip(*rows_p[:3])],
     }
-    return f'{model.nv}/{model.ny}', work
+    return f'{model.nv}/{model.ny}', work, (pm, rows_p)
 
 
 def rates(work):
@@ -88,14 +98,34 @@ def rates(work):
     return {label: STATES / np.median(t) / 1e3 for label, t in seconds.items()}
 
 
-def table(rng):
-    rows = []
+def anchor(name, tree, states):
+    """{model: {algorithm: ns per state}} of Pinocchio's C++ on one thread, on the model of
+    Pinocchio's URDF parser ('URDF') and on the spanning tree of the Python columns ('tree')."""
+    parsed = urdf_model(*URDFS[name]())
+    return {'URDF': per_state_ns(parsed, *states_on(parsed, tree, *states)),
+            'tree': per_state_ns(tree, *states)}
+
+
+def ratio(ours, peer):
+    return f'{ours:.0f} / {peer:.0f} = {ours / peer:.2f}'
+
+
+def tables(rng):
+    """Rows of the rates table and of the table against Pinocchio's C++."""
+    rows, anchor_rows = [], []
     for name in CASES:
-        size, work = workloads(name, rng)
+        size, work, (tree, states) = workloads(name, rng)
         r = rates(work)
         rows.append([name, size] + [f'{r[ours]:.0f} / {r[peer]:.0f} = {r[ours] / r[peer]:.2f}'
                                     for ours, peer in PAIRS])
-    return rows
+        cpp = anchor(name, tree, states)
+        ns = {label: 1e6 / rate for label, rate in r.items()}      # thousands per s -> ns
+        anchor_rows.append(
+            [name, size] + [ratio(ns[ours], cpp['URDF'][peer]) for ours, peer in ANCHOR_PAIRS]
+            + [' / '.join(f'{cpp["tree"][peer]:.0f}' for _, peer in ANCHOR_PAIRS)]
+            + [ratio(ns[label], cpp['tree'][peer]) for label, peer in (('aba 1', 'aba'),
+                                                                       ('rnea 1', 'rnea'))])
+    return rows, anchor_rows
 
 
 PAIRS = (('FD 1', 'aba 1'), ('FD 2', 'aba 2'), ('FD loop', 'aba loop'), ('ID 1', 'rnea 1'),
@@ -109,11 +139,31 @@ NOTE = (
     '(inputs checked, independent velocities); **aba n**, **rnea n**: pinocchio.abaInParallel, '
     'rneaInParallel with a ModelPool on n threads; **loop**: a Python loop of single calls. '
     'Pinocchio has no batched regressor: its loop of computeJointTorqueRegressor is the peer of '
-    'all three. Pinocchio runs on the same spanning tree.')
+    'all three. Pinocchio runs on the same spanning tree. The table below sets the 1-thread '
+    'times per state against Pinocchio\'s C++ itself.')
+
+
+ANCHOR_PAIRS = (('FD 1', 'aba'), ('ID 1', 'rnea'), ('Y 1', 'regressor'))
+ANCHOR_HEADER = ('robot', 'nv/ny', 'FD 1 / aba C++', 'ID 1 / rnea C++', 'Y 1 / regressor C++',
+                 'C++ on the tree', 'aba 1 / aba C++ tree', 'rnea 1 / rnea C++ tree')
+ANCHOR_NOTE = (
+    'Nanoseconds per state on one thread, ours / Pinocchio\'s C++ = ratio (below 1: ours '
+    'faster), from the runs above. **C++**: aba, rnea and computeJointTorqueRegressor in a C++ '
+    'loop over the same states (bench/pinocchio_anchor.cpp: Pinocchio header-only from the pin '
+    'wheel, -O3 -DNDEBUG as Pinocchio\'s own benchmarks are built), the '
+    f'median of {CPP_REPEATS} interleaved loops, on the model of Pinocchio\'s URDF parser '
+    '(axis-aligned joint types; Talos on a free-flyer root); **C++ on the tree**: aba / rnea / '
+    'regressor on the spanning tree of the Python columns. Before a number is reported, the C++ '
+    'outputs are checked against pinocchio.aba, rnea and computeJointTorqueRegressor from Python '
+    '(to 1e-9). **aba 1**, **rnea 1**: abaInParallel, rneaInParallel on 1 thread from Python, '
+    'against the C++ on the same tree.')
 
 
 def report_section(report, heading=HEADING, rng=None):
-    report.section(heading, HEADER, table(np.random.default_rng(0) if rng is None else rng), NOTE)
+    rows, anchor_rows = tables(np.random.default_rng(0) if rng is None else rng)
+    report.section(heading, HEADER, rows, NOTE)
+    report.table(ANCHOR_HEADER, anchor_rows)
+    report.text(ANCHOR_NOTE)
 
 
 if __name__ == '__main__':

@@ -33,7 +33,9 @@ docs/performance.md.
    quadruped.
 8. Batches (bench/batch.py): states per second of Batch's forward and inverse dynamics and
    regressor on 1 and 2 threads next to pinocchio.abaInParallel and rneaInParallel, and Python
-   loops of single calls, on UR5, Talos and the bundled quadruped.
+   loops of single calls, on UR5, Talos and the bundled quadruped; and the 1-thread time per state
+   against Pinocchio's C++ itself (bench/pinocchio_anchor.cpp, compiled first, before section 0,
+   so that a missing compiler stops the run at once).
 9. Derivatives (bench/derivatives.py): inverse_dynamics_derivatives and
    forward_dynamics_derivatives next to computeRNEADerivatives and computeABADerivatives on the
    trees, and next to one forward_dynamics call and central differences of it on the loop robots.
@@ -70,6 +72,7 @@ from link_kinematics import HEADING as LINKS, report_section as links_section  #
 # test helper: Chignoli et al. 2023-style parallel chains
 from mechanisms import parallel_chains  # noqa: E402
 from oracle import KKTOracle  # noqa: E402  (test-only Pinocchio model of the spanning tree)
+from pinocchio_anchor import build as build_anchor  # noqa: E402
 from robots import arm6, jvrc_like, pendulum, published_arms  # noqa: E402
 from table_ii import HEADING as TABLE_II, report_section as table_ii_section  # noqa: E402
 from timing import interleaved_medians, Report  # noqa: E402
@@ -310,6 +313,7 @@ def startup_times():
 
 
 def main():
+    build_anchor()
     rng = np.random.default_rng(0)
     report = Report('Performance')
     small_robot_table(report, rng)
