@@ -2,6 +2,8 @@
 table turns into the error naming the fault, on the compiled and the NumPy engine alike; a
 compiled public call never runs the NumPy checks (validation.py)."""
 
+import re
+
 import numpy as np
 import pytest
 
@@ -162,10 +164,14 @@ def test_independent_velocities_at_a_singular_configuration(compiled):
 
 
 def test_singular_messages_are_the_same_on_both_engines():
+    """The same message, but for the round-off both engines report as the conditioning at an
+    exactly singular configuration (below 1e-12: its digits depend on the arithmetic's order)."""
     (compiled, q), (reference, _) = _dead_point_model(True), _dead_point_model(False)
+    round_off = re.compile(r'\d(\.\d+)?e-(1[3-9]|[2-9]\d)')
     for name in ('mass_matrix', 'gravity_forces'):
-        assert _raises(lambda: getattr(compiled, name)(q)) == \
-            _raises(lambda: getattr(reference, name)(q)), name
+        messages = [_raises(lambda: getattr(model, name)(q)) for model in (compiled, reference)]
+        assert all(round_off.search(message) for message in messages), messages
+        assert round_off.sub('0', messages[0]) == round_off.sub('0', messages[1]), name
 
 
 @ENGINES
