@@ -79,12 +79,12 @@ def base_parameters(W, rtol=1e-8):
     for the products that formed it, is none); the base parameters beta = B pi (rank x 10 nb)
     are the kept parameters plus the combinations of the others that W_kept reproduces: W pi =
     W_kept beta, B[:, kept] = 1, B[:, rest] = W_kept^+ W_rest."""
-    diagonal = np.zeros(W.shape[1])
-    R = np.linalg.qr(W, mode='r')
-    diagonal[:min(R.shape)] = np.abs(np.diag(R))
     norms = np.linalg.norm(W, axis=0)
-    norms[norms <= ZERO_COLUMN * np.max(norms, initial=0.0)] = np.inf
-    kept = np.flatnonzero(diagonal > rtol * np.maximum(norms, np.finfo(float).tiny))
+    significant = np.flatnonzero(norms > ZERO_COLUMN * np.max(norms, initial=0.0))
+    R = np.linalg.qr(W[:, significant], mode='r')
+    diagonal = np.zeros(significant.size)
+    diagonal[:min(R.shape)] = np.abs(np.diag(R))
+    kept = significant[diagonal > rtol * norms[significant]]
     rest = np.setdiff1d(np.arange(W.shape[1]), kept)
     B = np.zeros((kept.size, W.shape[1]))
     B[:, kept] = np.eye(kept.size)

@@ -18,14 +18,18 @@ class BatchCalls:
         run(*inputs, out) -> (rule code, rows done), method 'auto''s first method for
         forward_dynamics (LCABA at its settings where the model starts with it); a whole-body
         term's kernel on this workspace's buffers; contact_bias_forces' on contacts with weights
-        (checked ny), None until a call on this workspace has resolved them."""
+        (checked ny), None until a call on this workspace has resolved them (or for contacts that
+        are no contact set: the single call names them)."""
         done = self._done
         if name in batch_kernels.TERMS:
             kernel, term = batch_kernels.TERMS[name]
             kernel = getattr(self, '_batch_' + kernel)
             prefix = (self._x, self.whole_body().handle, term)
         elif name == 'contact_bias_forces':
-            entry = self._contact_sets.get(contact_set_key(contacts))
+            try:
+                entry = self._contact_sets.get(contact_set_key(contacts))
+            except TypeError:          # unhashable: the single call names the contacts
+                entry = None
             if entry is None or entry.calls is None:
                 return None
             kernel = self._batch_contact_bias_forces

@@ -70,7 +70,7 @@ def read_joint_states(path, topic='/joint_states', accelerations_topic='/dynamic
     interpolated at each stamp (the orientation normalized after a linear interpolation); the
     states outside their span are dropped as 'odometry'. With contacts_topic, its
     cluster_dynamics/msg/ContactSet messages give contact_sets, (stamp, [Contact]) in stamp order
-    (None where the bag has none; a message that is no contact set dropped as 'contact sets')."""
+    (None where the bag has none; (stamp, None) for a message that is no contact set)."""
     topics = {topic, accelerations_topic} | {t for t in (odometry_topic, contacts_topic) if t}
     messages = list(_messages(path, topics))
     states = [(stamp, msg) for name, stamp, msg in messages if name == topic]
@@ -98,8 +98,7 @@ def read_joint_states(path, topic='/joint_states', accelerations_topic='/dynamic
                else np.array([row[1][k] for row in rows]) for k in range(3)]
     accelerations = _accelerations(names, stamps, [(stamp, msg) for name, stamp, msg in messages
                                                    if name == accelerations_topic])
-    sets = _contact_sets([(stamp, msg) for name, stamp, msg in messages if name == contacts_topic],
-                         dropped)
+    sets = _contact_sets([(stamp, msg) for name, stamp, msg in messages if name == contacts_topic])
     if not odometry_topic:
         return JointStates(stamps, names, *columns, accelerations, dropped, contact_sets=sets)
     odometry = sorted((stamp, msg) for name, stamp, msg in messages if name == odometry_topic)
@@ -113,16 +112,16 @@ def read_joint_states(path, topic='/joint_states', accelerations_topic='/dynamic
                        dropped, pose[inside], twist[inside], sets)
 
 
-def _contact_sets(messages, dropped):
+def _contact_sets(messages):
     """(stamp, [Contact]) of the (stamp, ContactSet) messages, in stamp order, or None without
-    any; a message that is not a valid set is counted in dropped['contact sets']."""
+    any; (stamp, None) for a message that is no valid set."""
     from ..ros.conversions import contacts_from_msgs
     sets = []
     for stamp, msg in sorted(messages, key=lambda pair: pair[0]):
         try:
             sets.append((stamp, contacts_from_msgs(msg.contacts) or []))
         except (ModelError, AttributeError, TypeError):
-            dropped['contact sets'] = dropped.get('contact sets', 0) + 1
+            sets.append((stamp, None))
     return sets or None
 
 

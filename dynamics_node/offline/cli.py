@@ -55,7 +55,8 @@ def main(argv=None):
                              'robot exported without one, as load_model(floating_base=True))')
     common.add_argument('--contacts-topic', default=CONTACTS_TOPIC,
                         help='the cluster_dynamics/msg/ContactSet topic of the contact sets, if '
-                             'any (each holds from its stamp to the next)')
+                             'any (each holds from its stamp to the next; \'\' for none; not '
+                             'read with --contacts)')
     common.add_argument('--contacts', nargs='+', metavar='LINK:KIND[@X,Y,Z]',
                         help='contacts held throughout instead of the bag\'s contact sets: '
                              'KIND 3D or 6D, the point X,Y,Z (m) in the link frame')
@@ -106,7 +107,7 @@ def _read(args, efforts=False):
     from .torques import motion
     model = load_model(_description(args, args.floating_base))
     states = read_joint_states(args.bag, args.topic, args.accelerations_topic, args.odometry,
-                               args.contacts_topic)
+                               None if args.contacts else args.contacts_topic)
     with tqdm(total=len(states.stamps), unit='state', file=sys.stderr,
               disable=not sys.stderr.isatty()) as bar:
         used = motion(model, states, args.window, args.order, bar.update, efforts)
@@ -126,7 +127,8 @@ def run_torques(args):
     model = model_of(text)
     outs = _outputs(args.bags, args.out)
     recordings = {bag: read_joint_states(bag, args.topic, args.accelerations_topic,
-                                         args.odometry, args.contacts_topic) for bag in args.bags}
+                                         args.odometry, None if args.contacts else
+                                         args.contacts_topic) for bag in args.bags}
     with tqdm(total=sum(len(states.stamps) for states in recordings.values()), unit='state',
               file=sys.stderr, disable=not sys.stderr.isatty()) as bar, \
             dask_client(args.workers, args.scheduler) as client:
@@ -185,6 +187,7 @@ def run_identify(args):
     from ..description.urdf import read_urdf
     from .contacts import parse_contact, schedule
     from .identify import identify, write_urdf
+    from .torques import coordinates
     start = time.perf_counter()
     contacts = None if args.contacts is None else [parse_contact(c) for c in args.contacts]
     model, used, states = _read(args, efforts=True)
@@ -197,7 +200,7 @@ def run_identify(args):
     write_urdf(_description(args), read_urdf(_description(args, args.floating_base)), model,
                result.parameters, args.out)
     friction = '' if result.friction is None else '; friction (viscous, Coulomb): ' + ', '.join(
-        f'{name} {v:.4g} {c:.4g}' for name, (v, c) in zip(model.independent_joint_names,
+        f'{name} {v:.4g} {c:.4g}' for name, (v, c) in zip(coordinates(model)[0],
                                                           result.friction))
     return (f'{_states(states, used, "fitted", time.perf_counter() - start)}; '
             f'{result.rank} base parameters of {len(result.parameters)}, residual RMS '

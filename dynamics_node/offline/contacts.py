@@ -73,10 +73,13 @@ def fixed_schedule(model, contacts):
 
 def recorded_schedule(model, sets, dropped):
     """The Schedule of the (stamp, contacts) pairs read from a bag (in stamp order); a set the
-    model refuses is left out and counted in dropped['contact sets']."""
+    model refuses, or a message that was none (contacts None), is left out and counted in
+    dropped['contact sets']."""
     stamps, kept = [], []
     for stamp, contacts in sets:
         try:
+            if contacts is None:
+                raise ModelError('not a contact set')
             resolve(model, contacts)
         except ModelError:
             dropped['contact sets'] = dropped.get('contact sets', 0) + 1

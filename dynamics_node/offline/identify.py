@@ -2,8 +2,8 @@
 regressor Y_y of every state (Batch.regressor) stacked into W, its base parameters (the
 identifiable combinations, Gautier 1991: algorithms/regressor.base_parameters) fitted to the
 measured efforts by least squares, W_kept beta = tau (with viscous and Coulomb friction columns
-per independent joint, friction). The full parameters: those closest to the robot file's that give
-beta, moved onto the parameters of rigid bodies (each body's pseudo-inertia positive
+per independent 1-DoF joint, friction). The full parameters: those closest to the robot file's
+that give beta, moved onto the parameters of rigid bodies (each body's pseudo-inertia positive
 semi-definite, Wensing, Kim & Slotine 2017) by alternating projections (physical); written as a
 URDF+ file (write_urdf)."""
 
@@ -17,6 +17,7 @@ from ..batch import Batch
 from ..errors import ModelError
 from ..whole_body import parameterized
 from .contacts import null_space
+from .torques import coordinates
 
 # a column of W is kept where |R_jj| > RTOL |W_j| (base_parameters): whole_body.BASE_RTOL (1e-8)
 # suits exact regressors, but keeps columns a recording barely tells apart, whose fit then
@@ -37,9 +38,9 @@ INERTIA = {'ixx': (0, 0), 'ixy': (0, 1), 'ixz': (0, 2), 'iyy': (1, 1), 'iyz': (1
 class Identification:
     """rank and kept (the base parameters' columns of inertial_parameters), B (rank x 10 nb) and
     beta (rank) with B pi = beta; parameters (10 nb), the full parameters closest to the file's;
-    friction (ny x 2: viscous, Coulomb; None without); residual (the RMS of W x - tau, N m or N);
-    states, the states fitted; inconsistent: {body: why} of the bodies whose parameters are not
-    physical."""
+    friction (viscous, Coulomb of each 1-DoF joint of torques.coordinates; None without);
+    residual (the RMS of W x - tau, N m or N); states, the states fitted; inconsistent: {body:
+    why} of the bodies whose parameters are not physical."""
     rank: int
     kept: np.ndarray
     B: np.ndarray
@@ -71,10 +72,11 @@ def identify(model, motion, friction=False, threads=1, schedule=None):
         Y = batch.regressor(motion.positions, motion.velocities, motion.accelerations)
     finally:
         batch.close()
-    tau, F = motion.efforts, np.zeros((n, model.ny, 2 * model.ny * friction))
-    for j in range(model.ny if friction else 0):
-        F[:, j, 2 * j] = motion.velocities[:, j]
-        F[:, j, 2 * j + 1] = np.sign(motion.velocities[:, j])
+    columns = coordinates(model)[1] if friction else []       # the joints', not the base's
+    tau, F = motion.efforts, np.zeros((n, model.ny, 2 * len(columns)))
+    for k, j in enumerate(columns):
+        F[:, j, 2 * k] = motion.velocities[:, j]
+        F[:, j, 2 * k + 1] = np.sign(motion.velocities[:, j])
     if schedule is not None:
         Y, F, tau = _projected(model, motion, schedule, Y, F, tau)
     W, tau = Y.reshape(-1, Y.shape[-1]), tau.reshape(-1)
@@ -84,7 +86,7 @@ def identify(model, motion, friction=False, threads=1, schedule=None):
     beta = x[:rank]
     pi = physical(model, model.inertial_parameters, B, beta)
     return Identification(rank, kept, B, beta, pi,
-                          x[rank:].reshape(model.ny, 2) if friction else None,
+                          x[rank:].reshape(-1, 2) if friction else None,
                           float(np.sqrt(np.mean((A @ x - tau) ** 2))), n,
                           inconsistent(model, pi))
 

@@ -95,7 +95,7 @@ def answer(model, used, threads=1, schedule=None):
         corrections = corrections[answered]
     used = _rows(used, np.flatnonzero(answered))
     efforts = efforts[answered]
-    joints, columns, base = _coordinates(model)
+    joints, columns, base = coordinates(model)
     return Torques(used.stamps, joints, efforts[:, columns],
                    None if base is None else efforts[:, base], used, schedule, wrenches,
                    corrections)
@@ -108,7 +108,7 @@ def _rows(used, rows):
                    efforts=None if used.efforts is None else used.efforts[rows])
 
 
-def _coordinates(model):
+def coordinates(model):
     """(the independent joints but the floating base, their columns of y, the floating base's six
     columns or None); ModelError for an independent joint of several coordinates."""
     base = model.floating_base_joint
@@ -130,7 +130,7 @@ def usable(model, states, efforts=False):
     (the positions of the joints the model knows, the independent joints' velocities, with
     efforts their efforts, and a floating base's pose and twist must be finite); accelerations
     None unless they give every independent joint's (then they are filtered)."""
-    base = _coordinates(model)[2]
+    base = coordinates(model)[2]
     if states.positions is None:
         raise ModelError('the joint states carry no positions (every message must have them)')
     if base is not None and states.base_pose is None:
@@ -160,7 +160,7 @@ def _joint_columns(model, states):
     of); ModelError where an actuated joint is missing. A passive one (the idle spin of a rod no
     motor drives) may be: it keeps its reference position and zero velocity, as
     Model.complete_positions of a driver's mapping has it."""
-    joints = [name for name in _coordinates(model)[0] if name in states.names]
+    joints = [name for name in coordinates(model)[0] if name in states.names]
     missing = [name for name in model.actuated_joint_names if name not in states.names]
     if missing:
         raise ModelError(f'the joint states do not name the actuated joints {quote(missing)}')
@@ -177,7 +177,7 @@ def motion(model, states, window=WINDOW, order=ORDER, progress=None, efforts=Fal
     efforts (a state without finite ones dropped); progress(n) after each n states. origin: the
     stamp (ns) of the filter's time zero (default the first usable state's); rows: the slice of
     the usable states completed and returned (default all), the others only filtered around."""
-    base = _coordinates(model)[2]
+    base = coordinates(model)[2]
     used = usable(model, states, efforts)
     if progress is not None and len(used.stamps) < len(states.stamps):
         progress(len(states.stamps) - len(used.stamps))
@@ -233,7 +233,7 @@ def _completed(model, Y, dropped, progress=None):
             parts.append(batch.complete_positions(Y[row:]))
             kept.extend(range(row, len(Y)))
             refused = len(Y)
-        except ModelError as error:
+        except ModelError as error:            # rows before it again, then on after it
             refused = row + error.row
             parts.append(batch.complete_positions(Y[row:refused]))
             kept.extend(range(row, refused))
@@ -241,6 +241,7 @@ def _completed(model, Y, dropped, progress=None):
         if progress is not None:
             progress(min(refused + 1, len(Y)) - row)
         row = refused + 1
+    batch.close()
     return (np.concatenate(parts) if parts else np.zeros((0, model.nq)),
             np.array(kept, dtype=int))
 

@@ -112,3 +112,14 @@ def test_base_parameters(name, rng):
     assert 0 < rank < pi.size and B.shape == (rank, pi.size)
     W, tau = stacked(model, rng, 4)                 # states the base was not computed from
     assert_close(W[:, kept] @ (B @ pi), tau, 'W_kept beta = inverse dynamics')
+
+
+def test_base_parameters_skip_round_off_columns(rng):
+    """A column of round-off (1e-17 of the others) is no base parameter, and takes nothing of a
+    real column proportional to it after it: W pi = W_kept beta still."""
+    d, c = rng.normal(size=(2, 40))
+    W = np.column_stack([d, 1e-17 * c, c])
+    rank, kept, B = base_parameters(W)
+    assert rank == 2 and list(kept) == [0, 2]
+    pi = rng.normal(size=3)
+    np.testing.assert_allclose(W[:, kept] @ (B @ pi), W @ pi, rtol=1e-12, atol=1e-12)

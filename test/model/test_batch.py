@@ -79,7 +79,8 @@ def test_rows_equal_single_calls(name, threads, rng):
 @pytest.mark.parametrize('name', sorted(FEET))
 def test_contact_bias_forces_rows_equal_single_calls(name, threads, rng):
     """One contact set and weights for every row: each thread's first row resolves the set by a
-    single call, its other rows run compiled; a row the contacts refuse is named."""
+    single call, its other rows run compiled; contacts that are none or that the model refuses
+    are named."""
     model, contacts = robot(name), FEET[name]
     Q, V, _ = states(model, rng)
     weights = rng.uniform(0.5, 2.0, model.ny)
@@ -91,12 +92,17 @@ def test_contact_bias_forces_rows_equal_single_calls(name, threads, rng):
             result = Batch(fresh, threads).contact_bias_forces(Q, V, contacts, w)
         finally:
             del fresh.__dict__['contact_bias_forces']
-        assert np.array_equal(result, expected)
+        # to round-off: a set's first call on a workspace (a thread's first row) takes the
+        # checked path, whose contact kernel has buffers of its own (test_contacts.py)
+        assert np.max(np.abs(result - expected)) <= 1e-13 * np.max(np.abs(expected))
         assert counted.calls <= threads, 'one single call per thread at most'
     with pytest.raises(ModelError, match='weights'):
         Batch(model).contact_bias_forces(Q, V, contacts, -weights)
     with pytest.raises(ModelError, match=r'^row 0: contacts\[0\]: unknown link'):
         Batch(model).contact_bias_forces(Q, V, [Contact('nowhere', '3D')])
+    for garbage in ([['FL_foot', '3D']], {'FL_foot': '3D'}, np.zeros(3), 'FL_foot'):
+        with pytest.raises(ModelError, match='^row 0: contacts'):
+            Batch(model, threads).contact_bias_forces(Q, V, garbage)
 
 
 def test_reference_engine_rows_equal_single_calls(rng):

@@ -56,10 +56,12 @@ def standing(model, rng):
 
 
 def contact_message(contacts):
+    """Contact[] of the links (LINK or LINK:KIND, default 6D) held at their origins."""
     identity = {'position': {'x': 0.0, 'y': 0.0, 'z': 0.0},
                 'orientation': {'x': 0.0, 'y': 0.0, 'z': 0.0, 'w': 1.0}}
-    return [{'link': link, 'kind': '6D', 'placement': identity, 'other': '',
-             'other_placement': identity} for link in contacts]
+    return [{'link': link.split(':')[0], 'kind': (link.split(':') + ['6D'])[1],
+             'placement': identity, 'other': '', 'other_placement': identity}
+            for link in contacts]
 
 
 def add_contact_sets(path, sets):
@@ -95,8 +97,9 @@ def _plain(decoded):
 
 @pytest.fixture(scope='module')
 def recording(tmp_path_factory):
-    """The humanoid's bag with its contact sets: both soles, then (an invalid set dropped on the
-    way) the left one, then none; the model and the motion."""
+    """The humanoid's bag with its contact sets: both soles, then (a set of an unknown link and
+    a message that is no contact set dropped on the way) the left one, then none; the model and
+    the motion."""
     model = robot('humanoid_belts')
     rng = np.random.default_rng(7)
     t_ns, Q, poses, yd, ydd = standing(model, rng)
@@ -104,7 +107,7 @@ def recording(tmp_path_factory):
     write_walking_bag(path, model, t_ns, Q, poses, yd, ydd)
     n = len(t_ns)
     phases = [(t_ns[0], FEET), (t_ns[n // 3], FEET[:1]), (t_ns[n // 2], ('no_such_link',)),
-              (t_ns[2 * n // 3], ())]
+              (t_ns[n // 2 + 9], ('left_foot_sole:XD',)), (t_ns[2 * n // 3], ())]
     add_contact_sets(path, phases)
     held = np.searchsorted([t_ns[0], t_ns[n // 3], t_ns[2 * n // 3]], t_ns, side='right') - 1
     sets = [[Contact(link, '6D') for link in links] for links in (FEET, FEET[:1], ())]
@@ -120,7 +123,7 @@ def test_recorded_contact_sets_give_the_projected_inverse_dynamics(recording):
     states = bags.read_joint_states(path, odometry_topic='/odom',
                                     contacts_topic=cli.CONTACTS_TOPIC)
     result = torques(model, states)
-    assert result.motion.dropped == {'contact sets': 1}
+    assert result.motion.dropped == {'contact sets': 2}
     assert len(result.stamps) == len(t_ns)
     base = model.independent_velocities_index[model.floating_base_joint]
     columns = [model.independent_velocities_index[n] for n in result.names]
@@ -142,6 +145,26 @@ def test_recorded_contact_sets_give_the_projected_inverse_dynamics(recording):
     assert np.max(result.corrections) < 1e-9, 'the motion keeps the contacts'
 
 
+def test_windows_join_the_contact_wrenches(recording):
+    """In windows of 100 states (offline/scale.py), the contact wrenches, corrections and
+    efforts join those of the whole recording (within the completion's tolerance: each window
+    completes from a cold start) and the contact sets' drops are counted once."""
+    from pathlib import Path
+    from dynamics_node.offline import scale
+    model, path, t_ns, *_ = recording
+    states = bags.read_joint_states(path, odometry_topic='/odom',
+                                    contacts_topic=cli.CONTACTS_TOPIC)
+    whole = torques(model, states)
+    text = Path(bundled_model('humanoid_belts')).read_text(encoding='utf-8')
+    windows = scale.torques(text, {'stand': states}, window_states=100)['stand']
+    assert windows.motion.dropped == whole.motion.dropped == {'contact sets': 2}
+    np.testing.assert_allclose(windows.efforts, whole.efforts, rtol=1e-9, atol=1e-9)
+    np.testing.assert_allclose(windows.corrections, whole.corrections, atol=1e-9)
+    assert windows.contact_wrenches.keys() == whole.contact_wrenches.keys()
+    for name, W in whole.contact_wrenches.items():
+        np.testing.assert_allclose(windows.contact_wrenches[name], W, rtol=1e-9, atol=1e-9)
+
+
 def test_console_script_writes_the_node_topics(recording, tmp_path, capsys):
     """Efforts, completed joint states and a WrenchStamped per contact held, on the node's
     topics; the table's contact columns null where the contact does not hold."""
@@ -151,7 +174,7 @@ def test_console_script_writes_the_node_topics(recording, tmp_path, capsys):
               '/odom', '--out', str(out)])
     summary = capsys.readouterr().out
     assert f'{len(t_ns)} of {len(t_ns)} states answered' in summary
-    assert 'dropped: 1 contact sets' in summary
+    assert 'dropped: 2 contact sets' in summary
     with open(out, 'rb') as stream:
         messages = [(channel.topic, decoded) for _, channel, _, decoded in make_reader(
             stream, decoder_factories=[DecoderFactory()]).iter_decoded_messages()]
@@ -273,9 +296,15 @@ def test_identify_a_floating_humanoid_on_its_soles(tmp_path, capsys):
     used = motion(nominal, states, efforts=True)
     with pytest.raises(ModelError, match='needs its contacts'):
         identify(nominal, used)
-    result = identify(nominal, used, schedule=recorded_schedule(nominal, states.contact_sets, {}))
+    held_sets = recorded_schedule(nominal, states.contact_sets, {})
+    result = identify(nominal, used, schedule=held_sets)
     assert result.states == n and result.inconsistent == {}
     np.testing.assert_allclose(result.beta, result.B @ pi, rtol=1e-6, atol=1e-9)
+    with_friction = identify(nominal, used, friction=True, schedule=held_sets)
+    joints = [name for name in nominal.independent_joint_names
+              if name != nominal.floating_base_joint]
+    assert with_friction.friction.shape == (len(joints), 2), 'the joints\', not the base\'s'
+    np.testing.assert_allclose(with_friction.friction, 0.0, atol=1e-6)
     cli.main(['identify', str(path), '--robot', bundled_model('humanoid_belts'), '--odometry',
               '/odom', '--out', str(tmp_path / 'identified.urdf')])
     assert f'{result.rank} base parameters of' in capsys.readouterr().out
