@@ -55,8 +55,12 @@ import subprocess
 import sys
 import tempfile
 
-import numpy as np
-import pinocchio as pin
+# Pinocchio's parallel calls run on OpenMP, whose idle threads spin for a while after each
+# call by default and take a core from the next measurement: they sleep here instead
+os.environ.setdefault('OMP_WAIT_POLICY', 'PASSIVE')
+
+import numpy as np  # noqa: E402  (after OMP_WAIT_POLICY)
+import pinocchio as pin  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
