@@ -74,18 +74,22 @@ class Batch:
         return self._run('contact_bias_forces', single, inputs, (model.ny,), contacts=contacts,
                          weights=checked_weights(model, weights))
 
-    def complete_positions(self, q_independent):
+    def complete_positions(self, q_independent, cold=False):
         """Spanning positions (N x nq), Model.complete_positions of each row (N x the independent
         positions; no time budget) in order on the calling thread: each row tracks the one
-        before, as single calls one after another do, so the rows are never split over threads.
-        The next single call tracks from the last row; a refused batch leaves the workspace as it
-        found it (the error's row: its row attribute)."""
+        before, as single calls one after another do, so the rows are never split over threads;
+        the first row tracks the positions this thread completed last, or with cold the
+        reference configuration, as a fresh model's first call. The next single call tracks from
+        the last row; a refused batch leaves the workspace as it found it (the error's row: its
+        row attribute)."""
         model = self.model
         Y = self._inputs(('q_independent', q_independent, model.independent_q.size))[0]
         if self._closed:
             raise ModelError('this Batch is closed; make a new one')
         data, out = model._local.data, np.empty((len(Y), model.nq))
         first, row = data.q_last, 0
+        if cold:
+            data.q_last = None
         while row < len(Y):
             if model.compiled:
                 code, done = data.engine.batch_completion(Y[row:], data.q_last, out[row:])

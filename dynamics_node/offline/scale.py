@@ -57,8 +57,7 @@ def window_torques(text, states, own, origin, window, order, threads, held, prog
     docstring); origin the recording's first stamp, held its contact Schedule or None;
     progress(n) after each n states. A pure function: a Dask task."""
     model = model_of(text)
-    model._local.data.q_last = None    # a cold start: the thread's last completion forgotten
-    used = motion(model, states, window, order, progress, origin=origin, rows=own)
+    used = motion(model, states, window, order, progress, origin=origin, rows=own, cold=True)
     return answer(model, used, threads, held)
 
 

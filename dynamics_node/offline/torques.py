@@ -171,12 +171,13 @@ def _joint_columns(model, states):
 
 
 def motion(model, states, window=WINDOW, order=ORDER, progress=None, efforts=False, origin=None,
-           rows=None):
+           rows=None, cold=False):
     """The Motion of the JointStates states on model: of the usable ones (usable), positions
     completed, velocities and accelerations as recorded or filtered, with efforts the measured
     efforts (a state without finite ones dropped); progress(n) after each n states. origin: the
     stamp (ns) of the filter's time zero (default the first usable state's); rows: the slice of
-    the usable states completed and returned (default all), the others only filtered around."""
+    the usable states completed and returned (default all), the others only filtered around;
+    cold: the first completed from the reference configuration (Batch.complete_positions)."""
     base = coordinates(model)[2]
     used = usable(model, states, efforts)
     if progress is not None and len(used.stamps) < len(states.stamps):
@@ -213,7 +214,7 @@ def motion(model, states, window=WINDOW, order=ORDER, progress=None, efforts=Fal
         start = index[model.floating_base_joint][0]
         Y[:, start:start + 7] = used.base_pose
     selected = np.arange(n)[slice(None) if rows is None else rows]
-    Q, kept = _completed(model, Y[selected], dropped, progress)
+    Q, kept = _completed(model, Y[selected], dropped, progress, cold)
     kept = selected[kept]
     measured = None
     if efforts and used.efforts is not None:
@@ -223,19 +224,20 @@ def motion(model, states, window=WINDOW, order=ORDER, progress=None, efforts=Fal
     return Motion(stamps[kept], Q, yd[kept], ydd[kept], measured, tuple(filtered), dropped)
 
 
-def _completed(model, Y, dropped, progress=None):
+def _completed(model, Y, dropped, progress=None, cold=False):
     """(Q, the rows of Y completed): Batch.complete_positions of the independent positions Y,
-    each row tracked from the one completed before it, as single calls one after another; a row
-    it refuses is dropped as 'completion'; progress(n) after each n rows."""
+    each row tracked from the one completed before it, as single calls one after another (the
+    first, with cold, from the reference); a row it refuses is dropped as 'completion';
+    progress(n) after each n rows."""
     batch, parts, kept, row = Batch(model), [], [], 0
     while row < len(Y):
         try:
-            parts.append(batch.complete_positions(Y[row:]))
+            parts.append(batch.complete_positions(Y[row:], cold and not kept))
             kept.extend(range(row, len(Y)))
             refused = len(Y)
         except ModelError as error:            # rows before it again, then on after it
             refused = row + error.row
-            parts.append(batch.complete_positions(Y[row:refused]))
+            parts.append(batch.complete_positions(Y[row:refused], cold and not kept))
             kept.extend(range(row, refused))
             dropped['completion'] = dropped.get('completion', 0) + 1
         if progress is not None:
