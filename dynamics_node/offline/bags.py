@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import cut, ModelError, quote
+from . import cdr
 
 JOINT_STATE = 'sensor_msgs/msg/JointState'
 DYNAMIC_JOINT_STATE = 'control_msgs/msg/DynamicJointState'
@@ -197,12 +198,22 @@ def _stamp(msg, log_time):
 
 
 def _mcap(file, topics):
+    """The messages on topics of an MCAP file, JointState and DynamicJointState by cdr.py, the
+    others by mcap_ros2's decoder."""
     from mcap.reader import make_reader
     from mcap_ros2.decoder import DecoderFactory
+    factory, decoders = DecoderFactory(), {}
     try:
         with open(file, 'rb') as stream:
-            reader = make_reader(stream, decoder_factories=[DecoderFactory()])
-            for _, channel, message, decoded in reader.iter_decoded_messages(topics=topics):
+            for schema, channel, message in make_reader(stream).iter_messages(
+                    topics=topics, log_time_order=False):       # the callers order by stamp
+                decode = decoders.get(schema.id)
+                if decode is None:
+                    generic = factory.decoder_for(channel.message_encoding, schema)
+                    decode = decoders[schema.id] = (
+                        channel.message_encoding == 'cdr' and cdr.decoder(schema, generic)
+                        or generic)
+                decoded = decode(message.data)
                 yield channel.topic, _stamp(decoded, message.log_time), decoded
     except Exception as error:      # a damaged file: mcap's, zstd's, lz4's, the decoder's errors
         raise ModelError(f'cannot read the MCAP bag {quote(str(file))}: '
