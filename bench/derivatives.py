@@ -24,8 +24,8 @@ sys.path.append(os.path.join(ROOT, 'test', 'algorithms'))
 from dynamics_node import bundled_model, bundled_models, load_model  # noqa: E402
 from conftest import published_file, random_state  # noqa: E402  (test helpers)
 from oracle import KKTOracle  # noqa: E402  (test-only Pinocchio model of the spanning tree)
-from test_contacts import (published, random_state as contacts_state,  # noqa: E402
-                           setup as contacts_setup)
+from test_contacts import (held_state, published,  # noqa: E402
+                           random_state as contacts_state, setup as contacts_setup)
 from timing import interleaved_medians, Report  # noqa: E402
 
 HEADING = 'Derivatives'
@@ -100,7 +100,8 @@ def loop_row(name, rng):
 CONTACT_SETS = ('solo12 3D feet', 'talos 6D feet', 'quadruped_rotors 3D feet',
                 'humanoid_belts 6D soles')
 CONTACT_HEADER = ('robot and contacts', 'nv/ny', 'FD derivatives', 'forward_dynamics',
-                  'constraintDynamics + Derivatives', 'ratio')
+                  'constraintDynamics + Derivatives', 'ratio', 'projected ID derivatives',
+                  'projected inverse_dynamics')
 
 
 def contact_row(name, rng):
@@ -125,12 +126,18 @@ def contact_row(name, rng):
         pin.constraintDynamics(o.model, pd, qp, vp, taup, models, datas, settings)
         pin.computeConstraintDynamicsDerivatives(o.model, pd, models, datas)
 
+    q_held, yd_held, ydd_held = held_state(model, contacts, rng)
     t = interleaved_medians({
         'derivatives': lambda: model.forward_dynamics_derivatives(q, yd, tau, contacts=contacts),
         'fd': lambda: model.forward_dynamics(q, yd, tau, contacts=contacts, method='aba'),
-        'pin': pinocchio}, ROUNDS // 2, 1)
+        'pin': pinocchio,
+        'projected': lambda: model.inverse_dynamics_derivatives(q_held, yd_held, ydd_held,
+                                                                contacts=contacts),
+        'id': lambda: model.inverse_dynamics(q_held, yd_held, ydd_held, contacts=contacts)},
+        ROUNDS, BATCH)
     return [name, f'{model.nv}/{model.ny}', f'{t["derivatives"]:.0f}', f'{t["fd"]:.1f}',
-            f'{t["pin"]:.1f}', f'{t["derivatives"] / t["pin"]:.0f}']
+            f'{t["pin"]:.1f}', f'{t["derivatives"] / t["pin"]:.2f}', f'{t["projected"]:.0f}',
+            f'{t["id"]:.1f}']
 
 
 def loop_robots():
@@ -148,9 +155,13 @@ NOTE = (
     'constraint of Pinocchio\'s: ours also forms G and projects). On the loop robots: all three '
     'first-order derivatives of forward dynamics against one compiled forward_dynamics call, and '
     'against central differences of that call (2 ny calls; the positions moved through '
-    'complete_positions). With contacts, the derivatives of the exact route run the NumPy '
-    'algorithm on both engines (no compiled twin yet), next to Pinocchio\'s constraintDynamics '
-    'and computeConstraintDynamicsDerivatives on the same spanning tree with the same contacts.')
+    'complete_positions). With contacts: the derivatives of the exact route (one compiled call, '
+    'dynamics_node/kernels/contact_derivatives.py: the exact route and its derivatives, which '
+    'the ratio compares) next to one forward_dynamics call with method \'aba\' and to '
+    'Pinocchio\'s constraintDynamics followed by computeConstraintDynamicsDerivatives on the '
+    'same spanning tree with the same contacts; the derivatives of the projected inverse '
+    'dynamics (one compiled call; Pinocchio has none) next to one inverse_dynamics call with the '
+    'contacts, at a state that keeps them.')
 
 
 def report_section(report, heading=HEADING, rng=None):

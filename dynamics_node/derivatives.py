@@ -16,7 +16,7 @@ from .algorithms import derivatives
 from . import contacts as contact_routes
 from .errors import LCABA_ADVICE, SingularConfigurationError
 from .faults import FORWARD_DERIVATIVES, INVERSE_DERIVATIVES
-from .validation import (check_finite, checked_weights, external_forces,
+from .validation import (accepted_weights, check_finite, checked_weights, external_forces,
                          independent_velocities, positions, vector)
 from . import bounds
 
@@ -59,6 +59,14 @@ class Derivatives:
     def _inverse_dynamics_derivatives(self, q, v, a, wrenches, contacts, weights):
         data = self._local.data
         arguments = (q, v, a)
+        if contacts is not None and (w := accepted_weights(self, weights)) is not False:
+            external_forces(self, data, wrenches)
+            fused = data.engine.fused_contacts('fused_inverse_dynamics_derivatives', contacts,
+                                               q, v, a, w)
+            if fused is not None:                              # contacts resolved before
+                b = fused[0].buffers
+                return InverseDynamicsDerivatives(b.dtau_y.copy(), b.dtau_yd.copy(),
+                                                  b.dtau_ydd.copy())
         frames = None if contacts is None else contact_routes.resolve(self, contacts)
         if not frames:
             if contacts is not None:                   # no contacts: weights still checked
@@ -96,6 +104,17 @@ class Derivatives:
     def _forward_dynamics_derivatives(self, q, v, tau, wrenches, contacts, info):
         data = self._local.data
         arguments = (q, v, tau)
+        if contacts is not None:
+            external_forces(self, data, wrenches)
+            fused = data.engine.fused_contacts('fused_forward_dynamics_derivatives', contacts,
+                                               q, v, tau)
+            if fused is not None:                              # contacts resolved before
+                calls = fused[0]
+                b = calls.derivative_buffers
+                result = (b.fd_y.copy(), b.fd_yd.copy(), b.H_inv.copy())
+                if info:
+                    return ForwardDynamicsDerivativesInfo(*result, calls.ydd.copy())
+                return ForwardDynamicsDerivatives(*result)
         frames = None if contacts is None else contact_routes.resolve(self, contacts)
         if not frames:
             external_forces(self, data, wrenches)

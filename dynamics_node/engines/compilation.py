@@ -77,7 +77,7 @@ def compile_kernels(fast, frames, progress=None):
                                 types.boolean, types.boolean),
             'fused_link_kinematics': (context, INPUT, INPUT, types.int64, types.boolean,
                                       types.boolean, types.boolean),
-            **contact_calls.signatures(fast, model, data, FORCES, INPUT),
+            **contact_calls.signatures(fast, model, data, FORCES, INPUT, buffers),
             **whole_body_calls.signatures(fast, context, INPUT),
             'batch_forward_dynamics': (context, types.boolean, ROWS, ROWS, ROWS, MATRIX, DONE),
             'batch_inverse_dynamics': (context, ROWS, ROWS, ROWS, MATRIX, DONE),

@@ -11,11 +11,12 @@ from ..algorithms.contacts import DELASSUS_CONDITION_LIMIT, DELASSUS_RESIDUAL_LI
 from ..bounds import VELOCITY_TOLERANCE
 from ..contacts import (PSEUDOINVERSE_CUTOFF, RANK_CUTOFF, robot_size, STANDARD_GRAVITY,
                         UNACTUATED_TOLERANCE)
-from ..kernels import calls, contact_dynamics as kernels
+from ..kernels import calls, contact_dynamics as kernels, whole_body_calls
 from ..kernels.borrowed import Borrowed
 from ..kernels.flat.checks import call_context
 from ..kernels.flat.contacts import ContactBuffers
 from ..kernels.flat.lcaba import LcabaPlan
+from ..kernels.flat.whole_body import WholeBodyBuffers
 from ..spatial import SWAP_LINEAR_ANGULAR
 
 FAULTS = frozenset((kernels.MOVES, kernels.VIOLATES, kernels.UNACTUATED,
@@ -25,7 +26,11 @@ KERNELS = {'contact_inverse_dynamics': kernels.inverse_dynamics,
            'exact_forward_dynamics': kernels.exact_forward_dynamics,
            'fused_contact_bias_forces': calls.contact_bias_forces,
            'fused_forward_dynamics_exact': calls.forward_dynamics_exact,
-           'fused_inverse_dynamics_contacts': calls.inverse_dynamics_contacts}
+           'fused_inverse_dynamics_contacts': calls.inverse_dynamics_contacts,
+           'fused_forward_dynamics_derivatives_contacts':
+               whole_body_calls.forward_dynamics_derivatives_contacts,
+           'fused_inverse_dynamics_derivatives_contacts':
+               whole_body_calls.inverse_dynamics_derivatives_contacts}
 
 
 def buffers(model, plan):
@@ -51,8 +56,9 @@ def buffers_type(fast):
     return Borrowed(buffers(fast.model, fast.plan).ref).numba_type
 
 
-def signatures(fast, model_type, data_type, forces, vector):
-    """The kernels' signatures on FastPath fast (typed from its own plan's buffers)."""
+def signatures(fast, model_type, data_type, forces, vector, whole_body):
+    """The kernels' signatures on FastPath fast (typed from its own plan's buffers; whole_body:
+    the type of a WholeBodyBuffers' handle)."""
     p, w = fast._p.numba_type, fast._w.numba_type
     b = buffers_type(fast)
     head = (model_type, data_type, p, w, b)
@@ -62,7 +68,11 @@ def signatures(fast, model_type, data_type, forces, vector):
             'fused_contact_bias_forces': (fast._x.numba_type, b, vector, vector, vector),
             'fused_forward_dynamics_exact': (fast._x.numba_type, b, vector, vector, vector),
             'fused_inverse_dynamics_contacts': (fast._x.numba_type, b, vector, vector, vector,
-                                                vector)}
+                                                vector),
+            'fused_forward_dynamics_derivatives_contacts': (fast._x.numba_type, whole_body, b,
+                                                            vector, vector, vector),
+            'fused_inverse_dynamics_derivatives_contacts': (fast._x.numba_type, whole_body, b,
+                                                            vector, vector, vector, vector)}
 
 
 class ContactCalls:
@@ -74,8 +84,11 @@ class ContactCalls:
         self.fast, self.entry = fast, entry
         self.buffers = buffers(fast.model, entry.plan)
         self.qdd = fast.data.qdd                 # the exact route's spanning accelerations
+        self.ydd = fast.data.ydd                 # and its independent ones, with derivatives
         self._b = Borrowed(self.buffers.ref)
         self.unit_weights = np.ones(fast.model.ny)
+        self.derivative_buffers = self._w = None     # the derivatives' WholeBodyBuffers, at
+        #                                              first use
 
     def inverse_dynamics(self, q, yd, ydd, f_ext, weights):
         fast, entry = self.fast, self.entry
@@ -106,6 +119,29 @@ class ContactCalls:
     def fused_forward_dynamics(self, q, v, tau):
         """Model.forward_dynamics(q, v, tau, contacts, method='aba')."""
         return self.fast._fused_forward_dynamics_exact(self.entry.context, self._b, q, v, tau)
+
+    def fused_forward_dynamics_derivatives(self, q, v, tau):
+        """Model.forward_dynamics_derivatives(q, v, tau, contacts): the results in
+        derivative_buffers (fd_y, fd_yd, H_inv) and ydd."""
+        return self.fast._fused_forward_dynamics_derivatives_contacts(
+            self.entry.context, self._derivatives(), self._b, q, v, tau)
+
+    def fused_inverse_dynamics_derivatives(self, q, v, a, weights=None):
+        """Model.inverse_dynamics_derivatives(q, v, a, contacts, weights): the results in buffers
+        (dtau_y, dtau_yd, dtau_ydd)."""
+        return self.fast._fused_inverse_dynamics_derivatives_contacts(
+            self.entry.context, self._derivatives(), self._b, q, v, a,
+            self.unit_weights if weights is None else weights)
+
+    def _derivatives(self):
+        """The handle of the derivatives' WholeBodyBuffers with the contacts' rows, made at first
+        use (the other whole-body buffers shared with the workspace's)."""
+        if self.derivative_buffers is None:
+            fast = self.fast
+            self.derivative_buffers = WholeBodyBuffers(
+                fast.flat, self.buffers.rows, fast.whole_body().buffers)
+            self._w = Borrowed(self.derivative_buffers.ref)
+        return self._w
 
     def forward_dynamics(self, q, yd, tau, f_ext):
         fast, entry = self.fast, self.entry

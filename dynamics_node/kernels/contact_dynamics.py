@@ -299,6 +299,29 @@ def delassus(p, w, b):
                 D[r1, r2] = s
 
 
+@njit(error_model='numpy')
+def contact_wrenches(p, w, b, f_ext):
+    """b.f <- f_ext + sum_b K^b^T lambda: the external forces (nb x 6, body coordinates) with the
+    contact forces b.lam on their bodies, on the rows K^b of the last contact_state (w.K)."""
+    f, row0 = b.f, b.sizes[0]
+    for i in range(len(f)):
+        for e in range(6):
+            f[i, e] = 0.0
+    for con in range(len(p.con_rows)):
+        if p.con_contact[con] < 0:
+            continue
+        for e in range(p.con_entries[con, 0], p.con_entries[con, 1]):
+            body = p.entry_body[e]
+            if body > 0:
+                for row in range(p.con_rows[con]):
+                    force = b.lam[p.con_row0[con] - row0 + row]
+                    for c in range(6):
+                        f[body, c] += force * w.K[e, row, c]
+    for i in range(len(f)):
+        for e in range(6):
+            f[i, e] = f_ext[i, e] + f[i, e]
+
+
 @njit(cache=True, nogil=True, error_model='numpy')
 def exact_forward_dynamics(m, d, p, w, b, q, yd, tau, f_ext):
     """contacts._exact: the free accelerations (cluster ABA), D lambda = -(J_c ydd_free + Jdot yd)
@@ -307,7 +330,7 @@ def exact_forward_dynamics(m, d, p, w, b, q, yd, tau, f_ext):
     cluster ABA again with K^b^T lambda added to the bodies' forces: d.qdd, b.lam, the contact
     residual in b.info[0] (MISSES_ROWS where it exceeds DELASSUS_RESIDUAL_LIMIT max(1, |qdd|),
     relative in b.info[1])."""
-    row0, nc, y, lam, f, K = b.sizes[0], b.sizes[1], b.y, b.lam, b.f, w.K
+    row0, nc, y, lam = b.sizes[0], b.sizes[1], b.y, b.lam
     if nc > m.ny:                        # D has rank ny at most: not formed (b.D holds nothing)
         return SINGULAR_DELASSUS
     status = aba(m, d, q, yd, tau, f_ext)
@@ -323,23 +346,8 @@ def exact_forward_dynamics(m, d, p, w, b, q, yd, tau, f_ext):
     cholesky_solve(b.L, nc, y)
     for i in range(nc):
         lam[i] = -y[i]
-    for i in range(len(f)):
-        for e in range(6):
-            f[i, e] = 0.0
-    for con in range(len(p.con_rows)):
-        if p.con_contact[con] < 0:
-            continue
-        for e in range(p.con_entries[con, 0], p.con_entries[con, 1]):
-            body = p.entry_body[e]
-            if body > 0:
-                for row in range(p.con_rows[con]):
-                    force = lam[p.con_row0[con] - row0 + row]
-                    for c in range(6):
-                        f[body, c] += force * K[e, row, c]
-    for i in range(len(f)):
-        for e in range(6):
-            f[i, e] = f_ext[i, e] + f[i, e]
-    aba_forces(m, d, tau, f)                                 # at the same inertias
+    contact_wrenches(p, w, b, f_ext)
+    aba_forces(m, d, tau, b.f)                               # at the same inertias
     contact_state(m, d, p, w, b.J, b.out, False, False)
     residual = 0.0
     for i in range(nc):

@@ -206,3 +206,20 @@ def cholesky_solve(L, n, x):
         for k in range(i + 1, n):
             s -= L[k, i] * x[k]
         x[i] = s / L[i, i]
+
+
+@njit(error_model='numpy', fastmath=FASTMATH)
+def cholesky_solve_rows(L, n, X):
+    """X[:n] <- (L L^T)^-1 X[:n] for every column of X at once, by whole rows (1-d views)."""
+    for i in range(n):
+        row = X[i]
+        for k in range(i):
+            subtract_scaled(row, L[i, k], X[k])
+        for c in range(len(row)):
+            row[c] /= L[i, i]
+    for i in range(n - 1, -1, -1):
+        row = X[i]
+        for k in range(i + 1, n):
+            subtract_scaled(row, L[k, i], X[k])
+        for c in range(len(row)):
+            row[c] /= L[i, i]

@@ -14,12 +14,13 @@ import numpy as np
 from numba import njit
 
 from .cache import key_on_helpers
+from .dense import FASTMATH, subtract_scaled
 from .aba import aba, spanning_accelerations
 from .expressions import implicit_mixed
 from .frames import link_transforms
 from .joints import joint_column, joint_nv
 from .kinematics import constraint_bias, kinematics, LOOP, loop_constraint, OK, SINGLE
-from .linalg import backward_solve, cholesky, forward_solve, qr_solve
+from .linalg import cholesky, qr_solve
 from .spatial import (add_scaled, cross_force, cross_motion, dot6, inverse_motion, rigid_force,
                       rigid_congruence, transform_at, transposed_force, ZERO6)
 
@@ -36,10 +37,14 @@ class DerivativeWorkspace:
     (nv x nv) and tau (nv) on the spanning tree; T_y, T_yd, T_ydd (nv x ny), the spanning rows of
     the chain rule; dG (M, M, N), rate_qd, rate_qdd, dg_dyd (N), rhs, term (R) and dG_tau
     (nc, M, M), a loop cluster's scratch; Hf (ny x ny), the Cholesky factor of the free
-    coordinates' H_y, free_index (ny, int) their indices and column (ny) a solve's scratch."""
+    coordinates' H_y, free_index (ny, int) their indices and column (ny) a solve's scratch.
+    With contact rows, dq, dqd, H and T_y, T_yd, T_ydd have that many rows more, below the
+    spanning tree's: the contacts' partials (contact_derivatives.py), which chain_rule maps with
+    the tree's."""
 
-    def __init__(self, flat):
+    def __init__(self, flat, contact_rows=0):
         nb, nc, nv, ny, M, N = flat.nb, flat.nc, flat.nv, flat.ny, flat.M, flat.N
+        rows = nv + contact_rows
         R = flat.K_const.shape[1]
         self.d_y, self.d_yd, self.d_ydd = (np.zeros((ny, ny)) for _ in range(3))
         self.fd_y, self.fd_yd, self.H_inv, self.Hf = (np.zeros((ny, ny)) for _ in range(4))
@@ -48,9 +53,9 @@ class DerivativeWorkspace:
         self.below_q, self.below_qd, self.below_qdd = (np.zeros((nv, 6)) for _ in range(3))
         self.vw, self.aw, self.hc_w, self.F_w = (np.zeros((nb, 6)) for _ in range(4))
         self.Ic_w, self.Idot_w = np.zeros((nb, 10)), np.zeros((nb, 6, 6))
-        self.dq, self.dqd, self.H = (np.zeros((nv, nv)) for _ in range(3))
+        self.dq, self.dqd, self.H = (np.zeros((rows, nv)) for _ in range(3))
         self.tau = np.zeros(nv)
-        self.T_y, self.T_yd, self.T_ydd = (np.zeros((nv, ny)) for _ in range(3))
+        self.T_y, self.T_yd, self.T_ydd = (np.zeros((rows, ny)) for _ in range(3))
         self.dG = np.zeros((M, M, N))
         self.rate_qd, self.rate_qdd, self.dg_dyd = (np.zeros(N) for _ in range(3))
         self.rhs, self.term = np.zeros(R), np.zeros(R)
@@ -157,7 +162,7 @@ def spanning_derivatives(m, w):
     row_B, row_I, below_q, below_qd, below_qdd = (w.row_B, w.row_I, w.below_q, w.below_qd,
                                                   w.below_qdd)
     dq, dqd, H, tau = w.dq, w.dqd, w.H, w.tau
-    for r in range(dq.shape[0]):
+    for r in range(dq.shape[1]):                         # the tree's rows
         for c in range(dq.shape[1]):
             dq[r, c] = dqd[r, c] = H[r, c] = 0.0
     for j in range(1, len(parent)):
@@ -348,22 +353,23 @@ def loop_terms(m, d, w, k, yd, ydd):
 def chain_rule(m, d, w, yd, ydd):
     """d_y, d_yd, d_ydd = G^T (T_y, T_yd, T_ydd) with T = (dq, dqd, H) G and the LOOP clusters'
     terms (loop_terms), G block diagonal: G_k on cluster k's rows and columns (the identity of a
-    SINGLE cluster: copies)."""
+    SINGLE cluster: copies). Rows of contacts below the tree's (DerivativeWorkspace) are mapped
+    by T alone: their dx/dy, dx/dyd, dx/dydd stay in T_y, T_yd, T_ydd."""
     v_range, y_range, kind, G = m.v_range, m.y_range, m.kind, d.G
     dq, dqd, H, T_y, T_yd, T_ydd = w.dq, w.dqd, w.H, w.T_y, w.T_yd, w.T_ydd
     d_y, d_yd, d_ydd, dG_tau = w.d_y, w.d_yd, w.d_ydd, w.dG_tau
-    nv, ny = dq.shape[0], d_y.shape[0]
+    rows, ny = dq.shape[0], d_y.shape[0]
     for k in range(len(kind)):
         v0, y0, mk, n = v_range[k, 0], y_range[k, 0], y_range[k, 1] - y_range[k, 0], \
             v_range[k, 1] - v_range[k, 0]
         if kind[k] == SINGLE:
-            for row in range(nv):
+            for row in range(rows):
                 for j in range(mk):
                     T_y[row, y0 + j] = dq[row, v0 + j]
                     T_yd[row, y0 + j] = dqd[row, v0 + j]
                     T_ydd[row, y0 + j] = H[row, v0 + j]
             continue
-        for row in range(nv):
+        for row in range(rows):
             for j in range(mk):
                 t_y = t_yd = t_ydd = 0.0
                 for r in range(n):
@@ -437,8 +443,27 @@ def forward_dynamics_derivatives(m, d, q, yd, tau, w, f_ext):
     status = derivatives_at_state(m, d, w, yd, d.ydd, f_ext)
     if status != OK:
         return status
-    free, ny, Hf, H_inv, index, x = m.free_y, m.ny, w.Hf, w.H_inv, w.free_index, w.column
-    d_y, d_yd, d_ydd, fd_y, fd_yd = w.d_y, w.d_yd, w.d_ydd, w.fd_y, w.fd_yd
+    free_inverse(m, w)
+    H_inv, d_y, d_yd, fd_y, fd_yd = w.H_inv, w.d_y, w.d_yd, w.fd_y, w.fd_yd
+    for a in range(m.ny):                                # fd = -H_inv d, row by row
+        row_y, row_yd = fd_y[a], fd_yd[a]
+        row_y[:] = 0.0
+        row_yd[:] = 0.0
+        for b in range(m.ny):
+            h = H_inv[a, b]
+            if h != 0.0:
+                subtract_scaled(row_y, h, d_y[b])
+                subtract_scaled(row_yd, h, d_yd[b])
+    return OK
+
+
+@njit(error_model='numpy', fastmath=FASTMATH)
+def free_inverse(m, w):
+    """H_y^-1 into w.H_inv on the free coordinates (m.free_y), zero on the held ones
+    (algorithms/derivatives.free_inverse), from the Cholesky factor of their H_y in w.d_ydd (NaN
+    where it fails): L^-T L^-1 by whole rows (1-d views, which vectorize), in the leading nf x nf
+    block, then moved to the free rows and columns (from the last: each moves down and right)."""
+    free, ny, Hf, X, index, d_ydd = m.free_y, m.ny, w.Hf, w.H_inv, w.free_index, w.d_ydd
     nf = 0
     for a in range(ny):
         if free[a] != 0.0:
@@ -447,25 +472,26 @@ def forward_dynamics_derivatives(m, d, q, yd, tau, w, f_ext):
     for a in range(nf):
         for b in range(nf):
             Hf[a, b] = d_ydd[index[a], index[b]]
-    regular = cholesky(Hf, nf)
-    for a in range(ny):
-        for b in range(ny):
-            H_inv[a, b] = 0.0 if regular else np.nan
-    if regular:
-        for b in range(nf):
-            for a in range(nf):
-                x[a] = 1.0 if a == b else 0.0
-            forward_solve(Hf, nf, x)
-            backward_solve(Hf, nf, x)
-            for a in range(nf):
-                H_inv[index[a], index[b]] = x[a]
-    for a in range(ny):                                  # fd = -H_inv d, row by row
-        for c in range(ny):
-            fd_y[a, c] = fd_yd[a, c] = 0.0
-        for b in range(ny):
-            h = H_inv[a, b]
-            if h != 0.0:
-                for c in range(ny):
-                    fd_y[a, c] -= h * d_y[b, c]
-                    fd_yd[a, c] -= h * d_yd[b, c]
-    return OK
+    if not cholesky(Hf, nf):
+        X[:, :] = np.nan
+        return
+    X[:, :] = 0.0
+    for j in range(nf):                      # X <- L^-1, row j from the rows above it
+        row = X[j, :j + 1]
+        row[j] = 1.0
+        for p in range(j):
+            subtract_scaled(row, Hf[j, p], X[p, :j + 1])
+        for c in range(j + 1):
+            row[c] *= Hf[j, j]
+    for j in range(nf - 1, -1, -1):          # X <- L^-T X, row j from the rows below it
+        row = X[j, :nf]
+        for p in range(j + 1, nf):
+            subtract_scaled(row, Hf[p, j], X[p, :nf])
+        for c in range(nf):
+            row[c] *= Hf[j, j]
+    if nf < ny:
+        for a in range(nf - 1, -1, -1):
+            for b in range(nf - 1, -1, -1):
+                x = X[a, b]
+                X[a, b] = 0.0
+                X[index[a], index[b]] = x

@@ -254,6 +254,40 @@ def test_loops_with_contacts_match_central_differences(name, rng):
                                    0.3 * rng.normal(size=model.ny), rng.normal(size=model.ny))
 
 
+def fused_calls(model, monkeypatch):
+    """A list that records, per contact route the model calls, whether it ran as one compiled
+    call (its engine's fused_contacts)."""
+    engine, fused = model._local.data.engine, []
+    calls = engine.fused_contacts
+
+    def counted(route, *arguments):
+        result = calls(route, *arguments)
+        fused.append(result is not None)
+        return result
+    monkeypatch.setattr(engine, 'fused_contacts', counted)
+    return fused
+
+
+@pytest.mark.parametrize('name', CONTACT_TREES + CONTACT_LOOPS)
+def test_compiled_contact_derivatives_equal_the_algorithm(name, rng, monkeypatch):
+    """forward_dynamics_derivatives with contacts, from a contact set's second call one compiled
+    call (kernels/contact_derivatives.py), equals the NumPy algorithm's, with a wrench on a link;
+    info's ydd is the exact route's."""
+    model, reference = contacts_setup(name, 'compiled')
+    algorithm = contacts_setup(name, 'numpy')[0]
+    fused, contacts = fused_calls(model, monkeypatch), reference.contacts
+    for _ in range(STATES):
+        q, yd, tau = contacts_state(model, rng)
+        wrenches = {model.links[-1]: (rng.normal(size=3), rng.normal(size=3))}
+        expected = algorithm.forward_dynamics_derivatives(q, yd, tau, wrenches, contacts,
+                                                          info=True)
+        for _ in range(2):
+            actual = model.forward_dynamics_derivatives(q, yd, tau, wrenches, contacts, info=True)
+            for x, y, what in zip(actual, expected, expected._fields):
+                assert_close(x, y, f'{what} (compiled)', 1e-10)
+    assert fused[-1], 'the call with contacts was not one compiled call'
+
+
 PROJECTED = ('talos 6D feet', 'quadruped_rotors 3D feet', 'humanoid_belts 6D soles',
              'linkage_leg 6D foot', 'parallel_ankle_leg 6D foot')
 
@@ -285,6 +319,26 @@ def test_projected_inverse_dynamics_match_central_differences(name):
                          for l in range(model.ny)]))
     for x, y, what in zip(actual, expected, ('dtau/dy', 'dtau/dyd', 'dtau/dydd')):
         assert_close(x, y, f'{what} (central differences of the least-norm efforts)', FD_RTOL)
+
+
+@pytest.mark.parametrize('name', PROJECTED)
+def test_compiled_projected_derivatives_equal_the_algorithm(name, monkeypatch):
+    """inverse_dynamics_derivatives with contacts, from a contact set's second call one compiled
+    call, equals the NumPy algorithm's, at unit and at other weights and with a wrench."""
+    model, reference = contacts_setup(name, 'compiled')
+    algorithm = contacts_setup(name, 'numpy')[0]
+    fused, contacts = fused_calls(model, monkeypatch), reference.contacts
+    rng = np.random.default_rng(12)
+    q, yd, ydd = held_state(model, contacts, rng)
+    wrenches = {model.links[-1]: (rng.normal(size=3), rng.normal(size=3))}
+    for weights in (None, np.exp(rng.uniform(-1, 1, model.ny))):
+        expected = algorithm.inverse_dynamics_derivatives(q, yd, ydd, wrenches, contacts,
+                                                          weights)
+        for _ in range(2):
+            actual = model.inverse_dynamics_derivatives(q, yd, ydd, wrenches, contacts, weights)
+            for x, y, what in zip(actual, expected, expected._fields):
+                assert_close(x, y, f'{what} (compiled)', 1e-10)
+        assert fused[-1], 'the call with contacts was not one compiled call'
 
 
 @pytest.mark.parametrize('name', [n for n in ROBOTS if any(

@@ -48,6 +48,23 @@ FIELDS = {
     'Y': 'P Lambda^-1 of the Delassus matrix (md, 6 n)',
     'D': 'the Delassus matrix J_c H_y^-1 J_c^T (md, md)',
     'L': 'its Cholesky factor (md, md)',
+    'JM': 'J_c H_y^-1 of the derivatives (contact_derivatives.py; m, ny)',
+    'Z_rates': 'their scratch (m, ny)',
+    'X_rates': 'their scratch (ny, ny)',
+    'kept': 'the free coordinates, first nk (ny; int)',
+    'kkt': 'the projected inverse dynamics\' optimality conditions by columns, factored '
+           '(na + m + ny, na + m + ny)',
+    'beta_k': 'its reflectors (na + m + ny)',
+    'perm_k': 'its column order (na + m + ny; int)',
+    'kkt_u': 'a right-hand side (na + m + ny)',
+    'kkt_x': 'a solution (na + m + ny)',
+    'mu': 'the multipliers of the free coordinates\' rows (ny)',
+    'turning': 'd(J mu)/dq of the spanning tree (m, nv)',
+    'dJ_mu': 'd(J mu)/dy (m, ny)',
+    'zero_rows': 'zeros (m, ny)',
+    'dtau_y': 'd tau/dy of the projected efforts (ny, ny)',
+    'dtau_yd': 'd tau/dyd (ny, ny)',
+    'dtau_ydd': 'd tau/dydd (ny, ny)',
     'f': 'external forces plus the contact forces on the bodies (nb, 6)',
     'c': 'coordinates of J_c^T lambda in V (r)',
     't': 'scratch (max(ny, k))',
@@ -62,7 +79,7 @@ FIELDS = {
     'info': 'the value a fault or a result reports (2)',
 }
 INTEGERS = {'sizes', 'actuated', 'unactuated', 'entry_slot', 'body', 'perm', 'perm_u', 'perm_m',
-            'perm_b'}
+            'perm_b', 'kept', 'perm_k'}
 
 
 @structref.register
@@ -111,9 +128,15 @@ class ContactBuffers:
             'QR': (m, ny), 'beta': (m,), 'perm': (m,), 'Vu': (nu, m), 'Au': (nu, r),
             'beta_u': (nu,), 'perm_u': (nu,), 'N': (r, r), 'M': (r, na), 'beta_m': (r,),
             'perm_m': (r,), 'B': (r, k), 'beta_b': (r,), 'perm_b': (r,), 'Y': (md, 6 * n),
-            'D': (md, md), 'L': (md, md), 'f': (nb, 6), 'c': (r,), 't': (wide,), 'x': (wide,),
-            'y': (wide,), 'rhs': (max(na, 1),), 'efforts': (ny,), 'lam': (m,), 'yd_c': (ny,),
-            'ydd': (ny,), 'gap': (nu,), 'info': (2,),
+            'D': (md, md), 'L': (md, md), 'JM': (m, ny), 'Z_rates': (m, ny),
+            'X_rates': (ny, ny),
+            'kept': (ny,), 'kkt': (na + m + ny, na + m + ny), 'beta_k': (na + m + ny,),
+            'perm_k': (na + m + ny,), 'kkt_u': (na + m + ny,), 'kkt_x': (na + m + ny,),
+            'mu': (ny,), 'turning': (m, model.nv), 'dJ_mu': (m, ny), 'zero_rows': (m, ny),
+            'dtau_y': (ny, ny), 'dtau_yd': (ny, ny), 'dtau_ydd': (ny, ny), 'f': (nb, 6),
+            'c': (r,), 't': (wide,),
+            'x': (wide,), 'y': (wide,), 'rhs': (max(na, 1),), 'efforts': (ny,), 'lam': (m,),
+            'yd_c': (ny,), 'ydd': (ny,), 'gap': (nu,), 'info': (2,),
         }
         fields = {name: np.zeros(shapes[name], dtype=np.int64 if name in INTEGERS else float)
                   for name in shapes}

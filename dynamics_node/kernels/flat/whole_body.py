@@ -51,14 +51,19 @@ def _new_ref(*fields):
 
 
 class WholeBodyBuffers:
-    """The arrays of FIELDS (attributes) of the centroidal, Coriolis and regressor workspaces of
-    a FlatModel flat, and ``ref`` for the kernels."""
+    """The arrays of FIELDS (attributes) of the centroidal, Coriolis, regressor and derivative
+    workspaces of a FlatModel flat, and ``ref`` for the kernels; contact_rows: the derivatives'
+    rows of a contact set (DerivativeWorkspace), whose buffers the others share with shared (a
+    WholeBodyBuffers of flat)."""
 
-    def __init__(self, flat):
-        regressor = RegressorWorkspace(flat)
-        fields = {**vars(CentroidalWorkspace(flat)), **vars(CoriolisWorkspace(flat)),
-                  'Y': regressor.Y, 'F_parameter': regressor.F, 'unit': regressor.unit,
-                  **vars(DerivativeWorkspace(flat))}
+    def __init__(self, flat, contact_rows=0, shared=None):
+        if shared is None:
+            regressor = RegressorWorkspace(flat)
+            fields = {**vars(CentroidalWorkspace(flat)), **vars(CoriolisWorkspace(flat)),
+                      'Y': regressor.Y, 'F_parameter': regressor.F, 'unit': regressor.unit}
+        else:
+            fields = dict(shared.fields)
+        fields.update(vars(DerivativeWorkspace(flat, contact_rows)))
         self.__dict__.update(fields)
         self.fields = fields                   # the owner of the arrays the ref borrows
         self.ref = _new_ref(*(fields[name] for name in FIELDS))
