@@ -323,6 +323,18 @@ def kkt_solve(b, n, u, x):
         x[b.perm_k[j]] = u[j]
 
 
+@njit(error_model='numpy', fastmath=FASTMATH)
+def effort_rows(b, n, na):
+    """b.kkt_rows[i] <- A^-T e_i of the factored projected_kkt for the efforts' rows i < na, each
+    effort's row of A^-1: with A P = Q R, A^-T = Q R^-T P^T."""
+    for i in range(na):
+        y = b.kkt_rows[i, :n]
+        for j in range(n):
+            y[j] = 1.0 if b.perm_k[j] == i else 0.0
+        solve_upper(b.kkt, n, y, True)
+        apply_q(b.kkt, n, n, b.beta_k, y, False)
+
+
 @njit(error_model='numpy')
 def forces_turning(m, d, p, w, b, mu):
     """b.dJ_mu (nc x ny) <- d(J mu)/dy, mu held (projected_inverse_dynamics_derivatives): the
@@ -381,7 +393,7 @@ def projected_inverse_dynamics_derivatives(m, d, p, pw, w, b, yd, ydd, weights):
     and their turning (forces_turning), solved through the optimality conditions (projected_kkt).
     SINGULAR_DELASSUS where those are singular (redundant contacts, or rows no effort nor force
     reaches): the NumPy algorithm then names it."""
-    nv, ny, na, nc = w.Sw.shape[0], m.ny, len(b.actuated), b.sizes[1]
+    nv, na, nc = w.Sw.shape[0], len(b.actuated), b.sizes[1]
     contact_wrenches(p, pw, b, d.f_ext)
     spanning_accelerations(m, d, ydd)
     link_transforms(m, d)
@@ -412,17 +424,14 @@ def projected_inverse_dynamics_derivatives(m, d, p, pw, w, b, yd, ydd, weights):
     status = forces_turning(m, d, p, w, b, mu)
     if status != OK:
         return status
+    effort_rows(b, n, na)
     for E, D, out in ((b.dJ_mu, w.d_y, b.dtau_y), (b.zero_rows, w.d_yd, b.dtau_yd),
                       (b.zero_rows, w.d_ydd, b.dtau_ydd)):
         out[:, :] = 0.0
-        for c in range(ny):
-            for j in range(n):
-                u[j] = 0.0
-            for i in range(nc):
-                u[na + i] = E[i, c]
+        for i in range(na):                  # e_i^T A^-1 [0; E; D_k] = y_i . [0; E; D_k]
+            row, y = out[b.actuated[i]], b.kkt_rows[i]
+            for r in range(nc):
+                subtract_scaled(row, -y[na + r], E[r])
             for k in range(nk):
-                u[na + nc + k] = D[b.kept[k], c]
-            kkt_solve(b, n, u, x)
-            for i in range(na):
-                out[b.actuated[i], c] = x[i]
+                subtract_scaled(row, -y[na + nc + k], D[b.kept[k]])
     return OK
