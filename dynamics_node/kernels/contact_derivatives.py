@@ -208,6 +208,22 @@ def reaction_turning(m, d, p, w, b):
                 k = parent[k]
 
 
+@njit(error_model='numpy')
+def forces_held(m, d, p, w, b, yd, ydd):
+    """The inverse dynamics derivatives at (yd, ydd) with the contact forces held on their bodies
+    (b.f) into w.d_y, w.d_yd, w.d_ydd, and the contacts' rows below the tree's in w.T_y, w.T_yd,
+    w.T_ydd (J) (algorithms/derivatives.forces_held): d.qdd = G ydd + g, the root-frame motion,
+    the spanning partials with the contact rows and the reactions' turning, the chain rule."""
+    spanning_accelerations(m, d, ydd)
+    link_transforms(m, d)
+    world_motion(m, d, w)
+    world_composites(m, d, w, b.f)
+    spanning_derivatives(m, w)
+    contact_derivatives(m, d, p, w, b)
+    reaction_turning(m, d, p, w, b)
+    return chain_rule(m, d, w, yd, ydd)
+
+
 @njit(error_model='numpy', fastmath=FASTMATH)
 def kkt_rates(m, w, b, dtau, dalpha, out):
     """out (ny x ny) <- H^-1 (J^T D^-1 (J H^-1 dtau - dalpha) - dtau): the accelerations' rates
@@ -246,14 +262,7 @@ def constrained_forward_dynamics_derivatives(m, d, p, w, b, yd):
     nv, ny, nc = w.Sw.shape[0], m.ny, b.sizes[1]
     for j in range(ny):
         d.ydd[j] = d.qdd[m.independent_v[j]]
-    spanning_accelerations(m, d, d.ydd)                         # qdd = G ydd + g
-    link_transforms(m, d)
-    world_motion(m, d, w)
-    world_composites(m, d, w, b.f)
-    spanning_derivatives(m, w)
-    contact_derivatives(m, d, p, w, b)
-    reaction_turning(m, d, p, w, b)
-    status = chain_rule(m, d, w, yd, d.ydd)
+    status = forces_held(m, d, p, w, b, yd, d.ydd)
     if status != OK:
         return status
     free_inverse(m, w)
@@ -395,14 +404,7 @@ def projected_inverse_dynamics_derivatives(m, d, p, pw, w, b, yd, ydd, weights):
     reaches): the NumPy algorithm then names it."""
     nv, na, nc = w.Sw.shape[0], len(b.actuated), b.sizes[1]
     contact_wrenches(p, pw, b, d.f_ext)
-    spanning_accelerations(m, d, ydd)
-    link_transforms(m, d)
-    world_motion(m, d, w)
-    world_composites(m, d, w, b.f)
-    spanning_derivatives(m, w)
-    contact_derivatives(m, d, p, w, b)
-    reaction_turning(m, d, p, w, b)
-    status = chain_rule(m, d, w, yd, ydd)
+    status = forces_held(m, d, p, w, b, yd, ydd)
     if status != OK:
         return status
     n = projected_kkt(m, w, b, weights)

@@ -9,7 +9,8 @@ Returns OK or the rule code of the first check that refuses (codes.py), details 
 from numba import njit
 
 from .cache import key_on_helpers
-from .calls import after, checked, first, finite, independent, positions, singular
+from .calls import (after, checked, first, finite, forward_dynamics_exact, independent,
+                    inverse_dynamics_contacts, positions, singular)
 from .centroidal import (center_of_mass as com_kernel, center_of_mass_jacobian as
                          com_jacobian_kernel, centroidal_bias, centroidal_momentum_matrix as
                          momentum_matrix_kernel, kinetic_energy as kinetic_kernel,
@@ -18,8 +19,6 @@ from .checks import ACCELERATION_BOUND, FORCE_BOUND
 from .codes import NOT_FINITE
 from .contact_derivatives import (constrained_forward_dynamics_derivatives,
                                   projected_inverse_dynamics_derivatives)
-from .contact_dynamics import (exact_forward_dynamics as exact_route,
-                               inverse_dynamics as projected_inverse_dynamics)
 from .coriolis import coriolis_matrix as coriolis_kernel
 from .derivatives import (forward_dynamics_derivatives as forward_derivatives_kernel,
                           inverse_dynamics_derivatives as inverse_derivatives_kernel)
@@ -169,20 +168,17 @@ def forward_dynamics_derivatives(x, w, q, v, tau):
 @njit(cache=True, nogil=True, error_model='numpy')
 def forward_dynamics_derivatives_contacts(x, w, b, q, v, tau):
     """Model.forward_dynamics_derivatives(q, v, tau, contacts) on the contacts of x's plan (their
-    ContactBuffers b, w made with their rows): the exact route (calls.forward_dynamics_exact), ydd
-    into d.ydd and its derivatives into w.fd_y, w.fd_yd, w.H_inv
-    (contact_derivatives.constrained_forward_dynamics_derivatives), with the workspace's external
-    forces. OK, else not OK as calls.contact_bias_forces: Model's checked path names the error."""
-    m, d, c = x.m, x.d, x.c
-    status, known = checked(m, d, c, q, v, tau, c.limits[FORCE_BOUND])
-    if status != OK:
-        return status
-    status = exact_route(m, d, x.p, x.w, b, None, d.yd_checked, tau, d.f_ext)
+    ContactBuffers b, w made with their rows): the exact route's fused call
+    (calls.forward_dynamics_exact), then ydd into d.ydd and its derivatives into w.fd_y, w.fd_yd,
+    w.H_inv (contact_derivatives.constrained_forward_dynamics_derivatives), with the workspace's
+    external forces. OK, else not OK as calls.contact_bias_forces: Model's checked path names the
+    error."""
+    status = forward_dynamics_exact(x, b, q, v, tau)
     if status == OK:
-        status = constrained_forward_dynamics_derivatives(m, d, x.p, w, b, d.yd_checked)
-    status = after(m, d, c, known, v, status, w.fd_y)
-    if status == OK and not (finite(w.fd_yd) and finite(w.H_inv) and finite(d.ydd)
-                             and finite(b.lam)):
+        status = singular(x.d, constrained_forward_dynamics_derivatives(
+            x.m, x.d, x.p, w, b, x.d.yd_checked))
+    if status == OK and not (finite(w.fd_y) and finite(w.fd_yd) and finite(w.H_inv)
+                             and finite(x.d.ydd)):
         status = NOT_FINITE
     return status
 
@@ -190,22 +186,15 @@ def forward_dynamics_derivatives_contacts(x, w, b, q, v, tau):
 @njit(cache=True, nogil=True, error_model='numpy')
 def inverse_dynamics_derivatives_contacts(x, w, b, q, v, a, weights):
     """Model.inverse_dynamics_derivatives(q, v, a, contacts, weights) on the contacts of x's plan
-    (their ContactBuffers b, w made with their rows): projected inverse dynamics
-    (calls.inverse_dynamics_contacts) and the derivatives of its efforts into b.dtau_y, b.dtau_yd,
-    b.dtau_ydd (contact_derivatives.projected_inverse_dynamics_derivatives), with the workspace's
-    external forces; OK or not OK as forward_dynamics_derivatives_contacts. weights: checked by
-    the caller."""
-    m, d, c = x.m, x.d, x.c
-    status, known = checked(m, d, c, q, v, a, c.limits[ACCELERATION_BOUND])
-    if status != OK:
-        return status
-    independent(m, a, d.ydd_checked)
-    status = projected_inverse_dynamics(m, d, x.p, x.w, b, None, d.yd_checked, d.ydd_checked,
-                                        d.f_ext, weights)
+    (their ContactBuffers b, w made with their rows): projected inverse dynamics' fused call
+    (calls.inverse_dynamics_contacts), then the derivatives of its efforts into b.dtau_y,
+    b.dtau_yd, b.dtau_ydd (contact_derivatives.projected_inverse_dynamics_derivatives), with the
+    workspace's external forces; OK or not OK as forward_dynamics_derivatives_contacts. weights:
+    checked by the caller."""
+    status = inverse_dynamics_contacts(x, b, q, v, a, weights)
     if status == OK:
-        status = projected_inverse_dynamics_derivatives(m, d, x.p, x.w, w, b, d.yd_checked,
-                                                        d.ydd_checked, weights)
-    status = after(m, d, c, known, v, status, b.dtau_y, a)
-    if status == OK and not (finite(b.dtau_yd) and finite(b.dtau_ydd) and finite(b.lam)):
+        status = singular(x.d, projected_inverse_dynamics_derivatives(
+            x.m, x.d, x.p, x.w, w, b, x.d.yd_checked, x.d.ydd_checked, weights))
+    if status == OK and not (finite(b.dtau_y) and finite(b.dtau_yd) and finite(b.dtau_ydd)):
         status = NOT_FINITE
     return status
