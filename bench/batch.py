@@ -68,22 +68,26 @@ def workloads(name, rng):
     one, two = Batch(model, 1), Batch(model, 2)
     pools = {n: pin.ModelPool(pm, n) for n in (1, 2)}
     data = pm.createData()
+    # every batch writes into its output array, made once (out=; Pinocchio's in-place overloads)
+    qdd, tau, regressors = np.empty((STATES, model.nv)), np.empty((STATES, model.ny)), \
+        np.empty((STATES, model.ny, 10 * (model.nb - 1)))
+    Ap_out, Tp_out = np.empty_like(Ap, order='F'), np.empty_like(Ap, order='F')
     work = {
-        'FD 1': lambda: one.forward_dynamics(Q, Y, U),
-        'FD 2': lambda: two.forward_dynamics(Q, Y, U),
+        'FD 1': lambda: one.forward_dynamics(Q, Y, U, out=qdd),
+        'FD 2': lambda: two.forward_dynamics(Q, Y, U, out=qdd),
         'FD loop': lambda: [model.forward_dynamics(q, y, u) for q, y, u in zip(Q, Y, U)],
-        'aba 1': lambda: pin.abaInParallel(1, pools[1], Qp, Vp, Tp),
-        'aba 2': lambda: pin.abaInParallel(2, pools[2], Qp, Vp, Tp),
+        'aba 1': lambda: pin.abaInParallel(1, pools[1], Qp, Vp, Tp, Ap_out),
+        'aba 2': lambda: pin.abaInParallel(2, pools[2], Qp, Vp, Tp, Ap_out),
         'aba loop': lambda: [pin.aba(pm, data, q, v, t)
                              for q, v, t in zip(rows_p[0], rows_p[1], rows_p[3])],
-        'ID 1': lambda: one.inverse_dynamics(Q, Y, U),
-        'ID 2': lambda: two.inverse_dynamics(Q, Y, U),
+        'ID 1': lambda: one.inverse_dynamics(Q, Y, U, out=tau),
+        'ID 2': lambda: two.inverse_dynamics(Q, Y, U, out=tau),
         'ID loop': lambda: [model.inverse_dynamics(q, y, u) for q, y, u in zip(Q, Y, U)],
-        'rnea 1': lambda: pin.rneaInParallel(1, pools[1], Qp, Vp, Ap),
-        'rnea 2': lambda: pin.rneaInParallel(2, pools[2], Qp, Vp, Ap),
+        'rnea 1': lambda: pin.rneaInParallel(1, pools[1], Qp, Vp, Ap, Tp_out),
+        'rnea 2': lambda: pin.rneaInParallel(2, pools[2], Qp, Vp, Ap, Tp_out),
         'rnea loop': lambda: [pin.rnea(pm, data, q, v, a) for q, v, a in zip(*rows_p[:3])],
-        'Y 1': lambda: one.regressor(Q, Y, U),
-        'Y 2': lambda: two.regressor(Q, Y, U),
+        'Y 1': lambda: one.regressor(Q, Y, U, out=regressors),
+        'Y 2': lambda: two.regressor(Q, Y, U, out=regressors),
         'Y loop': lambda: [model.regressor(q, y, u) for q, y, u in zip(Q, Y, U)],
         'regressor loop': lambda: [pin.computeJointTorqueRegressor(pm, data, q, v, a)
                                    for q, v, a in zip(*rows_p[:3])],
@@ -140,8 +144,12 @@ NOTE = (
     f'Thousands of states per second, ours / Pinocchio\'s = ratio (above 1: ours faster), the '
     f'median of {REPEATS} runs of {STATES} random closed states, interleaved in one process. '
     '**FD n**, **ID n**, **Y n**: Batch(model, n).forward_dynamics, inverse_dynamics, regressor '
-    '(inputs checked, independent velocities); **aba n**, **rnea n**: pinocchio.abaInParallel, '
-    'rneaInParallel with a ModelPool on n threads; **loop**: a Python loop of single calls. '
+    '(inputs checked, independent velocities), each writing into an output array made once '
+    '(out=); **aba n**, **rnea n**: pinocchio.abaInParallel, rneaInParallel with a ModelPool on '
+    'n threads, writing into theirs (the in-place overloads); **loop**: a Python loop of single '
+    'calls. A new output array per batch costs the first touch of its memory: on Talos the '
+    'regressors of 1000 states are 100 MB, whose page faults took 6 ms of a 39 ms batch on one '
+    'thread and up to 120 ms on two threads on this virtual machine. '
     'Pinocchio has no batched regressor: its loop of computeJointTorqueRegressor is the peer of '
     'all three. Pinocchio runs on the same spanning tree. The table below sets the 1-thread '
     'times per state against Pinocchio\'s C++ itself.')

@@ -11,6 +11,13 @@ that row is the single public call's (which routes a singular cluster to LCABA, 
 forward_dynamics does, or raises), and the compiled rows go on after it. A refused row raises the
 single call's error with the row named, and nothing of the batch is returned. On a model loaded
 with compiled=False every row is a single call.
+
+Every call takes out=: a writable C-contiguous float64 array of the result's shape, sharing no
+memory with the inputs, that the rows are written into in place and that is returned (no new
+array: a batch of large results, regressors for instance, then costs no fresh memory, whose first
+touch is most of a row's time; pinocchio's rneaInParallel and abaInParallel take their output the
+same way). It is checked before any row runs; where a row is refused, the rows of out are left
+undefined.
 """
 
 from concurrent.futures import ThreadPoolExecutor
@@ -41,29 +48,29 @@ class Batch:
         self._pool = ThreadPoolExecutor(threads - 1) if threads > 1 else None
         self._closed = False
 
-    def forward_dynamics(self, q, v, tau):
+    def forward_dynamics(self, q, v, tau, out=None):
         """Spanning accelerations (N x nv), Model.forward_dynamics of each row."""
         model = self.model
         return self._run('forward_dynamics', model.forward_dynamics,
                          self._inputs(('q', q, model.nq), ('v', v, None), ('tau', tau, None)),
-                         (model.nv,))
+                         (model.nv,), out)
 
-    def inverse_dynamics(self, q, v, a):
+    def inverse_dynamics(self, q, v, a, out=None):
         """Independent generalized forces (N x ny), Model.inverse_dynamics of each row."""
         model = self.model
         return self._run('inverse_dynamics', model.inverse_dynamics,
                          self._inputs(('q', q, model.nq), ('v', v, None), ('a', a, None)),
-                         (model.ny,))
+                         (model.ny,), out)
 
-    def bias_forces(self, q, v):
+    def bias_forces(self, q, v, out=None):
         """C_y (N x ny), Model.bias_forces of each row."""
         model = self.model
         q, v = self._inputs(('q', q, model.nq), ('v', v, None))
         zero = np.zeros((len(q), model.ny))
         return self._run('inverse_dynamics', lambda q, v, _: model.bias_forces(q, v),
-                         (q, v, zero), (model.ny,))
+                         (q, v, zero), (model.ny,), out)
 
-    def contact_bias_forces(self, q, v, contacts, weights=None):
+    def contact_bias_forces(self, q, v, contacts, weights=None, out=None):
         """The actuated efforts that hold contacts (N x ny), Model.contact_bias_forces of each
         row (contacts and weights those of every row)."""
         model = self.model
@@ -71,10 +78,10 @@ class Batch:
 
         def single(q, v):
             return model.contact_bias_forces(q, v, contacts, weights)
-        return self._run('contact_bias_forces', single, inputs, (model.ny,), contacts=contacts,
-                         weights=checked_weights(model, weights))
+        return self._run('contact_bias_forces', single, inputs, (model.ny,), out,
+                         contacts=contacts, weights=checked_weights(model, weights))
 
-    def complete_positions(self, q_independent, cold=False):
+    def complete_positions(self, q_independent, cold=False, out=None):
         """Spanning positions (N x nq), Model.complete_positions of each row (N x the independent
         positions; no time budget) in order on the calling thread: each row tracks the one
         before, as single calls one after another do, so the rows are never split over threads;
@@ -86,7 +93,8 @@ class Batch:
         Y = self._inputs(('q_independent', q_independent, model.independent_q.size))[0]
         if self._closed:
             raise ModelError('this Batch is closed; make a new one')
-        data, out = model._local.data, np.empty((len(Y), model.nq))
+        out = _output(out, (len(Y), model.nq), (Y,))
+        data = model._local.data
         first, row = data.q_last, 0
         if cold:
             data.q_last = None
@@ -108,61 +116,62 @@ class Batch:
             data.engine.closed_positions(data.q_last)
         return out
 
-    def mass_matrix(self, q):
+    def mass_matrix(self, q, out=None):
         """H_y (N x ny x ny), Model.mass_matrix of each row."""
         model = self.model
         return self._run('mass_matrix', model.mass_matrix, self._inputs(('q', q, model.nq)),
-                         (model.ny, model.ny))
+                         (model.ny, model.ny), out)
 
-    def regressor(self, q, v, a):
+    def regressor(self, q, v, a, out=None):
         """Y_y (N x ny x 10 nb), Model.regressor of each row."""
         model = self.model
         return self._run('regressor', model.regressor,
                          self._inputs(('q', q, model.nq), ('v', v, None), ('a', a, None)),
-                         (model.ny, 10 * (model.nb - 1)))
+                         (model.ny, 10 * (model.nb - 1)), out)
 
     # the whole-body terms (whole_body.py) of each row
 
-    def center_of_mass(self, q):
+    def center_of_mass(self, q, out=None):
         """CoM positions (N x 3), Model.center_of_mass(q) of each row."""
-        return self._at_positions('center_of_mass', q, (3,))
+        return self._at_positions('center_of_mass', q, (3,), out)
 
-    def potential_energy(self, q):
+    def potential_energy(self, q, out=None):
         """Potential energies (N), Model.potential_energy of each row."""
-        return self._at_positions('potential_energy', q, ())
+        return self._at_positions('potential_energy', q, (), out)
 
-    def centroidal_momentum_matrix(self, q):
+    def centroidal_momentum_matrix(self, q, out=None):
         """A_g (N x 6 x ny), Model.centroidal_momentum_matrix of each row."""
-        return self._at_positions('centroidal_momentum_matrix', q, (6, self.model.ny))
+        return self._at_positions('centroidal_momentum_matrix', q, (6, self.model.ny), out)
 
-    def center_of_mass_jacobian(self, q):
+    def center_of_mass_jacobian(self, q, out=None):
         """J_c (N x 3 x ny), Model.center_of_mass_jacobian of each row."""
-        return self._at_positions('center_of_mass_jacobian', q, (3, self.model.ny))
+        return self._at_positions('center_of_mass_jacobian', q, (3, self.model.ny), out)
 
-    def centroidal_momentum(self, q, v):
+    def centroidal_momentum(self, q, v, out=None):
         """h_g (N x 6), Model.centroidal_momentum of each row."""
-        return self._at_states('centroidal_momentum', q, v, (6,))
+        return self._at_states('centroidal_momentum', q, v, (6,), out)
 
-    def centroidal_bias(self, q, v):
+    def centroidal_bias(self, q, v, out=None):
         """dh_g/dt at ydd = 0 (N x 6), Model.centroidal_bias of each row."""
-        return self._at_states('centroidal_bias', q, v, (6,))
+        return self._at_states('centroidal_bias', q, v, (6,), out)
 
-    def kinetic_energy(self, q, v):
+    def kinetic_energy(self, q, v, out=None):
         """Kinetic energies (N), Model.kinetic_energy of each row."""
-        return self._at_states('kinetic_energy', q, v, ())
+        return self._at_states('kinetic_energy', q, v, (), out)
 
-    def coriolis_matrix(self, q, v):
+    def coriolis_matrix(self, q, v, out=None):
         """C_y (N x ny x ny), Model.coriolis_matrix of each row."""
-        return self._at_states('coriolis_matrix', q, v, (self.model.ny, self.model.ny))
+        return self._at_states('coriolis_matrix', q, v, (self.model.ny, self.model.ny), out)
 
-    def _at_positions(self, name, q, shape):
+    def _at_positions(self, name, q, shape, out):
         model = self.model
-        return self._run(name, getattr(model, name), self._inputs(('q', q, model.nq)), shape)
+        return self._run(name, getattr(model, name), self._inputs(('q', q, model.nq)), shape,
+                         out)
 
-    def _at_states(self, name, q, v, shape):
+    def _at_states(self, name, q, v, shape, out):
         model = self.model
         return self._run(name, getattr(model, name),
-                         self._inputs(('q', q, model.nq), ('v', v, None)), shape)
+                         self._inputs(('q', q, model.nq), ('v', v, None)), shape, out)
 
     def _inputs(self, *arguments):
         """The arguments (name, value, columns: None for nv or ny) as C-contiguous float64 arrays
@@ -188,13 +197,15 @@ class Batch:
             arrays.append(array)
         return tuple(arrays)
 
-    def _run(self, name, single, inputs, shape, **options):
-        """The results (N x shape) of the rows of inputs: one contiguous part per thread, each
-        row's result flattened into a row of out; options: the engine's batch kernel's."""
+    def _run(self, name, single, inputs, shape, out=None, **options):
+        """The results (N x shape, into out where given) of the rows of inputs: one contiguous
+        part per thread, each row's result flattened into a row of out; options: the engine's
+        batch kernel's."""
         if self._closed:
             raise ModelError('this Batch is closed; make a new one')
         n = len(inputs[0])
-        out = np.empty((n, int(np.prod(shape))))
+        result = _output(out, (n,) + shape, inputs)
+        out = result.reshape(n, int(np.prod(shape)))            # a view: result is C-contiguous
         bounds = np.linspace(0, n, min(self.threads, max(n, 1)) + 1).astype(int)
         parts = list(zip(bounds[:-1], bounds[1:]))
         others = [self._pool.submit(self._rows, name, single, inputs, out, start, stop, options)
@@ -206,7 +217,7 @@ class Batch:
                 future.exception()
         for future in others:
             future.result()
-        return out.reshape((n,) + shape)
+        return result
 
     def _rows(self, name, single, inputs, out, start, stop, options):
         """Rows start..stop-1 into out on the calling thread's workspace: its engine's batch
@@ -235,6 +246,21 @@ class Batch:
         self._closed = True
         if self._pool is not None:
             self._pool.shutdown()
+
+
+def _output(out, shape, inputs):
+    """out (module docstring) if it is a writable C-contiguous float64 NumPy array of shape that
+    shares no memory with the inputs, a new array for None; else ModelError."""
+    if out is None:
+        return np.empty(shape)
+    if not (type(out) is np.ndarray and out.dtype.type is np.float64 and out.shape == shape
+            and out.flags.c_contiguous and out.flags.writeable):
+        raise ModelError(f'out is {quote(out)}; expected a writable C-contiguous float64 NumPy '
+                         f'array of shape {" x ".join(map(str, shape))} for the results')
+    if any(np.may_share_memory(out, x) for x in inputs):
+        raise ModelError('out shares memory with an input; expected an array of its own for '
+                         'the results')
+    return out
 
 
 def _row_error(error, row):

@@ -178,6 +178,55 @@ def test_malformed_batches_are_named():
             closed.inverse_dynamics(Q, V, V)
 
 
+@pytest.mark.parametrize('threads', (1, 2))
+def test_results_written_into_out(threads, rng):
+    """out=: the rows written in place into the array given, which is returned, bit for bit the
+    results without it; every call takes it, the completion too."""
+    model = robot('quadruped_rotors')
+    batch = Batch(model, threads)
+    Q, V, U = states(model, rng)
+    for name in CALLS + ('bias_forces',):
+        inputs = arguments(name, Q, V, U)
+        expected = getattr(batch, name)(*inputs)
+        out = np.full(expected.shape, np.nan)
+        assert getattr(batch, name)(*inputs, out=out) is out
+        assert np.array_equal(out, expected), name
+    feet = FEET['quadruped_rotors']
+    batch.contact_bias_forces(Q, V, feet)      # resolves the set on each thread's workspace
+    expected = batch.contact_bias_forces(Q, V, feet)
+    out = np.empty_like(expected)
+    assert batch.contact_bias_forces(Q, V, feet, out=out) is out
+    assert np.array_equal(out, expected)
+    Y = Q[:, model.independent_q]
+    expected = batch.complete_positions(Y, cold=True)
+    out = np.empty_like(expected)
+    assert batch.complete_positions(Y, cold=True, out=out) is out
+    assert np.array_equal(out, expected)
+
+
+def test_unfit_out_is_named_before_any_row(rng):
+    """An out of another shape, type or layout, read-only or sharing memory with an input is
+    refused by name, and nothing is written into it."""
+    model = robot('linkage_leg')
+    batch = Batch(model, 2)
+    Q, V, U = states(model, rng, rows=3)
+    good = np.zeros((3, model.ny))
+    read_only = good.copy()
+    read_only.setflags(write=False)
+    unfit = [np.zeros((2, model.ny)), np.zeros((3, model.ny), dtype=np.float32),
+             np.zeros((model.ny, 3)).T, read_only, good.tolist(), 'out']
+    for out in unfit:
+        before = np.array(out, dtype=object, copy=True)
+        with pytest.raises(ModelError, match='out is .*; expected a writable C-contiguous '
+                                             f'float64 NumPy array of shape 3 x {model.ny}'):
+            batch.inverse_dynamics(Q, V, U, out=out)
+        assert np.array_equal(np.array(out, dtype=object), before)
+    U_copy = U.copy()
+    with pytest.raises(ModelError, match='out shares memory with an input'):
+        batch.inverse_dynamics(Q, V, U_copy, out=U_copy)
+    assert np.array_equal(U_copy, U)
+
+
 def test_empty_batch(rng):
     model = robot('linkage_leg')
     empty = np.zeros((0, model.nq)), np.zeros((0, model.ny)), np.zeros((0, model.ny))
