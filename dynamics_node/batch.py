@@ -204,7 +204,8 @@ class Batch:
         if self._closed:
             raise ModelError('this Batch is closed; make a new one')
         n = len(inputs[0])
-        result = _output(out, (n,) + shape, inputs)
+        result = _output(out, (n,) + shape,
+                         inputs + tuple(x for x in options.values() if isinstance(x, np.ndarray)))
         out = result.reshape(n, int(np.prod(shape)))            # a view: result is C-contiguous
         bounds = np.linspace(0, n, min(self.threads, max(n, 1)) + 1).astype(int)
         parts = list(zip(bounds[:-1], bounds[1:]))

@@ -14,7 +14,7 @@ import numpy as np
 
 from .algorithms import derivatives
 from . import contacts as contact_routes
-from .errors import LCABA_ADVICE, SingularConfigurationError
+from .errors import LCABA_ADVICE, ModelError, SingularConfigurationError
 from .faults import FORWARD_DERIVATIVES, INVERSE_DERIVATIVES
 from .validation import (accepted_weights, check_finite, checked_weights, external_forces,
                          independent_velocities, positions, vector)
@@ -30,6 +30,17 @@ ForwardDynamicsDerivativesInfo = namedtuple('ForwardDynamicsDerivativesInfo',
                                             ForwardDynamicsDerivatives._fields + ('ydd',))
 ForwardDynamicsDerivativesInfo.__doc__ = """The ForwardDynamicsDerivatives and the independent
 accelerations ydd (ny) at which they hold."""
+
+
+def accepted_wrenches(model, data, wrenches):
+    """True once the wrenches are the workspace's external forces (validation.external_forces),
+    False where they are refused: a fused call then leaves the checked path to name the first
+    fault in the order of the inputs, as validation.accepted_weights does for weights."""
+    try:
+        external_forces(model, data, wrenches)
+        return True
+    except ModelError:
+        return False
 
 
 def without_lcaba_advice(error):
@@ -59,8 +70,8 @@ class Derivatives:
     def _inverse_dynamics_derivatives(self, q, v, a, wrenches, contacts, weights):
         data = self._local.data
         arguments = (q, v, a)
-        if contacts is not None and (w := accepted_weights(self, weights)) is not False:
-            external_forces(self, data, wrenches)
+        if contacts is not None and (w := accepted_weights(self, weights)) is not False \
+                and accepted_wrenches(self, data, wrenches):
             fused = data.engine.fused_contacts('fused_inverse_dynamics_derivatives', contacts,
                                                q, v, a, w)
             if fused is not None:                              # contacts resolved before
@@ -104,8 +115,7 @@ class Derivatives:
     def _forward_dynamics_derivatives(self, q, v, tau, wrenches, contacts, info):
         data = self._local.data
         arguments = (q, v, tau)
-        if contacts is not None:
-            external_forces(self, data, wrenches)
+        if contacts is not None and accepted_wrenches(self, data, wrenches):
             fused = data.engine.fused_contacts('fused_forward_dynamics_derivatives', contacts,
                                                q, v, tau)
             if fused is not None:                              # contacts resolved before

@@ -225,6 +225,9 @@ def test_unfit_out_is_named_before_any_row(rng):
     with pytest.raises(ModelError, match='out shares memory with an input'):
         batch.inverse_dynamics(Q, V, U_copy, out=U_copy)
     assert np.array_equal(U_copy, U)
+    weights = np.ones((3, model.ny))                  # the weights: a row of out
+    with pytest.raises(ModelError, match='out shares memory with an input'):
+        batch.contact_bias_forces(Q, V, [Contact('foot', '6D')], weights[0], out=weights)
 
 
 def test_empty_batch(rng):

@@ -91,6 +91,23 @@ def test_redundant_contacts_are_refused_by_name(compiled):
         model.inverse_dynamics_derivatives(q, zero, zero, contacts=feet)
 
 
+@pytest.mark.parametrize('compiled', [True, False])
+def test_contact_calls_name_faults_in_input_order(compiled):
+    """With contacts (resolved before, so that the compiled engine's call is one compiled call),
+    a bad q, v or a is named before a bad wrench, as inverse_dynamics names them."""
+    model = robot('humanoid_belts', compiled)
+    q, zero = model.reference_positions, np.zeros(model.ny)
+    foot, bad_wrench = [Contact('left_foot_sole', '6D')], {'nowhere': ((0, 0, 1), (0, 0, 0))}
+    model.inverse_dynamics_derivatives(q, zero, zero, contacts=foot)
+    model.forward_dynamics_derivatives(q, zero, zero, contacts=foot)
+    for call in (model.inverse_dynamics_derivatives, model.forward_dynamics_derivatives):
+        for inputs, named in (((q[:-1], zero, zero), '^q has'), ((q, zero[:-1], zero), '^v has')):
+            with pytest.raises(ModelError, match=named):
+                call(*inputs, bad_wrench, foot)
+        with pytest.raises(ModelError, match='unknown link'):
+            call(q, zero, zero, bad_wrench, foot)
+
+
 @pytest.mark.parametrize('call', ['inverse_dynamics_derivatives', 'forward_dynamics_derivatives'])
 def test_bad_inputs_are_named(call):
     model = robot('linkage_leg', True)
