@@ -70,14 +70,10 @@ class Derivatives:
     def _inverse_dynamics_derivatives(self, q, v, a, wrenches, contacts, weights):
         data = self._local.data
         arguments = (q, v, a)
-        if contacts is not None and (w := accepted_weights(self, weights)) is not False \
-                and accepted_wrenches(self, data, wrenches):
-            fused = data.engine.fused_contacts('fused_inverse_dynamics_derivatives', contacts,
-                                               q, v, a, w)
-            if fused is not None:                              # contacts resolved before
-                b = fused[0].buffers
-                return InverseDynamicsDerivatives(b.dtau_y.copy(), b.dtau_yd.copy(),
-                                                  b.dtau_ydd.copy())
+        if contacts is not None:                  # contacts resolved before: one compiled call
+            fused = self._fused_inverse_derivatives(data, q, v, a, wrenches, contacts, weights)
+            if fused is not None:
+                return fused
         frames = None if contacts is None else contact_routes.resolve(self, contacts)
         if not frames:
             if contacts is not None:                   # no contacts: weights still checked
@@ -89,6 +85,10 @@ class Derivatives:
             return InverseDynamicsDerivatives(calls.d_y.copy(), calls.d_yd.copy(),
                                               calls.d_ydd.copy())
         result = self.inverse_dynamics(q, v, a, wrenches, contacts, info=True, weights=weights)
+        fused = self._fused_inverse_derivatives(data, q, v, a, wrenches, contacts,
+                                                weights)              # the set now resolved
+        if fused is not None:
+            return fused
         q, yd, ydd = self._checked_state(data, q, v, a)
         external_forces(self, data, wrenches)
         derivative = derivatives.projected_inverse_dynamics_derivatives(
@@ -115,16 +115,10 @@ class Derivatives:
     def _forward_dynamics_derivatives(self, q, v, tau, wrenches, contacts, info):
         data = self._local.data
         arguments = (q, v, tau)
-        if contacts is not None and accepted_wrenches(self, data, wrenches):
-            fused = data.engine.fused_contacts('fused_forward_dynamics_derivatives', contacts,
-                                               q, v, tau)
-            if fused is not None:                              # contacts resolved before
-                calls = fused[0]
-                b = calls.derivative_buffers
-                result = (b.fd_y.copy(), b.fd_yd.copy(), b.H_inv.copy())
-                if info:
-                    return ForwardDynamicsDerivativesInfo(*result, calls.ydd.copy())
-                return ForwardDynamicsDerivatives(*result)
+        if contacts is not None:                  # contacts resolved before: one compiled call
+            fused = self._fused_forward_derivatives(data, q, v, tau, wrenches, contacts, info)
+            if fused is not None:
+                return fused
         frames = None if contacts is None else contact_routes.resolve(self, contacts)
         if not frames:
             external_forces(self, data, wrenches)
@@ -136,6 +130,10 @@ class Derivatives:
                 return ForwardDynamicsDerivativesInfo(*result, calls.ydd.copy())
             return ForwardDynamicsDerivatives(*result)
         exact = self.forward_dynamics(q, v, tau, wrenches, contacts, method='aba', info=True)
+        fused = self._fused_forward_derivatives(data, q, v, tau, wrenches, contacts,
+                                                info)                 # the set now resolved
+        if fused is not None:
+            return fused
         q, yd, _ = self._checked_state(data, q, v, tau)
         external_forces(self, data, wrenches)
         ydd = exact.acceleration[self.independent_v]
@@ -145,6 +143,34 @@ class Derivatives:
                      lambda: FORWARD_DERIVATIVES.inputs(self, arguments), *result)
         if info:
             return ForwardDynamicsDerivativesInfo(*result, ydd)
+        return ForwardDynamicsDerivatives(*result)
+
+    def _fused_inverse_derivatives(self, data, q, v, a, wrenches, contacts, weights):
+        """The projected inverse dynamics' derivatives in one compiled call, where the engine has
+        it for contacts resolved before and the weights and wrenches are accepted; else None."""
+        w = accepted_weights(self, weights)
+        if w is False or not accepted_wrenches(self, data, wrenches):
+            return None
+        fused = data.engine.fused_contacts('fused_inverse_dynamics_derivatives', contacts,
+                                           q, v, a, w)
+        if fused is None:
+            return None
+        b = fused[0].buffers
+        return InverseDynamicsDerivatives(b.dtau_y.copy(), b.dtau_yd.copy(), b.dtau_ydd.copy())
+
+    def _fused_forward_derivatives(self, data, q, v, tau, wrenches, contacts, info):
+        """The exact route's derivatives in one compiled call, as _fused_inverse_derivatives."""
+        if not accepted_wrenches(self, data, wrenches):
+            return None
+        fused = data.engine.fused_contacts('fused_forward_dynamics_derivatives', contacts,
+                                           q, v, tau)
+        if fused is None:
+            return None
+        calls = fused[0]
+        b = calls.derivative_buffers
+        result = (b.fd_y.copy(), b.fd_yd.copy(), b.H_inv.copy())
+        if info:
+            return ForwardDynamicsDerivativesInfo(*result, calls.ydd.copy())
         return ForwardDynamicsDerivatives(*result)
 
     def _checked_state(self, data, q, v, x):

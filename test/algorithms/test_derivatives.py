@@ -270,9 +270,9 @@ def fused_calls(model, monkeypatch):
 
 @pytest.mark.parametrize('name', CONTACT_TREES + CONTACT_LOOPS)
 def test_compiled_contact_derivatives_equal_the_algorithm(name, rng, monkeypatch):
-    """forward_dynamics_derivatives with contacts, from a contact set's second call one compiled
-    call (kernels/contact_derivatives.py), equals the NumPy algorithm's, with a wrench on a link;
-    info's ydd is the exact route's."""
+    """forward_dynamics_derivatives with contacts, one compiled call (kernels/
+    contact_derivatives.py; a contact set's first call resolves the set by the route first),
+    equals the NumPy algorithm's, with a wrench on a link; info's ydd is the exact route's."""
     model, reference = contacts_setup(name, 'compiled')
     algorithm = contacts_setup(name, 'numpy')[0]
     fused, contacts = fused_calls(model, monkeypatch), reference.contacts
@@ -283,9 +283,9 @@ def test_compiled_contact_derivatives_equal_the_algorithm(name, rng, monkeypatch
                                                           info=True)
         for _ in range(2):
             actual = model.forward_dynamics_derivatives(q, yd, tau, wrenches, contacts, info=True)
+            assert fused[-1], 'the call with contacts was not one compiled call'
             for x, y, what in zip(actual, expected, expected._fields):
                 assert_close(x, y, f'{what} (compiled)', 1e-10)
-    assert fused[-1], 'the call with contacts was not one compiled call'
 
 
 PROJECTED = ('talos 6D feet', 'quadruped_rotors 3D feet', 'humanoid_belts 6D soles',
@@ -323,8 +323,8 @@ def test_projected_inverse_dynamics_match_central_differences(name):
 
 @pytest.mark.parametrize('name', PROJECTED)
 def test_compiled_projected_derivatives_equal_the_algorithm(name, monkeypatch):
-    """inverse_dynamics_derivatives with contacts, from a contact set's second call one compiled
-    call, equals the NumPy algorithm's, at unit and at other weights and with a wrench."""
+    """inverse_dynamics_derivatives with contacts, one compiled call (from a contact set's first
+    call), equals the NumPy algorithm's, at unit and at other weights and with a wrench."""
     model, reference = contacts_setup(name, 'compiled')
     algorithm = contacts_setup(name, 'numpy')[0]
     fused, contacts = fused_calls(model, monkeypatch), reference.contacts
@@ -336,9 +336,9 @@ def test_compiled_projected_derivatives_equal_the_algorithm(name, monkeypatch):
                                                           weights)
         for _ in range(2):
             actual = model.inverse_dynamics_derivatives(q, yd, ydd, wrenches, contacts, weights)
+            assert fused[-1], 'the call with contacts was not one compiled call'
             for x, y, what in zip(actual, expected, expected._fields):
                 assert_close(x, y, f'{what} (compiled)', 1e-10)
-        assert fused[-1], 'the call with contacts was not one compiled call'
 
 
 @pytest.mark.parametrize('name', [n for n in ROBOTS if any(
