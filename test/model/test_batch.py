@@ -151,6 +151,19 @@ def test_refused_row_is_named(compiled, threads, rng):
         assert type(batched.value) is type(single.value)
 
 
+@pytest.mark.parametrize('threads', (1, 2))
+def test_earliest_refused_row_is_named(threads, rng):
+    """Rows refused in different threads' rows: the earliest is the one named, every time."""
+    model = robot('linkage_leg')
+    Q, V, U = states(model, rng, rows=200)
+    for first, second in ((5, 190), (150, 199), (60, 61)):
+        bad = U.copy()
+        bad[first, 0] = bad[second, 0] = np.inf
+        for _ in range(3):
+            with pytest.raises(ModelError, match=f'^row {first}: '):
+                Batch(model, threads).inverse_dynamics(Q, V, bad)
+
+
 def test_malformed_batches_are_named():
     model = robot('linkage_leg')
     batch = Batch(model)
