@@ -427,13 +427,14 @@ def projected_inverse_dynamics_derivatives(m, d, p, pw, w, b, yd, ydd, weights):
     if status != OK:
         return status
     effort_rows(b, n, na)
-    for E, D, out in ((b.dJ_mu, w.d_y, b.dtau_y), (b.zero_rows, w.d_yd, b.dtau_yd),
-                      (b.zero_rows, w.d_ydd, b.dtau_ydd)):
+    for D, out in ((w.d_y, b.dtau_y), (w.d_yd, b.dtau_yd), (w.d_ydd, b.dtau_ydd)):
         out[:, :] = 0.0
         for i in range(na):                  # e_i^T A^-1 [0; E; D_k] = y_i . [0; E; D_k]
             row, y = out[b.actuated[i]], b.kkt_rows[i]
-            for r in range(nc):
-                subtract_scaled(row, -y[na + r], E[r])
             for k in range(nk):
                 subtract_scaled(row, -y[na + nc + k], D[b.kept[k]])
+    for i in range(na):                      # E = d(J mu)/dy on the position rates alone
+        row, y = b.dtau_y[b.actuated[i]], b.kkt_rows[i]
+        for r in range(nc):
+            subtract_scaled(row, -y[na + r], b.dJ_mu[r])
     return OK
