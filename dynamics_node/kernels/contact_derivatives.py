@@ -21,7 +21,7 @@ from .contact_dynamics import contact_wrenches, SINGULAR_DELASSUS
 from .dense import (apply_q, cholesky_pivots, cholesky_solve_rows, dot, FASTMATH,
                     householder_qr, rank, solve_upper, subtract_scaled)
 from .derivatives import (add3, chain_rule, cross3, dependent_solve, first_column, free_inverse,
-                          spanning_derivatives, world_composites, world_motion)
+                          free_solve, spanning_derivatives, world_composites, world_motion)
 from .frames import link_transforms
 from .joints import joint_nv
 from .kinematics import constraint_bias, LOOP, loop_constraint, OK
@@ -228,9 +228,9 @@ def forces_held(m, d, p, w, b, yd, ydd):
 def kkt_rates(m, w, b, dtau, dalpha, out):
     """out (ny x ny) <- H^-1 (J^T D^-1 (J H^-1 dtau - dalpha) - dtau): the accelerations' rates
     from the differentiated KKT system, dalpha the contact rows of a T matrix (rows nv...), J those
-    of w.T_ydd, H^-1 in w.H_inv, J H^-1 in b.JM, D's factor in b.L; by whole rows (1-d views),
-    through b.Z_rates (m x ny) and b.X_rates (ny x ny)."""
-    nv, ny, nc, J, JM, Z, X = w.Sw.shape[0], m.ny, b.sizes[1], w.T_ydd, b.JM, b.Z_rates, b.X_rates
+    of w.T_ydd, J H^-1 in b.JM, D's factor in b.L, H's in w.Hf (free_solve); by whole rows (1-d
+    views), through b.Z_rates (m x ny)."""
+    nv, ny, nc, J, JM, Z = w.Sw.shape[0], m.ny, b.sizes[1], w.T_ydd, b.JM, b.Z_rates
     for i in range(nc):
         row = Z[i]
         for c in range(ny):
@@ -239,16 +239,12 @@ def kkt_rates(m, w, b, dtau, dalpha, out):
             subtract_scaled(row, -JM[i, a], dtau[a])
     cholesky_solve_rows(b.L, nc, Z)
     for a in range(ny):
-        row = X[a]
+        row = out[a]
         for c in range(ny):
             row[c] = -dtau[a, c]
         for i in range(nc):
             subtract_scaled(row, -J[nv + i, a], Z[i])
-    for a in range(ny):
-        row = out[a]
-        row[:] = 0.0
-        for e in range(ny):
-            subtract_scaled(row, -w.H_inv[a, e], X[e])
+    free_solve(m, w, out)
 
 
 @njit(error_model='numpy')

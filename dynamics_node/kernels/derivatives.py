@@ -14,13 +14,13 @@ import numpy as np
 from numba import njit
 
 from .cache import key_on_helpers
-from .dense import FASTMATH, subtract_scaled
+from .dense import FASTMATH, subtract_scaled, tree_factor, tree_solve
 from .aba import aba, spanning_accelerations
 from .expressions import implicit_mixed
 from .frames import link_transforms
 from .joints import joint_column, joint_nv
 from .kinematics import constraint_bias, kinematics, LOOP, loop_constraint, OK, SINGLE
-from .linalg import cholesky, qr_solve
+from .linalg import qr_solve
 from .spatial import (add_scaled, cross_force, cross_motion, dot6, inverse_motion, rigid_force,
                       rigid_congruence, transform_at, transposed_force, ZERO6)
 
@@ -36,8 +36,8 @@ class DerivativeWorkspace:
     H
     (nv x nv) and tau (nv) on the spanning tree; T_y, T_yd, T_ydd (nv x ny), the spanning rows of
     the chain rule; dG (M, M, N), rate_qd, rate_qdd, dg_dyd (N), rhs, term (R) and dG_tau
-    (nc, M, M), a loop cluster's scratch; Hf (ny x ny), the Cholesky factor of the free
-    coordinates' H_y, free_index (ny, int) their indices and column (ny) a solve's scratch.
+    (nc, M, M), a loop cluster's scratch; Hf (ny x ny), the factor of H_y (free_factor), and
+    solved (ny x 3 ny), forward_dynamics_derivatives' right-hand sides.
     With contact rows, dq, dqd, H and T_y, T_yd, T_ydd have that many rows more, below the
     spanning tree's: the contacts' partials (contact_derivatives.py), which chain_rule maps with
     the tree's."""
@@ -60,7 +60,7 @@ class DerivativeWorkspace:
         self.rate_qd, self.rate_qdd, self.dg_dyd = (np.zeros(N) for _ in range(3))
         self.rhs, self.term = np.zeros(R), np.zeros(R)
         self.dG_tau = np.zeros((nc, M, M))
-        self.free_index, self.column = np.zeros(ny, dtype=np.int64), np.zeros(ny)
+        self.solved = np.zeros((ny, 3 * ny))
 
 
 @njit(inline='always', error_model='numpy')
@@ -354,11 +354,19 @@ def chain_rule(m, d, w, yd, ydd):
     """d_y, d_yd, d_ydd = G^T (T_y, T_yd, T_ydd) with T = (dq, dqd, H) G and the LOOP clusters'
     terms (loop_terms), G block diagonal: G_k on cluster k's rows and columns (the identity of a
     SINGLE cluster: copies). Rows of contacts below the tree's (DerivativeWorkspace) are mapped
-    by T alone: their dx/dy, dx/dyd, dx/dydd stay in T_y, T_yd, T_ydd."""
+    by T alone: their dx/dy, dx/dyd, dx/dydd stay in T_y, T_yd, T_ydd (the only rows of T kept
+    where every cluster is SINGLE)."""
     v_range, y_range, kind, G = m.v_range, m.y_range, m.kind, d.G
     dq, dqd, H, T_y, T_yd, T_ydd = w.dq, w.dqd, w.H, w.T_y, w.T_yd, w.T_ydd
     d_y, d_yd, d_ydd, dG_tau = w.d_y, w.d_yd, w.d_ydd, w.dG_tau
     rows, ny = dq.shape[0], d_y.shape[0]
+    tree = True
+    for k in range(len(kind)):
+        tree &= kind[k] == SINGLE
+    if tree:                                      # G = 1, g = 0: whole copies
+        d_y[:, :], d_yd[:, :], d_ydd[:, :] = dq[:ny], dqd[:ny], H[:ny]
+        T_y[ny:], T_yd[ny:], T_ydd[ny:] = dq[ny:], dqd[ny:], H[ny:]
+        return OK
     for k in range(len(kind)):
         v0, y0, mk, n = v_range[k, 0], y_range[k, 0], y_range[k, 1] - y_range[k, 0], \
             v_range[k, 1] - v_range[k, 0]
@@ -387,22 +395,16 @@ def chain_rule(m, d, w, yd, ydd):
     for k in range(len(kind)):
         v0, y0, mk, n = v_range[k, 0], y_range[k, 0], y_range[k, 1] - y_range[k, 0], \
             v_range[k, 1] - v_range[k, 0]
-        if kind[k] == SINGLE:
-            for j in range(mk):
-                for c in range(ny):
-                    d_y[y0 + j, c] = T_y[v0 + j, c]
-                    d_yd[y0 + j, c] = T_yd[v0 + j, c]
-                    d_ydd[y0 + j, c] = T_ydd[v0 + j, c]
-            continue
-        for j in range(mk):
-            for c in range(ny):
-                t_y = t_yd = t_ydd = 0.0
-                for r in range(n):
-                    x = G[k, j, r]
-                    t_y += x * T_y[v0 + r, c]
-                    t_yd += x * T_yd[v0 + r, c]
-                    t_ydd += x * T_ydd[v0 + r, c]
-                d_y[y0 + j, c], d_yd[y0 + j, c], d_ydd[y0 + j, c] = t_y, t_yd, t_ydd
+        for j in range(mk):                       # by whole rows (1-d views, which vectorize)
+            if kind[k] == SINGLE:
+                d_y[y0 + j], d_yd[y0 + j], d_ydd[y0 + j] = T_y[v0 + j], T_yd[v0 + j], T_ydd[v0 + j]
+                continue
+            d_y[y0 + j], d_yd[y0 + j], d_ydd[y0 + j] = 0.0, 0.0, 0.0
+            for r in range(n):
+                x = -G[k, j, r]
+                subtract_scaled(d_y[y0 + j], x, T_y[v0 + r])
+                subtract_scaled(d_yd[y0 + j], x, T_yd[v0 + r])
+                subtract_scaled(d_ydd[y0 + j], x, T_ydd[v0 + r])
         if kind[k] == LOOP:
             for j in range(mk):
                 for l in range(mk):
@@ -434,64 +436,59 @@ def inverse_dynamics_derivatives(m, d, q, yd, ydd, w, f_ext):
 @njit(cache=True, nogil=True, error_model='numpy')
 def forward_dynamics_derivatives(m, d, q, yd, tau, w, f_ext):
     """ydd of the cluster ABA into d.ydd and (dydd/dy, dydd/dyd, H_y^-1) into w.fd_y, w.fd_yd,
-    w.H_inv: -H_y^-1 dtau_y/dx at ydd on the free coordinates (m.free_y; the held ones keep zero
-    acceleration and carry no row), H_y^-1 from the Cholesky factor of their H_y (NaN where it
-    fails, which the ABA's own checks leave to round-off: the call then reports NOT_FINITE)."""
+    w.H_inv: H_y^-1 [-dtau_y/dy, -dtau_y/dyd, 1] at ydd in one free_solve on w.solved (the held
+    coordinates keep zero acceleration and carry no row); NaN where free_factor fails, which the
+    ABA's own checks leave to round-off: the call then reports NOT_FINITE."""
     status = aba(m, d, q, yd, tau, f_ext)
     if status != OK:
         return status
     status = derivatives_at_state(m, d, w, yd, d.ydd, f_ext)
     if status != OK:
         return status
-    free_inverse(m, w)
-    H_inv, d_y, d_yd, fd_y, fd_yd = w.H_inv, w.d_y, w.d_yd, w.fd_y, w.fd_yd
-    for a in range(m.ny):                                # fd = -H_inv d, row by row
-        row_y, row_yd = fd_y[a], fd_yd[a]
-        row_y[:] = 0.0
-        row_yd[:] = 0.0
-        for b in range(m.ny):
-            h = H_inv[a, b]
-            if h != 0.0:
-                subtract_scaled(row_y, h, d_y[b])
-                subtract_scaled(row_yd, h, d_yd[b])
+    ny, X = m.ny, w.solved
+    if free_factor(m, w):
+        for a in range(ny):
+            row = X[a]
+            for c in range(ny):
+                row[c], row[ny + c], row[2 * ny + c] = -w.d_y[a, c], -w.d_yd[a, c], 0.0
+            row[2 * ny + a] = 1.0
+        free_solve(m, w, X)
+    else:
+        X[:, :] = np.nan
+    w.fd_y[:, :], w.fd_yd[:, :], w.H_inv[:, :] = X[:, :ny], X[:, ny:2 * ny], X[:, 2 * ny:]
     return OK
 
 
 @njit(error_model='numpy', fastmath=FASTMATH)
+def free_factor(m, w):
+    """H_y (in w.d_ydd) with the held coordinates' rows and columns those of the identity, factored
+    into w.Hf (dense.tree_factor on m.parent_y); False where it is not PD."""
+    free, H, A = m.free_y, w.d_ydd, w.Hf
+    for a in range(m.ny):
+        for b in range(a + 1):
+            A[a, b] = H[a, b] if free[a] != 0.0 and free[b] != 0.0 else (1.0 if a == b else 0.0)
+    return tree_factor(m.parent_y, A, m.ny)
+
+
+@njit(error_model='numpy', fastmath=FASTMATH)
+def free_solve(m, w, X):
+    """X <- H_y^-1 X on the free coordinates, zero rows on the held ones, from free_factor."""
+    for a in range(m.ny):
+        if m.free_y[a] == 0.0:
+            X[a] = 0.0
+    tree_solve(m.parent_y, w.Hf, m.ny, X)
+
+
+@njit(error_model='numpy')
 def free_inverse(m, w):
     """H_y^-1 into w.H_inv on the free coordinates (m.free_y), zero on the held ones
-    (algorithms/derivatives.free_inverse), from the Cholesky factor of their H_y in w.d_ydd (NaN
-    where it fails): L^-T L^-1 by whole rows (1-d views, which vectorize), in the leading nf x nf
-    block, then moved to the free rows and columns (from the last: each moves down and right)."""
-    free, ny, Hf, X, index, d_ydd = m.free_y, m.ny, w.Hf, w.H_inv, w.free_index, w.d_ydd
-    nf = 0
-    for a in range(ny):
-        if free[a] != 0.0:
-            index[nf] = a
-            nf += 1
-    for a in range(nf):
-        for b in range(nf):
-            Hf[a, b] = d_ydd[index[a], index[b]]
-    if not cholesky(Hf, nf):
+    (algorithms/derivatives.free_inverse): free_solve of the identity (NaN where free_factor
+    fails)."""
+    X = w.H_inv
+    X[:, :] = 0.0
+    if not free_factor(m, w):
         X[:, :] = np.nan
         return
-    X[:, :] = 0.0
-    for j in range(nf):                      # X <- L^-1, row j from the rows above it
-        row = X[j, :j + 1]
-        row[j] = 1.0
-        for p in range(j):
-            subtract_scaled(row, Hf[j, p], X[p, :j + 1])
-        for c in range(j + 1):
-            row[c] *= Hf[j, j]
-    for j in range(nf - 1, -1, -1):          # X <- L^-T X, row j from the rows below it
-        row = X[j, :nf]
-        for p in range(j + 1, nf):
-            subtract_scaled(row, Hf[p, j], X[p, :nf])
-        for c in range(nf):
-            row[c] *= Hf[j, j]
-    if nf < ny:
-        for a in range(nf - 1, -1, -1):
-            for b in range(nf - 1, -1, -1):
-                x = X[a, b]
-                X[a, b] = 0.0
-                X[index[a], index[b]] = x
+    for a in range(m.ny):
+        X[a, a] = 1.0
+    free_solve(m, w, X)

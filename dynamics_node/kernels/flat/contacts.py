@@ -50,7 +50,6 @@ FIELDS = {
     'L': 'its Cholesky factor (md, md)',
     'JM': 'J_c H_y^-1 of the derivatives (contact_derivatives.py; m, ny)',
     'Z_rates': 'their scratch (m, ny)',
-    'X_rates': 'their scratch (ny, ny)',
     'kept': 'the free coordinates, first nk (ny; int)',
     'kkt': 'the projected inverse dynamics\' optimality conditions by columns, factored '
            '(na + m + ny, na + m + ny)',
@@ -129,7 +128,6 @@ class ContactBuffers:
             'beta_u': (nu,), 'perm_u': (nu,), 'N': (r, r), 'M': (r, na), 'beta_m': (r,),
             'perm_m': (r,), 'B': (r, k), 'beta_b': (r,), 'perm_b': (r,), 'Y': (md, 6 * n),
             'D': (md, md), 'L': (md, md), 'JM': (m, ny), 'Z_rates': (m, ny),
-            'X_rates': (ny, ny),
             'kept': (ny,), 'kkt': (na + m + ny, na + m + ny), 'beta_k': (na + m + ny,),
             'perm_k': (na + m + ny,), 'kkt_u': (na + m + ny,), 'kkt_x': (na + m + ny,),
             'kkt_rows': (na, na + m + ny),

@@ -65,6 +65,8 @@ MODEL_FIELDS = {   # name: meaning, shape (nb bodies with 0 the ground, nc clust
     'y_support': 'independent velocities of cluster k and its ancestors (nc); a frame\'s packed '
                  'rows (efpa.frame_propagators) of cluster k are '
                  '[y_support[k] - m_k, y_support[k])',
+    'parent_y': 'expanded parent of each independent velocity (H_y\'s sparsity, linalg.'
+                'tree_factor): the one before it in its cluster, else the last above, or -1 (ny)',
     'G_const': 'G_const[k, j]: column j of G_k of SINGLE (identity) and COUPLED clusters, the '
                'initial data.G (nc, M, N)',
     'K_const': 'constant (coupling) rows of K_k among its active rows, zero on the rows of loops '
@@ -388,6 +390,7 @@ def _cluster_fields(model):
         'kind': np.zeros(nc, dtype=np.int64), 'output': np.zeros(nc, dtype=np.int64),
         'body_range': _ints(model.body_range), 'v_range': _ints(model.v_range),
         'y_range': _ints(model.y_range), 'y_support': np.zeros(nc, dtype=np.int64),
+        'parent_y': np.zeros(model.ny, dtype=np.int64),
         'G_const': np.zeros((nc, M, N)), 'K_const': np.zeros((nc, R, N)),
         'active': np.zeros((nc, R), dtype=np.int64), 'n_active': np.zeros(nc, dtype=np.int64),
         'dependent': np.zeros((nc, N), dtype=np.int64),
@@ -417,11 +420,15 @@ def _cluster_fields(model):
     assert np.all(parent < np.arange(nc)), 'a parent cluster precedes its children'
     assert (ranges[0, 0] == 1 and np.array_equal(ranges[1:, 0], ranges[:-1, 1])
             and ranges[-1, 1] == model.nb), 'bodies numbered cluster by cluster'
-    for k in range(nc):
+    last = np.zeros(nc, dtype=np.int64)         # the last independent velocity at or above k
+    for k, (y0, y1) in enumerate(fields['y_range']):
         fields['y_support'][k] = ((fields['y_support'][parent[k]] if parent[k] >= 0 else 0)
                                   + clusters[k].m)
-    fields['leaf'] = np.ones(model.nb, dtype=np.int64)
-    fields['leaf'][fields['output']] = 0
+        above = last[parent[k]] if parent[k] >= 0 else -1
+        fields['parent_y'][y0:y1] = np.arange(y0 - 1, y1 - 1)
+        fields['parent_y'][y0:y1][:1] = above       # a cluster's first: the last above it
+        last[k] = max(y1 - 1, above)
+    fields['leaf'] = np.isin(np.arange(model.nb), fields['output'], invert=True).astype(np.int64)
     return fields
 
 

@@ -29,7 +29,7 @@ FIELDS = {   # name: meaning (the workspaces' docstrings give the shapes)
         'd_y', 'd_yd', 'd_ydd', 'fd_y', 'fd_yd', 'H_inv', 'Hf', 'Sw', 'Psid', 'Psidd', 'Phi',
         'row_B', 'row_I', 'below_q', 'below_qd', 'below_qdd', 'vw', 'aw', 'hc_w', 'F_w', 'Ic_w',
         'Idot_w', 'dq', 'dqd', 'H', 'tau', 'T_y', 'T_yd', 'T_ydd', 'dG', 'rate_qd', 'rate_qdd',
-        'dg_dyd', 'rhs', 'term', 'dG_tau', 'free_index', 'column')},
+        'dg_dyd', 'rhs', 'term', 'dG_tau', 'solved')},
 }
 
 
