@@ -16,6 +16,7 @@ from .algorithms import derivatives
 from . import contacts as contact_routes
 from .errors import LCABA_ADVICE, ModelError, SingularConfigurationError
 from .faults import FORWARD_DERIVATIVES, INVERSE_DERIVATIVES
+from .kernels.codes import OK
 from .validation import (accepted_weights, check_finite, checked_weights, external_forces,
                          independent_velocities, positions, vector)
 from . import bounds
@@ -43,6 +44,16 @@ def accepted_wrenches(model, data, wrenches):
         return False
 
 
+def accepted(entry, q, v, x):
+    """The common call: True where the compiled entry (a whole-body call) returns OK on float64
+    vectors; False where it declines, or takes inputs of other types, which the checked path
+    then converts or names."""
+    try:
+        return entry(q, v, x) == OK
+    except TypeError:
+        return False
+
+
 def without_lcaba_advice(error):
     """A singular configuration's error without its advice to take LCABA, which has no
     derivatives here."""
@@ -62,6 +73,12 @@ class Derivatives:
         projected inverse dynamics' efforts (inverse_dynamics with contacts and weights), the
         third then dtau/dydd; SingularConfigurationError for a redundant contact set, whose
         forces are not determined."""
+        data = self._local.data
+        if wrenches is contacts is weights is None and not data.f_ext_set:     # the common call
+            calls = data.whole_body
+            if accepted(calls.inverse_dynamics_derivatives, q, v, a):
+                return InverseDynamicsDerivatives(calls.d_y.copy(), calls.d_yd.copy(),
+                                                  calls.d_ydd.copy())
         try:
             return self._inverse_dynamics_derivatives(q, v, a, wrenches, contacts, weights)
         except SingularConfigurationError as error:
@@ -107,6 +124,12 @@ class Derivatives:
         accelerations (forward_dynamics with method 'aba'), dydd/dtau_y then the constrained
         H^-1 - H^-1 J^T D^-1 J H^-1; a redundant contact set is refused by name, as that route
         refuses it."""
+        data = self._local.data
+        if wrenches is contacts is None and info is False and not data.f_ext_set:  # common call
+            calls = data.whole_body
+            if accepted(calls.forward_dynamics_derivatives, q, v, tau):
+                return ForwardDynamicsDerivatives(calls.fd_y.copy(), calls.fd_yd.copy(),
+                                                  calls.H_inv.copy())
         try:
             return self._forward_dynamics_derivatives(q, v, tau, wrenches, contacts, info)
         except SingularConfigurationError as error:
