@@ -178,8 +178,9 @@ def consistent(m, d, c, x, lcaba_violation):
     or spanning with K x = 0 within tolerance at the checked q: max |K x| over the coupling rows
     and the loop clusters' active rows in d.K (the algorithm's kinematics built them;
     constraint_violation), or LCABA's measure over the rows it keeps, the same rows
-    (flat.lcaba._kept_rows; ROWS_IN_K for the former). OK or VELOCITY_VIOLATION."""
-    if len(x) == m.ny and m.ny != m.nv:
+    (flat.lcaba._kept_rows; ROWS_IN_K for the former). OK or VELOCITY_VIOLATION; OK without
+    constraints (nv = ny: every velocity is independent)."""
+    if len(x) == m.ny:
         return OK
     constraint_violation(m, d, c, x, lcaba_violation == ROWS_IN_K)
     worst = c.worst[0]
@@ -267,8 +268,8 @@ def inverse_dynamics(x, q, v, a):
 def accelerations(m, d, c, a, ydd):
     """Spanning accelerations a equal to G ydd + g (validation.py's VELOCITY_TOLERANCE, relative),
     G and g those an algorithm's kinematics left: OK or ACCELERATION_VIOLATION (OK for independent
-    a)."""
-    if len(a) != m.nv:
+    a, and without constraints: nv = ny, G = 1, g = 0)."""
+    if len(a) == m.ny:
         return OK
     spanning_accelerations(m, d, ydd)
     mismatch, scale = 0.0, 1.0
