@@ -164,6 +164,28 @@ def test_earliest_refused_row_is_named(threads, rng):
                 Batch(model, threads).inverse_dynamics(Q, V, bad)
 
 
+def test_calling_thread_takes_the_rows_the_others_start_late_by(rng):
+    """The parts cover the rows in order; after a batch whose other thread finished late (less
+    the time it took to start), the calling thread takes half the rows that evens them, within
+    the batch, and never less than an even share; a batch the calling thread then covers hands
+    nothing over; the rows still equal single calls."""
+    model = robot('linkage_leg')
+    batch = Batch(model, 2)
+    assert batch._parts('inverse_dynamics', 1000) == [(0, 500), (500, 1000)]
+    # 500 rows in 1 ms on the calling thread: 2 us a row; the other finished 0.1 ms later
+    batch._balance('inverse_dynamics', 1000, 500, 1e-3, 1e-4)
+    assert batch._parts('inverse_dynamics', 1000) == [(0, 512), (512, 1000)]
+    assert batch._parts('inverse_dynamics', 10) == [(0, 10), (10, 10)]
+    batch._balance('inverse_dynamics', 1000, 512, 1e-3, 1.0)               # a second late
+    assert batch._parts('inverse_dynamics', 1000) == [(0, 1000), (1000, 1000)]
+    batch._balance('inverse_dynamics', 1000, 1000, 1e-3, -1.0)             # a second early
+    assert batch._parts('inverse_dynamics', 1000) == [(0, 500), (500, 1000)]
+    Q, V, A = states(model, rng, rows=50)
+    for _ in range(3):
+        assert np.array_equal(batch.inverse_dynamics(Q, V, A),
+                              [model.inverse_dynamics(q, v, a) for q, v, a in zip(Q, V, A)])
+
+
 def test_malformed_batches_are_named():
     model = robot('linkage_leg')
     batch = Batch(model)
