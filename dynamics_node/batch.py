@@ -215,14 +215,15 @@ class Batch:
         others = [self._pool.submit(self._rows, name, single, inputs, out, start, stop, options)
                   for start, stop in parts[1:] if stop > start]
         try:
-            _, done = self._rows(name, single, inputs, out, *parts[0], options)
+            _, finished = self._rows(name, single, inputs, out, *parts[0], options)
         finally:
             for future in others:              # the earliest refused row's error
                 future.exception()
         if others:
             times = [future.result() for future in others]
-            self._balance(name, n, parts[0][1], done - handed,
-                          max(end for _, end in times) - done + max(t for t, _ in times) - handed)
+            self._balance(name, n, parts[0][1], finished - handed,
+                          max(end for _, end in times) - finished
+                          + max(start for start, _ in times) - handed)
         return result
 
     def _parts(self, name, n):
