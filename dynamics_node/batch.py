@@ -231,7 +231,8 @@ class Batch:
         rows _balance moved to it, the rest split evenly."""
         threads = min(self.threads, max(n, 1))
         first = min(n, round(n / threads + self._shift.get(name, 0.0)))
-        bounds = [0] + list(np.linspace(first, n, threads).astype(int))
+        others = threads - 1
+        bounds = [0, first] + [first + (n - first) * k // others for k in range(1, others + 1)]
         return list(zip(bounds[:-1], bounds[1:]))
 
     def _balance(self, name, n, rows, seconds, later):
