@@ -54,6 +54,15 @@ def accepted(entry, q, v, x):
         return False
 
 
+def computed(buffers, ydd, info):
+    """ForwardDynamicsDerivatives (with info, ForwardDynamicsDerivativesInfo) of copies of a
+    compiled call's buffers fd_y, fd_yd, H_inv and of ydd."""
+    result = (buffers.fd_y.copy(), buffers.fd_yd.copy(), buffers.H_inv.copy())
+    if info:
+        return ForwardDynamicsDerivativesInfo(*result, ydd.copy())
+    return ForwardDynamicsDerivatives(*result)
+
+
 def without_lcaba_advice(error):
     """A singular configuration's error without its advice to take LCABA, which has no
     derivatives here."""
@@ -128,8 +137,7 @@ class Derivatives:
         if wrenches is contacts is None and info is False and not data.f_ext_set:  # common call
             calls = data.whole_body
             if accepted(calls.forward_dynamics_derivatives, q, v, tau):
-                return ForwardDynamicsDerivatives(calls.fd_y.copy(), calls.fd_yd.copy(),
-                                                  calls.H_inv.copy())
+                return computed(calls, calls.ydd, False)
         try:
             return self._forward_dynamics_derivatives(q, v, tau, wrenches, contacts, info)
         except SingularConfigurationError as error:
@@ -148,10 +156,7 @@ class Derivatives:
             calls = data.whole_body
             self._whole_body(calls, calls.forward_dynamics_derivatives, FORWARD_DERIVATIVES,
                              arguments)
-            result = (calls.fd_y.copy(), calls.fd_yd.copy(), calls.H_inv.copy())
-            if info:
-                return ForwardDynamicsDerivativesInfo(*result, calls.ydd.copy())
-            return ForwardDynamicsDerivatives(*result)
+            return computed(calls, calls.ydd, info)
         exact = self.forward_dynamics(q, v, tau, wrenches, contacts, method='aba', info=True)
         fused = self._fused_forward_derivatives(data, q, v, tau, wrenches, contacts,
                                                 info)                 # the set now resolved
@@ -189,12 +194,7 @@ class Derivatives:
                                            q, v, tau)
         if fused is None:
             return None
-        calls = fused[0]
-        b = calls.derivative_buffers
-        result = (b.fd_y.copy(), b.fd_yd.copy(), b.H_inv.copy())
-        if info:
-            return ForwardDynamicsDerivativesInfo(*result, calls.ydd.copy())
-        return ForwardDynamicsDerivatives(*result)
+        return computed(fused[0].derivative_buffers, fused[0].ydd, info)
 
     def _checked_state(self, data, q, v, x):
         """q, yd and the independent part of x, after a call with contacts checked these inputs

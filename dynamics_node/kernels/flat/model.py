@@ -65,7 +65,7 @@ MODEL_FIELDS = {   # name: meaning, shape (nb bodies with 0 the ground, nc clust
     'y_support': 'independent velocities of cluster k and its ancestors (nc); a frame\'s packed '
                  'rows (efpa.frame_propagators) of cluster k are '
                  '[y_support[k] - m_k, y_support[k])',
-    'parent_y': 'expanded parent of each independent velocity (H_y\'s sparsity, linalg.'
+    'parent_y': 'expanded parent of each independent velocity (H_y\'s sparsity, dense.'
                 'tree_factor): the one before it in its cluster, else the last above, or -1 (ny)',
     'G_const': 'G_const[k, j]: column j of G_k of SINGLE (identity) and COUPLED clusters, the '
                'initial data.G (nc, M, N)',
